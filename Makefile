@@ -1,0 +1,67 @@
+# The toolchain's make targets. `make run` and `make test` are the two
+# commands of the README; everything else is for developers.
+
+SHELL := /bin/bash
+GO ?= go
+BIN := bin
+ART := artifacts
+DEVICE ?= $(ART)/ipu0
+TOOLS := ipu-as ipu-dump ipu-pack ipu-load ipu-check
+MODULES := formats libs tools scripts
+GOFLAGS_TEST ?=
+
+.PHONY: all build run run-asm test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(addprefix ./tools/,$(TOOLS))
+
+# Until the compiler lands, `make run` runs the hand-written assembly demo.
+run: run-asm
+
+ASM_DEMO := testdata/asm/dot64
+run-asm: build
+	@mkdir -p $(ART)/dot64
+	$(BIN)/ipu-as $(ASM_DEMO).s -o $(ART)/dot64/dot64.ipuobj
+	$(BIN)/ipu-pack $(ART)/dot64/dot64.ipuobj -o $(ART)/dot64/dot64.ipuexe
+	$(BIN)/ipu-load --device $(DEVICE) $(ART)/dot64/dot64.ipuexe
+	$(BIN)/ipu-check --device $(DEVICE) --data $(ASM_DEMO)/test_data_set_0 \
+		--profile $(ART)/dot64/dot64.capnp $(ART)/dot64/dot64.ipuexe
+	$(BIN)/ipu-dump $(ART)/dot64/dot64.capnp | head -n 30
+
+test: vet fmt-check deps-capnp test-go run-asm
+
+test-go:
+	for m in $(MODULES); do (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...) || exit 1; done
+
+vet:
+	for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+
+fmt-check:
+	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# capnp decodes profiles in the profile format's test; it comes from Debian.
+deps-capnp:
+	@command -v capnp >/dev/null 2>&1 || { \
+		echo "installing capnproto (for capnp decode in tests)"; \
+		(apt-get update -qq && apt-get install -y -qq capnproto >/dev/null) || \
+		(sudo apt-get update -qq && sudo apt-get install -y -qq capnproto >/dev/null); }
+
+bench: build
+	$(GO) run ./scripts/bench
+
+FUZZTIME ?= 30s
+fuzz:
+	cd formats && $(GO) test ./obj -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME)
+	cd formats && $(GO) test ./ipuexe -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME)
+	cd libs && $(GO) test ./sim -run '^$$' -fuzz FuzzRun -fuzztime $(FUZZTIME)
+	cd libs && $(GO) test ./asm -run '^$$' -fuzz FuzzAssemble -fuzztime $(FUZZTIME)
+
+# verify: long checks: the differential simulator test at length.
+verify:
+	cd libs && $(GO) test ./simref -run Diff -long
+
+clean:
+	rm -rf $(BIN) $(ART)

@@ -1,0 +1,152 @@
+package obj
+
+// Object is a linked program for every tile of one architecture: the
+// linker's output and ipu-pack's input.
+type Object struct {
+	// Arch is the architecture preset name ("ipu21").
+	Arch string
+	// Compiler is the version of the toolchain that wrote the object.
+	Compiler string
+	// Source is the fingerprint (hex SHA-256) of what the object was made
+	// from: the plan, or the assembly source.
+	Source string
+	// Tiles holds the tiles that have a program, in increasing Index order.
+	// Tiles not listed run nothing (ipu-pack gives them the idle image).
+	Tiles []Tile
+	// Host is the host program: BSP phases, host pages, inputs, outputs.
+	Host HostProgram
+	// Config is the device configuration: register writes replayed at load,
+	// in order.
+	Config []RegWrite
+}
+
+// Tile is one tile's program.
+type Tile struct {
+	Index int
+	// Entry is the supervisor's first PC.
+	Entry uint32
+	// Segments in increasing address order, non-overlapping.
+	Segments []Segment
+	// Symbols in increasing address order.
+	Symbols []Symbol
+	// Exchange lists the tile's compiled exchange transfers (the sends it
+	// makes), for validation and dumps; the instructions are in the code.
+	Exchange []Transfer
+}
+
+// SegKind says what a segment holds.
+type SegKind uint8
+
+const (
+	Code SegKind = iota // instructions: executable range, read only
+	Data                // initialised data
+	BSS                 // zero-initialised data: Size bytes, no Data
+)
+
+func (k SegKind) String() string {
+	switch k {
+	case Code:
+		return "code"
+	case Data:
+		return "data"
+	case BSS:
+		return "bss"
+	}
+	return "segkind?"
+}
+
+// Segment is a run of tile memory.
+type Segment struct {
+	Name string
+	Kind SegKind
+	Addr uint32
+	Size uint32 // == len(Data) for Code and Data
+	Data []byte
+}
+
+// Symbol names an address on one tile.
+type Symbol struct {
+	Name string
+	Addr uint32
+	Size uint32
+	Code bool // a function (true) or a data object (false)
+}
+
+// Transfer is one compiled send: at Cycle of superstep Phase, tile sends
+// Words 32-bit words to tiles [Dst, Dst+DstCount).
+type Transfer struct {
+	Phase    int
+	Cycle    int64
+	Dst      int
+	DstCount int
+	Words    int
+}
+
+// HostProgram is what the host does to run the program.
+type HostProgram struct {
+	// Phases is the BSP phase list of one run call, in order.
+	Phases []Phase
+	// Pages are the host exchange pages the session attaches.
+	Pages []Page
+	// Inputs and Outputs are the named tensors in host pages, in graph
+	// input and output order.
+	Inputs  []Tensor
+	Outputs []Tensor
+}
+
+// PhaseKind is the kind of one BSP phase.
+type PhaseKind uint8
+
+const (
+	Compute PhaseKind = iota
+	Exchange
+	HostExchange
+)
+
+func (k PhaseKind) String() string {
+	switch k {
+	case Compute:
+		return "compute"
+	case Exchange:
+		return "exchange"
+	case HostExchange:
+		return "host"
+	}
+	return "phasekind?"
+}
+
+// Phase is one superstep of the run call.
+type Phase struct {
+	Kind PhaseKind
+	Name string
+}
+
+// Page is a host exchange page: host address Page<<24 | offset.
+type Page struct {
+	ID    uint8
+	Bytes uint32
+}
+
+// Tensor places a named tensor in a host page.
+type Tensor struct {
+	Name   string
+	DType  string // ONNX type name: "float", "float16", "float8e4m3fnuz", ...
+	Shape  []int64
+	Page   uint8
+	Offset uint32
+	// Accumulate is the longest chain of FP32 additions behind each
+	// element (a matrix product's K), from which ipu-check derives the
+	// tolerance; 0 for exact results (casts, copies).
+	Accumulate int64
+}
+
+// RegWrite is one device configuration register write. Tile AllTiles
+// writes the register of every tile.
+type RegWrite struct {
+	Tile  uint32
+	Reg   uint32
+	Value uint32
+}
+
+// AllTiles in RegWrite.Tile addresses every tile.
+const AllTiles = 0xFFFFFFFF
