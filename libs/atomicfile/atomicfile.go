@@ -1,0 +1,97 @@
+// Package atomicfile writes files so that a reader, or a tool killed
+// half-way, never sees a partial file under the final name: the content
+// goes to a temporary file in the same directory, is flushed to disk, and
+// is renamed over the destination.
+package atomicfile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Write atomically replaces path with data.
+func Write(path string, data []byte) error {
+	return WriteFile(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFile atomically replaces path with what write writes. The file is
+// created with mode 0644 less the umask. If write fails or panics, or any
+// step after it fails, the temporary file is removed and path is left as
+// it was; write's own error is returned unchanged.
+func WriteFile(path string, write func(w io.Writer) error) (err error) {
+	f, err := createTemp(path)
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	done := false
+	defer func() {
+		if !done { // an error, or a panic on its way up
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+
+	bw := bufio.NewWriterSize(f, 64<<10)
+	if err := write(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	done = true
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+// createTemp creates a new file next to path. os.CreateTemp is not used
+// because it fixes the mode at 0600.
+func createTemp(path string) (*os.File, error) {
+	dir, base := filepath.Split(path)
+	prefix := filepath.Join(dir, "."+base+".tmp")
+	for range 100 {
+		name := prefix + strconv.FormatUint(uint64(rand.Uint32()), 36)
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create temporary file for %s: %w", path, err)
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("create temporary file for %s: too many name collisions", path)
+}
+
+// syncDir makes the rename durable where the platform allows syncing a
+// directory; the file itself is already complete, so failure is ignored.
+func syncDir(dir string) {
+	if dir == "" {
+		dir = "."
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	d.Sync()
+	d.Close()
+}
