@@ -10,7 +10,7 @@ TOOLS := ipu-as ipu-dump ipu-pack ipu-load ipu-check
 MODULES := formats libs tools scripts
 GOFLAGS_TEST ?=
 
-.PHONY: all build run run-asm test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run run-asm test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -65,3 +65,8 @@ verify:
 
 clean:
 	rm -rf $(BIN) $(ART)
+
+# Regenerate the test data of the assembly programs (committed; a test
+# checks it matches the generator).
+gendata:
+	cd scripts && $(GO) run ./gendata -out ../testdata/asm
