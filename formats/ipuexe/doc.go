@@ -1,0 +1,60 @@
+// Package ipuexe is the application package format (.ipuexe): ipu-pack's
+// output and ipu-load's input. It holds a loadable image for every tile of
+// the architecture (identical images stored once), the device
+// configuration and the host program, and records the fingerprint of the
+// object it was packed from.
+//
+// # File layout
+//
+// All integers are little-endian. A string is a uint32 length and that
+// many bytes. The header and section table are those of package
+// ipu.local/formats/obj/wire, and the shared parts (segments, symbols,
+// transfers, host program, register writes) are encoded as in package
+// ipu.local/formats/obj:
+//
+//	Header struct {
+//		Magic    [8]byte // "\x89IPUEXE\x01": the last byte is the version
+//		NSection uint32  // 5
+//		Reserved uint32  // 0
+//	}
+//	Table [NSection]struct {
+//		Kind uint32 // 1 meta, 2 images, 3 tilemap, 4 config, 5 host: in this order
+//		CRC  uint32 // CRC-32C (Castagnoli) of the section bytes
+//		Off  uint64 // sections follow the table back to back
+//		Len  uint64 // the last one ends at the end of the file
+//	}
+//	Meta struct { // the package header
+//		Compiler string // toolchain version
+//		Arch     string // architecture preset name
+//		Tiles    uint32 // every tile of the architecture, 1..obj.MaxTiles
+//		Object   string // hex SHA-256 of the .ipuobj file packed
+//	}
+//	Images struct {
+//		NImage uint32
+//		Image  [NImage]struct {
+//			RawLen uint32 // length of Body, at most MaxImageBytes
+//			Frame  []byte // uint32 length, then one zstd frame holding Body
+//		}
+//	}
+//	Body struct {
+//		Flags    uint8 // bit 0: idle
+//		Entry    uint32
+//		Segments        // obj segments, all stored raw (Enc 0)
+//		Symbols         // obj symbols
+//		Transfers       // obj transfers
+//	}
+//	Tilemap struct {
+//		NTile uint32           // == Meta.Tiles
+//		Image [NTile]uint32    // index into Images
+//	}
+//	Config struct { NWrite uint32; Write [NWrite]struct{ Tile, Reg, Value uint32 } }
+//	Host   obj.HostProgram encoding
+//
+// A package is canonical: images are pairwise different, every image is
+// used, and images are numbered in the order of their first use by tile
+// index, so the same tile programs always give the same file. Read checks
+// every offset, count and length against the bytes left before
+// allocating, bounds each image's decompression by its declared RawLen,
+// checks each section's CRC and validates the package as Write does. Its
+// errors are *FormatError, naming the section and the byte offset.
+package ipuexe

@@ -1,0 +1,310 @@
+package ipuexe
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+
+	"ipu.local/formats/obj"
+	"ipu.local/formats/obj/wire"
+)
+
+// Version is the package format version this package reads and writes.
+const Version = 1
+
+// Magic starts every package file; its last byte is Version.
+const Magic = "\x89IPUEXE\x01"
+
+var format = wire.Format{
+	Prefix:   Magic[:7],
+	Version:  Version,
+	Name:     "package format",
+	Sections: []string{"meta", "images", "tilemap", "config", "host"},
+}
+
+const flagIdle = 1
+
+// FormatError says where a package file is wrong.
+type FormatError struct {
+	Section string // "header", "table", "meta", "images", "tilemap", "config" or "host"
+	Off     int64  // byte offset in the file
+	Msg     string
+}
+
+func (e *FormatError) Error() string {
+	return "ipuexe: " + (&wire.Error{Section: e.Section, Off: e.Off, Msg: e.Msg}).Error()
+}
+
+func formatError(e *wire.Error) error {
+	return &FormatError{Section: e.Section, Off: e.Off, Msg: e.Msg}
+}
+
+// Fingerprint is the hex SHA-256 of a file's bytes.
+func Fingerprint(data []byte) string { return obj.Fingerprint(data) }
+
+// EncodeImage returns the canonical bytes of an image (its Body in the
+// file): two images are the same exactly when their bytes are.
+func EncodeImage(img *Image) []byte {
+	var e wire.Encoder
+	var flags uint8
+	if img.Idle {
+		flags |= flagIdle
+	}
+	e.U8(flags)
+	e.U32(img.Entry)
+	obj.EncodeSegments(&e, img.Segments, false)
+	obj.EncodeSymbols(&e, img.Symbols)
+	obj.EncodeTransfers(&e, img.Exchange)
+	return e.Data()
+}
+
+func decodeImage(d *wire.Decoder) Image {
+	var img Image
+	off := d.Off()
+	flags := d.U8("image flags")
+	if flags&^flagIdle != 0 {
+		d.Failf(off, "unknown flags %#x", flags)
+	}
+	img.Idle = flags&flagIdle != 0
+	img.Entry = d.U32("image entry")
+	img.Segments = obj.DecodeSegments(d)
+	img.Symbols = obj.DecodeSymbols(d)
+	img.Exchange = obj.DecodeTransfers(d)
+	d.Done()
+	return img
+}
+
+// Validate checks what every package must satisfy: a tile count in
+// range, an object fingerprint, one image per tile, images valid,
+// pairwise different, all used and numbered by first use, register
+// writes addressing existing tiles.
+func Validate(p *Package) error {
+	if err := validateMeta(p.Tiles, p.Object); err != nil {
+		return err
+	}
+	if len(p.TileImage) != p.Tiles {
+		return fmt.Errorf("tilemap has %d tiles, want %d", len(p.TileImage), p.Tiles)
+	}
+	// Images are compared by the SHA-256 of their canonical bytes, so that
+	// checking does not hold a second copy of every image.
+	seen := map[[32]byte]int{}
+	for i := range p.Images {
+		img := &p.Images[i]
+		if err := obj.ValidateProgram(img.Segments, img.Symbols, img.Exchange); err != nil {
+			return fmt.Errorf("image %d: %w", i, err)
+		}
+		body := EncodeImage(img)
+		if len(body) > MaxImageBytes {
+			return fmt.Errorf("image %d: %d bytes, more than %d", i, len(body), MaxImageBytes)
+		}
+		sum := sha256.Sum256(body)
+		if j, dup := seen[sum]; dup {
+			return fmt.Errorf("image %d: same as image %d (identical images are stored once)", i, j)
+		}
+		seen[sum] = i
+	}
+	if err := validateTilemap(p.TileImage, len(p.Images)); err != nil {
+		return err
+	}
+	if err := validateConfig(p.Config, p.Tiles); err != nil {
+		return err
+	}
+	return obj.ValidateHost(&p.Host)
+}
+
+func validateMeta(tiles int, object string) error {
+	if tiles < 1 || tiles > obj.MaxTiles {
+		return fmt.Errorf("tile count %d out of range [1, %d]", tiles, obj.MaxTiles)
+	}
+	if b, err := hex.DecodeString(object); err != nil || len(b) != sha256.Size || hex.EncodeToString(b) != object {
+		return fmt.Errorf("object fingerprint %q is not a lowercase hex SHA-256", object)
+	}
+	return nil
+}
+
+// validateTilemap checks that tiles use existing images, that images are
+// numbered in the order of their first use, and that each is used.
+func validateTilemap(tileImage []uint32, images int) error {
+	next := uint32(0)
+	for t, i := range tileImage {
+		switch {
+		case int64(i) >= int64(images):
+			return fmt.Errorf("tile %d: image %d out of range (%d images)", t, i, images)
+		case i > next:
+			return fmt.Errorf("tile %d: uses image %d before image %d is used (images are numbered by first use)", t, i, next)
+		case i == next:
+			next++
+		}
+	}
+	if int(next) != images {
+		return fmt.Errorf("image %d: used by no tile", next)
+	}
+	return nil
+}
+
+func validateConfig(ws []obj.RegWrite, tiles int) error {
+	for i, w := range ws {
+		if w.Tile != obj.AllTiles && int64(w.Tile) >= int64(tiles) {
+			return fmt.Errorf("register write %d: tile %d out of range (%d tiles)", i, w.Tile, tiles)
+		}
+	}
+	return nil
+}
+
+// Write validates p and writes it. The same package always gives the
+// same bytes.
+func Write(w io.Writer, p *Package) error {
+	b, err := Marshal(p)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// Marshal validates p and returns its file bytes.
+func Marshal(p *Package) ([]byte, error) {
+	if err := Validate(p); err != nil {
+		return nil, fmt.Errorf("ipuexe: %w", err)
+	}
+	var meta, images, tilemap, config, host wire.Encoder
+	meta.String(p.Compiler)
+	meta.String(p.Arch)
+	meta.U32(uint32(p.Tiles))
+	meta.String(p.Object)
+
+	images.U32(uint32(len(p.Images)))
+	for i := range p.Images {
+		body := EncodeImage(&p.Images[i])
+		images.U32(uint32(len(body)))
+		images.Bytes(wire.Compress(body))
+	}
+	tilemap.U32(uint32(len(p.TileImage)))
+	for _, i := range p.TileImage {
+		tilemap.U32(i)
+	}
+	obj.EncodeConfig(&config, p.Config)
+	obj.EncodeHost(&host, &p.Host)
+	return format.Build([][]byte{meta.Data(), images.Data(), tilemap.Data(), config.Data(), host.Data()}), nil
+}
+
+// Read decodes and validates a package file. Its errors are
+// *FormatError.
+func Read(data []byte) (*Package, error) {
+	secs, werr := format.Parse(data)
+	if werr != nil {
+		return nil, formatError(werr)
+	}
+	p := &Package{}
+
+	d := secs[0].Decoder()
+	p.Compiler = d.String("compiler")
+	p.Arch = d.String("arch")
+	tilesOff := d.Off()
+	p.Tiles = d.Int("tile count")
+	objOff := d.Off()
+	p.Object = d.String("object fingerprint")
+	d.Done()
+	if d.Err() != nil {
+		return nil, formatError(d.Err())
+	}
+	if err := validateMeta(p.Tiles, p.Object); err != nil {
+		off := tilesOff
+		if p.Tiles >= 1 && p.Tiles <= obj.MaxTiles {
+			off = objOff
+		}
+		return nil, &FormatError{Section: "meta", Off: off, Msg: err.Error()}
+	}
+
+	if err := readImages(secs[1].Decoder(), p); err != nil {
+		return nil, err
+	}
+
+	d = secs[2].Decoder()
+	n := d.Count("tile", 4)
+	if d.Err() == nil && n != p.Tiles {
+		d.Failf(secs[2].Off, "tilemap has %d tiles, want %d", n, p.Tiles)
+	}
+	if d.Err() != nil {
+		return nil, formatError(d.Err())
+	}
+	p.TileImage = make([]uint32, n)
+	for i := range p.TileImage {
+		p.TileImage[i] = d.U32("tile image")
+	}
+	d.Done()
+	if d.Err() != nil {
+		return nil, formatError(d.Err())
+	}
+	if err := validateTilemap(p.TileImage, len(p.Images)); err != nil {
+		return nil, &FormatError{Section: "tilemap", Off: secs[2].Off, Msg: err.Error()}
+	}
+
+	d = secs[3].Decoder()
+	p.Config = obj.DecodeConfig(d)
+	d.Done()
+	if d.Err() != nil {
+		return nil, formatError(d.Err())
+	}
+	if err := validateConfig(p.Config, p.Tiles); err != nil {
+		return nil, &FormatError{Section: "config", Off: secs[3].Off, Msg: err.Error()}
+	}
+
+	d = secs[4].Decoder()
+	p.Host = obj.DecodeHost(d)
+	d.Done()
+	if d.Err() != nil {
+		return nil, formatError(d.Err())
+	}
+	return p, nil
+}
+
+func readImages(d *wire.Decoder, p *Package) error {
+	n := d.Count("image", 4+4)
+	if d.Err() == nil && n > p.Tiles {
+		d.Failf(d.Off()-4, "%d images for %d tiles", n, p.Tiles)
+	}
+	if d.Err() != nil {
+		return formatError(d.Err())
+	}
+	if n > 0 {
+		p.Images = make([]Image, n)
+	}
+	seen := map[[32]byte]int{}
+	for i := range p.Images {
+		start := d.Off()
+		rawLen := d.U32("image length")
+		if d.Err() == nil && rawLen > MaxImageBytes {
+			d.Failf(start, "image %d: length %d exceeds the limit (%d bytes)", i, rawLen, MaxImageBytes)
+		}
+		frameOff := d.Off()
+		frame := d.Bytes("image")
+		if d.Err() != nil {
+			return formatError(d.Err())
+		}
+		body, err := wire.Decompress(frame, int(rawLen))
+		if err != nil {
+			return &FormatError{Section: "images", Off: frameOff + 4, Msg: fmt.Sprintf("image %d: %v", i, err)}
+		}
+		bd := wire.NewDecoder("images", body, 0)
+		p.Images[i] = decodeImage(bd)
+		if e := bd.Err(); e != nil {
+			return &FormatError{Section: "images", Off: frameOff + 4, Msg: fmt.Sprintf("image %d at decompressed byte %#x: %s", i, e.Off, e.Msg)}
+		}
+		img := &p.Images[i]
+		if err := obj.ValidateProgram(img.Segments, img.Symbols, img.Exchange); err != nil {
+			return &FormatError{Section: "images", Off: start, Msg: fmt.Sprintf("image %d: %v", i, err)}
+		}
+		sum := sha256.Sum256(body)
+		if j, dup := seen[sum]; dup {
+			return &FormatError{Section: "images", Off: start, Msg: fmt.Sprintf("image %d: same as image %d (identical images are stored once)", i, j)}
+		}
+		seen[sum] = i
+	}
+	d.Done()
+	if d.Err() != nil {
+		return formatError(d.Err())
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package obj
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+
+	"ipu.local/formats/obj/wire"
+)
+
+// Version is the object format version this package reads and writes.
+const Version = 1
+
+// Magic starts every object file; its last byte is Version.
+const Magic = "\x89IPUOBJ\x01"
+
+var format = wire.Format{
+	Prefix:   Magic[:7],
+	Version:  Version,
+	Name:     "object format",
+	Sections: []string{"meta", "tiles", "host", "config"},
+}
+
+// FormatError says where an object file is wrong.
+type FormatError struct {
+	Section string // "header", "table", "meta", "tiles", "host" or "config"
+	Off     int64  // byte offset in the file
+	Msg     string
+}
+
+func (e *FormatError) Error() string {
+	return "obj: " + (&wire.Error{Section: e.Section, Off: e.Off, Msg: e.Msg}).Error()
+}
+
+func formatError(e *wire.Error) error {
+	return &FormatError{Section: e.Section, Off: e.Off, Msg: e.Msg}
+}
+
+// Fingerprint is the hex SHA-256 of a file's bytes.
+func Fingerprint(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// Write validates o and writes it. The same object always gives the same
+// bytes.
+func Write(w io.Writer, o *Object) error {
+	b, err := Marshal(o)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// Marshal validates o and returns its file bytes.
+func Marshal(o *Object) ([]byte, error) {
+	if err := Validate(o); err != nil {
+		return nil, fmt.Errorf("obj: %w", err)
+	}
+	var meta, tiles, host, config wire.Encoder
+	meta.String(o.Arch)
+	meta.String(o.Compiler)
+	meta.String(o.Source)
+
+	tiles.U32(uint32(len(o.Tiles)))
+	for i := range o.Tiles {
+		t := &o.Tiles[i]
+		tiles.U32(uint32(t.Index))
+		tiles.U32(t.Entry)
+		EncodeSegments(&tiles, t.Segments, true)
+		EncodeSymbols(&tiles, t.Symbols)
+		EncodeTransfers(&tiles, t.Exchange)
+	}
+	EncodeHost(&host, &o.Host)
+	EncodeConfig(&config, o.Config)
+	return format.Build([][]byte{meta.Data(), tiles.Data(), host.Data(), config.Data()}), nil
+}
+
+// Read decodes and validates an object file. Its errors are *FormatError.
+func Read(data []byte) (*Object, error) {
+	secs, werr := format.Parse(data)
+	if werr != nil {
+		return nil, formatError(werr)
+	}
+	o := &Object{}
+
+	d := secs[0].Decoder()
+	o.Arch = d.String("arch")
+	o.Compiler = d.String("compiler")
+	o.Source = d.String("source")
+	d.Done()
+	if d.Err() != nil {
+		return nil, formatError(d.Err())
+	}
+
+	if err := readTiles(secs[1].Decoder(), o); err != nil {
+		return nil, err
+	}
+
+	d = secs[2].Decoder()
+	o.Host = DecodeHost(d)
+	d.Done()
+	if d.Err() != nil {
+		return nil, formatError(d.Err())
+	}
+
+	d = secs[3].Decoder()
+	o.Config = DecodeConfig(d)
+	d.Done()
+	if d.Err() != nil {
+		return nil, formatError(d.Err())
+	}
+	return o, nil
+}
+
+func readTiles(d *wire.Decoder, o *Object) error {
+	n := d.Count("tile", minTile)
+	if n > 0 {
+		o.Tiles = make([]Tile, n)
+	}
+	prev := -1
+	for i := range o.Tiles {
+		t := &o.Tiles[i]
+		start := d.Off()
+		idx := d.U32("tile index")
+		if d.Err() == nil && idx >= MaxTiles {
+			d.Failf(start, "tile %d: index out of range [0, %d)", idx, MaxTiles)
+		}
+		if d.Err() == nil && int(idx) <= prev {
+			d.Failf(start, "tile %d: tiles not in increasing index order (after tile %d)", idx, prev)
+		}
+		t.Index = int(idx)
+		prev = t.Index
+		t.Entry = d.U32("tile entry")
+		t.Segments = DecodeSegments(d)
+		t.Symbols = DecodeSymbols(d)
+		t.Exchange = DecodeTransfers(d)
+		if e := d.Err(); e != nil {
+			if e.Off > start+4 {
+				return &FormatError{Section: e.Section, Off: e.Off, Msg: fmt.Sprintf("tile %d: %s", t.Index, e.Msg)}
+			}
+			return formatError(e)
+		}
+		if err := ValidateProgram(t.Segments, t.Symbols, t.Exchange); err != nil {
+			return &FormatError{Section: "tiles", Off: start, Msg: fmt.Sprintf("tile %d: %v", t.Index, err)}
+		}
+	}
+	d.Done()
+	if d.Err() != nil {
+		return formatError(d.Err())
+	}
+	return nil
+}

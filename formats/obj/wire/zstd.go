@@ -1,0 +1,61 @@
+package wire
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// The encoder's options are fixed and it runs on one goroutine, so the
+// same input always compresses to the same bytes.
+var encoder = sync.OnceValue(func() *zstd.Encoder {
+	e, err := zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderConcurrency(1),
+		zstd.WithEncoderCRC(true),
+		// Entropy-code literals even when a block has no matches: weights
+		// and tables often have skewed byte distributions and few repeats.
+		zstd.WithAllLitEntropyCompression(true),
+		zstd.WithWindowSize(1<<20),
+		zstd.WithZeroFrames(true),
+		zstd.WithLowerEncoderMem(false),
+	)
+	if err != nil {
+		panic(fmt.Sprintf("wire: zstd encoder: %v", err))
+	}
+	return e
+})
+
+// WithDecodeAllCapLimit makes DecodeAll stop at cap(dst): the caller's
+// declared size, checked before allocating, bounds the output.
+var decoder = sync.OnceValue(func() *zstd.Decoder {
+	d, err := zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecodeAllCapLimit(true),
+		zstd.WithDecoderMaxWindow(1<<24),
+	)
+	if err != nil {
+		panic(fmt.Sprintf("wire: zstd decoder: %v", err))
+	}
+	return d
+})
+
+// Compress returns src as one zstd frame.
+func Compress(src []byte) []byte {
+	return encoder().EncodeAll(src, make([]byte, 0, len(src)/2+64))
+}
+
+// Decompress decodes a zstd frame that must hold exactly size bytes. The
+// caller checks size against its limit first; no more than size bytes
+// are ever allocated for the output.
+func Decompress(src []byte, size int) ([]byte, error) {
+	out, err := decoder().DecodeAll(src, make([]byte, 0, size))
+	if err != nil {
+		return nil, fmt.Errorf("zstd: %v", err)
+	}
+	if len(out) != size {
+		return nil, fmt.Errorf("zstd: decompressed to %d bytes, want %d", len(out), size)
+	}
+	return out, nil
+}
