@@ -1,0 +1,342 @@
+package hostref
+
+import (
+	"fmt"
+	"math"
+
+	"ipu.local/libs/graph"
+	"ipu.local/libs/numfmt"
+	"ipu.local/libs/onnx"
+)
+
+// node computes a node's outputs from its inputs' values.
+func (ev *evaluator) node(n *graph.Node, in [][]float64) ([][]float64, error) {
+	out := n.Outputs[0]
+	one := func(v []float64) ([][]float64, error) { return [][]float64{v}, nil }
+	switch n.Op {
+	case "Neg", "Abs", "Relu", "Tanh", "Sigmoid", "Exp", "Sqrt":
+		return one(ev.unary(n.Op, in[0]))
+	case "Add", "Sub", "Mul", "Div", "Pow":
+		return one(ev.binary(n, in[0], in[1]))
+	case "Max", "Min":
+		return one(ev.variadic(n, in))
+	case "Clip":
+		a := n.Attrs.(*graph.Clip)
+		y := make([]float64, len(in[0]))
+		for i, x := range in[0] {
+			y[i] = math.Min(math.Max(x, a.Min), a.Max)
+			if x != x {
+				y[i] = x
+			}
+		}
+		return one(y)
+	case "MatMul":
+		return one(ev.matmul(n.Inputs[0].Shape, n.Inputs[1].Shape, in[0], in[1]))
+	case "Gemm":
+		return one(ev.gemm(n, in))
+	case "Transpose":
+		return one(transpose(n.Inputs[0].Shape, n.Attrs.(*graph.Transpose).Perm, in[0]))
+	case "Reshape", "Flatten":
+		return one(append([]float64(nil), in[0]...))
+	case "Cast":
+		return one(ev.cast(n.Inputs[0].DType, n.Attrs.(*graph.Cast), in[0]))
+	case "Softmax", "LogSoftmax":
+		return one(ev.softmax(n, in[0]))
+	case "LayerNormalization":
+		return ev.layerNorm(n, in), nil
+	case "Gelu":
+		return one(ev.gelu(n.Attrs.(*graph.Gelu).Tanh, in[0]))
+	case "ReduceMean", "ReduceSum":
+		return one(ev.reduce(n, in[0]))
+	}
+	return nil, fmt.Errorf("node %q (%s): no host kernel (output %q)", n.Name, n.Op, out.Name)
+}
+
+func (ev *evaluator) unary(op string, x []float64) []float64 {
+	y := make([]float64, len(x))
+	r := ev.r
+	for i, a := range x {
+		var v float64
+		switch op {
+		case "Neg":
+			v = -a
+		case "Abs":
+			v = math.Abs(a)
+		case "Relu":
+			v = a
+			if a < 0 {
+				v = 0
+			}
+		case "Tanh":
+			v = r(math.Tanh(a))
+		case "Sigmoid":
+			v = r(1 / r(1+r(math.Exp(-a))))
+		case "Exp":
+			v = r(math.Exp(a))
+		case "Sqrt":
+			v = r(math.Sqrt(a))
+		}
+		y[i] = v
+	}
+	return y
+}
+
+func (ev *evaluator) binary(n *graph.Node, a, b []float64) []float64 {
+	out := n.Outputs[0].Shape
+	ia := graph.BroadcastIndex(n.Inputs[0].Shape, out)
+	ib := graph.BroadcastIndex(n.Inputs[1].Shape, out)
+	y := make([]float64, len(ia))
+	for i := range y {
+		x, z := a[ia[i]], b[ib[i]]
+		var v float64
+		switch n.Op {
+		case "Add":
+			v = x + z
+		case "Sub":
+			v = x - z
+		case "Mul":
+			v = x * z
+		case "Div":
+			v = x / z
+		case "Pow":
+			v = math.Pow(x, z)
+		}
+		y[i] = ev.r(v)
+	}
+	return y
+}
+
+func (ev *evaluator) variadic(n *graph.Node, in [][]float64) []float64 {
+	out := n.Outputs[0].Shape
+	y := make([]float64, graph.NumElements(out))
+	for k, x := range in {
+		idx := graph.BroadcastIndex(n.Inputs[k].Shape, out)
+		for i := range y {
+			v := x[idx[i]]
+			switch {
+			case k == 0 || v != v:
+				y[i] = v
+			case y[i] != y[i]:
+			case n.Op == "Max":
+				y[i] = math.Max(y[i], v)
+			default:
+				y[i] = math.Min(y[i], v)
+			}
+		}
+	}
+	return y
+}
+
+// transpose permutes x of shape in: output axis i is input axis perm[i].
+func transpose(in []int64, perm []int, x []float64) []float64 {
+	st := graph.Strides(in)
+	out := make([]int64, len(perm))
+	ost := make([]int64, len(perm)) // input stride of each output axis
+	for i, ax := range perm {
+		out[i] = in[ax]
+		ost[i] = st[ax]
+	}
+	y := make([]float64, len(x))
+	counter := make([]int64, len(out))
+	var src int64
+	for e := range y {
+		y[e] = x[src]
+		for ax := len(out) - 1; ax >= 0; ax-- {
+			counter[ax]++
+			src += ost[ax]
+			if counter[ax] < out[ax] {
+				break
+			}
+			src -= ost[ax] * counter[ax]
+			counter[ax] = 0
+		}
+	}
+	return y
+}
+
+func (ev *evaluator) cast(from onnx.DataType, a *graph.Cast, x []float64) []float64 {
+	y := make([]float64, len(x))
+	mode := numfmt.Saturate
+	if !a.Saturate {
+		mode = numfmt.NaNOnOverflow
+	}
+	f, fp8 := graph.FP8Format(a.To)
+	for i, v := range x {
+		switch {
+		case a.To == onnx.Float:
+			y[i] = float64(float32(v))
+		case a.To == onnx.Float16:
+			y[i] = numfmt.F16ToF64(numfmt.F64ToF16(v))
+		case fp8 && ev.opt.Precision == FP32:
+			// v is a float32 value under FP32 (every float, float16 and
+			// FP8 value is).
+			y[i] = numfmt.F8ToF64(numfmt.F32ToF8ORT(math.Float32bits(float32(v)), f, mode), f, 0)
+		case fp8:
+			y[i] = numfmt.F8ToF64(numfmt.F64ToF8(v, f, 0, mode), f, 0)
+		}
+	}
+	return y
+}
+
+// rows describes the vectors an axis operator works along: outer*inner
+// vectors of length n, element j of vector (o, i) at o*n*inner + j*inner + i.
+type rows struct {
+	outer, n, inner int
+}
+
+func (r rows) each(fn func(base, stride int)) {
+	for o := 0; o < r.outer; o++ {
+		for i := 0; i < r.inner; i++ {
+			fn(o*r.n*r.inner+i, r.inner)
+		}
+	}
+}
+
+func softmaxRows(shape []int64, a *graph.Softmax) rows {
+	if a.Coerce2D {
+		return rows{outer: int(graph.NumElements(shape[:a.Axis])), n: int(graph.NumElements(shape[a.Axis:])), inner: 1}
+	}
+	return rows{
+		outer: int(graph.NumElements(shape[:a.Axis])),
+		n:     int(shape[a.Axis]),
+		inner: int(graph.NumElements(shape[a.Axis+1:])),
+	}
+}
+
+// softmax computes Softmax or LogSoftmax the way a float32 program does:
+// subtract the maximum, exponentiate, sum in order, then divide (or
+// subtract the log of the sum).
+func (ev *evaluator) softmax(n *graph.Node, x []float64) []float64 {
+	a := n.Attrs.(*graph.Softmax)
+	rs := softmaxRows(n.Inputs[0].Shape, a)
+	r := ev.r
+	y := make([]float64, len(x))
+	logSoftmax := n.Op == "LogSoftmax"
+	rs.each(func(base, stride int) {
+		m := math.Inf(-1)
+		for j := 0; j < rs.n; j++ {
+			v := x[base+j*stride]
+			if v > m || v != v {
+				m = v
+			}
+		}
+		sum := 0.0
+		for j := 0; j < rs.n; j++ {
+			e := r(math.Exp(r(x[base+j*stride] - m)))
+			if !logSoftmax {
+				y[base+j*stride] = e
+			}
+			sum = r(sum + e)
+		}
+		if logSoftmax {
+			ls := r(math.Log(sum))
+			for j := 0; j < rs.n; j++ {
+				k := base + j*stride
+				y[k] = r(r(x[k]-m) - ls)
+			}
+			return
+		}
+		for j := 0; j < rs.n; j++ {
+			k := base + j*stride
+			y[k] = r(y[k] / sum)
+		}
+	})
+	return y
+}
+
+// layerNorm computes mean and variance in two passes, then
+// (x - mean) * invStdDev * scale + bias.
+func (ev *evaluator) layerNorm(n *graph.Node, in [][]float64) [][]float64 {
+	a := n.Attrs.(*graph.LayerNorm)
+	xs := n.Inputs[0].Shape
+	norm := xs[a.Axis:]
+	rs := rows{outer: int(graph.NumElements(xs[:a.Axis])), n: int(graph.NumElements(norm)), inner: 1}
+	x := in[0]
+	var scaleIdx, biasIdx []int64
+	if n.Inputs[1] != nil {
+		scaleIdx = graph.BroadcastIndex(n.Inputs[1].Shape, norm)
+	}
+	if n.Inputs[2] != nil {
+		biasIdx = graph.BroadcastIndex(n.Inputs[2].Shape, norm)
+	}
+	r := ev.r
+	y := make([]float64, len(x))
+	mean := make([]float64, rs.outer)
+	inv := make([]float64, rs.outer)
+	eps := float64(a.Epsilon)
+	cnt := float64(rs.n)
+	rs.each(func(base, _ int) {
+		o := base / rs.n
+		row := x[base : base+rs.n]
+		s := 0.0
+		for _, v := range row {
+			s = r(s + v)
+		}
+		mu := r(s / cnt)
+		q := 0.0
+		for _, v := range row {
+			d := r(v - mu)
+			q = r(q + r(d*d))
+		}
+		variance := r(q / cnt)
+		is := r(1 / r(math.Sqrt(r(variance+eps))))
+		mean[o], inv[o] = mu, is
+		for j, v := range row {
+			z := r(r(v-mu) * is)
+			if scaleIdx != nil {
+				z = r(z * in[1][scaleIdx[j]])
+			}
+			if biasIdx != nil {
+				z = r(z + in[2][biasIdx[j]])
+			}
+			y[base+j] = z
+		}
+	})
+	return [][]float64{y, mean, inv}
+}
+
+func (ev *evaluator) gelu(tanh bool, x []float64) []float64 {
+	r := ev.r
+	y := make([]float64, len(x))
+	if tanh {
+		c0 := r(math.Sqrt(2 / math.Pi))
+		c1 := r(0.044715)
+		for i, v := range x {
+			cube := r(r(v*v) * v)
+			inner := r(c0 * r(v+r(c1*cube)))
+			y[i] = r(r(0.5*v) * r(1+r(math.Tanh(inner))))
+		}
+		return y
+	}
+	c := r(1 / math.Sqrt2)
+	for i, v := range x {
+		y[i] = r(r(0.5*v) * r(1+r(math.Erf(r(v*c)))))
+	}
+	return y
+}
+
+// reduce sums in input order (row-major), one rounding per addition.
+func (ev *evaluator) reduce(n *graph.Node, x []float64) []float64 {
+	a := n.Attrs.(*graph.Reduce)
+	in := n.Inputs[0].Shape
+	if len(a.Axes) == 0 {
+		return append([]float64(nil), x...)
+	}
+	keep := append([]int64{}, in...)
+	count := int64(1)
+	for _, ax := range a.Axes {
+		keep[ax] = 1
+		count *= in[ax]
+	}
+	idx := graph.BroadcastIndex(keep, in)
+	y := make([]float64, graph.NumElements(keep))
+	for i, v := range x {
+		y[idx[i]] = ev.r(y[idx[i]] + v)
+	}
+	if n.Op == "ReduceMean" {
+		for i := range y {
+			y[i] = ev.r(y[i] / float64(count))
+		}
+	}
+	return y
+}

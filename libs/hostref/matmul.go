@@ -1,0 +1,149 @@
+package hostref
+
+import (
+	"math"
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+
+	"ipu.local/libs/graph"
+)
+
+// matmul computes numpy matmul(a, b) for shapes the graph builder
+// accepted: 1-D operands promoted, batch axes broadcast.
+func (ev *evaluator) matmul(as, bs []int64, a, b []float64) []float64 {
+	pa, pb := as, bs
+	if len(as) == 1 {
+		pa = []int64{1, as[0]}
+	}
+	if len(bs) == 1 {
+		pb = []int64{bs[0], 1}
+	}
+	m, k := int(pa[len(pa)-2]), int(pa[len(pa)-1])
+	n := int(pb[len(pb)-1])
+	batch, _ := graph.Broadcast(pa[:len(pa)-2], pb[:len(pb)-2])
+	ia := graph.BroadcastIndex(pa[:len(pa)-2], batch)
+	ib := graph.BroadcastIndex(pb[:len(pb)-2], batch)
+	y := make([]float64, len(ia)*m*n)
+	for bi := range ia {
+		ev.mm(m, k, n, a[int(ia[bi])*m*k:][:m*k], b[int(ib[bi])*k*n:][:k*n], y[bi*m*n:][:m*n])
+	}
+	return y
+}
+
+// gemm computes Alpha * A' * B' + Beta * C.
+func (ev *evaluator) gemm(n *graph.Node, in [][]float64) []float64 {
+	attrs := n.Attrs.(*graph.Gemm)
+	a, b := in[0], in[1]
+	as, bs := n.Inputs[0].Shape, n.Inputs[1].Shape
+	if attrs.TransA {
+		a, as = transpose(as, []int{1, 0}, a), []int64{as[1], as[0]}
+	}
+	if attrs.TransB {
+		b, bs = transpose(bs, []int{1, 0}, b), []int64{bs[1], bs[0]}
+	}
+	m, k, nn := int(as[0]), int(as[1]), int(bs[1])
+	y := make([]float64, m*nn)
+	ev.mm(m, k, nn, a, b, y)
+	alpha, beta := float64(attrs.Alpha), float64(attrs.Beta)
+	var cIdx []int64
+	if n.Inputs[2] != nil && beta != 0 {
+		cIdx = graph.BroadcastIndex(n.Inputs[2].Shape, n.Outputs[0].Shape)
+	}
+	for i, v := range y {
+		if alpha != 1 {
+			v = ev.r(alpha * v)
+		}
+		if cIdx != nil {
+			c := in[2][cIdx[i]]
+			if beta != 1 {
+				c = ev.r(beta * c)
+			}
+			v = ev.r(v + c)
+		}
+		y[i] = v
+	}
+	return y
+}
+
+// mm computes the m×n product of row-major a (m×k) and b (k×n) into y,
+// splitting the rows among Threads goroutines. Every element sums in k
+// order whatever the split, so the result does not depend on Threads.
+func (ev *evaluator) mm(m, k, n int, a, b, y []float64) {
+	if m == 0 || n == 0 {
+		return
+	}
+	var compute func(r0, r1 int)
+	switch ev.opt.Precision {
+	case FP64:
+		compute = func(r0, r1 int) {
+			if k == 0 {
+				return
+			}
+			blas64.Gemm(blas.NoTrans, blas.NoTrans, 1,
+				blas64.General{Rows: r1 - r0, Cols: k, Stride: k, Data: a[r0*k : r1*k]},
+				blas64.General{Rows: k, Cols: n, Stride: n, Data: b},
+				0, blas64.General{Rows: r1 - r0, Cols: n, Stride: n, Data: y[r0*n : r1*n]})
+		}
+	case FP32:
+		b32 := to32(b)
+		compute = func(r0, r1 int) {
+			if k == 0 {
+				return
+			}
+			y32 := make([]float32, (r1-r0)*n)
+			blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
+				blas32.General{Rows: r1 - r0, Cols: k, Stride: k, Data: to32(a[r0*k : r1*k])},
+				blas32.General{Rows: k, Cols: n, Stride: n, Data: b32},
+				0, blas32.General{Rows: r1 - r0, Cols: n, Stride: n, Data: y32})
+			for i, v := range y32 {
+				y[r0*n+i] = float64(v)
+			}
+		}
+	default:
+		compute = func(r0, r1 int) { deviceMM(r0, r1, k, n, a, b, y) }
+	}
+	threads := min(ev.opt.Threads, m)
+	if threads <= 1 {
+		compute(0, m)
+		return
+	}
+	var wg sync.WaitGroup
+	for t := 0; t < threads; t++ {
+		r0, r1 := t*m/threads, (t+1)*m/threads
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			compute(r0, r1)
+		}()
+	}
+	wg.Wait()
+}
+
+// deviceMM computes rows r0..r1 as the device's matrix units do: each
+// product exact, accumulated with one FP32 rounding per k, in k order.
+// A fused multiply-add in float64 then rounded to float32 equals that
+// when the product fits in float32 (FP16 and FP8 inputs), and is what
+// the device's FP32 fma instruction computes otherwise.
+func deviceMM(r0, r1, k, n int, a, b, y []float64) {
+	for i := r0; i < r1; i++ {
+		row := a[i*k : i*k+k]
+		for j := 0; j < n; j++ {
+			var acc float32
+			for p, av := range row {
+				acc = float32(math.FMA(av, b[p*n+j], float64(acc)))
+			}
+			y[i*n+j] = float64(acc)
+		}
+	}
+}
+
+func to32(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
