@@ -1,0 +1,181 @@
+// Package pack turns a linked object into an application package: one
+// image for every tile of the architecture, identical images stored once,
+// tiles without a program given the shared idle image, and the device
+// configuration completed with each programmed tile's entry register.
+//
+// It is where an object meets its architecture: the object format only
+// knows format-wide limits, Build checks every segment against the
+// preset's memory map.
+package pack
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+
+	"ipu.local/formats/ipuexe"
+	"ipu.local/formats/obj"
+	"ipu.local/libs/arch"
+	"ipu.local/libs/isa"
+	"ipu.local/libs/sim"
+)
+
+// Build packs o for preset p. The package has p.Tiles tiles; its Object
+// fingerprint is left empty for the caller, who holds the object's file
+// bytes, to set (ipuexe.Write requires it).
+func Build(o *obj.Object, p *arch.Preset) (*ipuexe.Package, error) {
+	if o.Arch != p.Name {
+		return nil, fmt.Errorf("object is for architecture %q, packing for %q", o.Arch, p.Name)
+	}
+	if err := obj.Validate(o); err != nil {
+		return nil, err
+	}
+	for i := range o.Tiles {
+		if err := checkTile(&o.Tiles[i], p); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkConfig(o, p); err != nil {
+		return nil, err
+	}
+
+	pkg := &ipuexe.Package{
+		Arch:      o.Arch,
+		Compiler:  o.Compiler,
+		Tiles:     p.Tiles,
+		TileImage: make([]uint32, p.Tiles),
+		Host:      o.Host,
+	}
+	var d dedup
+	idle := IdleImage(p)
+	next := 0 // next object tile
+	for t := 0; t < p.Tiles; t++ {
+		img := &idle
+		if next < len(o.Tiles) && o.Tiles[next].Index == t {
+			ot := &o.Tiles[next]
+			img = &ipuexe.Image{Entry: ot.Entry, Segments: ot.Segments, Symbols: ot.Symbols, Exchange: ot.Exchange}
+			next++
+		}
+		pkg.TileImage[t] = d.add(pkg, img)
+	}
+
+	pkg.Config = append([]obj.RegWrite(nil), o.Config...)
+	for i := range o.Tiles {
+		ot := &o.Tiles[i]
+		pkg.Config = append(pkg.Config, obj.RegWrite{Tile: uint32(ot.Index), Reg: sim.RegEntry, Value: ot.Entry})
+	}
+	return pkg, nil
+}
+
+// IdleImage is the image of a tile without a program: one halt at the
+// start of the executable range.
+func IdleImage(p *arch.Preset) ipuexe.Image {
+	code := make([]byte, 4)
+	isa.PutWord(code, isa.MustEncode(isa.Inst{Op: isa.HALT}))
+	return ipuexe.Image{
+		Idle:     true,
+		Entry:    p.Executable.Lo,
+		Segments: []obj.Segment{{Name: "idle", Kind: obj.Code, Addr: p.Executable.Lo, Size: 4, Data: code}},
+	}
+}
+
+// dedup numbers images by their canonical bytes, in order of first use.
+type dedup struct {
+	index  map[[32]byte][]uint32 // images with that hash
+	bodies [][]byte              // canonical bytes of each stored image
+}
+
+func (d *dedup) add(pkg *ipuexe.Package, img *ipuexe.Image) uint32 {
+	if d.index == nil {
+		d.index = map[[32]byte][]uint32{}
+	}
+	body := ipuexe.EncodeImage(img)
+	sum := sha256.Sum256(body)
+	for _, i := range d.index[sum] {
+		if bytes.Equal(d.bodies[i], body) {
+			return i
+		}
+	}
+	i := uint32(len(pkg.Images))
+	pkg.Images = append(pkg.Images, *img)
+	d.bodies = append(d.bodies, body)
+	d.index[sum] = append(d.index[sum], i)
+	return i
+}
+
+// checkTile checks one tile's program against the preset's memory map.
+func checkTile(t *obj.Tile, p *arch.Preset) error {
+	if t.Index >= p.Tiles {
+		return fmt.Errorf("tile %d: out of range (%s has %d tiles)", t.Index, p.Name, p.Tiles)
+	}
+	entryOK := false
+	for i := range t.Segments {
+		s := &t.Segments[i]
+		where := fmt.Sprintf("tile %d segment %d %q", t.Index, i, s.Name)
+		if !p.Memory.Contains(s.Addr, s.Size) {
+			return fmt.Errorf("%s: [%#x, %#x) outside tile memory [%#x, %#x)", where, s.Addr, uint64(s.Addr)+uint64(s.Size), p.Memory.Lo, p.Memory.Hi)
+		}
+		if s.Addr%4 != 0 {
+			return fmt.Errorf("%s: addr %#x not 4-aligned", where, s.Addr)
+		}
+		if s.Kind != obj.Code {
+			continue
+		}
+		if !p.Executable.Contains(s.Addr, s.Size) {
+			return fmt.Errorf("%s: code [%#x, %#x) outside the executable range [%#x, %#x)", where, s.Addr, uint64(s.Addr)+uint64(s.Size), p.Executable.Lo, p.Executable.Hi)
+		}
+		if s.Size%4 != 0 {
+			return fmt.Errorf("%s: code size %d not a multiple of 4", where, s.Size)
+		}
+		if t.Entry >= s.Addr && t.Entry-s.Addr < s.Size {
+			entryOK = true
+		}
+	}
+	if t.Entry%4 != 0 {
+		return fmt.Errorf("tile %d: entry %#x not 4-aligned", t.Index, t.Entry)
+	}
+	if !entryOK {
+		return fmt.Errorf("tile %d: entry %#x not inside a code segment", t.Index, t.Entry)
+	}
+	return nil
+}
+
+// checkConfig checks the object's register writes: known registers,
+// existing tiles, and entry writes that agree with the tiles' programs
+// (Build adds those itself).
+func checkConfig(o *obj.Object, p *arch.Preset) error {
+	entries := map[uint32]uint32{}
+	for _, t := range o.Tiles {
+		entries[uint32(t.Index)] = t.Entry
+	}
+	for i, w := range o.Config {
+		where := fmt.Sprintf("config write %d (tile %s reg %#x)", i, tileName(w.Tile), w.Reg)
+		if w.Tile != obj.AllTiles && int64(w.Tile) >= int64(p.Tiles) {
+			return fmt.Errorf("%s: tile out of range (%s has %d tiles)", where, p.Name, p.Tiles)
+		}
+		switch w.Reg {
+		case sim.RegFP8, sim.RegWatchdog:
+		case sim.RegEntry:
+			if w.Tile == obj.AllTiles {
+				return fmt.Errorf("%s: the entry register is per tile", where)
+			}
+			entry, ok := entries[w.Tile]
+			if !ok {
+				return fmt.Errorf("%s: tile has no program", where)
+			}
+			if w.Value != entry {
+				return fmt.Errorf("%s: value %#x disagrees with the tile's entry %#x", where, w.Value, entry)
+			}
+		default:
+			return fmt.Errorf("%s: unknown register", where)
+		}
+	}
+	return nil
+}
+
+func tileName(t uint32) string {
+	if t == obj.AllTiles {
+		return "all"
+	}
+	return fmt.Sprint(t)
+}
