@@ -1,0 +1,228 @@
+package device
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+
+	"ipu.local/formats/ipuexe"
+	"ipu.local/formats/obj"
+	"ipu.local/libs/arch"
+	"ipu.local/libs/sim"
+	"ipu.local/libs/trace"
+)
+
+// Open opens the existing device at path, checking its header.
+func Open(path string) (*Device, error) {
+	return openFile(path)
+}
+
+// Attach opens the device at path for loading a package for architecture
+// archName, creating a fresh powered-off device of that architecture when
+// path does not exist. An existing device of another architecture is an
+// error.
+func Attach(path, archName string, log *slog.Logger) (*Device, error) {
+	log.Info("opening IPU device", slog.String("path", path))
+	p, err := arch.Lookup(archName)
+	if err != nil {
+		return nil, fmt.Errorf("device %s: %w", path, err)
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if err := create(path, p); err != nil {
+			return nil, err
+		}
+	}
+	d, err := openFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if d.g.preset.Name != p.Name {
+		d.Close()
+		return nil, fmt.Errorf("device %s is an %s device, package is for %s", path, d.g.preset.Name, p.Name)
+	}
+	log.Info("IPU device attached", trace.Bare("path", path))
+	return d, nil
+}
+
+// LoadOptions tune Load.
+type LoadOptions struct {
+	// Sim configures the simulator that runs the startup program.
+	Sim sim.Options
+	// AfterImages, when set, is called once every tile image is written
+	// and before the startup program runs: a test hook to kill a loader
+	// at the worst moment.
+	AfterImages func()
+}
+
+// Load powers the device on, replays pkg's device configuration, writes
+// every tile's image, runs the startup program to the first host sync and
+// records the package's fingerprint. Until it returns nil the device is
+// marked loading, and refuses sessions.
+func (d *Device) Load(pkg *ipuexe.Package, fingerprint string, log *slog.Logger, opt LoadOptions) error {
+	if err := d.checkPackage(pkg, fingerprint); err != nil {
+		return err
+	}
+	images, err := simImages(d.g.preset, pkg)
+	if err != nil {
+		return fmt.Errorf("device %s: %w", d.path, err)
+	}
+
+	log.Info("initializing IPU device")
+	if err := d.powerOn(); err != nil {
+		return err
+	}
+	log.Info("IPU device initialized")
+
+	m := sim.New(d.g.preset, d.tileMem, opt.Sim)
+	log.Info("replaying device configuration", slog.Int("register_writes", len(pkg.Config)))
+	for i, w := range pkg.Config {
+		if err := d.configure(m, w); err != nil {
+			return fmt.Errorf("device %s: configuration write %d (tile %s reg %#x value %#x): %w", d.path, i, tileName(w.Tile), w.Reg, w.Value, err)
+		}
+	}
+
+	for t, idx := range pkg.TileImage {
+		img := images[idx]
+		if img == nil {
+			continue // idle
+		}
+		d.setDirty(t)
+		if err := m.Load(t, *img); err != nil {
+			return fmt.Errorf("device %s: tile %d: load image %d: %w", d.path, t, idx, err)
+		}
+	}
+	if opt.AfterImages != nil {
+		opt.AfterImages()
+	}
+	res, err := m.Run(noHost{}, 0)
+	if err != nil {
+		return fmt.Errorf("device %s: startup program: %w", d.path, err)
+	}
+	if !res.AtHost {
+		return fmt.Errorf("device %s: startup program: every tile halted before the first host sync", d.path)
+	}
+	mark := m.Mark()
+	log.Info("loading application", slog.Int("tile_count", pkg.Tiles), slog.Int("final_mark", mark))
+
+	if err := d.writeState(m.MarshalState()); err != nil {
+		return err
+	}
+	d.setFingerprint(fingerprint)
+	d.setMark(mark)
+	d.setState(Loaded)
+	if err := d.syncHeader(); err != nil {
+		return err
+	}
+	log.Info("application loaded and initial synchronization completed", slog.Int("tile_count", pkg.Tiles))
+	return nil
+}
+
+// checkPackage checks what Load relies on, although ipuexe.Read has
+// checked it already: a package is input, and Load must not panic.
+func (d *Device) checkPackage(pkg *ipuexe.Package, fingerprint string) error {
+	if pkg.Arch != d.g.preset.Name {
+		return fmt.Errorf("device %s is an %s device, package is for %s", d.path, d.g.preset.Name, pkg.Arch)
+	}
+	if pkg.Tiles < 0 || pkg.Tiles > d.g.tiles {
+		return fmt.Errorf("device %s: package has %d tiles, device has %d", d.path, pkg.Tiles, d.g.tiles)
+	}
+	if len(pkg.TileImage) != pkg.Tiles {
+		return fmt.Errorf("device %s: package maps %d tiles to images, says it has %d", d.path, len(pkg.TileImage), pkg.Tiles)
+	}
+	for t, idx := range pkg.TileImage {
+		if uint64(idx) >= uint64(len(pkg.Images)) {
+			return fmt.Errorf("device %s: package tile %d: image %d of %d", d.path, t, idx, len(pkg.Images))
+		}
+	}
+	if fingerprint == "" || len(fingerprint) > fingerprintLen {
+		return fmt.Errorf("device %s: package fingerprint of %d bytes (want 1 to %d)", d.path, len(fingerprint), fingerprintLen)
+	}
+	if _, err := cString([]byte(fingerprint)); err != nil {
+		return fmt.Errorf("device %s: package fingerprint: %w", d.path, err)
+	}
+	return nil
+}
+
+// simImages converts the package's images for the simulator, once per
+// distinct image; idle images stay nil.
+func simImages(p *arch.Preset, pkg *ipuexe.Package) ([]*sim.Image, error) {
+	out := make([]*sim.Image, len(pkg.Images))
+	for i, img := range pkg.Images {
+		if img.Idle {
+			continue
+		}
+		si := &sim.Image{Entry: img.Entry}
+		for j, s := range img.Segments {
+			if !p.Memory.Contains(s.Addr, s.Size) {
+				return nil, fmt.Errorf("image %d segment %d %q: [%#x, +%d) outside tile memory %v", i, j, s.Name, s.Addr, s.Size, p.Memory)
+			}
+			switch s.Kind {
+			case obj.BSS:
+				// Power-on left the memory zero.
+				continue
+			case obj.Code, obj.Data:
+				if uint64(len(s.Data)) != uint64(s.Size) {
+					return nil, fmt.Errorf("image %d segment %d %q: %d data bytes, size %d", i, j, s.Name, len(s.Data), s.Size)
+				}
+			default:
+				return nil, fmt.Errorf("image %d segment %d %q: unknown kind %d", i, j, s.Name, s.Kind)
+			}
+			si.Segments = append(si.Segments, sim.Segment{Addr: s.Addr, Data: s.Data, Code: s.Kind == obj.Code})
+		}
+		out[i] = si
+	}
+	return out, nil
+}
+
+// powerOn marks the device loading, durably, before anything else
+// changes, then clears the memory of every tile a past load touched.
+func (d *Device) powerOn() error {
+	d.setState(Loading)
+	d.setFingerprint("")
+	d.setMark(0)
+	if err := d.syncHeader(); err != nil {
+		return err
+	}
+	for t := 0; t < d.g.tiles; t++ {
+		if d.dirty(t) {
+			d.zeroTile(t)
+		}
+	}
+	return d.syncHeader()
+}
+
+// configure replays one register write; AllTiles writes every tile.
+func (d *Device) configure(m *sim.Machine, w obj.RegWrite) error {
+	if w.Tile == obj.AllTiles {
+		for t := 0; t < d.g.tiles; t++ {
+			if err := m.Configure(t, w.Reg, w.Value); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if uint64(w.Tile) >= uint64(d.g.tiles) {
+		return fmt.Errorf("tile %d out of range (device has %d)", w.Tile, d.g.tiles)
+	}
+	return m.Configure(int(w.Tile), w.Reg, w.Value)
+}
+
+func tileName(t uint32) string {
+	if t == obj.AllTiles {
+		return "all"
+	}
+	return fmt.Sprint(t)
+}
+
+// noHost is the host side during the startup program: no pages attached.
+type noHost struct{}
+
+func (noHost) ReadHost(addr uint32, dst []byte) error {
+	return fmt.Errorf("no host pages attached during load (address %#x)", addr)
+}
+
+func (noHost) WriteHost(addr uint32, src []byte) error {
+	return fmt.Errorf("no host pages attached during load (address %#x)", addr)
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"ipu.local/formats/ipuexe"
+	"ipu.local/libs/device"
+	"ipu.local/libs/toolrun"
+	"ipu.local/libs/trace"
+)
+
+// crashEnv names a debug hook for tests: IPU_LOAD_CRASH_AFTER=images makes
+// ipu-load exit with status 3 right after the tile images are written and
+// before the device is marked loaded, as if it had been killed there.
+const crashEnv = "IPU_LOAD_CRASH_AFTER"
+
+func run(args []string, stdout, stderr io.Writer) int {
+	app := &cli.App{
+		Name:      "ipu-load",
+		Usage:     "load an application package onto an IPU device",
+		ArgsUsage: "IN.ipuexe",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "device", Usage: "device `PATH` (created when missing)", Required: true},
+			&cli.StringFlag{Name: "lock", Usage: "hardware ownership lock `FILE` (default: DEV.lock)"},
+			&cli.DurationFlag{Name: "lock-timeout", Usage: "how long to wait for hardware ownership", Value: 10 * time.Second},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return toolrun.Usagef("want exactly one package IN.ipuexe, got %d arguments", c.NArg())
+			}
+			if c.Duration("lock-timeout") < 0 {
+				return toolrun.Usagef("--lock-timeout %s: must not be negative", c.Duration("lock-timeout"))
+			}
+			lock := c.String("lock")
+			if lock == "" {
+				lock = device.LockPath(c.String("device"))
+			}
+			return load(c, c.Args().First(), c.String("device"), lock, c.Duration("lock-timeout"), os.Getenv(crashEnv))
+		},
+	}
+	return toolrun.Main(app, args, stdout, stderr)
+}
+
+// load reads the package, takes the hardware and loads it.
+func load(c *cli.Context, in, dev, lockPath string, timeout time.Duration, crashAfter string) error {
+	log := toolrun.Logger(c)
+
+	log.Info("reading application package")
+	data, err := os.ReadFile(in)
+	if err != nil {
+		return fmt.Errorf("read package: %w", err)
+	}
+	pkg, err := ipuexe.Read(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
+	fingerprint := ipuexe.Fingerprint(data)
+	log.Info("application package read", "tiles", pkg.Tiles, trace.Bare("compiler", pkg.Compiler))
+
+	// A simulated device is created on first use, like its directory.
+	if err := os.MkdirAll(filepath.Dir(dev), 0o755); err != nil {
+		return fmt.Errorf("device %s: %w", dev, err)
+	}
+	lock, err := device.Acquire(lockPath, timeout, log)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+
+	d, err := device.Attach(dev, pkg.Arch, log)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+
+	opt := device.LoadOptions{}
+	switch crashAfter {
+	case "":
+	case "images":
+		opt.AfterImages = func() { os.Exit(3) }
+	default:
+		return fmt.Errorf("%s=%q: the only crash point is \"images\"", crashEnv, crashAfter)
+	}
+	if err := d.Load(pkg, fingerprint, log, opt); err != nil {
+		return err
+	}
+	return d.Close()
+}
