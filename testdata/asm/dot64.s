@@ -37,7 +37,7 @@
 .page 1, 4
 .input x, float16, [16384], 0, 0
 .input y, float16, [16384], 0, 32768
-.output dot, float, [1], 1, 0
+.output dot, float, [1], 1, 0, 16384     // accumulate: a sum of 16384 products
 .phase host, "fetch"
 .phase compute, "dot"
 .phase exchange, "reduce0"

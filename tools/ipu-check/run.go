@@ -1,0 +1,419 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"ipu.local/formats/ipuexe"
+	"ipu.local/formats/obj"
+	"ipu.local/formats/profile"
+	"ipu.local/libs/arch"
+	"ipu.local/libs/atomicfile"
+	"ipu.local/libs/device"
+	"ipu.local/libs/onnx"
+	"ipu.local/libs/sim"
+	"ipu.local/libs/toolrun"
+	"ipu.local/libs/trace"
+	"ipu.local/libs/verdict"
+)
+
+// Limits on the command line.
+const (
+	maxInferences      = 1 << 20
+	defaultInferences  = 2
+	defaultSample      = 1000
+	defaultLockTimeout = 10 * time.Second
+)
+
+// precisions are the accepted --reference-precision values.
+var precisions = []string{"device", "fp32", "fp64"}
+
+// options is the checked command line.
+type options struct {
+	pkgPath      string
+	dev          string
+	lock         string
+	lockTimeout  time.Duration
+	data         string
+	inferences   int
+	precision    string
+	threads      int
+	profile      string
+	samplePeriod int64
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	app := &cli.App{
+		Name:      "ipu-check",
+		Usage:     "run the application loaded on an IPU device and check its results",
+		ArgsUsage: "IN.ipuexe",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "device", Usage: "device `PATH` (loaded by ipu-load)", Required: true},
+			&cli.StringFlag{Name: "lock", Usage: "hardware ownership lock `FILE` (default: DEV.lock)"},
+			&cli.DurationFlag{Name: "lock-timeout", Usage: "how long to wait for hardware ownership", Value: defaultLockTimeout},
+			&cli.StringFlag{Name: "data", Usage: "`DIR` with input_N.pb and expected output_N.pb (ONNX backend test layout)"},
+			&cli.IntFlag{Name: "inferences", Usage: "number of inferences to run and check", Value: defaultInferences},
+			&cli.StringFlag{Name: "reference-precision", Usage: "host reference precision: device, fp32 or fp64", Value: "device"},
+			&cli.IntFlag{Name: "threads", Usage: "host reference BLAS threads (0: one per CPU)"},
+			&cli.StringFlag{Name: "profile", Usage: "write the first inference's profile to `OUT.capnp`"},
+			&cli.Int64Flag{Name: "sample-period", Usage: "cycles between PC samples in the profile", Value: defaultSample},
+		},
+		Action: func(c *cli.Context) error {
+			o, err := parseOptions(c)
+			if err != nil {
+				return err
+			}
+			return check(c, o)
+		},
+	}
+	return toolrun.Main(app, args, stdout, stderr)
+}
+
+// parseOptions checks the command line.
+func parseOptions(c *cli.Context) (*options, error) {
+	if c.NArg() != 1 {
+		return nil, toolrun.Usagef("want exactly one package IN.ipuexe, got %d arguments", c.NArg())
+	}
+	o := &options{
+		pkgPath:      c.Args().First(),
+		dev:          c.String("device"),
+		lock:         c.String("lock"),
+		lockTimeout:  c.Duration("lock-timeout"),
+		data:         c.String("data"),
+		inferences:   c.Int("inferences"),
+		precision:    c.String("reference-precision"),
+		threads:      c.Int("threads"),
+		profile:      c.String("profile"),
+		samplePeriod: c.Int64("sample-period"),
+	}
+	if o.lock == "" {
+		o.lock = device.LockPath(o.dev)
+	}
+	if o.lockTimeout < 0 {
+		return nil, toolrun.Usagef("--lock-timeout %s: must not be negative", o.lockTimeout)
+	}
+	if o.inferences < 1 || o.inferences > maxInferences {
+		return nil, toolrun.Usagef("--inferences %d: want 1 to %d", o.inferences, maxInferences)
+	}
+	if !slices.Contains(precisions, o.precision) {
+		return nil, toolrun.Usagef("--reference-precision %q: want device, fp32 or fp64", o.precision)
+	}
+	if o.threads < 0 {
+		return nil, toolrun.Usagef("--threads %d: must not be negative", o.threads)
+	}
+	if o.samplePeriod < 1 {
+		return nil, toolrun.Usagef("--sample-period %d: must be at least 1", o.samplePeriod)
+	}
+	return o, nil
+}
+
+// expected is the reference of one check: inputs and expected outputs in
+// the package's order, with the tolerance of each output.
+type expected struct {
+	inputs     [][]byte
+	outputs    [][]byte
+	tolerances []verdict.Tolerance
+}
+
+// tally accumulates the verdicts of all inferences.
+type tally struct {
+	maxAbsError float64
+	numericFail bool
+	hardwareErr error
+}
+
+// check is ipu-check's work: package, reference, hardware, session,
+// inferences, verdicts.
+func check(c *cli.Context, o *options) error {
+	log := toolrun.Logger(c)
+	out := c.App.Writer
+
+	pkg, fingerprint, err := readPackage(o.pkgPath)
+	if err != nil {
+		return err
+	}
+	if o.data == "" {
+		return toolrun.Usagef("no --data given and this package carries no model for a host reference")
+	}
+	log.Debug("reference from test data; --reference-precision and --threads do not apply",
+		slog.String("reference_precision", o.precision), slog.Int("threads", o.threads))
+
+	start := time.Now()
+	ref, err := readData(o.data, pkg)
+	if err != nil {
+		return err
+	}
+	log.Info("prepared reference inputs", trace.Elapsed(start))
+	for i, t := range pkg.Host.Outputs {
+		tol := ref.tolerances[i]
+		log.Info("tolerance", slog.String("output", t.Name), slog.Float64("atol", tol.Abs),
+			slog.String("derivation", tol.Derivation))
+	}
+
+	lock, err := device.Acquire(o.lock, o.lockTimeout, log)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	d, err := openDevice(o.dev)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+
+	s, err := d.NewSession(pkg, fingerprint, log)
+	if err != nil {
+		return err
+	}
+	if err := s.Attach(pkg.Host.Pages); err != nil {
+		return fmt.Errorf("device %s: %w", o.dev, err)
+	}
+
+	var t tally
+	for i := 1; i <= o.inferences && t.hardwareErr == nil; i++ {
+		if err := inference(s, i, o, pkg, fingerprint, ref, &t, log, out); err != nil {
+			return err
+		}
+	}
+
+	numerical, hardware := "PASS", "PASS"
+	if t.numericFail || t.hardwareErr != nil {
+		numerical = "FAIL"
+	}
+	if t.hardwareErr != nil {
+		hardware = "FAIL"
+		fmt.Fprintf(c.App.ErrWriter, "%s: %s\n", c.App.Name, t.hardwareErr)
+	}
+	if err := trace.Result(out, "referenceMaximumAbsoluteError", verdict.FormatError(t.maxAbsError), "numericalTest", numerical); err != nil {
+		return err
+	}
+	if err := trace.Result(out, "package", o.pkgPath, "tiles", pkg.Tiles, "hardwareTest", hardware); err != nil {
+		return err
+	}
+	if err := d.Close(); err != nil {
+		return err
+	}
+	if numerical == "FAIL" || hardware == "FAIL" {
+		return cli.Exit("", 1) // reported by the verdict lines
+	}
+	return nil
+}
+
+// inference runs inference i: inputs in, one "run" call, outputs out and
+// compared. A device fault is recorded in t, not returned.
+func inference(s *device.Session, i int, o *options, pkg *ipuexe.Package, fingerprint string,
+	ref *expected, t *tally, log *slog.Logger, out io.Writer) error {
+	for k, in := range pkg.Host.Inputs {
+		if err := s.WriteInput(in.Name, ref.inputs[k]); err != nil {
+			return fmt.Errorf("device %s: %w", o.dev, err)
+		}
+	}
+	var opt sim.Options
+	if i == 1 && o.profile != "" {
+		opt.SamplePeriod = o.samplePeriod
+	}
+	res, err := s.Call("run", 0, opt)
+	var fault *sim.Fault
+	if errors.As(err, &fault) {
+		t.hardwareErr = err
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !res.AtHost {
+		t.hardwareErr = fmt.Errorf("device %s: call \"run\": every tile halted instead of waiting at a host sync", o.dev)
+		return nil
+	}
+	if i == 1 && o.profile != "" {
+		p, err := buildProfile(pkg, fingerprint, res, o.samplePeriod)
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.WriteFile(o.profile, func(w io.Writer) error { return profile.Write(w, p) }); err != nil {
+			return fmt.Errorf("write profile: %w", err)
+		}
+		if err := trace.Result(out, "profile", o.profile, "tiles", p.Tiles, "samples", len(p.Samples)); err != nil {
+			return err
+		}
+	}
+
+	pass := true
+	for k, ot := range pkg.Host.Outputs {
+		got, err := s.ReadOutput(ot.Name)
+		if err != nil {
+			return fmt.Errorf("device %s: %w", o.dev, err)
+		}
+		r, err := verdict.Compare(ot.Name, ot.DType, ot.Accumulate, got, ref.outputs[k])
+		if err != nil {
+			return err
+		}
+		t.maxAbsError = max(t.maxAbsError, r.MaxAbsError)
+		if !r.Pass {
+			pass = false
+			log.Error("numerical mismatch", slog.Int("inference", i), slog.String("output", ot.Name),
+				slog.Int("index", r.FirstBad), trace.Bare("got", r.Got), trace.Bare("want", r.Want),
+				slog.Int("bad", r.Bad), slog.Int("elements", r.Elements),
+				trace.Bare("max_abs_error", verdict.FormatError(r.MaxAbsError)), slog.Float64("atol", r.Tolerance.Abs))
+		}
+	}
+	verdictText := "PASS"
+	if !pass {
+		verdictText = "FAIL"
+		t.numericFail = true
+	}
+	return trace.Result(out, "referenceInference", i, "numericalTest", verdictText)
+}
+
+// readPackage reads and validates the package, returning its fingerprint.
+func readPackage(path string) (*ipuexe.Package, string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("read package: %w", err)
+	}
+	pkg, err := ipuexe.Read(data)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	for _, t := range pkg.Host.Outputs {
+		if !verdict.Supported(t.DType) {
+			return nil, "", fmt.Errorf("%s: output %q: element type %q cannot be checked", path, t.Name, t.DType)
+		}
+	}
+	return pkg, ipuexe.Fingerprint(data), nil
+}
+
+// readData reads DIR/input_N.pb and DIR/output_N.pb for the package's
+// inputs and outputs, checking each against the package's tensor.
+func readData(dir string, pkg *ipuexe.Package) (*expected, error) {
+	ref := &expected{}
+	for i, t := range pkg.Host.Inputs {
+		raw, err := readTensor(filepath.Join(dir, "input_"+strconv.Itoa(i)+".pb"), "input", t)
+		if err != nil {
+			return nil, err
+		}
+		ref.inputs = append(ref.inputs, raw)
+	}
+	for i, t := range pkg.Host.Outputs {
+		path := filepath.Join(dir, "output_"+strconv.Itoa(i)+".pb")
+		raw, err := readTensor(path, "output", t)
+		if err != nil {
+			return nil, err
+		}
+		tol, err := verdict.ForExpected(t.DType, t.Accumulate, raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: package output %q: %w", path, t.Name, err)
+		}
+		ref.outputs = append(ref.outputs, raw)
+		ref.tolerances = append(ref.tolerances, tol)
+	}
+	// A file beyond the package's tensors means the data is for another
+	// model.
+	for _, extra := range []string{
+		"input_" + strconv.Itoa(len(pkg.Host.Inputs)) + ".pb",
+		"output_" + strconv.Itoa(len(pkg.Host.Outputs)) + ".pb",
+	} {
+		if _, err := os.Stat(filepath.Join(dir, extra)); err == nil {
+			return nil, fmt.Errorf("%s: the package has %d inputs and %d outputs", filepath.Join(dir, extra),
+				len(pkg.Host.Inputs), len(pkg.Host.Outputs))
+		}
+	}
+	return ref, nil
+}
+
+// readTensor reads one test-data tensor and checks its element type and
+// shape against the package's tensor t.
+func readTensor(path, kind string, t obj.Tensor) ([]byte, error) {
+	tp, err := onnx.ReadTensorFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: missing: the package's %s %q needs it", path, kind, t.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if tp.DType.String() != t.DType {
+		return nil, fmt.Errorf("%s: field data_type: %s, package %s %q is %s", path, tp.DType, kind, t.Name, t.DType)
+	}
+	if !slices.Equal(tp.Dims, t.Shape) {
+		return nil, fmt.Errorf("%s: field dims: %v, package %s %q has shape %v", path, dims(tp.Dims), kind, t.Name, dims(t.Shape))
+	}
+	return tp.Raw, nil
+}
+
+// dims prints a shape as [2 3] (a scalar as []).
+func dims(d []int64) string {
+	if d == nil {
+		d = []int64{}
+	}
+	return fmt.Sprint(d)
+}
+
+// openDevice opens an existing device.
+func openDevice(path string) (*device.Device, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("device %s does not exist: run ipu-load first", path)
+	}
+	return device.Open(path)
+}
+
+// buildProfile turns the first inference's run into the profile artifact.
+func buildProfile(pkg *ipuexe.Package, fingerprint string, res *sim.RunResult, samplePeriod int64) (*profile.Profile, error) {
+	preset, err := arch.Lookup(pkg.Arch)
+	if err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	p := &profile.Profile{
+		Arch:         pkg.Arch,
+		Fingerprint:  fingerprint,
+		Tiles:        pkg.Tiles,
+		ClockHz:      preset.ClockHz,
+		SamplePeriod: samplePeriod,
+		TotalCycles:  res.Cycles,
+		Inferences:   1,
+	}
+	// The run call's supersteps are the package's phase list, in order,
+	// when the counts agree; otherwise their kinds are unknown.
+	named := len(res.Phases) == len(pkg.Host.Phases)
+	for i, ph := range res.Phases {
+		pp := profile.Phase{
+			Index:         ph.Phase,
+			Cycles:        ph.Cycles,
+			SyncCycles:    ph.SyncCycles,
+			TileCycles:    ph.TileCycles,
+			ExchangeBytes: ph.ExchangeBytes,
+			HostBytes:     ph.HostBytes,
+			Instructions:  ph.Instructions,
+		}
+		if named {
+			pp.Kind = phaseKind(pkg.Host.Phases[i].Kind)
+			pp.Name = pkg.Host.Phases[i].Name
+		}
+		p.Phases = append(p.Phases, pp)
+	}
+	for _, sm := range res.Samples {
+		p.Samples = append(p.Samples, profile.Sample{Tile: sm.Tile, Phase: sm.Phase, Cycle: sm.Cycle, PC: sm.PC})
+	}
+	return p, nil
+}
+
+func phaseKind(k obj.PhaseKind) profile.Kind {
+	switch k {
+	case obj.Compute:
+		return profile.KindCompute
+	case obj.Exchange:
+		return profile.KindExchange
+	case obj.HostExchange:
+		return profile.KindHost
+	}
+	return profile.KindUnknown
+}

@@ -1,0 +1,11 @@
+// Command ipu-dump prints the canonical, stable text of any artifact of the
+// toolchain, for reading and for diff:
+//
+//	ipu-dump FILE
+//
+// The kind is recognised from the file's magic number: an object
+// (.ipuobj: tiles, segments, disassembled code, symbols, exchange
+// transfers, host program, configuration), a package (.ipuexe: each
+// distinct tile image with the tiles using it and its disassembly), or a
+// profile (.capnp: cycles per phase and per tile, samples).
+package main

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"ipu.local/formats/ipuexe"
+	"ipu.local/formats/obj"
+	"ipu.local/formats/profile"
+	"ipu.local/libs/asm"
+	"ipu.local/libs/toolrun"
+)
+
+func run(args []string, stdout, stderr io.Writer) int {
+	app := &cli.App{
+		Name:      "ipu-dump",
+		Usage:     "print the canonical text of an object, package or profile",
+		ArgsUsage: "FILE",
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return toolrun.Usagef("want exactly one FILE")
+			}
+			return dump(c.Args().First(), c.App.Writer)
+		},
+	}
+	return toolrun.Main(app, args, stdout, stderr)
+}
+
+func dump(path string, out io.Writer) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(out)
+	defer w.Flush()
+	switch {
+	case bytes.HasPrefix(data, []byte(obj.Magic[:len(obj.Magic)-1])):
+		o, err := obj.Read(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return obj.Dump(w, o, obj.DumpOptions{Disasm: disasm})
+	case bytes.HasPrefix(data, []byte(ipuexe.Magic[:len(ipuexe.Magic)-1])):
+		p, err := ipuexe.Read(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return ipuexe.Dump(w, p, ipuexe.DumpOptions{Disasm: disasm})
+	default:
+		p, err := profile.Read(data)
+		if err != nil {
+			return fmt.Errorf("%s: not an object, package or profile: %w", path, err)
+		}
+		return profile.Dump(w, p)
+	}
+}
+
+func disasm(w io.Writer, addr uint32, code []byte) {
+	asm.Disassemble(w, addr, code)
+}
