@@ -6,7 +6,7 @@ GO ?= go
 BIN := bin
 ART := artifacts
 DEVICE ?= $(ART)/ipu0
-TOOLS := ipu-as ipu-dump ipu-pack ipu-load ipu-check
+TOOLS := ipu-as ipu-dump ipu-diff ipu-pack ipu-load ipu-check
 MODULES := formats libs tools scripts
 GOFLAGS_TEST ?=
 
@@ -70,3 +70,4 @@ clean:
 # checks it matches the generator).
 gendata:
 	cd scripts && $(GO) run ./gendata -out ../testdata/asm
+	cd scripts && $(GO) run ./genmodels -out ../testdata/models
