@@ -1,0 +1,266 @@
+package codegen
+
+import (
+	"fmt"
+
+	"ipu.local/libs/isa"
+	"ipu.local/libs/numfmt"
+)
+
+// CastKind is a conversion between FP32, FP16 and FP8 arrays.
+type CastKind uint8
+
+// Conversions. Each element converts with one rounding to nearest even
+// (numfmt, as the conversion instructions): FP32 -> FP16 (f32v2tof16),
+// FP16 -> FP32 (exact), FP32 -> FP8 (f32v2tof8: one rounding of x / 2^Scale
+// straight to FP8, not through FP16), FP8 -> FP32 (exact: fp8 x 2^Scale),
+// FP16 -> FP8 (f16v4tof8). FP8 results saturate to +-max on overflow, or
+// give NaN (E5M2: Inf) with Saturate false, as ONNX Cast.
+const (
+	F32ToF16 CastKind = iota
+	F16ToF32
+	F32ToF8
+	F8ToF32
+	F16ToF8
+	numCasts
+)
+
+var castNames = [numCasts]string{"f32-to-f16", "f16-to-f32", "f32-to-f8", "f8-to-f32", "f16-to-f8"}
+
+func (c CastKind) String() string {
+	if c < numCasts {
+		return castNames[c]
+	}
+	return fmt.Sprintf("cast(%d)", uint8(c))
+}
+
+// sizes returns the input and output element sizes.
+func (c CastKind) sizes() (in, out int) {
+	switch c {
+	case F32ToF16:
+		return 4, 2
+	case F16ToF32:
+		return 2, 4
+	case F32ToF8:
+		return 4, 1
+	case F8ToF32:
+		return 1, 4
+	}
+	return 2, 1
+}
+
+func (c CastKind) fp8() bool { return c == F32ToF8 || c == F8ToF32 || c == F16ToF8 }
+
+// Cast converts n elements from X to Y. X and Y are 8-byte aligned and do
+// not overlap. The work goes in units of 4 elements (stream kernel); the
+// n mod 4 last elements go to the last worker, which reads the rest of
+// their last aligned 32-bit (FP16 -> FP8: 64-bit) input word (never past
+// it) and writes only their bytes of the last output word (a
+// read-modify-write: the bytes after Y are preserved).
+type Cast struct {
+	Kind     CastKind
+	N        int
+	X, Y     uint32
+	Format   numfmt.Format // FP8 kinds
+	Scale    int           // FP8 kinds: value = fp8 x 2^Scale
+	Saturate bool          // FP8 results: saturate on overflow (ONNX default)
+	Workers  int
+}
+
+func (p Cast) fp8Config() FP8Config {
+	return FP8Config{FormatA: p.Format, ScaleA: p.Scale, NaNOnOverflow: !p.Saturate}
+}
+
+// f8ViaF16 reports whether FP8 -> FP16 -> FP32 gives exactly FP8 -> FP32
+// for every code (true unless the scale pushes values out of FP16's
+// range).
+func f8ViaF16(f numfmt.Format, scale int) bool {
+	for c := 0; c < 256; c++ {
+		if numfmt.F16ToF32(numfmt.F8ToF16(uint8(c), f, scale)) != numfmt.F8ToF32(uint8(c), f, scale) {
+			return false
+		}
+	}
+	return true
+}
+
+// emitMerge writes the low rem bytes of $m8 into the word at $m4,
+// keeping its other bytes: 5 + ConstLen(mask) issues.
+func emitMerge(b *Builder, rem int) {
+	mask := uint32(1)<<(8*rem) - 1
+	b.Ldm(M9, sOut, 0)
+	b.Xor(M8, M8, M9)
+	b.LoadConst(M10, mask)
+	b.And(M8, M8, M10)
+	b.Xor(M8, M8, M9)
+	b.Stm(M8, sOut, 0)
+}
+
+func (p Cast) stream() (*stream, error) {
+	if p.Kind >= numCasts {
+		return nil, fmt.Errorf("unknown cast %d", p.Kind)
+	}
+	if p.Kind.fp8() {
+		if err := p.fp8Config().check(); err != nil {
+			return nil, err
+		}
+	}
+	ein, eout := p.Kind.sizes()
+	s := &stream{n: p.N, unit: 4, workers: p.Workers,
+		inputs: []array{{"X", p.X, ein}}, output: array{"Y", p.Y, eout}}
+	s.setup = func(b *Builder) {
+		if p.Kind.fp8() {
+			emitSetFP8(b, p.fp8Config(), M7)
+		}
+	}
+	x, y := sIn0, sOut
+	switch p.Kind {
+	case F32ToF16:
+		s.body = func(b *Builder) {
+			b.Ld64P(A0, x, 8)
+			b.Ld64P(A2, x, 8)
+			b.F1(isa.CVTFH, A4, A0)
+			b.F1(isa.CVTFH, A5, A2)
+			b.St64P(A4, y, 8)
+		}
+		s.tail = func(b *Builder, rem int) {
+			if rem >= 2 {
+				b.Ld64P(A0, x, 8)
+				b.F1(isa.CVTFH, A4, A0)
+				b.St32P(A4, y, 4)
+			}
+			if rem%2 == 1 {
+				b.Ld32(A0, x, 0)
+				b.F1(isa.CVTFH, A4, A0)
+				b.Mfa(M8, A4)
+				emitMerge(b, 2)
+			}
+		}
+	case F16ToF32:
+		s.body = func(b *Builder) {
+			b.Ld64P(A0, x, 8)
+			b.F1(isa.CVTHF, A2, A0)
+			b.F1(isa.CVTHF, A4, A1)
+			b.St64P(A2, y, 8)
+			b.St64P(A4, y, 8)
+		}
+		s.tail = func(b *Builder, rem int) {
+			if rem >= 2 {
+				b.Ld32P(A0, x, 4)
+				b.F1(isa.CVTHF, A2, A0)
+				b.St64P(A2, y, 8)
+			}
+			if rem%2 == 1 {
+				b.Ld32(A0, x, 0)
+				b.F1(isa.CVTHF, A2, A0)
+				b.St32(A2, y, 0)
+			}
+		}
+	case F32ToF8:
+		s.body = func(b *Builder) {
+			b.Ld64P(A0, x, 8)
+			b.Ld64P(A2, x, 8)
+			b.F1(isa.CVTF8, A4, A0)
+			b.F1(isa.CVTF8, A5, A2)
+			b.Mfa(M8, A4)
+			b.Mfa(M9, A5)
+			b.Shli(M9, M9, 16)
+			b.Or(M8, M8, M9)
+			b.StmP(M8, y, 4)
+		}
+		s.tail = func(b *Builder, rem int) {
+			if rem >= 2 {
+				b.Ld64(A0, x, 0)
+			} else {
+				b.Ld32(A0, x, 0)
+			}
+			b.F1(isa.CVTF8, A4, A0)
+			b.Mfa(M8, A4)
+			if rem == 3 {
+				b.Ld32(A2, x, 8)
+				b.F1(isa.CVTF8, A5, A2)
+				b.Mfa(M9, A5)
+				b.Shli(M9, M9, 16)
+				b.Or(M8, M8, M9)
+			}
+			emitMerge(b, rem)
+		}
+	case F8ToF32:
+		if f8ViaF16(p.Format, p.Scale) {
+			s.body = func(b *Builder) {
+				b.Ld32P(A0, x, 4)
+				b.F1(isa.CVT8H, A2, A0)
+				b.F1(isa.CVTHF, A4, A2)
+				b.F1(isa.CVTHF, A6, A3)
+				b.St64P(A4, y, 8)
+				b.St64P(A6, y, 8)
+			}
+		} else {
+			s.body = func(b *Builder) {
+				b.LdmP(M8, x, 4)
+				b.Mta(A0, M8)
+				b.Shri(M8, M8, 16)
+				b.Mta(A1, M8)
+				b.F1(isa.CVT8F, A2, A0)
+				b.F1(isa.CVT8F, A4, A1)
+				b.St64P(A2, y, 8)
+				b.St64P(A4, y, 8)
+			}
+		}
+		s.tail = func(b *Builder, rem int) {
+			b.Ldm(M8, x, 0)
+			b.Mta(A0, M8)
+			b.F1(isa.CVT8F, A2, A0)
+			if rem >= 2 {
+				b.St64(A2, y, 0)
+			} else {
+				b.St32(A2, y, 0)
+			}
+			if rem == 3 {
+				b.Shri(M8, M8, 16)
+				b.Mta(A1, M8)
+				b.F1(isa.CVT8F, A4, A1)
+				b.St32(A4, y, 8)
+			}
+		}
+	case F16ToF8:
+		s.body = func(b *Builder) {
+			b.Ld64P(A0, x, 8)
+			b.F1(isa.CVTH8, A2, A0)
+			b.St32P(A2, y, 4)
+		}
+		s.tail = func(b *Builder, rem int) {
+			b.Ld64(A0, x, 0)
+			b.F1(isa.CVTH8, A2, A0)
+			b.Mfa(M8, A2)
+			emitMerge(b, rem)
+		}
+	}
+	return s, nil
+}
+
+// Cost returns the kernel's cost: a stream kernel (unit 4) with body
+// issues per 4 elements f32-to-f16 5, f16-to-f32 5, f32-to-f8 9,
+// f8-to-f32 6 (8 when FP16 cannot hold every scaled FP8 value), f16-to-f8
+// 3; setup 2 for the FP8 kinds (CSR fp8), else 0.
+func (p Cast) Cost() (Cost, error) {
+	s, err := p.stream()
+	if err == nil {
+		err = s.check(nil)
+	}
+	if err != nil {
+		return Cost{}, fmt.Errorf("cast %s: %w", p.Kind, err)
+	}
+	return s.cost(), nil
+}
+
+// EmitCast emits the kernel at b's current position.
+func EmitCast(b *Builder, p Cast) (Kernel, error) {
+	s, err := p.stream()
+	if err == nil {
+		err = s.check(b)
+	}
+	if err != nil {
+		return Kernel{}, fmt.Errorf("cast %s: %w", p.Kind, err)
+	}
+	return s.emit(b)
+}

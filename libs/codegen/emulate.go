@@ -1,0 +1,265 @@
+package codegen
+
+import (
+	"encoding/binary"
+	"math"
+
+	"ipu.local/libs/numfmt"
+)
+
+// This file emulates, in plain Go, the arithmetic order each kernel's doc
+// defines, with the semantics of the instructions it uses, so that a host
+// reference can reproduce the device bit for bit. Every arithmetic result
+// that is a NaN is the canonical quiet NaN 0x7fc00000, as on the device.
+
+const canonNaN = 0x7FC00000
+
+// canon returns the bits of an arithmetic result.
+func canon(f float32) uint32 {
+	if f != f {
+		return canonNaN
+	}
+	return math.Float32bits(f)
+}
+
+// cf canonicalises a float32 NaN.
+func cf(f float32) float32 { return math.Float32frombits(canon(f)) }
+
+func fb(b uint32) float32 { return math.Float32frombits(b) }
+
+// Instruction semantics (isa table).
+
+func rn32(x float64) float32 { return cf(float32(x)) }
+
+func iexp(x float32) float32  { return rn32(math.Exp(float64(x))) }
+func ilog(x float32) float32  { return rn32(math.Log(float64(x))) }
+func isqrt(x float32) float32 { return rn32(math.Sqrt(float64(x))) }
+func itanh(x float32) float32 { return rn32(math.Tanh(float64(x))) }
+func ierf(x float32) float32  { return rn32(math.Erf(float64(x))) }
+func ircp(x float32) float32  { return cf(1 / x) }
+func irsqrt(x float32) float32 {
+	return rn32(1 / math.Sqrt(float64(x)))
+}
+func ipow(x, y float32) float32 { return rn32(math.Pow(float64(x), float64(y))) }
+
+// ifma is d + a*b as the device's f32fma: a float64 fused multiply-add
+// rounded to FP32.
+func ifma(d, a, b float32) float32 {
+	return rn32(math.FMA(float64(a), float64(b), float64(d)))
+}
+
+func iadd(a, b float32) float32 { return cf(a + b) }
+func isub(a, b float32) float32 { return cf(a - b) }
+func imul(a, b float32) float32 { return cf(a * b) }
+
+// imax and imin are f32max and f32min: NaN if either is NaN; max(-0, +0)
+// is +0, min(-0, +0) is -0.
+func imax(a, b float32) float32 {
+	switch {
+	case a != a || b != b:
+		return fb(canonNaN)
+	case a > b:
+		return a
+	case b > a:
+		return b
+	}
+	return fb(math.Float32bits(a) & math.Float32bits(b))
+}
+
+func imin(a, b float32) float32 {
+	switch {
+	case a != a || b != b:
+		return fb(canonNaN)
+	case a < b:
+		return a
+	case b < a:
+		return b
+	}
+	return fb(math.Float32bits(a) | math.Float32bits(b))
+}
+
+func ineg(a float32) float32 { return fb(math.Float32bits(a) ^ 0x80000000) }
+func iabs(a float32) float32 { return fb(math.Float32bits(a) &^ 0x80000000) }
+
+// EmulateMatMul returns what MatMul computes: C (M x N, dense row-major)
+// from row-major A (M x K) and B (K x N) holding the input values (for
+// FP8, the unscaled FP8 values, with scale = ScaleA + ScaleB), and the
+// initial C (nil: zeros).
+func EmulateMatMul(m, k, n int, a, b []float32, scale int, c []float32) []float32 {
+	out := make([]float32, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var acc float32
+			if c != nil {
+				acc = c[i*n+j]
+			}
+			for kk := 0; kk < k; kk++ {
+				p := a[i*k+kk] * b[kk*n+j] // exact for FP16 and FP8 values
+				if scale != 0 {
+					p = float32(math.Ldexp(float64(p), scale))
+				}
+				acc += p
+			}
+			out[i*n+j] = cf(acc)
+		}
+	}
+	return out
+}
+
+// EmulateUnary returns what Unary computes for one element.
+func EmulateUnary(p Unary, x float32) float32 {
+	switch p.Op {
+	case Neg:
+		return ineg(x)
+	case Abs:
+		return iabs(x)
+	case Relu:
+		return imax(x, 0)
+	case Exp:
+		return iexp(x)
+	case Sqrt:
+		return isqrt(x)
+	case Tanh:
+		return itanh(x)
+	case Sigmoid:
+		return ircp(iadd(iexp(ineg(x)), 1))
+	case GeluErf:
+		t := ierf(imul(x, geluErfC))
+		return imul(imul(x, 0.5), iadd(t, 1))
+	case GeluTanh:
+		q := imul(imul(x, x), x)
+		v := iadd(x, imul(q, geluTanh1))
+		t := itanh(imul(v, geluTanh0))
+		return imul(imul(x, 0.5), iadd(t, 1))
+	case PowConst:
+		return ipow(x, p.Exponent)
+	case Clip:
+		return imin(imax(x, p.Min), p.Max)
+	}
+	return fb(canonNaN)
+}
+
+// EmulateBinary returns what Binary computes for one element.
+func EmulateBinary(op BinaryOp, a, b float32) float32 {
+	switch op {
+	case Add:
+		return iadd(a, b)
+	case Sub:
+		return isub(a, b)
+	case Mul:
+		return imul(a, b)
+	case Max:
+		return imax(a, b)
+	case Min:
+		return imin(a, b)
+	case Pow:
+		return ipow(a, b)
+	case Div:
+		z := ircp(b)
+		q := imul(a, z)
+		r := ifma(a, ineg(q), b)
+		q2 := ifma(q, r, z)
+		if q2 != q2 {
+			return q
+		}
+		return q2
+	}
+	return fb(canonNaN)
+}
+
+// EmulateCast returns what Cast computes: the bytes of Y from the bytes
+// of X (n elements, little-endian).
+func EmulateCast(p Cast, x []byte) []byte {
+	ein, eout := p.Kind.sizes()
+	out := make([]byte, p.N*eout)
+	mode := numfmt.Saturate
+	if !p.Saturate {
+		mode = numfmt.NaNOnOverflow
+	}
+	for i := 0; i < p.N; i++ {
+		src := x[i*ein:]
+		dst := out[i*eout:]
+		switch p.Kind {
+		case F32ToF16:
+			binary.LittleEndian.PutUint16(dst, numfmt.F32ToF16(binary.LittleEndian.Uint32(src)))
+		case F16ToF32:
+			binary.LittleEndian.PutUint32(dst, numfmt.F16ToF32(binary.LittleEndian.Uint16(src)))
+		case F32ToF8:
+			dst[0] = numfmt.F32ToF8(binary.LittleEndian.Uint32(src), p.Format, p.Scale, mode)
+		case F8ToF32:
+			binary.LittleEndian.PutUint32(dst, numfmt.F8ToF32(src[0], p.Format, p.Scale))
+		case F16ToF8:
+			dst[0] = numfmt.F16ToF8(binary.LittleEndian.Uint16(src), p.Format, p.Scale, mode)
+		}
+	}
+	return out
+}
+
+// laneSum is the lane sum of the row operations' doc.
+func laneSum(v []float32, f func(acc, x float32) float32) float32 {
+	var s [2]float32
+	for j, x := range v {
+		s[j%2] = f(s[j%2], x)
+	}
+	return iadd(s[0], s[1])
+}
+
+// EmulateRow returns what Rows computes for one row x: the C outputs (one
+// for the reductions) and, for LayerNorm, mu and r. g and bias are the
+// LayerNorm scale and bias (nil: none).
+func EmulateRow(p Rows, x, g, bias []float32) (y []float32, mu, r float32) {
+	c := float32(1 / float64(len(x)))
+	switch p.Op {
+	case ReduceSum, ReduceMean:
+		s := laneSum(x, iadd)
+		if p.Op == ReduceMean {
+			s = imul(s, c)
+		}
+		return []float32{s}, 0, 0
+	case Softmax, LogSoftmax:
+		var m [2]float32
+		m[0], m[1] = float32(math.Inf(-1)), float32(math.Inf(-1))
+		for j, v := range x {
+			m[j%2] = imax(m[j%2], v)
+		}
+		mx := imax(m[0], m[1])
+		e := make([]float32, len(x))
+		for j, v := range x {
+			e[j] = iexp(isub(v, mx))
+		}
+		s := laneSum(e, iadd)
+		y = make([]float32, len(x))
+		if p.Op == Softmax {
+			z := ircp(s)
+			for j := range y {
+				y[j] = imul(e[j], z)
+			}
+			return y, 0, 0
+		}
+		l := ilog(s)
+		for j, v := range x {
+			y[j] = isub(isub(v, mx), l)
+		}
+		return y, 0, 0
+	}
+	mu = imul(laneSum(x, iadd), c)
+	q := laneSum(x, func(acc, v float32) float32 {
+		d := isub(v, mu)
+		return ifma(acc, d, d)
+	})
+	r = irsqrt(iadd(imul(q, c), p.Epsilon))
+	y = make([]float32, len(x))
+	for j, v := range x {
+		z := imul(isub(v, mu), r)
+		switch {
+		case g != nil && bias != nil:
+			z = ifma(bias[j], z, g[j])
+		case g != nil:
+			z = imul(z, g[j])
+		case bias != nil:
+			z = iadd(z, bias[j])
+		}
+		y[j] = z
+	}
+	return y, mu, r
+}

@@ -1,0 +1,334 @@
+package codegen
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// AMPType is the input type of a matrix product on the AMP.
+type AMPType uint8
+
+// AMP input types.
+const (
+	AMPFP16 AMPType = iota // amph: 64 MACs per instruction
+	AMPFP8                 // ampq: 128 MACs per instruction (two k)
+)
+
+func (t AMPType) String() string {
+	if t == AMPFP8 {
+		return "fp8"
+	}
+	return "fp16"
+}
+
+// size is the bytes of one input element.
+func (t AMPType) size() int64 {
+	if t == AMPFP8 {
+		return 1
+	}
+	return 2
+}
+
+// MatMul is C[M][N] (FP32) = A[M][K] x B[K][N] on the AMP, or
+// C += A x B with Accumulate.
+//
+// # Layouts
+//
+// The caller pads M to a multiple of 4 and N to a multiple of 16 (with
+// zeros, or with anything when the padded rows and columns of C are never
+// read); the kernel computes the padded product. Element sizes e are 2
+// bytes (FP16) or 1 byte (FP8: format and scale from FP8).
+//
+// A-panel layout: rows in groups of 4; group g holds, for each k in
+// order, the 4 elements A[4g+0..3][k]. Element (i, k) is at byte
+//
+//	A + e*((i/4)*4*K + 4*k + i%4)
+//
+// so one group is a 4K-element k-major panel, and an amph reads one k
+// (8 bytes), an ampq two k (8 bytes). A is 8-byte aligned, anywhere in
+// tile memory.
+//
+// B-panel layout: columns in panels of 16; panel p holds, for each k in
+// order, the 16 elements B[k][16p+0..15]. Element (k, j) is at byte
+//
+//	B + e*((j/16)*16*K + 16*k + j%16)
+//
+// B is 32-byte aligned in interleaved memory (amph and ampq read 32 bytes
+// there).
+//
+// C is row-major FP32 with a row stride of CStride elements (a multiple
+// of 4, at least N): C[i][j] at C + 4*(i*CStride + j). C is 16-byte
+// aligned in interleaved memory (ampst and ampld). A and B must not share
+// a 16 KiB memory element (amph would take an extra cycle): put A in
+// non-interleaved memory, or in another 32 KiB interleaved pair than B.
+// C must not overlap A or B.
+//
+// # Arithmetic
+//
+// For each element, acc starts at +0 (at C[i][j] with Accumulate) and for
+// k = 0, 1, ..., K-1 in order
+//
+//	acc = RN32(acc + p),  p = A[i][k] * B[k][j]
+//
+// one FP32 rounding per k (RN32: round to nearest even). For FP16, p is
+// exact. For FP8, p = RN32(a*b * 2^(ScaleA+ScaleB)) where a and b are the
+// unscaled FP8 values: exact unless it leaves the FP32 normal range.
+// C[i][j] = acc.
+//
+// # Work split
+//
+// The work items are the (row group g, column panel p) pairs, numbered
+// g*(N/16) + p; worker w takes a contiguous range of them, the first
+// items mod workers ranges one longer. min(Workers, items) workers run.
+type MatMul struct {
+	Type       AMPType
+	M, K, N    int
+	A, B, C    uint32
+	CStride    int // elements between rows of C
+	Accumulate bool
+	FP8        FP8Config // formats and scales of A and B (FP8 only)
+	Workers    int       // 1..6
+}
+
+// Matrix kernel register use (worker).
+const (
+	mmEntry = M1  // this worker's table row
+	mmAg    = M2  // A panel of the current row group
+	mmB     = M3  // B, running
+	mmC     = M4  // C of the current item
+	mmA     = M5  // A, running
+	mmRem   = M6  // panels left in the row group
+	mmCnt   = M7  // items left
+	mmRow   = M8  // C of rows 1..3
+	mmRS    = M9  // row stride in bytes, when it is not an imm16
+	mmJump  = M10 // C adjustment at a group change, when not an imm16
+	mmSteps = M11 // AMP steps per item, when not an rpti count
+	mmTmp   = M12
+)
+
+func (p MatMul) check() error {
+	if err := checkWorkers(p.Workers); err != nil {
+		return err
+	}
+	if p.Type != AMPFP16 && p.Type != AMPFP8 {
+		return fmt.Errorf("unknown AMP type %d", p.Type)
+	}
+	if p.M <= 0 || p.M%4 != 0 {
+		return fmt.Errorf("M %d: want a positive multiple of 4 (pad the rows)", p.M)
+	}
+	if p.N <= 0 || p.N%16 != 0 {
+		return fmt.Errorf("N %d: want a positive multiple of 16 (pad the columns)", p.N)
+	}
+	if p.K <= 0 || p.Type == AMPFP8 && p.K%2 != 0 {
+		return fmt.Errorf("K %d: want a positive (FP8: even) count", p.K)
+	}
+	if p.CStride < p.N || p.CStride%4 != 0 {
+		return fmt.Errorf("C row stride %d: want a multiple of 4 of at least N=%d", p.CStride, p.N)
+	}
+	// Sizes bounded so that every byte offset fits 32 bits.
+	if int64(p.M)*int64(p.K) > 1<<20 || int64(p.N)*int64(p.K) > 1<<20 || int64(p.M)*int64(p.CStride) > 1<<20 {
+		return fmt.Errorf("matrix of %dx%dx%d (C stride %d) does not fit a tile", p.M, p.K, p.N, p.CStride)
+	}
+	if p.Type == AMPFP8 {
+		if err := p.FP8.check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mmShape holds the derived sizes.
+type mmShape struct {
+	groups, panels, items int
+	steps                 int64 // AMP instructions per item
+	groupBytes            int64 // one A panel
+	panelBytes            int64 // one B panel
+	rowBytes              int64 // C row stride
+	jump                  int64 // C change after a group's last panel
+	workers               int
+	start, count          []int
+}
+
+func (p MatMul) shape() mmShape {
+	e := p.Type.size()
+	s := mmShape{groups: p.M / 4, panels: p.N / 16}
+	s.items = s.groups * s.panels
+	s.steps = int64(p.K)
+	if p.Type == AMPFP8 {
+		s.steps /= 2
+	}
+	s.groupBytes = 4 * int64(p.K) * e
+	s.panelBytes = 16 * int64(p.K) * e
+	s.rowBytes = 4 * int64(p.CStride)
+	s.jump = 4*s.rowBytes - 64*int64(s.panels)
+	s.workers = min(p.Workers, s.items)
+	s.start, s.count = split(s.items, s.workers)
+	return s
+}
+
+// Cost returns the kernel's cost (checking the shape, not the addresses).
+//
+// Worker w with items [s, s+c) issues
+//
+//	4 + 5                      table lookup and loads
+//	+ 2                        (FP8) set CSR fp8
+//	+ big constants            ConstLen of each of: row stride in bytes,
+//	                           group jump, steps, that do not fit their
+//	                           immediate (imm16, imm16, rpti count 4095)
+//	+ c * (steps + 27)         per item (steps + 45 with Accumulate)
+//	+ 4 * (floor((s+c)/P) - floor(s/P))    row group changes
+//
+// cycles' worth of instructions before its exit (steps = K for FP16, K/2
+// for FP8; P = N/16), and Work[w] = 6 x that.
+func (p MatMul) Cost() (Cost, error) {
+	if err := p.check(); err != nil {
+		return Cost{}, fmt.Errorf("matmul: %w", err)
+	}
+	s := p.shape()
+	pro := int64(tableBaseIssues + 5)
+	if p.Type == AMPFP8 {
+		pro += setFP8Issues
+	}
+	pro += loadBigIssues(s.rowBytes) + loadBigIssues(s.jump)
+	if s.steps > MaxRptiCount {
+		pro += int64(ConstLen(uint32(s.steps)))
+	}
+	item := s.steps + 27
+	if p.Accumulate {
+		item += 18
+	}
+	c := Cost{Workers: s.workers, Work: make([]int64, s.workers)}
+	P := s.panels
+	for w := range c.Work {
+		st, n := s.start[w], s.count[w]
+		wraps := int64((st+n)/P - st/P)
+		c.Work[w] = Slots * (pro + int64(n)*item + 4*wraps)
+	}
+	return c, nil
+}
+
+// EmitMatMul emits the kernel at b's current position.
+func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
+	cost, err := p.Cost()
+	if err != nil {
+		return Kernel{}, err
+	}
+	if err := p.checkMemory(b); err != nil {
+		return Kernel{}, fmt.Errorf("matmul: %w", err)
+	}
+	s := p.shape()
+	k := Kernel{Entry: b.Here(), Cost: cost}
+	table := b.Label()
+	emitTableBase(b, table, 5, mmEntry)
+	b.Ldm(mmAg, mmEntry, 0)
+	b.Ldm(mmB, mmEntry, 4)
+	b.Ldm(mmC, mmEntry, 8)
+	b.Ldm(mmRem, mmEntry, 12)
+	b.Ldm(mmCnt, mmEntry, 16)
+	if p.Type == AMPFP8 {
+		emitSetFP8(b, p.FP8, mmTmp)
+	}
+	loadBig(b, s.rowBytes, mmRS)
+	loadBig(b, s.jump, mmJump)
+	if s.steps > MaxRptiCount {
+		b.LoadConst(mmSteps, uint32(s.steps))
+	}
+
+	item := b.Here()
+	rows := func(op func(MReg, int)) { // 19 issues
+		op(mmC, 0)
+		addConst(b, mmRow, mmC, s.rowBytes, mmRS)
+		op(mmRow, 1)
+		addConst(b, mmRow, mmRow, s.rowBytes, mmRS)
+		op(mmRow, 2)
+		addConst(b, mmRow, mmRow, s.rowBytes, mmRS)
+		op(mmRow, 3)
+	}
+	if p.Accumulate {
+		rows(b.Ampld)
+	} else {
+		b.Ampclr()
+	}
+	b.Mov(mmA, mmAg)
+	end := b.Label()
+	if s.steps > MaxRptiCount {
+		b.Rpt(mmSteps, end)
+	} else {
+		b.Rpti(int(s.steps), end)
+	}
+	if p.Type == AMPFP8 {
+		b.Ampq(mmA, mmB)
+	} else {
+		b.Amph(mmA, mmB)
+	}
+	b.Bind(end)
+	rows(b.Ampst)
+	b.Addi(mmC, mmC, 64)
+	b.Addi(mmRem, mmRem, -1)
+	cont := b.Label()
+	b.Brnz(mmRem, cont)
+	// Next row group: A continues where this item's steps left it.
+	b.LoadConst(mmRem, uint32(s.panels))
+	b.Mov(mmAg, mmA)
+	b.LoadAddr(mmB, p.B)
+	addConst(b, mmC, mmC, s.jump, mmJump)
+	b.Bind(cont)
+	b.Addi(mmCnt, mmCnt, -1)
+	b.Brnz(mmCnt, item)
+	b.Exit()
+
+	tab := make([][]uint32, s.workers)
+	for w := range tab {
+		st := s.start[w]
+		g, pn := int64(st/s.panels), int64(st%s.panels)
+		tab[w] = []uint32{
+			p.A + uint32(g*s.groupBytes),
+			p.B + uint32(pn*s.panelBytes),
+			p.C + uint32(4*g*s.rowBytes+64*pn),
+			uint32(int64(s.panels) - pn),
+			uint32(s.count[w]),
+		}
+	}
+	emitTable(b, table, tab)
+	return k, b.Err()
+}
+
+// checkMemory validates the addresses against b's preset.
+func (p MatMul) checkMemory(b *Builder) error {
+	a := b.Arch()
+	if a == nil {
+		return errors.New("builder has no architecture preset")
+	}
+	e := uint64(p.Type.size())
+	bufA := buffer{"A", p.A, uint64(p.M) * uint64(p.K) * e, false}
+	bufB := buffer{"B", p.B, uint64(p.N) * uint64(p.K) * e, false}
+	bufC := buffer{"C", p.C, 4 * (uint64(p.M-1)*uint64(p.CStride) + uint64(p.N)), true}
+	if err := checkBuffer(bufA, 8, a.Memory, "tile memory"); err != nil {
+		return err
+	}
+	if err := checkBuffer(bufB, 32, a.Interleaved, "interleaved memory"); err != nil {
+		return err
+	}
+	if err := checkBuffer(bufC, 16, a.Interleaved, "interleaved memory"); err != nil {
+		return err
+	}
+	if err := checkDisjoint([]buffer{bufA, bufB, bufC}, false); err != nil {
+		return err
+	}
+	eb := elements(a, bufB)
+	for _, el := range elements(a, bufA) {
+		if slices.Contains(eb, el) {
+			return fmt.Errorf("A [%#x, %#x) and B [%#x, %#x) share memory element %d", bufA.addr, uint64(bufA.addr)+bufA.size, bufB.addr, uint64(bufB.addr)+bufB.size, el)
+		}
+	}
+	return nil
+}
+
+// APanelIndex returns the element index of A[i][k] in the A-panel layout
+// of a K-column A (multiply by the element size for the byte offset).
+func APanelIndex(i, k, K int) int { return (i/4)*4*K + 4*k + i%4 }
+
+// BPanelIndex returns the element index of B[k][j] in the B-panel layout
+// of a K-row B.
+func BPanelIndex(k, j, K int) int { return (j/16)*16*K + 16*k + j%16 }

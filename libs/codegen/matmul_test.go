@@ -1,0 +1,254 @@
+package codegen
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"ipu.local/libs/numfmt"
+)
+
+// u is the unit roundoff of FP32.
+const u = 1.0 / (1 << 24)
+
+// gamma is the classic bound n*u/(1-n*u) of n FP32 roundings in a sum.
+func gamma(n int) float64 { return float64(n) * u / (1 - float64(n)*u) }
+
+// mmInputs are random matrix inputs as device values and encodings.
+type mmInputs struct {
+	a, b   []float32 // values, row-major
+	ap, bp []byte    // A-panel and B-panel bytes
+	c0     []float32 // initial C (dense M x N) or nil
+}
+
+func makeMM(r *rand.Rand, p MatMul) mmInputs {
+	var in mmInputs
+	e := int(p.Type.size())
+	in.a = make([]float32, p.M*p.K)
+	in.b = make([]float32, p.K*p.N)
+	in.ap = make([]byte, p.M*p.K*e)
+	in.bp = make([]byte, p.K*p.N*e)
+	enc := func(v float64, f numfmt.Format) (float32, []byte) {
+		if p.Type == AMPFP8 {
+			c := numfmt.F64ToF8(v, f, 0, numfmt.Saturate)
+			return math.Float32frombits(numfmt.F8ToF32(c, f, 0)), []byte{c}
+		}
+		h := numfmt.F64ToF16(v)
+		return math.Float32frombits(numfmt.F16ToF32(h)), []byte{byte(h), byte(h >> 8)}
+	}
+	for i := 0; i < p.M; i++ {
+		for k := 0; k < p.K; k++ {
+			v, raw := enc(r.NormFloat64(), p.FP8.FormatA)
+			in.a[i*p.K+k] = v
+			copy(in.ap[e*APanelIndex(i, k, p.K):], raw)
+		}
+	}
+	for k := 0; k < p.K; k++ {
+		for j := 0; j < p.N; j++ {
+			v, raw := enc(r.NormFloat64(), p.FP8.FormatB)
+			in.b[k*p.N+j] = v
+			copy(in.bp[e*BPanelIndex(k, j, p.K):], raw)
+		}
+	}
+	if p.Accumulate {
+		in.c0 = randF32(r, p.M*p.N, -4, 4)
+	}
+	return in
+}
+
+// runMM runs p on fresh inputs and returns inputs, result (dense) and the
+// measured cycles.
+func runMM(t *testing.T, tl *tile, p MatMul, seed int64) (mmInputs, []float32, Kernel, int64) {
+	in := makeMM(rng(seed), p)
+	for i := range tl.mem {
+		tl.mem[i] = 0
+	}
+	tl.put(p.A, in.ap)
+	tl.put(p.B, in.bp)
+	if in.c0 != nil {
+		for i := 0; i < p.M; i++ {
+			tl.putF32(p.C+uint32(4*i*p.CStride), in.c0[i*p.N:(i+1)*p.N])
+		}
+	}
+	k, got := tl.runKernel(t, 0, func(b *Builder) (Kernel, error) { return EmitMatMul(b, p) })
+	c := make([]float32, p.M*p.N)
+	for i := 0; i < p.M; i++ {
+		for j, w := range tl.getBits(p.C+uint32(4*i*p.CStride), p.N) {
+			c[i*p.N+j] = math.Float32frombits(w)
+		}
+	}
+	return in, c, k, got
+}
+
+func TestMatMul(t *testing.T) {
+	tl := newTile()
+	fp16 := func(m, k, n, stride, w int) MatMul {
+		return MatMul{Type: AMPFP16, M: m, K: k, N: n, A: nonIlBuf, B: ilBuf, C: ilBuf + 0x30000, CStride: stride, Workers: w}
+	}
+	fp8 := func(m, k, n int, c FP8Config) MatMul {
+		return MatMul{Type: AMPFP8, M: m, K: k, N: n, A: nonIlBuf, B: ilBuf, C: ilBuf + 0x20000, CStride: n, FP8: c, Workers: 6}
+	}
+	acc := func(p MatMul) MatMul { p.Accumulate = true; return p }
+	bigStride := fp16(8, 4, 16, 8196, 6)
+	bigStride.C = ilBuf + 0x8000
+	tests := []struct {
+		name string
+		p    MatMul
+	}{
+		{"fp16-4x1x16", fp16(4, 1, 16, 16, 6)},
+		{"fp16-8x3x32-w1", fp16(8, 3, 32, 32, 1)},
+		{"fp16-12x5x48-w5", fp16(12, 5, 48, 52, 5)},
+		{"fp16-16x17x64", fp16(16, 17, 64, 64, 6)},
+		{"fp16-64x256x64", fp16(64, 256, 64, 64, 6)},
+		{"fp16-20x33x16-p1", fp16(20, 33, 16, 16, 6)},
+		{"fp16-acc-12x9x32", acc(fp16(12, 9, 32, 36, 6))},
+		{"fp16-long-k", fp16(4, 4100, 16, 16, 6)},
+		{"fp16-big-stride", bigStride},
+		{"fp8-e4m3fnuz", fp8(8, 6, 32, FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E4M3FNUZ})},
+		{"fp8-e5m2-mixed", fp8(12, 10, 48, FP8Config{FormatA: numfmt.E5M2, FormatB: numfmt.E4M3FN, ScaleA: -3, ScaleB: 5})},
+		{"fp8-e5m2fnuz", fp8(16, 64, 32, FP8Config{FormatA: numfmt.E5M2FNUZ, FormatB: numfmt.E4M3FNUZ, ScaleA: 2})},
+		{"fp8-acc", acc(fp8(8, 4, 16, FP8Config{FormatA: numfmt.E4M3FN, FormatB: numfmt.E5M2, ScaleB: -1}))},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.p
+			in, got, k, cycles := runMM(t, tl, p, int64(i))
+			scale := 0
+			if p.Type == AMPFP8 {
+				scale = p.FP8.ScaleA + p.FP8.ScaleB
+			}
+			want := EmulateMatMul(p.M, p.K, p.N, in.a, in.b, scale, in.c0)
+			if diff := cmp.Diff(f32bits(want), f32bits(got)); diff != "" {
+				t.Errorf("result mismatch (-want +got):\n%s", diff)
+			}
+			// hostref's Device precision (deviceMM: one float64 fma per k,
+			// rounded to FP32, from the scaled inputs) gives the same bits.
+			if diff := cmp.Diff(f32bits(want), f32bits(hostrefDeviceMM(p, in, scale))); diff != "" {
+				t.Errorf("hostref device recipe mismatch (-kernel +hostref):\n%s", diff)
+			}
+			// Float64 check: |C - exact| <= gamma(K') * sum |a b| (+|c0|),
+			// K' = K (+1 with an initial C): K FP32 roundings of a sum
+			// whose products are exact.
+			sc := math.Ldexp(1, scale)
+			kk := p.K
+			if in.c0 != nil {
+				kk++
+			}
+			for i := 0; i < p.M; i++ {
+				for j := 0; j < p.N; j++ {
+					exact, mag := 0.0, 0.0
+					if in.c0 != nil {
+						exact, mag = float64(in.c0[i*p.N+j]), math.Abs(float64(in.c0[i*p.N+j]))
+					}
+					for x := 0; x < p.K; x++ {
+						v := float64(in.a[i*p.K+x]) * float64(in.b[x*p.N+j]) * sc
+						exact += v
+						mag += math.Abs(v)
+					}
+					if e := math.Abs(float64(got[i*p.N+j]) - exact); e > gamma(kk)*mag {
+						t.Fatalf("C[%d][%d] = %g, exact %g: error %g above bound %g", i, j, got[i*p.N+j], exact, e, gamma(kk)*mag)
+					}
+				}
+			}
+			if diff := cmp.Diff(k.Cycles(), cycles); diff != "" {
+				t.Errorf("cycles mismatch (-formula +measured):\n%s", diff)
+			}
+			f, _ := p.Cost()
+			if f.Cycles() != k.Cycles() {
+				t.Errorf("Cost() %d != emitted kernel's %d", f.Cycles(), k.Cycles())
+			}
+			macs := float64(p.M) * float64(p.K) * float64(p.N)
+			t.Logf("%s: %d cycles, %.1f MACs/cycle", p.Type, cycles, macs/float64(cycles))
+		})
+	}
+}
+
+func TestMatMulErrors(t *testing.T) {
+	a := newTile().p
+	good := MatMul{Type: AMPFP16, M: 4, K: 4, N: 16, A: nonIlBuf, B: ilBuf, C: ilBuf + 0x1000, CStride: 16, Workers: 6}
+	mod := func(f func(*MatMul)) MatMul { p := good; f(&p); return p }
+	tests := []struct {
+		name string
+		p    MatMul
+		want string
+	}{
+		{"m", mod(func(p *MatMul) { p.M = 6 }), "matmul: M 6: want a positive multiple of 4 (pad the rows)"},
+		{"n", mod(func(p *MatMul) { p.N = 8 }), "matmul: N 8: want a positive multiple of 16 (pad the columns)"},
+		{"k-fp8", mod(func(p *MatMul) { p.Type = AMPFP8; p.K = 3 }), "matmul: K 3: want a positive (FP8: even) count"},
+		{"stride", mod(func(p *MatMul) { p.CStride = 18 }), "matmul: C row stride 18: want a multiple of 4 of at least N=16"},
+		{"workers", mod(func(p *MatMul) { p.Workers = 7 }), "matmul: workers 7 out of range [1, 6]"},
+		{"b-region", mod(func(p *MatMul) { p.B = nonIlBuf + 0x1000 }), "matmul: B [0x61000, 0x61080) is outside interleaved memory [0x80000, 0xe8000)"},
+		{"b-align", mod(func(p *MatMul) { p.B = ilBuf + 16 }), "matmul: B at 0x80010 is not 32-byte aligned"},
+		{"c-overlap", mod(func(p *MatMul) { p.C = ilBuf + 64 }), "matmul: B [0x80000, 0x80080) overlaps C [0x80040, 0x80140)"},
+		{"element", mod(func(p *MatMul) { p.A = ilBuf + 0x2000 }), "matmul: A [0x82000, 0x82020) and B [0x80000, 0x80080) share memory element 13"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := EmitMatMul(NewBuilder(a, codeBase), tc.p)
+			got := fmt.Sprint(err)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("error mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMatMulEfficiency measures MACs per cycle (peak 64 for FP16, 128 for
+// FP8) on shapes that fill a tile, checking the cost formula on each.
+func TestMatMulEfficiency(t *testing.T) {
+	tl := newTile()
+	shapes := []struct {
+		typ     AMPType
+		m, k, n int
+	}{
+		{AMPFP16, 16, 64, 16}, {AMPFP16, 32, 128, 32}, {AMPFP16, 64, 256, 64},
+		{AMPFP16, 128, 256, 128}, {AMPFP16, 96, 512, 96}, {AMPFP16, 24, 1024, 48},
+		{AMPFP8, 64, 256, 64}, {AMPFP8, 128, 512, 128},
+	}
+	for i, sh := range shapes {
+		p := MatMul{Type: sh.typ, M: sh.m, K: sh.k, N: sh.n, A: nonIlBuf, B: ilBuf, C: ilBuf + 0x30000, CStride: sh.n, Workers: 6,
+			FP8: FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E4M3FNUZ}}
+		t.Run(fmt.Sprintf("%s-%dx%dx%d", sh.typ, sh.m, sh.k, sh.n), func(t *testing.T) {
+			in, got, k, cycles := runMM(t, tl, p, int64(i))
+			scale := p.FP8.ScaleA + p.FP8.ScaleB
+			if p.Type == AMPFP16 {
+				scale = 0
+			}
+			want := EmulateMatMul(p.M, p.K, p.N, in.a, in.b, scale, nil)
+			if diff := cmp.Diff(f32bits(want), f32bits(got)); diff != "" {
+				t.Fatalf("result mismatch (-want +got):\n%s", diff)
+			}
+			checkCycles(t, k, cycles, 0)
+			peak := 64.0
+			if p.Type == AMPFP8 {
+				peak = 128
+			}
+			rate := float64(p.M) * float64(p.K) * float64(p.N) / float64(cycles)
+			t.Logf("%s %dx%dx%d: %d cycles, %.1f MACs/cycle, %.1f%% of peak", p.Type, p.M, p.K, p.N, cycles, rate, 100*rate/peak)
+		})
+	}
+}
+
+// hostrefDeviceMM is hostref's Device matrix product (libs/hostref
+// deviceMM) on the kernel's inputs: acc = float32(fma(a, b, acc)) in k
+// order, with the FP8 scale applied to the inputs.
+func hostrefDeviceMM(p MatMul, in mmInputs, scale int) []float32 {
+	out := make([]float32, p.M*p.N)
+	for i := 0; i < p.M; i++ {
+		for j := 0; j < p.N; j++ {
+			var acc float32
+			if in.c0 != nil {
+				acc = in.c0[i*p.N+j]
+			}
+			for k := 0; k < p.K; k++ {
+				a := math.Ldexp(float64(in.a[i*p.K+k]), scale)
+				acc = float32(math.FMA(a, float64(in.b[k*p.N+j]), float64(acc)))
+			}
+			out[i*p.N+j] = acc
+		}
+	}
+	return out
+}

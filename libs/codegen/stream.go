@@ -1,0 +1,240 @@
+package codegen
+
+import (
+	"errors"
+	"fmt"
+
+	"ipu.local/libs/isa"
+)
+
+// A stream kernel walks arrays of n elements in units of unit elements
+// (2 for FP32 work on f32v2 pairs, 4 for casts). Worker w takes a
+// contiguous range of the n/unit units (split as evenly as possible, the
+// first ones one longer); the last running worker also takes the tail of
+// n mod unit elements. min(Workers, max(1, n/unit)) workers run.
+//
+// Worker code:
+//
+//	table lookup (4) and one ldm per table word (array pointers, unit
+//	count, tail flag when n mod unit != 0)
+//	setup                     constants, CSR fp8
+//	rpt count: body           1 + units * body
+//	brz tail, skip; tail      when n mod unit != 0: 1, + tail on one worker
+//	exit
+//
+// Registers: table row $m1; array pointers $m2, $m3 (inputs), $m4
+// (output); unit count $m5; tail flag $m6; $m7..$m11 scratch.
+type stream struct {
+	n       int
+	unit    int
+	inputs  []array
+	output  array
+	workers int
+	setup   func(b *Builder)
+	body    func(b *Builder)
+	tail    func(b *Builder, rem int) // rem = n mod unit > 0
+}
+
+// array is one array a stream kernel walks.
+type array struct {
+	name  string
+	addr  uint32
+	esize int // bytes per element
+}
+
+const (
+	sIn0  = M2
+	sIn1  = M3
+	sOut  = M4
+	sCnt  = M5
+	sTail = M6
+)
+
+// plan returns the running workers, their first unit and unit counts,
+// and the worker doing the tail (-1: none).
+func (s *stream) plan() (workers int, start, count []int, tailWorker int) {
+	units := s.n / s.unit
+	workers = min(s.workers, max(units, 1))
+	start, count = split(units, workers)
+	tailWorker = -1
+	if s.n%s.unit != 0 {
+		tailWorker = workers - 1
+	}
+	return
+}
+
+func (s *stream) tableWords() int {
+	w := len(s.inputs) + 2
+	if s.n%s.unit != 0 {
+		w++
+	}
+	return w
+}
+
+// issues returns the issue cycles of the code f emits.
+func issues(f func(b *Builder)) int64 {
+	b := NewBuilder(nil, 0)
+	f(b)
+	return b.Issued()
+}
+
+func (s *stream) cost() Cost {
+	workers, _, count, tw := s.plan()
+	pro := int64(tableBaseIssues+s.tableWords()) + issues(s.setup) + 1
+	body := issues(s.body)
+	var tail, brz int64
+	if rem := s.n % s.unit; rem != 0 {
+		brz = 1
+		tail = issues(func(b *Builder) { s.tail(b, rem) })
+	}
+	c := Cost{Workers: workers, Work: make([]int64, workers)}
+	for w := range c.Work {
+		v := pro + int64(count[w])*body + brz
+		if w == tw {
+			v += tail
+		}
+		c.Work[w] = Slots * v
+	}
+	return c
+}
+
+func (s *stream) check(b *Builder) error {
+	if err := checkWorkers(s.workers); err != nil {
+		return err
+	}
+	if s.n < 1 || s.n > 1<<24 {
+		return fmt.Errorf("element count %d out of range [1, 2^24]", s.n)
+	}
+	if b == nil {
+		return nil
+	}
+	a := b.Arch()
+	if a == nil {
+		return errors.New("builder has no architecture preset")
+	}
+	var bufs []buffer
+	for _, x := range append(append([]array{}, s.inputs...), s.output) {
+		buf := buffer{x.name, x.addr, uint64(s.n) * uint64(x.esize), x == s.output}
+		if err := checkBuffer(buf, 8, a.Memory, "tile memory"); err != nil {
+			return err
+		}
+		bufs = append(bufs, buf)
+	}
+	return checkDisjoint(bufs, true)
+}
+
+func (s *stream) emit(b *Builder) (Kernel, error) {
+	k := Kernel{Entry: b.Here(), Cost: s.cost()}
+	workers, start, count, tw := s.plan()
+	table := b.Label()
+	nw := s.tableWords()
+	emitTableBase(b, table, nw, M1)
+	ptrs := []MReg{sIn0, sIn1}[:len(s.inputs)]
+	for i, r := range ptrs {
+		b.Ldm(r, M1, int32(4*i))
+	}
+	b.Ldm(sOut, M1, int32(4*len(ptrs)))
+	b.Ldm(sCnt, M1, int32(4*len(ptrs)+4))
+	rem := s.n % s.unit
+	if rem != 0 {
+		b.Ldm(sTail, M1, int32(4*len(ptrs)+8))
+	}
+	s.setup(b)
+	end := b.Label()
+	b.Rpt(sCnt, end)
+	s.body(b)
+	b.Bind(end)
+	if rem != 0 {
+		skip := b.Label()
+		b.Brz(sTail, skip)
+		s.tail(b, rem)
+		b.Bind(skip)
+	}
+	b.Exit()
+	rows := make([][]uint32, workers)
+	for w := range rows {
+		for _, x := range s.inputs {
+			rows[w] = append(rows[w], x.addr+uint32(start[w]*s.unit*x.esize))
+		}
+		rows[w] = append(rows[w], s.output.addr+uint32(start[w]*s.unit*s.output.esize), uint32(count[w]))
+		if rem != 0 {
+			f := uint32(0)
+			if w == tw {
+				f = 1
+			}
+			rows[w] = append(rows[w], f)
+		}
+	}
+	emitTable(b, table, rows)
+	return k, b.Err()
+}
+
+// lanes emits the f32v2 form of an operation, or its scalar FP32 twin
+// for a single element (the low lane), which computes the same value.
+type lanes struct {
+	b      *Builder
+	single bool
+}
+
+var scalarTwin = map[isa.Op]isa.Op{
+	isa.V2ADD: isa.FADD, isa.V2SUB: isa.FSUB, isa.V2MUL: isa.FMUL, isa.V2FMA: isa.FMA,
+	isa.V2MAX: isa.FMAX, isa.V2MIN: isa.FMIN, isa.V2EXP: isa.FEXP, isa.V2RCP: isa.FRCP,
+	isa.V2ABS: isa.FABS, isa.V2NEG: isa.FNEG, isa.V2SEL: isa.FSEL,
+}
+
+// v emits a two-operand pair operation.
+func (l lanes) v(op isa.Op, d, a, c AReg) {
+	if t, ok := scalarTwin[op]; ok && l.single {
+		op = t
+	}
+	l.b.F(op, d, a, c)
+}
+
+// v1 emits a one-operand pair operation.
+func (l lanes) v1(op isa.Op, d, a AReg) {
+	if t, ok := scalarTwin[op]; ok && l.single {
+		op = t
+	}
+	l.b.F1(op, d, a)
+}
+
+// sel emits a pair select.
+func (l lanes) sel(d, a, c, e AReg) {
+	op := isa.V2SEL
+	if l.single {
+		op = isa.FSEL
+	}
+	l.b.Sel(op, d, a, c, e)
+}
+
+// each emits a scalar instruction on each lane: d, a, c then d+1, a+1,
+// c+1 (c+stepC).
+func (l lanes) each(op isa.Op, d, a, c AReg, stepC AReg) {
+	l.b.F(op, d, a, c)
+	if !l.single {
+		l.b.F(op, d+1, a+1, c+stepC)
+	}
+}
+
+// load and store the pair (or the single element) at the pointers.
+func (l lanes) load(d AReg, p MReg) {
+	if l.single {
+		l.b.Ld32(d, p, 0)
+	} else {
+		l.b.Ld64P(d, p, 8)
+	}
+}
+
+func (l lanes) store(d AReg, p MReg) {
+	if l.single {
+		l.b.St32(d, p, 0)
+	} else {
+		l.b.St64P(d, p, 8)
+	}
+}
+
+// pairConst loads the FP32 value f into both lanes of the pair d.
+func pairConst(b *Builder, d AReg, f float32) {
+	b.LoadF32(d, f)
+	b.Amov(d+1, d)
+}
