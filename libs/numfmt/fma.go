@@ -1,0 +1,32 @@
+package numfmt
+
+import "math"
+
+// FMA32 returns a*b + c rounded once to FP32, to nearest even: the
+// semantics of the device's fused multiply-add instructions.
+//
+// The product of two FP32 values is exact in FP64 (48 significant bits,
+// and no FP64 underflow: the smallest product is 2^-298). The sum p + c is
+// split exactly into s + e (TwoSum); s + e is then rounded to FP64 with
+// round-to-odd, which keeps enough information (53 >= 2*24 + 2 bits) for
+// the final rounding to FP32 to be the correctly rounded result. A plain
+// float32(math.FMA(...)) would round twice.
+func FMA32(a, b, c float32) float32 {
+	p := float64(a) * float64(b)
+	cc := float64(c)
+	s := p + cc
+	if math.IsInf(s, 0) || math.IsNaN(s) {
+		return float32(s)
+	}
+	// TwoSum: s + e == p + cc exactly.
+	bb := s - p
+	e := (p - (s - bb)) + (cc - bb)
+	if e != 0 && math.Float64bits(s)&1 == 0 {
+		if e > 0 {
+			s = math.Nextafter(s, math.Inf(1))
+		} else {
+			s = math.Nextafter(s, math.Inf(-1))
+		}
+	}
+	return float32(s)
+}
