@@ -62,3 +62,54 @@ func TestFMA32(t *testing.T) {
 		}
 	}
 }
+
+func TestFMA16(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for i := 0; i < 100000; i++ {
+		a, b, c := uint16(r.Uint32()), uint16(r.Uint32()), uint16(r.Uint32())
+		if math.IsNaN(F16ToF64(a)) || math.IsNaN(F16ToF64(b)) || math.IsNaN(F16ToF64(c)) ||
+			math.IsInf(F16ToF64(a), 0) || math.IsInf(F16ToF64(b), 0) || math.IsInf(F16ToF64(c), 0) {
+			continue
+		}
+		x := new(big.Float).SetPrec(200).SetFloat64(F16ToF64(a))
+		x.Mul(x, new(big.Float).SetPrec(200).SetFloat64(F16ToF64(b)))
+		x.Add(x, new(big.Float).SetPrec(200).SetFloat64(F16ToF64(c)))
+		if x.Sign() == 0 {
+			continue
+		}
+		// Oracle: round the exact value to FP16 by rounding to 11
+		// significant bits in big.Float, then converting exactly.
+		want := oracleF16(x)
+		if got := FMA16(a, b, c); got != want {
+			t.Fatalf("FMA16(%#04x, %#04x, %#04x) = %#04x, want %#04x", a, b, c, got, want)
+		}
+	}
+}
+
+// oracleF16 rounds x (nonzero, finite) to FP16 with one rounding.
+func oracleF16(x *big.Float) uint16 {
+	// Subnormal FP16 values have a fixed exponent of -24 for the last bit.
+	exp := x.MantExp(nil) // x = m * 2^exp, 0.5 <= |m| < 1
+	prec := uint(11)
+	if exp-1 < -14 {
+		p := 11 - (-14 - (exp - 1))
+		if p <= 0 {
+			// Below half the smallest subnormal, or a tie at it.
+			y := new(big.Float).SetPrec(200).Abs(x)
+			half := new(big.Float).SetMantExp(big.NewFloat(1), -25)
+			neg := x.Sign() < 0
+			var h uint16
+			if y.Cmp(half) > 0 {
+				h = 1
+			}
+			if neg {
+				h |= 0x8000
+			}
+			return h
+		}
+		prec = uint(p)
+	}
+	y := new(big.Float).SetPrec(prec).SetMode(big.ToNearestEven).Set(x)
+	f, _ := y.Float64()
+	return F64ToF16(f)
+}
