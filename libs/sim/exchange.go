@@ -1,0 +1,241 @@
+package sim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+)
+
+// arrival is one send's stream of words at one destination: n cycles from
+// c0, per words each.
+type arrival struct {
+	c0   int64
+	n    uint32
+	per  uint32
+	src  int
+	send int // index in the source tile's sends
+}
+
+// resolveExchange matches every word that arrived at a tile with the
+// tile's listening windows, by cycle then tile. With store false it only
+// offers the faults to best; with store true (called only when the
+// superstep has no fault) it writes the received words to memory.
+func (m *Machine) resolveExchange(list []int, phase int, best *faultCand, store bool) {
+	if len(m.xarr) != len(m.tiles) {
+		m.xarr = make([][]arrival, len(m.tiles))
+	}
+	for u := range m.xarr {
+		m.xarr[u] = m.xarr[u][:0]
+	}
+	busy := false
+	for _, s := range list {
+		r := &m.tiles[s].res
+		for si := range r.sends {
+			sd := &r.sends[si]
+			a := arrival{n: sd.n, per: 1, src: s, send: si}
+			if sd.pair {
+				a.n, a.per = sd.n/2, 2
+			}
+			for u := int(sd.dstLo); u < int(sd.dstLo+sd.dstN); u++ {
+				a.c0 = sd.t + int64(m.p.Latency(s, u))
+				m.xarr[u] = append(m.xarr[u], a)
+				busy = true
+			}
+		}
+		if len(r.recvs) > 0 {
+			busy = true
+		}
+	}
+	if !busy {
+		return
+	}
+	for u := range m.tiles {
+		arr := m.xarr[u]
+		var recvs []recvRec
+		if t := &m.tiles[u]; t.active && !t.halted {
+			recvs = t.res.recvs
+		}
+		if len(arr) == 0 && len(recvs) == 0 {
+			continue
+		}
+		sort.Slice(arr, func(i, j int) bool {
+			if arr[i].c0 != arr[j].c0 {
+				return arr[i].c0 < arr[j].c0
+			}
+			return arr[i].src < arr[j].src
+		})
+		m.resolveTile(u, arr, recvs, phase, best, store)
+	}
+}
+
+// resolveTile resolves the exchange at receiving tile u. arr is sorted by
+// first cycle; recvs are u's windows in issue order. A window ends when its
+// words have arrived or the next recv starts; the barrier does not end it.
+func (m *Machine) resolveTile(u int, arr []arrival, recvs []recvRec, phase int, best *faultCand, store bool) {
+	// Two streams overlapping in time: the first overlap is at the start
+	// of the later one.
+	twoAt := never
+	maxEnd, maxIdx := int64(-1), -1
+	for i := range arr {
+		if arr[i].c0 < maxEnd {
+			twoAt = arr[i].c0
+			pc := uint32(0)
+			for _, w := range recvs {
+				if w.t <= twoAt {
+					pc = w.pc
+				}
+			}
+			best.offer(&Fault{Kind: FaultTwoSenders, Tile: u, Context: supCtx, PC: pc, Phase: phase, Cycle: twoAt,
+				Detail: fmt.Sprintf("tiles %d and %d both send to tile %d", arr[maxIdx].src, arr[i].src, u)}, 3, u)
+			break
+		}
+		if e := arr[i].c0 + int64(arr[i].n); e > maxEnd {
+			maxEnd, maxIdx = e, i
+		}
+	}
+	mem := m.mem(u)
+	noListener := func(a *arrival, c int64, why string) {
+		sd := &m.tiles[a.src].res.sends[a.send]
+		best.offer(&Fault{Kind: FaultNoListener, Tile: a.src, Context: supCtx, PC: sd.pc, Phase: phase, Cycle: c,
+			Detail: fmt.Sprintf("word for tile %d, %s", u, why)}, 3, u)
+	}
+
+	ai, aoff := 0, uint32(0) // next arrival: arr[ai], cycle aoff of it
+	wi, cur := 0, -1         // next window to open; open window
+	var ce, cut int64        // open window: next expected cycle, end
+	var got, need uint32
+	for {
+		ca := never
+		if ai < len(arr) {
+			ca = arr[ai].c0 + int64(aoff)
+		}
+		if ca >= twoAt {
+			ca = never
+		}
+		if cur >= 0 {
+			w := &recvs[cur]
+			if ce >= cut || ca != ce {
+				best.offer(&Fault{Kind: FaultSilent, Tile: u, Context: supCtx, PC: w.pc, Phase: phase, Cycle: ce,
+					Detail: fmt.Sprintf("listening to tile %d: %d of %d words arrived", w.src, got, need)}, 3, u)
+				return
+			}
+			a := &arr[ai]
+			if uint32(a.src) != w.src {
+				noListener(a, ca, fmt.Sprintf("which listens to tile %d", w.src))
+				return
+			}
+			sd := &m.tiles[a.src].res
+			widx := sd.sends[a.send].off + aoff*a.per
+			for k := uint32(0); k < a.per; k++ {
+				if got == need {
+					noListener(a, ca, fmt.Sprintf("after its recv of %d words from tile %d completed", need, w.src))
+					return
+				}
+				if store {
+					off := w.addr + 4*got - m.p.Memory.Lo
+					binary.LittleEndian.PutUint32(mem[off:], sd.sendWords[widx+k])
+				}
+				got++
+			}
+			ce++
+			if aoff++; aoff == a.n {
+				ai, aoff = ai+1, 0
+			}
+			if got == need {
+				cur = -1
+			}
+			continue
+		}
+		ws := never
+		if wi < len(recvs) {
+			ws = recvs[wi].t
+		}
+		if ca == never && ws == never {
+			return
+		}
+		if ca < ws {
+			noListener(&arr[ai], ca, "which is not listening")
+			return
+		}
+		cur, ce, got, need = wi, ws, 0, recvs[wi].words
+		wi++
+		cut = never
+		if wi < len(recvs) {
+			cut = recvs[wi].t
+		}
+		if need == 0 {
+			cur = -1
+		}
+	}
+}
+
+// checkBus finds supertiles whose tiles use more exchange bus slots in one
+// cycle than the bus has: send takes one slot per cycle, send2 two. The
+// fault is at the send that issued later (by tile index on a tie).
+func (m *Machine) checkBus(list []int, phase int, best *faultCand) {
+	type use struct {
+		start, end int64
+		slots      int
+		tile       int
+		pc         uint32
+	}
+	capacity := m.p.SupertileSize
+	if capacity < 1 {
+		return
+	}
+	var uses, active []use
+	for i := 0; i < len(list); {
+		st := m.p.Supertile(list[i])
+		j := i
+		senders := 0
+		uses = uses[:0]
+		for ; j < len(list) && m.p.Supertile(list[j]) == st; j++ {
+			r := &m.tiles[list[j]].res
+			if len(r.sends) > 0 {
+				senders++
+			}
+			for _, sd := range r.sends {
+				u := use{start: sd.t, end: sd.t + int64(sd.n), slots: 1, tile: list[j], pc: sd.pc}
+				if sd.pair {
+					u.end, u.slots = sd.t+int64(sd.n/2), 2
+				}
+				uses = append(uses, u)
+			}
+		}
+		i = j
+		if senders < 2 && capacity >= 2 {
+			continue
+		}
+		sort.Slice(uses, func(a, b int) bool {
+			if uses[a].start != uses[b].start {
+				return uses[a].start < uses[b].start
+			}
+			return uses[a].tile < uses[b].tile
+		})
+		active = active[:0]
+		for _, u := range uses {
+			n := 0
+			for _, a := range active {
+				if a.end > u.start {
+					active[n] = a
+					n++
+				}
+			}
+			active = active[:n]
+			total := u.slots
+			other := -1
+			for _, a := range active {
+				total += a.slots
+				if a.tile != u.tile {
+					other = a.tile
+				}
+			}
+			if total > capacity {
+				best.offer(&Fault{Kind: FaultBus, Tile: u.tile, Context: supCtx, PC: u.pc, Phase: phase, Cycle: u.start,
+					Detail: fmt.Sprintf("tiles %d and %d need %d of the supertile's %d bus slots", other, u.tile, total, capacity)}, 2, 0)
+				break
+			}
+			active = append(active, u)
+		}
+	}
+}

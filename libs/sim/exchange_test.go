@@ -1,0 +1,150 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// On ipu21-tiny every tile is in one column: latency 10 between any two.
+const lat = 10
+
+// sendAt is the cycle the senders send at; T the first arrival.
+const (
+	sendAt = 40
+	T      = sendAt + lat
+)
+
+// sender sends n words from dataBase to the tiles dst (d operand) at cycle
+// sendAt, with send2 if pair, then syncs and halts. The send is at pcOf(4).
+func sender(dst int32, n int32, pair bool) []uint32 {
+	s := send(1, 2, 3)
+	if pair {
+		s = send2(1, 2, 3)
+	}
+	return assemble(li(1, dst), li(2, dataBase), li(3, n), delay(sendAt-24), s, sync_(), halt())
+}
+
+// receiver arms one or two recv windows from src, the first (at pcOf(6))
+// at cycle at, the second 6 cycles later, then syncs. After the sync it
+// copies the first received word to dataBase+0x200.
+func receiver(src int32, at int64, sizes ...int32) []uint32 {
+	s1 := int32(0)
+	if len(sizes) > 1 {
+		s1 = sizes[1]
+	}
+	items := []any{li(1, src), li(2, dataBase+0x100), li(3, sizes[0]), li(5, dataBase+0x100+4*sizes[0]), li(6, s1),
+		delay(int32(at - 36)), recv(1, 2, 3)}
+	if len(sizes) > 1 {
+		items = append(items, recv(1, 5, 6))
+	}
+	items = append(items, delay(40), sync_(), ldm(4, 2, 0), stm(4, 2, 0x100), halt())
+	return assemble(items...)
+}
+
+func TestExchange(t *testing.T) {
+	data := words(dataBase, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88)
+	tests := []struct {
+		name  string
+		progs map[int][]uint32
+		want  *faultKey
+		recv  []int // tiles that must hold the data afterwards
+	}{
+		{"delivered", map[int][]uint32{0: sender(1, 4, false), 1: receiver(0, T, 4)}, nil, []int{1}},
+		{"delivered send2", map[int][]uint32{0: sender(1, 4, true), 1: receiver(0, T, 4)}, nil, []int{1}},
+		{"delivered in two windows", map[int][]uint32{0: sender(1, 8, false), 1: receiver(0, T, 6, 2)}, nil, []int{1}},
+		{"multicast", map[int][]uint32{
+			0: sender(1|3<<16, 4, false), 1: receiver(0, T, 4),
+			2: receiver(0, T, 4), 3: receiver(0, T, 4)}, nil, []int{1, 2, 3}},
+		{"receiver one cycle early", map[int][]uint32{0: sender(1, 4, false), 1: receiver(0, T-1, 4)},
+			&faultKey{FaultSilent, 1, supCtx, pcOf(6), 0, T - 1}, nil},
+		{"receiver one cycle late", map[int][]uint32{0: sender(1, 4, false), 1: receiver(0, T+1, 4)},
+			&faultKey{FaultNoListener, 0, supCtx, pcOf(4), 0, T}, nil},
+		{"nobody listening", map[int][]uint32{0: sender(1, 4, false), 1: assemble(sync_(), halt())},
+			&faultKey{FaultNoListener, 0, supCtx, pcOf(4), 0, T}, nil},
+		{"listening to another tile", map[int][]uint32{0: sender(1, 4, false), 1: receiver(2, T, 4), 2: assemble(sync_(), halt())},
+			&faultKey{FaultNoListener, 0, supCtx, pcOf(4), 0, T}, nil},
+		{"silent sender", map[int][]uint32{0: assemble(sync_(), halt()), 1: receiver(0, T, 4)},
+			&faultKey{FaultSilent, 1, supCtx, pcOf(6), 0, T}, nil},
+		{"window cut by the next recv", map[int][]uint32{0: sender(1, 8, false), 1: receiver(0, T, 8, 2)},
+			&faultKey{FaultSilent, 1, supCtx, pcOf(6), 0, T + 6}, nil},
+		{"more words than the window", map[int][]uint32{0: sender(1, 4, false), 1: receiver(0, T, 2)},
+			&faultKey{FaultNoListener, 0, supCtx, pcOf(4), 0, T + 2}, nil},
+		// The barrier does not end a window: words still arriving after the
+		// receiver's sync are received.
+		{"window outlives the barrier", map[int][]uint32{0: sender(1, 8, false), 1: assemble(li(1, 0), li(2, dataBase+0x100), li(3, 8), delay(T-24), recv(1, 2, 3), sync_(), halt())},
+			nil, nil},
+		{"silent after the barrier", map[int][]uint32{0: sender(1, 4, false), 1: assemble(li(1, 0), li(2, dataBase+0x100), li(3, 8), delay(T-24), recv(1, 2, 3), sync_(), halt())},
+			&faultKey{FaultSilent, 1, supCtx, pcOf(4), 0, T + 4}, nil},
+		{"two senders", map[int][]uint32{0: sender(1, 4, false), 2: sender(1, 4, false), 1: receiver(0, T, 4)},
+			&faultKey{FaultTwoSenders, 1, supCtx, pcOf(6), 0, T}, nil},
+		{"supertile shares its bus", map[int][]uint32{
+			0: sender(2, 4, false), 1: sender(3, 4, false),
+			2: receiver(0, T, 4), 3: receiver(1, T, 4)}, nil, []int{2, 3}},
+		{"bus conflict", map[int][]uint32{
+			0: sender(2, 4, true), 1: sender(3, 4, false),
+			2: receiver(0, T, 4), 3: receiver(1, T, 4)},
+			&faultKey{FaultBus, 1, supCtx, pcOf(4), 0, sendAt}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, "ipu21-tiny", Options{Parallel: 2})
+			for tile, code := range tc.progs {
+				r.load(tile, code, data)
+			}
+			res, err := r.m.Run(nil, 0)
+			if tc.want != nil {
+				if err == nil {
+					t.Fatal("no fault")
+				}
+				if diff := cmp.Diff(*tc.want, keyOf(t, err)); diff != "" {
+					t.Errorf("fault %v: mismatch (-want +got):\n%s", err, diff)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.AtHost || len(res.Phases) != 2 || r.m.Mark() != 1 {
+				t.Errorf("at host %v, %d phases, mark %d; want false, 2, 1", res.AtHost, len(res.Phases), r.m.Mark())
+			}
+			want := []uint32{0x11, 0x22, 0x33, 0x44}
+			if tc.name == "delivered in two windows" {
+				want = append(want, 0x55, 0x66, 0x77, 0x88)
+			}
+			for _, u := range tc.recv {
+				var got []uint32
+				for i := uint32(0); i < uint32(len(want)); i++ {
+					got = append(got, r.word(u, dataBase+0x100+4*i))
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("tile %d received: mismatch (-want +got):\n%s", u, diff)
+				}
+				if got := r.word(u, dataBase+0x200); got != 0x11 {
+					t.Errorf("tile %d read %#x after the sync, want 0x11", u, got)
+				}
+			}
+			if got := res.Phases[0].ExchangeBytes[0]; tc.recv != nil && got != 4*int64(len(want)) {
+				t.Errorf("exchange bytes of tile 0 = %d, want %d", got, 4*len(want))
+			}
+		})
+	}
+}
+
+// TestReceivedDataInvisibleBeforeSync checks that received words land at
+// the barrier, not before.
+func TestReceivedDataInvisibleBeforeSync(t *testing.T) {
+	r := newRig(t, "ipu21-tiny", Options{})
+	r.load(0, sender(1, 4, false), words(dataBase, 1, 2, 3, 4))
+	r.load(1, assemble(li(1, 0), li(2, dataBase+0x100), li(3, 4), delay(T-24), recv(1, 2, 3),
+		delay(20), ldm(4, 2, 0), stm(4, 2, 0x100), sync_(), halt()))
+	if _, err := r.m.Run(nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.word(1, dataBase+0x200); got != 0 {
+		t.Errorf("read %#x before the sync, want 0", got)
+	}
+	if got := r.word(1, dataBase+0x100); got != 1 {
+		t.Errorf("received %#x, want 1", got)
+	}
+}

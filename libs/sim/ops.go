@@ -1,0 +1,219 @@
+package sim
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"ipu.local/libs/isa"
+)
+
+// amp executes amph or ampq; it returns the extra cycle of a memory
+// element conflict between the operands.
+func (x *exec) amp(c *context, in *inst) (int64, xfault) {
+	p := x.m.p
+	a, b := c.m[in.a&15], c.m[in.b&15]
+	offA, offB := a-p.Memory.Lo, b-p.Memory.Lo
+	if offA > x.size-8 || a&7 != 0 || b < p.Interleaved.Lo || uint64(b)+32 > uint64(p.Interleaved.Hi) || b&31 != 0 {
+		what := "amph"
+		if in.op == isa.AMPQ {
+			what = "ampq"
+		}
+		if _, f := x.check(what, a, 8, 8, 0); f.kind != "" {
+			return 0, f
+		}
+		_, f := x.check(what, b, 32, 32, chkInterleaved)
+		return 0, f
+	}
+	mem := x.mem
+	acc := &c.acc
+	if in.op == isa.AMPH {
+		var xv [4]float32
+		var wv [16]float32
+		for i := range xv {
+			xv[i] = h16f(binary.LittleEndian.Uint16(mem[offA+2*uint32(i):]))
+		}
+		for j := range wv {
+			wv[j] = h16f(binary.LittleEndian.Uint16(mem[offB+2*uint32(j):]))
+		}
+		for i := range xv {
+			row := (*[16]float32)(acc[16*i:])
+			xi := xv[i]
+			for j, wj := range wv {
+				row[j] = row[j] + float32(xi*wj)
+			}
+		}
+	} else {
+		cfg := decodeFP8(c.fp8)
+		scale := cfg.sa + cfg.sb
+		xt, wt := &fp8val[cfg.fa], &fp8val[cfg.fb]
+		for k := uint32(0); k < 2; k++ {
+			var xv [4]float32
+			var wv [16]float32
+			for i := range xv {
+				xv[i] = xt[mem[offA+4*k+uint32(i)]]
+			}
+			for j := range wv {
+				wv[j] = wt[mem[offB+16*k+uint32(j)]]
+			}
+			for i := range xv {
+				row := (*[16]float32)(acc[16*i:])
+				for j := range wv {
+					p := float32(xv[i] * wv[j])
+					if scale != 0 {
+						p = float32(math.Ldexp(float64(p), scale))
+					}
+					row[j] = row[j] + p
+				}
+			}
+		}
+	}
+	c.m[in.a&15] += 8
+	c.m[in.b&15] += 32
+	// Operand b lies in interleaved memory; a can share an element with it
+	// only there.
+	if a >= p.Interleaved.Lo {
+		ea := p.Element(a)
+		for w := uint32(0); w < 32; w += 8 {
+			if p.Element(b+w) == ea {
+				return 1, xfault{}
+			}
+		}
+	}
+	return 0, xfault{}
+}
+
+// ampRow executes ampst and ampld.
+func (x *exec) ampRow(c *context, in *inst) xfault {
+	name := opName(in.op)
+	row := in.imm
+	if row > 3 {
+		return xfault{FaultInvalid, fmt.Sprintf("%s: no accumulator row %d", name, row)}
+	}
+	addr := c.m[in.a&15]
+	acc := c.acc[16*row : 16*row+16]
+	if in.op == isa.AMPST {
+		off, f := x.check(name, addr, 64, 16, chkInterleaved|chkStore)
+		if f.kind != "" {
+			return f
+		}
+		for j, v := range acc {
+			binary.LittleEndian.PutUint32(x.mem[off+4*uint32(j):], bits32(v))
+		}
+		return xfault{}
+	}
+	off, f := x.check(name, addr, 64, 16, chkInterleaved)
+	if f.kind != "" {
+		return f
+	}
+	for j := range acc {
+		acc[j] = f32(binary.LittleEndian.Uint32(x.mem[off+4*uint32(j):]))
+	}
+	return xfault{}
+}
+
+// send executes send and send2 on a free port: it copies the words now and
+// records the transfer for the exchange resolution.
+func (x *exec) send(c *context, in *inst, pc uint32, now int64) xfault {
+	name := opName(in.op)
+	d, a, b := c.m[in.d&15], c.m[in.a&15], c.m[in.b&15]
+	pair := in.op == isa.SEND2
+	if pair && b%2 != 0 {
+		return xfault{FaultInvalid, fmt.Sprintf("send2 of an odd number of words (%d)", b)}
+	}
+	lo, n := d&0xFFFF, d>>16
+	if n == 0 {
+		n = 1
+	}
+	if uint64(lo)+uint64(n) > uint64(x.m.p.Tiles) {
+		return xfault{FaultInvalid, fmt.Sprintf("%s to tiles [%d, %d): the device has %d tiles", name, lo, uint64(lo)+uint64(n), x.m.p.Tiles)}
+	}
+	if b == 0 {
+		return xfault{}
+	}
+	off, f := x.check(name, a, 4*uint64(b), 4, 0)
+	if f.kind != "" {
+		return f
+	}
+	r := x.r
+	woff := uint32(len(r.sendWords))
+	for i := uint32(0); i < b; i++ {
+		r.sendWords = append(r.sendWords, binary.LittleEndian.Uint32(x.mem[off+4*i:]))
+	}
+	r.sends = append(r.sends, sendRec{pc: pc, t: now, off: woff, n: b, dstLo: lo, dstN: n, pair: pair})
+	dur := int64(b)
+	if pair {
+		dur /= 2
+	}
+	x.portFree = now + dur
+	r.exchBytes += 4 * int64(b)
+	return xfault{}
+}
+
+// recv arms a listening window.
+func (x *exec) recv(c *context, in *inst, pc uint32, now int64) xfault {
+	src, a, b := c.m[in.d&15], c.m[in.a&15], c.m[in.b&15]
+	if uint64(src) >= uint64(x.m.p.Tiles) {
+		return xfault{FaultInvalid, fmt.Sprintf("recv from tile %d: the device has %d tiles", src, x.m.p.Tiles)}
+	}
+	if b > 0 {
+		if _, f := x.check("recv", a, 4*uint64(b), 4, chkStore); f.kind != "" {
+			return f
+		}
+	}
+	x.r.recvs = append(x.r.recvs, recvRec{pc: pc, t: now, src: src, addr: a, words: b})
+	return xfault{}
+}
+
+// hostXfer executes hin and hout; it returns the instruction's cycles.
+func (x *exec) hostXfer(c *context, in *inst, pc uint32, now int64) (int64, xfault) {
+	name := opName(in.op)
+	d, a, b := c.m[in.d&15], c.m[in.a&15], c.m[in.b&15]
+	tileAddr, hostAddr := d, a
+	if in.op == isa.HOUT {
+		tileAddr, hostAddr = a, d
+	}
+	if tileAddr%4 != 0 || hostAddr%4 != 0 || b%4 != 0 {
+		return 0, xfault{FaultAlign, fmt.Sprintf("%s of %d bytes between tile %#x and host %#x: not 4-byte aligned", name, b, tileAddr, hostAddr)}
+	}
+	cycles := (int64(b) + hostBytesPerSlot - 1) / hostBytesPerSlot
+	if cycles < 1 {
+		cycles = 1
+	}
+	if b == 0 {
+		return cycles, xfault{}
+	}
+	r := x.r
+	if in.op == isa.HIN {
+		off, f := x.check(name, tileAddr, uint64(b), 4, chkStore)
+		if f.kind != "" {
+			return 0, f
+		}
+		var err error
+		x.m.hostMu.Lock()
+		if x.m.host == nil {
+			err = errors.New("no host attached")
+		} else {
+			err = x.m.host.ReadHost(hostAddr, x.mem[off:off+b])
+		}
+		x.m.hostMu.Unlock()
+		if err != nil {
+			return 0, xfault{FaultHost, fmt.Sprintf("hin of %d bytes from host %#x: %v", b, hostAddr, err)}
+		}
+	} else {
+		off, f := x.check(name, tileAddr, uint64(b), 4, 0)
+		if f.kind != "" {
+			return 0, f
+		}
+		hoff := uint32(len(r.houtData))
+		r.houtData = append(r.houtData, x.mem[off:off+b]...)
+		r.houts = append(r.houts, houtRec{pc: pc, t: now, hostAddr: hostAddr, off: hoff, n: b})
+	}
+	r.hostBytes += int64(b)
+	return cycles, xfault{}
+}
+
+// hostBytesPerSlot is how many bytes a host transfer moves per issue slot
+// (6 cycles) of the supervisor: the brief's rule, 6 x ceil(b / 16) cycles.
+const hostBytesPerSlot = 16
