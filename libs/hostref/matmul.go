@@ -1,7 +1,7 @@
 package hostref
 
 import (
-	"math"
+	"ipu.local/libs/numfmt"
 	"sync"
 
 	"gonum.org/v1/gonum/blas"
@@ -133,7 +133,9 @@ func deviceMM(r0, r1, k, n int, a, b, y []float64) {
 		for j := 0; j < n; j++ {
 			var acc float32
 			for p, av := range row {
-				acc = float32(math.FMA(av, b[p*n+j], float64(acc)))
+				// The product of two FP16 or FP8 values is exact in
+				// FP32, so this rounds once, as the AMP does.
+				acc = float32(numfmt.SumRTO(av*b[p*n+j], float64(acc)))
 			}
 			y[i*n+j] = float64(acc)
 		}

@@ -386,7 +386,7 @@ var table = []Info{
 	{H4SEL, "f16v4sel", FormR, []Kind{AD2, AA2, AB2, AC2}, 1, ClassFloat, Any, "d = a != 0 ? b : c per 16-bit lane (bits)"},
 	{H4CMPEQ, "f16v4cmpeq", FormR, []Kind{AD2, AA2, AB2}, 1, ClassFloat, Any, "d = a == b ? 0xffff : 0 per lane"},
 
-	{FEXP, "f32exp", FormR, []Kind{AD, AA}, 2, ClassFloat, Any, "d = e^a, FP32 (correctly rounded from FP64)"},
+	{FEXP, "f32exp", FormR, []Kind{AD, AA}, 2, ClassFloat, Any, "d = e^a: the FP64 exponential (Go math.Exp) rounded to FP32"},
 	{FLOG, "f32log", FormR, []Kind{AD, AA}, 2, ClassFloat, Any, "d = ln a"},
 	{FRCP, "f32rcp", FormR, []Kind{AD, AA}, 2, ClassFloat, Any, "d = 1 / a"},
 	{FRSQRT, "f32rsqrt", FormR, []Kind{AD, AA}, 2, ClassFloat, Any, "d = 1 / sqrt(a)"},

@@ -2,9 +2,9 @@ package numfmt
 
 import "math"
 
-// sumRTO returns p + c rounded to FP64 with round-to-odd (NaN and Inf as
+// SumRTO returns p + c rounded to FP64 with round-to-odd (NaN and Inf as
 // the ordinary sum).
-func sumRTO(p, c float64) float64 {
+func SumRTO(p, c float64) float64 {
 	s := p + c
 	if math.IsInf(s, 0) || math.IsNaN(s) {
 		return s
@@ -25,7 +25,7 @@ func sumRTO(p, c float64) float64 {
 // FMA16 returns a*b + c for FP16 operands rounded once to FP16 (the
 // product of two FP16 values is exact in FP64; see FMA32).
 func FMA16(a, b, c uint16) uint16 {
-	return F64ToF16(sumRTO(F16ToF64(a)*F16ToF64(b), F16ToF64(c)))
+	return F64ToF16(SumRTO(F16ToF64(a)*F16ToF64(b), F16ToF64(c)))
 }
 
 // FMA32 returns a*b + c rounded once to FP32, to nearest even: the
@@ -38,5 +38,5 @@ func FMA16(a, b, c uint16) uint16 {
 // the final rounding to FP32 to be the correctly rounded result. A plain
 // float32(math.FMA(...)) would round twice.
 func FMA32(a, b, c float32) float32 {
-	return float32(sumRTO(float64(a)*float64(b), float64(c)))
+	return float32(SumRTO(float64(a)*float64(b), float64(c)))
 }

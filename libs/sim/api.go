@@ -98,7 +98,13 @@ type Options struct {
 	// SamplePeriod, when > 0, records every tile's supervisor PC every
 	// SamplePeriod cycles for the profile.
 	SamplePeriod int64
+	// MaxSupersteps bounds the supersteps of one Run (0: DefaultMaxSupersteps),
+	// so a program that never returns to the host faults instead of hanging.
+	MaxSupersteps int
 }
+
+// DefaultMaxSupersteps is the superstep limit of one Run when none is set.
+const DefaultMaxSupersteps = 1 << 20
 
 // PhaseStats is what one superstep cost.
 type PhaseStats struct {

@@ -862,10 +862,10 @@ func b2u(b bool) uint32 {
 	return 0
 }
 
-// fma32 is d + a*b with FP32 operands: float64 fused multiply-add, then
-// rounded to FP32.
+// fma32 is d + a*b with FP32 operands, rounded once to FP32: the exact
+// product (FP64), summed with round-to-odd, then rounded to FP32.
 func fma32(a, b, d uint32) uint32 {
-	return bits32(float32(math.FMA(float64(f32(a)), float64(f32(b)), float64(f32(d)))))
+	return bits32(float32(numfmt.SumRTO(float64(f32(a))*float64(f32(b)), float64(f32(d)))))
 }
 
 // memFail records the fault of a failed fast-path access.

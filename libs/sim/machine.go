@@ -286,9 +286,17 @@ func (m *Machine) Run(host Host, command uint32) (*RunResult, error) {
 		if len(list) == 0 {
 			return res, nil
 		}
-		if maxSupersteps > 0 && len(res.Phases) >= maxSupersteps {
+		limit := m.opt.MaxSupersteps
+		if limit <= 0 {
+			limit = DefaultMaxSupersteps
+		}
+		if maxSupersteps > 0 {
+			limit = maxSupersteps
+		}
+		if len(res.Phases) >= limit {
 			m.faulted = true
-			return res, &Fault{Kind: FaultWatchdog, Tile: -1, Context: -1, Phase: m.mark, Detail: "too many supersteps in one run (test limit)"}
+			return res, &Fault{Kind: FaultWatchdog, Tile: -1, Context: -1, Phase: m.mark,
+				Detail: fmt.Sprintf("%d supersteps in one run without reaching hsync or halt", limit)}
 		}
 		st, f := m.superstep(list, res)
 		if f != nil {
