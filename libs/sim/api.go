@@ -104,7 +104,7 @@ type Options struct {
 }
 
 // DefaultMaxSupersteps is the superstep limit of one Run when none is set.
-const DefaultMaxSupersteps = 1 << 20
+const DefaultMaxSupersteps = 1 << 16
 
 // PhaseStats is what one superstep cost.
 type PhaseStats struct {
