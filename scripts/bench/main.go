@@ -1,0 +1,311 @@
+// Command bench measures the simulator: simulated instructions per host
+// second on an integer loop, an f16v4 vector loop and an AMP matmul loop,
+// on one host core and on all of them, and the same matmul computed
+// natively with gonum, as a ratio. Every figure is measured in this run.
+//
+// Usage: go run ./scripts/bench [-tiles N] [-reps N]
+package main
+
+import (
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"ipu.local/libs/arch"
+	"ipu.local/libs/isa"
+	"ipu.local/libs/numfmt"
+	"ipu.local/libs/sim"
+)
+
+func main() {
+	tiles := flag.Int("tiles", 64, "tiles running the kernel in the multi-core runs")
+	reps := flag.Int("reps", 3, "repetitions; the best is reported")
+	flag.Parse()
+	if err := run(*tiles, *reps); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// prog builds code with a tiny label-free encoder.
+type prog struct{ words []uint32 }
+
+func (p *prog) emit(i isa.Inst) int {
+	p.words = append(p.words, isa.MustEncode(i))
+	return len(p.words) - 1
+}
+
+func (p *prog) bytes() []byte {
+	b := make([]byte, 4*len(p.words))
+	for i, w := range p.words {
+		binary.LittleEndian.PutUint32(b[4*i:], w)
+	}
+	return b
+}
+
+const (
+	codeBase = 0x4C000
+	dataA    = 0x80000 // interleaved
+	dataB    = 0xA0000 // interleaved, another element
+	dataC    = 0xE0000
+)
+
+// supervisor emits: run the worker at workerPC on all 6 workers (arg =
+// worker index), join, halt.
+func supervisor(p *prog, workerPC uint32, workers int) {
+	p.emit(isa.Inst{Op: isa.LI, D: 1, Imm: int32(workerPC)})
+	for w := 0; w < workers; w++ {
+		p.emit(isa.Inst{Op: isa.LI, D: 2, Imm: int32(w)})
+		p.emit(isa.Inst{Op: isa.RUN, A: 1, B: 2, Imm: int32(w)})
+	}
+	p.emit(isa.Inst{Op: isa.JOIN})
+	p.emit(isa.Inst{Op: isa.HALT})
+}
+
+type kernel struct {
+	name   string
+	image  func() sim.Image
+	instrs int64 // simulated instructions per tile
+	macs   int64 // per tile, for the matmul
+}
+
+// intLoop: each of 6 workers runs iters iterations of a 4-instruction loop.
+func intLoop(iters int) kernel {
+	var p prog
+	supervisor(&p, 0, 6) // patched below
+	wpc := codeBase + 4*len(p.words)
+	p.words[0] = isa.MustEncode(isa.Inst{Op: isa.LI, D: 1, Imm: int32(wpc)})
+	p.emit(isa.Inst{Op: isa.LI, D: 1, Imm: int32(iters)})
+	loop := p.emit(isa.Inst{Op: isa.ADDI, D: 2, A: 2, Imm: 3})
+	p.emit(isa.Inst{Op: isa.XOR, D: 3, A: 3, B: 2})
+	p.emit(isa.Inst{Op: isa.ADDI, D: 1, A: 1, Imm: -1})
+	br := p.emit(isa.Inst{Op: isa.BRNZ, A: 1})
+	p.words[br] = isa.MustEncode(isa.Inst{Op: isa.BRNZ, A: 1, Imm: int32(loop - (br + 1))})
+	p.emit(isa.Inst{Op: isa.EXIT})
+	sup := int64(2 + 2*6 + 1) // li, 6x(li, run), join, halt
+	return kernel{
+		name: "integer loop",
+		image: func() sim.Image {
+			return sim.Image{Entry: codeBase, Segments: []sim.Segment{{Addr: codeBase, Data: p.bytes(), Code: true}}}
+		},
+		instrs: sup + 6*(1+int64(iters)*4+1),
+	}
+}
+
+// f16Loop: each worker streams its own 4 KiB of FP16 data with f16v4 fma,
+// passes times over it.
+func f16Loop(passes int) kernel {
+	const vecs = 512 // 64-bit vectors per worker: 4 KiB
+	var p prog
+	supervisor(&p, 0, 6)
+	wpc := codeBase + 4*len(p.words)
+	p.words[0] = isa.MustEncode(isa.Inst{Op: isa.LI, D: 1, Imm: int32(wpc)})
+	p.emit(isa.Inst{Op: isa.SHLI, D: 3, A: 0, Imm: 12}) // worker * 4096
+	p.emit(isa.Inst{Op: isa.LI, D: 1, Imm: int32(passes)})
+	outer := p.emit(isa.Inst{Op: isa.LI, D: 2, Imm: dataA})
+	p.emit(isa.Inst{Op: isa.ADD, D: 2, A: 2, B: 3})
+	p.emit(isa.Inst{Op: isa.RPTI, Imm: vecs<<8 | 3})
+	p.emit(isa.Inst{Op: isa.LD64P, D: 0, A: 2, Imm: 8})
+	p.emit(isa.Inst{Op: isa.H4FMA, D: 4, A: 0, B: 2})
+	p.emit(isa.Inst{Op: isa.H4MAX, D: 6, A: 6, B: 0})
+	p.emit(isa.Inst{Op: isa.ADDI, D: 1, A: 1, Imm: -1})
+	br := p.emit(isa.Inst{Op: isa.BRNZ, A: 1})
+	p.words[br] = isa.MustEncode(isa.Inst{Op: isa.BRNZ, A: 1, Imm: int32(outer - (br + 1))})
+	p.emit(isa.Inst{Op: isa.EXIT})
+	data := make([]byte, 6*vecs*8)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < len(data); i += 2 {
+		binary.LittleEndian.PutUint16(data[i:], numfmt.F32ToF16(math.Float32bits(float32(r.Float64()-0.5))))
+	}
+	sup := int64(2 + 2*6 + 1)
+	return kernel{
+		name: "f16v4 loop",
+		image: func() sim.Image {
+			return sim.Image{Entry: codeBase, Segments: []sim.Segment{
+				{Addr: codeBase, Data: p.bytes(), Code: true},
+				{Addr: dataA, Data: data},
+			}}
+		},
+		instrs: sup + 6*(2+int64(passes)*(3+vecs*3+2)+1),
+	}
+}
+
+// Matmul shape per tile: each worker owns 4 rows of A, all of B's 64
+// columns (4 panels of 16), K deep.
+const (
+	mmM = 24
+	mmN = 64
+	mmK = 512
+)
+
+// ampLoop: C[24x64] = A[24xK] B[Kx64] on one tile, FP16 in, FP32 out.
+// Worker w owns rows 4w..4w+3: its A panel is K x 4 halves (the 4 rows of
+// one k adjacent); B is 4 panels of K x 16 halves, one after another.
+func ampLoop() (kernel, []float32, []float32) {
+	var p prog
+	supervisor(&p, 0, 6)
+	wpc := codeBase + 4*len(p.words)
+	p.words[0] = isa.MustEncode(isa.Inst{Op: isa.LI, D: 1, Imm: int32(wpc)})
+	p.emit(isa.Inst{Op: isa.MULI, D: 3, A: 0, Imm: mmK * 8})
+	p.emit(isa.Inst{Op: isa.LI, D: 4, Imm: dataA})
+	p.emit(isa.Inst{Op: isa.ADD, D: 3, A: 3, B: 4})
+	p.emit(isa.Inst{Op: isa.MULI, D: 5, A: 0, Imm: 4 * mmN * 4})
+	p.emit(isa.Inst{Op: isa.LI, D: 4, Imm: dataC})
+	p.emit(isa.Inst{Op: isa.ADD, D: 5, A: 5, B: 4})
+	p.emit(isa.Inst{Op: isa.LI, D: 2, Imm: dataB})
+	p.emit(isa.Inst{Op: isa.LI, D: 6, Imm: mmN / 16})
+	panel := p.emit(isa.Inst{Op: isa.AMPCLR})
+	p.emit(isa.Inst{Op: isa.ADDI, D: 1, A: 3, Imm: 0})
+	p.emit(isa.Inst{Op: isa.RPTI, Imm: mmK<<8 | 1})
+	p.emit(isa.Inst{Op: isa.AMPH, A: 1, B: 2})
+	p.emit(isa.Inst{Op: isa.ADDI, D: 7, A: 5, Imm: 0})
+	for r := 0; r < 4; r++ {
+		p.emit(isa.Inst{Op: isa.AMPST, A: 7, Imm: int32(r)})
+		p.emit(isa.Inst{Op: isa.ADDI, D: 7, A: 7, Imm: mmN * 4})
+	}
+	p.emit(isa.Inst{Op: isa.ADDI, D: 5, A: 5, Imm: 64})
+	p.emit(isa.Inst{Op: isa.ADDI, D: 6, A: 6, Imm: -1})
+	br := p.emit(isa.Inst{Op: isa.BRNZ, A: 6})
+	p.words[br] = isa.MustEncode(isa.Inst{Op: isa.BRNZ, A: 6, Imm: int32(panel - (br + 1))})
+	p.emit(isa.Inst{Op: isa.EXIT})
+
+	// Operands: A row-major [M][K] and B row-major [K][N] as float32 for
+	// gonum, and the same values as FP16 in the tile layouts.
+	r := rand.New(rand.NewPCG(3, 4))
+	a := make([]float32, mmM*mmK)
+	b := make([]float32, mmK*mmN)
+	for i := range a {
+		a[i] = math.Float32frombits(numfmt.F16ToF32(numfmt.F32ToF16(math.Float32bits(float32(r.Float64() - 0.5)))))
+	}
+	for i := range b {
+		b[i] = math.Float32frombits(numfmt.F16ToF32(numfmt.F32ToF16(math.Float32bits(float32(r.Float64() - 0.5)))))
+	}
+	ad := make([]byte, mmM*mmK*2)
+	for m := 0; m < mmM; m++ {
+		w, row := m/4, m%4
+		for k := 0; k < mmK; k++ {
+			off := (w*mmK*4 + k*4 + row) * 2
+			binary.LittleEndian.PutUint16(ad[off:], numfmt.F32ToF16(math.Float32bits(a[m*mmK+k])))
+		}
+	}
+	bd := make([]byte, mmK*mmN*2)
+	for k := 0; k < mmK; k++ {
+		for n := 0; n < mmN; n++ {
+			pn, col := n/16, n%16
+			off := (pn*mmK*16 + k*16 + col) * 2
+			binary.LittleEndian.PutUint16(bd[off:], numfmt.F32ToF16(math.Float32bits(b[k*mmN+n])))
+		}
+	}
+	code := p.bytes()
+	return kernel{
+		name: "AMP matmul loop",
+		image: func() sim.Image {
+			return sim.Image{Entry: codeBase, Segments: []sim.Segment{
+				{Addr: codeBase, Data: code, Code: true},
+				{Addr: dataA, Data: ad},
+				{Addr: dataB, Data: bd},
+			}}
+		},
+		macs: mmM * mmN * mmK,
+	}, a, b
+}
+
+// simulate runs k on n tiles with par host goroutines and returns the best
+// wall time over reps and the simulated instructions of one run.
+func simulate(p *arch.Preset, k kernel, n, par, reps int) (time.Duration, int64, int64, error) {
+	best := time.Duration(1<<63 - 1)
+	var instrs, cycles int64
+	mems := make([][]byte, p.Tiles)
+	for t := 0; t < n; t++ {
+		mems[t] = make([]byte, p.Memory.Size())
+	}
+	for rep := 0; rep < reps; rep++ {
+		m := sim.New(p, func(t int) []byte { return mems[t] }, sim.Options{Parallel: par})
+		for t := 0; t < n; t++ {
+			if err := m.Load(t, k.image()); err != nil {
+				return 0, 0, 0, err
+			}
+			if err := m.Configure(t, sim.RegEntry, codeBase); err != nil {
+				return 0, 0, 0, err
+			}
+		}
+		start := time.Now()
+		res, err := m.Run(nil, 0)
+		el := time.Since(start)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if el < best {
+			best = el
+		}
+		instrs, cycles = 0, res.Cycles
+		for _, ph := range res.Phases {
+			instrs += ph.Instructions
+		}
+	}
+	return best, instrs, cycles, nil
+}
+
+// native computes the same matmul n times with gonum on par goroutines.
+func native(a, b []float32, n, par, reps int) time.Duration {
+	best := time.Duration(1<<63 - 1)
+	for rep := 0; rep < reps; rep++ {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for g := 0; g < par; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				c := blas32.General{Rows: mmM, Cols: mmN, Stride: mmN, Data: make([]float32, mmM*mmN)}
+				A := blas32.General{Rows: mmM, Cols: mmK, Stride: mmK, Data: a}
+				B := blas32.General{Rows: mmK, Cols: mmN, Stride: mmN, Data: b}
+				for t := g; t < n; t += par {
+					blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, A, B, 0, c)
+				}
+			}(g)
+		}
+		wg.Wait()
+		if el := time.Since(start); el < best {
+			best = el
+		}
+	}
+	return best
+}
+
+func run(tiles, reps int) error {
+	p := arch.MustLookup("ipu21")
+	cores := runtime.GOMAXPROCS(0)
+	fmt.Printf("host: %d cores (GOMAXPROCS), %s\n", cores, runtime.GOARCH)
+	amp, a, b := ampLoop()
+	kernels := []kernel{intLoop(200000), f16Loop(40), amp}
+	for _, k := range kernels {
+		for _, cfg := range []struct {
+			label string
+			n     int
+			par   int
+		}{{"1 tile, 1 core", 1, 1}, {fmt.Sprintf("%d tiles, 1 core", tiles), tiles, 1}, {fmt.Sprintf("%d tiles, %d cores", tiles, cores), tiles, cores}} {
+			el, instrs, cycles, err := simulate(p, k, cfg.n, cfg.par, reps)
+			if err != nil {
+				return fmt.Errorf("%s: %w", k.name, err)
+			}
+			rate := float64(instrs) / el.Seconds()
+			fmt.Printf("%-16s %-18s %12d instrs %10d cycles %8.3f ms  %7.1f M sim-instr/s  %7.1f M/s per core\n",
+				k.name, cfg.label, instrs, cycles, float64(el.Microseconds())/1000, rate/1e6, rate/1e6/float64(cfg.par))
+			if k.macs > 0 && cfg.n > 1 {
+				nt := native(a, b, cfg.n, cfg.par, reps)
+				fmt.Printf("%-16s %-18s native gonum sgemm %8.3f ms; simulated/native = %.2fx (target <= 20x)\n",
+					k.name, cfg.label, float64(nt.Microseconds())/1000, el.Seconds()/nt.Seconds())
+			}
+		}
+	}
+	return nil
+}
