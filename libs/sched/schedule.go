@@ -1,0 +1,484 @@
+package sched
+
+import (
+	"fmt"
+	"sync"
+
+	"ipu.local/libs/arch"
+	"ipu.local/libs/isa"
+)
+
+// Schedule lowers one exchange phase to per-tile code (see the package
+// doc). The phase is checked first: tiles, ranges, alignment, no tile
+// sending to itself, no two transfers writing the same bytes of a tile.
+func Schedule(p *arch.Preset, phase []Transfer, opt Options) (*Plan, error) {
+	if err := check(p, phase, opt); err != nil {
+		return nil, err
+	}
+	passes := opt.Passes
+	if passes <= 0 {
+		passes = DefaultPasses
+	}
+	// Greedy schedules are brittle: run a few strategies, keep the
+	// shortest (the first of equals). The first passes are independent
+	// and run in parallel; later ones serve first the tiles that ended
+	// last in the best schedule so far.
+	runs := make([]*scheduler, min(passes, len(strategies)))
+	var wg sync.WaitGroup
+	for k := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[k] = newScheduler(p, phase, opt, strategies[k])
+			runs[k].run()
+		}()
+	}
+	wg.Wait()
+	var best *scheduler
+	for _, s := range runs {
+		if best == nil || s.makespan < best.makespan {
+			best = s
+		}
+	}
+	for k := len(runs); k < passes; k++ {
+		st := strategies[k%len(strategies)]
+		st.bonus = make([]int64, p.Tiles)
+		for id, t := range best.tiles {
+			if t != nil {
+				st.bonus[id] = t.sync + 1
+			}
+		}
+		s := newScheduler(p, phase, opt, st)
+		s.run()
+		if s.makespan < best.makespan {
+			best = s
+		}
+	}
+	pl := &Plan{Events: best.events, Options: opt, LowerBound: bound(p, phase, opt), Makespan: best.makespan}
+	for id, t := range best.tiles {
+		if t == nil {
+			continue
+		}
+		code, err := t.code()
+		if err != nil {
+			return nil, fmt.Errorf("sched: tile %d: %w", id, err)
+		}
+		pl.Tiles = append(pl.Tiles, TileCode{Tile: id, Code: code, Cycles: t.sync + 1})
+	}
+	return pl, nil
+}
+
+// DefaultPasses is the number of scheduling passes when Options.Passes
+// is 0.
+const DefaultPasses = 4
+
+// strategy is one pass's heuristic choices.
+type strategy struct {
+	// byWords orders equal starts by transfer length only, not by the
+	// load left on the transfer's tiles.
+	byWords bool
+	// anyBus takes send2 whenever it ends the stream sooner; otherwise
+	// only when no partner tile has a pending send that could start
+	// before it ends.
+	anyBus bool
+	// bonus is added to a tile's load: the previous pass's cycles.
+	bonus []int64
+}
+
+var strategies = []strategy{
+	{},
+	{anyBus: true},
+	{byWords: true},
+}
+
+// scheduler is one greedy pass.
+type scheduler struct {
+	p     *arch.Preset
+	phase []Transfer
+	opt   Options
+	st    strategy
+	mask  uint16
+
+	tiles  []*tileState // by tile; nil when not involved
+	remS   []int64      // words each tile has still to send
+	remR   []int64      // words each tile has still to receive
+	remI   []int64      // issue cycles each tile's pending events need, at most
+	pend   [][]int      // each tile's sends
+	done   []bool       // committed transfers
+	events []Event
+	// makespan is the phase's cycles once run has placed the syncs.
+	makespan int64
+
+	// Plans of the transfer evaluated last: its sender, its receivers;
+	// rps2 is scratch for busFree.
+	sp   opPlan
+	rps  []opPlan
+	rps2 []opPlan
+	mns  []int // scratch for quick
+}
+
+func newScheduler(p *arch.Preset, phase []Transfer, opt Options, st strategy) *scheduler {
+	s := &scheduler{p: p, phase: phase, opt: opt, st: st, mask: opt.regs(),
+		tiles: make([]*tileState, p.Tiles), remS: make([]int64, p.Tiles), remR: make([]int64, p.Tiles),
+		remI: make([]int64, p.Tiles), pend: make([][]int, p.Tiles), done: make([]bool, len(phase)),
+		events: make([]Event, len(phase))}
+	touch := func(t int) {
+		if s.tiles[t] == nil {
+			s.tiles[t] = newTile(t)
+		}
+	}
+	for i, x := range phase {
+		touch(x.Src)
+		s.pend[x.Src] = append(s.pend[x.Src], i)
+		s.remS[x.Src] += int64(x.Words)
+		s.remI[x.Src] += issueCost(sendOps(x))
+		s.tiles[x.Src].expect(sendOps(x), 1)
+		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+			touch(u)
+			s.remR[u] += int64(x.Words)
+			s.remI[u] += issueCost(recvOps(x))
+			s.tiles[u].expect(recvOps(x), 1)
+		}
+	}
+	return s
+}
+
+// sendOps are the send's d, a, b operands.
+func sendOps(x Transfer) [3]uint32 {
+	d := uint32(x.Dst)
+	if n := x.Dests(); n > 1 {
+		d |= uint32(n) << 16
+	}
+	return [3]uint32{d, x.SrcAddr, uint32(x.Words)}
+}
+
+// recvOps are a recv's d, a, b operands.
+func recvOps(x Transfer) [3]uint32 {
+	return [3]uint32{uint32(x.Src), x.DstAddr, uint32(x.Words)}
+}
+
+// cand is a transfer's earliest start as last evaluated.
+type cand struct {
+	x     int
+	start int64
+	pair  bool
+	prio  int64 // the most loaded of its tiles, in remaining words
+	words int
+}
+
+// before orders candidates: earliest start, then the most loaded tiles,
+// then the longest transfer, then phase order.
+func (a *cand) before(b *cand) bool {
+	if a.start != b.start {
+		return a.start < b.start
+	}
+	if a.prio != b.prio {
+		return a.prio > b.prio
+	}
+	if a.words != b.words {
+		return a.words > b.words
+	}
+	return a.x < b.x
+}
+
+// candHeap is a binary min-heap of candidates (container/heap would box
+// every push).
+type candHeap []cand
+
+func (h *candHeap) push(c cand) {
+	*h = append(*h, c)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		up := (i - 1) / 2
+		if !a[i].before(&a[up]) {
+			break
+		}
+		a[i], a[up] = a[up], a[i]
+		i = up
+	}
+}
+
+func (h *candHeap) pop() cand {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		m, l, r := i, 2*i+1, 2*i+2
+		if l < n && a[l].before(&a[m]) {
+			m = l
+		}
+		if r < n && a[r].before(&a[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
+}
+
+// run commits every transfer. Evaluations only go stale when a commit
+// touches one of the transfer's tiles, so a popped candidate is
+// re-evaluated and committed unless it got worse than it was. A cheap
+// bound from its tiles' last events screens it first: a transfer stuck
+// behind a busy tile (a gather) goes back without planning registers.
+func (s *scheduler) run() {
+	h := make(candHeap, 0, len(s.phase))
+	for i := range s.phase {
+		h.push(s.eval(i))
+	}
+	for len(h) > 0 {
+		old := h.pop()
+		if q := s.quick(s.phase[old.x]); q > old.start {
+			old.start = q
+			h.push(old)
+			continue
+		}
+		c := s.eval(old.x)
+		if old.before(&c) {
+			h.push(c)
+			continue
+		}
+		s.commit(c)
+	}
+	for _, t := range s.tiles {
+		if t != nil {
+			t.finish(s.opt.EarlySync)
+			s.makespan = max(s.makespan, t.sync+1)
+		}
+	}
+}
+
+// quick is a lower bound on transfer x's start, with send or send2: its
+// tiles' timing with the fewest loads their events could need, no bus.
+func (s *scheduler) quick(x Transfer) int64 {
+	src := s.tiles[x.Src]
+	ms := src.minNeed(sendOps(x), s.mask)
+	ro := recvOps(x)
+	s.mns = s.mns[:0]
+	for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		s.mns = append(s.mns, s.tiles[u].minNeed(ro, s.mask))
+	}
+	t := int64(0)
+	for {
+		t0 := t
+		t = src.nextSend(t, ms)
+		for k, m := range s.mns {
+			u := x.Dst + k
+			l := int64(s.p.Latency(x.Src, u))
+			t = s.tiles[u].nextRecv(t+l, m) - l
+		}
+		if t == t0 {
+			return t
+		}
+	}
+}
+
+// eval plans transfer i's operands on its tiles (left in s.sp and s.rps)
+// and finds its earliest start, with send or send2.
+func (s *scheduler) eval(i int) cand {
+	x := s.phase[i]
+	s.sp, s.rps = s.plans(x, s.rps)
+	prio := s.load(x.Src)
+	for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		prio = max(prio, s.load(u))
+	}
+	c := cand{x: i, start: s.earliest(x, false, &s.sp, s.rps), prio: prio, words: x.Words}
+	if !s.opt.NoSend2 && x.Words%2 == 0 {
+		// send2 frees the port and the receivers sooner; take it when
+		// the stream ends earlier and the partner tiles had nothing to
+		// send meanwhile.
+		t2 := s.earliest(x, true, &s.sp, s.rps)
+		if f2 := t2 + int64(x.Words/2); f2 < c.start+int64(x.Words) && s.busFree(x.Src, f2) {
+			c.start, c.pair = t2, true
+		}
+	}
+	return c
+}
+
+// plans plans transfer x's operands on its sender and its receivers
+// (appended to rps[:0]).
+func (s *scheduler) plans(x Transfer, rps []opPlan) (opPlan, []opPlan) {
+	sp := s.tiles[x.Src].plan(sendOps(x), s.mask)
+	rps = rps[:0]
+	ro := recvOps(x)
+	for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		rps = append(rps, s.tiles[u].plan(ro, s.mask))
+	}
+	return sp, rps
+}
+
+// busFree reports whether no other tile of src's supertile has a pending
+// send that could start before cycle end: a send2 until then would delay
+// it.
+func (s *scheduler) busFree(src int, end int64) bool {
+	if s.st.anyBus {
+		return true
+	}
+	capa := s.p.SupertileSize
+	lo := s.p.Supertile(src) * capa
+	for q := lo; q < min(lo+capa, s.p.Tiles); q++ {
+		if q == src {
+			continue
+		}
+		for _, j := range s.pend[q] {
+			if s.done[j] {
+				continue
+			}
+			var sp opPlan
+			sp, s.rps2 = s.plans(s.phase[j], s.rps2)
+			if s.earliest(s.phase[j], false, &sp, s.rps2) < end {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// earliest returns the first send cycle at which the sender, the bus and
+// every receiver can take transfer x, with the plans sp and rps.
+func (s *scheduler) earliest(x Transfer, pair bool, sp *opPlan, rps []opPlan) int64 {
+	dur, slots := int64(x.Words), 1
+	if pair {
+		dur, slots = dur/2, 2
+	}
+	src := s.tiles[x.Src]
+	t := int64(0)
+	for {
+		t0 := t
+		t = src.nextSend(t, sp.need)
+		t = s.nextBus(x.Src, t, dur, slots)
+		for k := range rps {
+			u := x.Dst + k
+			l := int64(s.p.Latency(x.Src, u))
+			t = s.tiles[u].nextRecv(t+l, rps[k].need) - l
+		}
+		if t == t0 {
+			return t
+		}
+	}
+}
+
+// nextBus returns the first cycle >= t from which tile src can use slots
+// bus slots for dur cycles next to the other sends of its supertile.
+func (s *scheduler) nextBus(src int, t, dur int64, slots int) int64 {
+	capa := s.p.SupertileSize
+	lo := s.p.Supertile(src) * capa
+	hi := min(lo+capa, s.p.Tiles)
+	var act [8]busUse
+	for {
+		// The partners' sends overlapping [t, t+dur): one tile's sends
+		// never overlap each other.
+		acts := act[:0]
+		total := slots
+		for q := lo; q < hi; q++ {
+			if q == src || s.tiles[q] == nil {
+				continue
+			}
+			us := s.tiles[q].sends
+			k := searchEnd(us, t)
+			for ; k < len(us) && us[k].start < t+dur; k++ {
+				acts = append(acts, us[k])
+				total += us[k].slots
+			}
+		}
+		if total <= capa {
+			return t
+		}
+		// The use only rises where a send starts: find the first such
+		// cycle over capacity. Until the earliest end among the sends
+		// active then, any start still covers that cycle.
+		over := int64(-1)
+		for _, a := range acts {
+			c := max(a.start, t)
+			if over >= 0 && c >= over {
+				continue
+			}
+			use := slots
+			for _, b := range acts {
+				if b.start <= c && c < b.end {
+					use += b.slots
+				}
+			}
+			if use > capa {
+				over = c
+			}
+		}
+		if over < 0 {
+			return t
+		}
+		end := int64(1) << 62
+		for _, b := range acts {
+			if b.start <= over && over < b.end {
+				end = min(end, b.end)
+			}
+		}
+		t = end
+	}
+}
+
+// searchEnd returns the first send in us (sorted, disjoint) ending after t.
+func searchEnd(us []busUse, t int64) int {
+	lo, hi := 0, len(us)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if us[m].end > t {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// commit places candidate c with the plans eval just made for it.
+func (s *scheduler) commit(c cand) {
+	x := s.phase[c.x]
+	dur, slots, op := int64(x.Words), 1, isa.SEND
+	if c.pair {
+		dur, slots, op = dur/2, 2, isa.SEND2
+	}
+	src := s.tiles[x.Src]
+	src.add(c.start, op, s.sp)
+	src.portFree = c.start + dur
+	src.sends = append(src.sends, busUse{c.start, c.start + dur, slots})
+	s.remS[x.Src] -= int64(x.Words)
+	s.remI[x.Src] -= issueCost(sendOps(x))
+	src.expect(sendOps(x), -1)
+	ev := Event{Send: c.start, Pair: c.pair, Cycles: dur, Arrive: make([]int64, len(s.rps))}
+	for k := range s.rps {
+		u := x.Dst + k
+		r := c.start + int64(s.p.Latency(x.Src, u))
+		t := s.tiles[u]
+		t.add(r, isa.RECV, s.rps[k])
+		t.listenEnd = r + dur
+		s.remR[u] -= int64(x.Words)
+		s.remI[u] -= issueCost(recvOps(x))
+		t.expect(recvOps(x), -1)
+		ev.Arrive[k] = r
+	}
+	s.events[c.x] = ev
+	s.done[c.x] = true
+}
+
+// issueCost is the issue cycles of an event and its loads when nothing is
+// cached.
+func issueCost(ops [3]uint32) int64 { return issue * int64(1+distinctNonZero(ops)) }
+
+// load is the work left to tile t: the longest of its port, its
+// listening and its issue slots.
+func (s *scheduler) load(t int) int64 {
+	if s.st.byWords {
+		return 0
+	}
+	b := int64(0)
+	if s.st.bonus != nil {
+		b = s.st.bonus[t]
+	}
+	return max(s.remS[t], s.remR[t], s.remI[t]) + b
+}

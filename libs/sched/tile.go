@@ -1,0 +1,355 @@
+package sched
+
+import (
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/isa"
+)
+
+// firstIssue is a virtual event before a tile's first instruction, which
+// issues at cycle 0: the first gap works like any other.
+const firstIssue = -issue
+
+// none is a cycle before anything.
+const none = -1 << 40
+
+// gap is the stretch of a tile's code before one of its events.
+type gap struct {
+	start int64 // the previous event's issue cycle (firstIssue for the first)
+	end   int64 // this event's issue cycle
+	stall bool  // the event is a send issued the cycle the port frees
+	used  int   // load instructions placed in the gap
+}
+
+// capacity is the number of load instructions the gap can hold.
+func (g *gap) capacity() int { return fill(g.end-g.start, g.stall) }
+
+// fill returns the most instructions that fit between two events g cycles
+// apart: m of them take the next event to 6(m+1) exactly, or, with a
+// delay, to any cycle from 6(m+2) on; a send stalled by its busy port
+// issues when the port frees however early it was reached. -1 when
+// nothing fits (7 to 11 cycles).
+func fill(g int64, stall bool) int {
+	m := g / issue
+	if stall || g%issue == 0 {
+		return int(m - 1)
+	}
+	return int(m - 2)
+}
+
+// nextIssue returns the first cycle >= t at which an event with m load
+// instructions in its gap can issue after an event at last.
+func nextIssue(last int64, m int, t int64) int64 {
+	exact := last + issue*int64(m+1)
+	switch {
+	case t <= exact:
+		return exact
+	case t < exact+issue:
+		return exact + issue
+	}
+	return t
+}
+
+// reg is one register of a tile's cache.
+type reg struct {
+	val     uint32
+	valid   bool
+	lastUse int64 // issue cycle of the last event reading it (none: never)
+}
+
+// tevent is one send, send2 or recv of a tile.
+type tevent struct {
+	t    int64
+	op   isa.Op
+	regs [3]uint8 // d, a, b
+}
+
+// load is one value placed in a register in the gap before event gap.
+type load struct {
+	gap int
+	reg uint8
+	val uint32
+}
+
+// busUse is one send's occupation of its supertile's bus.
+type busUse struct {
+	start, end int64
+	slots      int
+}
+
+// tileState is one tile's schedule so far.
+type tileState struct {
+	id        int
+	last      int64 // issue cycle of the last event (firstIssue: none yet)
+	portFree  int64 // the send port is busy before this cycle
+	listenEnd int64 // the last recv window closes at this cycle
+	events    []tevent
+	gaps      []gap
+	open      []int // gaps with spare capacity, oldest first
+	spare     int   // their spare capacity, in instructions
+	loads     []load
+	regs      [16]reg
+	sends     []busUse
+	sync      int64 // the sync's issue cycle, set by finish
+	// future counts the pending events reading each value: a register
+	// whose value no pending event reads is the one to reuse.
+	future map[uint32]int32
+	live   uint16 // registers holding a value some pending event reads
+}
+
+// evictBefore reports whether register r is a better one to load than
+// register b: a value no pending event reads, then the least recently
+// used.
+func (s *tileState) evictBefore(r, b int) bool {
+	dr, db := s.dead(r), s.dead(b)
+	if dr != db {
+		return dr
+	}
+	return s.regs[r].lastUse < s.regs[b].lastUse
+}
+
+func (s *tileState) dead(r int) bool { return s.live&(1<<r) == 0 }
+
+// expect counts the values a pending event reads (delta 1), or uncounts
+// them once it is placed (-1).
+func (s *tileState) expect(ops [3]uint32, delta int32) {
+	for i, v := range ops {
+		if v == 0 || (i > 0 && ops[0] == v) || (i > 1 && ops[1] == v) {
+			continue
+		}
+		n := s.future[v] + delta
+		s.future[v] = n
+		if n == 0 {
+			for r := 0; r < 15; r++ {
+				if s.regs[r].valid && s.regs[r].val == v {
+					s.live &^= 1 << r
+				}
+			}
+		}
+	}
+}
+
+func newTile(id int) *tileState {
+	s := &tileState{id: id, last: firstIssue, portFree: none, listenEnd: none, future: map[uint32]int32{}}
+	for i := range s.regs {
+		s.regs[i].lastUse = none
+	}
+	return s
+}
+
+// item is one value an event needs loaded.
+type item struct {
+	reg     uint8
+	val     uint32
+	cost    int   // instructions: li, or li and lih
+	release int64 // the register is free after this cycle's event
+	gap     int   // where the load goes: an earlier gap, or -1 for the event's own
+}
+
+// opPlan is how one event gets its operands.
+type opPlan struct {
+	regs  [3]uint8
+	items [3]item
+	n     int
+	need  int // load instructions that must go in the event's own gap
+}
+
+// plan chooses registers for an event reading ops (d, a, b) on tile s:
+// cached values stay where they are, 0 is $mzero, missing values go to
+// the least recently used registers of mask, and as many loads as fit are
+// hoisted into earlier gaps (tentatively: commit decides).
+func (s *tileState) plan(ops [3]uint32, mask uint16) opPlan {
+	var p opPlan
+	var pinned uint16
+	// Cached values first, so that no new load takes their registers.
+	var cached [3]bool
+	for k, v := range ops {
+		if v == 0 {
+			p.regs[k], cached[k] = uint8(codegen.MZero), true
+			continue
+		}
+		for r := 0; r < 15; r++ {
+			if mask&(1<<r) != 0 && s.regs[r].valid && s.regs[r].val == v {
+				p.regs[k], cached[k] = uint8(r), true
+				pinned |= 1 << r
+				break
+			}
+		}
+	}
+	for k, v := range ops {
+		if cached[k] {
+			continue
+		}
+		found := false
+		for i := 0; i < p.n; i++ {
+			if p.items[i].val == v {
+				p.regs[k], found = p.items[i].reg, true
+				break
+			}
+		}
+		if found {
+			continue
+		}
+		best := -1
+		for r := 0; r < 15; r++ {
+			if mask&(1<<r) == 0 || pinned&(1<<r) != 0 {
+				continue
+			}
+			if best < 0 || s.evictBefore(r, best) {
+				best = r
+			}
+		}
+		pinned |= 1 << best
+		p.regs[k] = uint8(best)
+		p.items[p.n] = item{reg: uint8(best), val: v, cost: codegen.ConstLen(v), release: s.regs[best].lastUse, gap: -1}
+		p.n++
+	}
+	// Hoist: the most constrained load (latest release) first, each into
+	// the latest earlier gap with room that starts after its register's
+	// last use.
+	var taken [3]struct{ gap, n int }
+	nt := 0
+	order := [3]int{0, 1, 2}
+	for i := 1; i < p.n; i++ {
+		for j := i; j > 0 && p.items[order[j]].release > p.items[order[j-1]].release; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	for _, oi := range order[:p.n] {
+		it := &p.items[oi]
+		for k := len(s.open) - 1; k >= 0; k-- {
+			g := s.open[k]
+			if s.gaps[g].start < it.release {
+				break
+			}
+			extra := 0
+			for t := 0; t < nt; t++ {
+				if taken[t].gap == g {
+					extra += taken[t].n
+				}
+			}
+			if s.gaps[g].capacity()-s.gaps[g].used-extra >= it.cost {
+				it.gap = g
+				taken[nt] = struct{ gap, n int }{g, it.cost}
+				nt++
+				break
+			}
+		}
+		if it.gap < 0 {
+			p.need += it.cost
+		}
+	}
+	return p
+}
+
+// nextSend returns the first cycle >= t at which s can issue a send
+// needing m loads in its gap.
+func (s *tileState) nextSend(t int64, m int) int64 {
+	if t < s.portFree {
+		t = s.portFree
+	}
+	if t == s.portFree && t >= s.last+issue*int64(m+1) {
+		return t
+	}
+	return nextIssue(s.last, m, t)
+}
+
+// nextRecv returns the first cycle >= t at which s can issue a recv
+// needing m loads in its gap.
+func (s *tileState) nextRecv(t int64, m int) int64 {
+	if t < s.listenEnd {
+		t = s.listenEnd
+	}
+	return nextIssue(s.last, m, t)
+}
+
+// add appends an event at cycle t planned by p; the caller has checked
+// that t is feasible.
+func (s *tileState) add(t int64, op isa.Op, p opPlan) {
+	stall := op != isa.RECV && t == s.portFree
+	g := gap{start: s.last, end: t, stall: stall}
+	room := g.capacity()
+	// Keep loads in the event's own gap when it has room: earlier gaps'
+	// spare slots stay for later events and cached values live longer.
+	for i := 0; i < p.n; i++ {
+		it := &p.items[i]
+		if it.gap >= 0 && p.need+it.cost <= room {
+			it.gap = -1
+			p.need += it.cost
+		}
+	}
+	if p.need > room {
+		panic("sched: internal error: event placed where its loads do not fit")
+	}
+	gi := len(s.gaps)
+	g.used = p.need
+	s.gaps = append(s.gaps, g)
+	for i := 0; i < p.n; i++ {
+		it := p.items[i]
+		at := it.gap
+		if at < 0 {
+			at = gi
+		} else {
+			s.gaps[at].used += it.cost
+			s.spare -= it.cost
+		}
+		s.loads = append(s.loads, load{gap: at, reg: it.reg, val: it.val})
+		s.regs[it.reg].val, s.regs[it.reg].valid = it.val, true
+		s.live &^= 1 << it.reg
+		if s.future[it.val] > 0 {
+			s.live |= 1 << it.reg
+		}
+	}
+	for _, r := range p.regs {
+		if r < 15 {
+			s.regs[r].lastUse = t
+		}
+	}
+	s.events = append(s.events, tevent{t: t, op: op, regs: p.regs})
+	s.last = t
+	// Keep the open list to the gaps with spare room.
+	for i := 0; i < p.n; i++ {
+		at := p.items[i].gap
+		if at < 0 || s.gaps[at].used < s.gaps[at].capacity() {
+			continue
+		}
+		for k := len(s.open) - 1; k >= 0; k-- {
+			if s.open[k] == at {
+				s.open = append(s.open[:k], s.open[k+1:]...)
+				break
+			}
+		}
+	}
+	if g.used < room {
+		s.open = append(s.open, gi)
+		s.spare += room - g.used
+	}
+}
+
+// minNeed is a lower bound on plan(ops, mask).need: the loads of the
+// values not cached, less all the spare room they could be hoisted to.
+func (s *tileState) minNeed(ops [3]uint32, mask uint16) int {
+	n := 0
+	for i, v := range ops {
+		if v == 0 || (i > 0 && ops[0] == v) || (i > 1 && ops[1] == v) {
+			continue
+		}
+		cached := false
+		for r := 0; r < 15 && !cached; r++ {
+			cached = mask&(1<<r) != 0 && s.regs[r].valid && s.regs[r].val == v
+		}
+		if !cached {
+			n += codegen.ConstLen(v)
+		}
+	}
+	return max(0, n-s.spare)
+}
+
+// finish places the sync: after the last event, and unless early is set
+// after the tile's last word has left and its last word has arrived.
+func (s *tileState) finish(early bool) {
+	t := s.last + issue
+	if !early {
+		t = max(t, s.portFree, s.listenEnd)
+	}
+	s.sync = nextIssue(s.last, 0, t)
+}

@@ -1,0 +1,405 @@
+package sched
+
+import (
+	"fmt"
+	"sort"
+
+	"ipu.local/libs/arch"
+	"ipu.local/libs/isa"
+)
+
+// Validate replays the plan's code under the simulator's exchange rules,
+// trusting nothing but the code: it issues every tile's instructions with
+// their timing (6 cycles apart, delay, a send stalled by its busy port),
+// then checks the supertile buses, that every arriving word meets a recv
+// window listening to its sender in that very cycle and every window gets
+// all its words, and that each destination receives exactly its
+// transfers' words. It also checks the plan's cycles and events against
+// the replay, and, without EarlySync, that every tile syncs after its
+// traffic.
+func Validate(p *arch.Preset, phase []Transfer, pl *Plan) error {
+	if err := check(p, phase, pl.Options); err != nil {
+		return err
+	}
+	if len(pl.Events) != len(phase) {
+		return fmt.Errorf("sched: validate: %d events for %d transfers", len(pl.Events), len(phase))
+	}
+	r, err := replay(p, phase, pl.Tiles, pl.Options.EarlySync)
+	if err != nil {
+		return fmt.Errorf("sched: validate: %w", err)
+	}
+	var makespan int64
+	for i, tc := range pl.Tiles {
+		if r.cycles[i] != tc.Cycles {
+			return fmt.Errorf("sched: validate: tile %d: replay takes %d cycles, plan says %d", tc.Tile, r.cycles[i], tc.Cycles)
+		}
+		makespan = max(makespan, tc.Cycles)
+	}
+	if makespan != pl.Makespan {
+		return fmt.Errorf("sched: validate: replay takes %d cycles, plan says %d", makespan, pl.Makespan)
+	}
+	return r.checkEvents(phase, pl.Events)
+}
+
+// replay issues the tiles' code and checks the bus, the exchange and the
+// delivered words against the phase.
+func replay(p *arch.Preset, phase []Transfer, tiles []TileCode, early bool) (*replayer, error) {
+	r := &replayer{p: p, sendAt: map[[2]int64]int{}, recvAt: map[[2]int64]int{},
+		recvs: map[int][]rrecv{}, syncs: map[int]int64{}, port: map[int]int64{}}
+	for i := range tiles {
+		tc := &tiles[i]
+		if tc.Tile < 0 || tc.Tile >= p.Tiles || (i > 0 && tc.Tile <= tiles[i-1].Tile) {
+			return nil, fmt.Errorf("tile list entry %d: tile %d out of order or range", i, tc.Tile)
+		}
+		cycles, err := r.run(tc)
+		if err != nil {
+			return nil, fmt.Errorf("tile %d %w", tc.Tile, err)
+		}
+		r.cycles = append(r.cycles, cycles)
+	}
+	if err := r.checkBus(); err != nil {
+		return nil, err
+	}
+	got, err := r.resolve(early)
+	if err != nil {
+		return nil, err
+	}
+	var want []segment
+	for _, x := range phase {
+		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+			want = append(want, segment{u, x.DstAddr, x.Src, x.SrcAddr, uint32(x.Words)})
+		}
+	}
+	want = mergeSegments(want)
+	if len(got) != len(want) {
+		return nil, fmt.Errorf("%d delivered runs, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			return nil, fmt.Errorf("delivered %s, want %s", got[i], want[i])
+		}
+	}
+	return r, nil
+}
+
+// rsend is a replayed send; rrecv a replayed recv.
+type (
+	rsend struct {
+		tile, pc int
+		t        int64
+		lo, n    int
+		addr     uint32
+		words    uint32
+		pair     bool
+	}
+	rrecv struct {
+		pc    int
+		t     int64
+		src   int
+		addr  uint32
+		words uint32
+	}
+)
+
+type replayer struct {
+	p      *arch.Preset
+	sends  []rsend
+	recvs  map[int][]rrecv
+	syncs  map[int]int64 // tile -> sync issue cycle
+	port   map[int]int64 // tile -> cycle its port frees
+	sendAt map[[2]int64]int
+	recvAt map[[2]int64]int
+	cycles []int64 // per tile of the code, in order
+}
+
+// run issues one tile's code and returns its cycles.
+func (r *replayer) run(tc *TileCode) (int64, error) {
+	var regs [16]uint32
+	now, portFree := int64(0), int64(none)
+	for pc, in := range tc.Code {
+		if _, err := isa.Encode(in); err != nil {
+			return 0, fmt.Errorf("pc %d: %w", pc, err)
+		}
+		wait := int64(0)
+		switch in.Op {
+		case isa.LI:
+			regs[in.D] = uint32(in.Imm)
+		case isa.LIH:
+			regs[in.D] = regs[in.D]&0xFFFF | uint32(in.Imm)<<16
+		case isa.DELAY:
+			wait = int64(in.Imm)
+		case isa.SEND, isa.SEND2:
+			now = max(now, portFree)
+			d, a, b := regs[in.D], regs[in.A], regs[in.B]
+			pair := in.Op == isa.SEND2
+			lo, n := int(d&0xFFFF), int(d>>16)
+			if n == 0 {
+				n = 1
+			}
+			switch {
+			case b == 0 || (pair && b%2 != 0) || uint64(b) > uint64(r.p.Memory.Size()/4):
+				return 0, fmt.Errorf("pc %d: %s of %d words", pc, in.Op, b)
+			case lo+n > r.p.Tiles:
+				return 0, fmt.Errorf("pc %d: %s to tiles [%d, %d) beyond the device", pc, in.Op, lo, lo+n)
+			case !r.p.Memory.Contains(a, 4*b) || a%4 != 0:
+				return 0, fmt.Errorf("pc %d: %s reads [%#x, +%d words): not in tile memory or misaligned", pc, in.Op, a, b)
+			}
+			dur := int64(b)
+			if pair {
+				dur /= 2
+			}
+			r.sendAt[[2]int64{int64(tc.Tile), now}] = len(r.sends)
+			r.sends = append(r.sends, rsend{tc.Tile, pc, now, lo, n, a, b, pair})
+			portFree = now + dur
+		case isa.RECV:
+			src, a, b := regs[in.D], regs[in.A], regs[in.B]
+			switch {
+			case int64(src) >= int64(r.p.Tiles):
+				return 0, fmt.Errorf("pc %d: recv from tile %d beyond the device", pc, src)
+			case b == 0 || uint64(b) > uint64(r.p.Memory.Size()/4) || !r.p.Memory.Contains(a, 4*b) || a%4 != 0:
+				return 0, fmt.Errorf("pc %d: recv of %d words at %#x: empty, not in tile memory or misaligned", pc, b, a)
+			}
+			r.recvAt[[2]int64{int64(tc.Tile), now}] = len(r.recvs[tc.Tile])
+			r.recvs[tc.Tile] = append(r.recvs[tc.Tile], rrecv{pc, now, int(src), a, b})
+		case isa.SYNC:
+			if pc != len(tc.Code)-1 {
+				return 0, fmt.Errorf("pc %d: sync before the end of the code", pc)
+			}
+			r.syncs[tc.Tile] = now
+			r.port[tc.Tile] = portFree
+			return now + 1, nil
+		default:
+			return 0, fmt.Errorf("pc %d: %s is not exchange code", pc, in.Op)
+		}
+		regs[15] = 0
+		now += issue + wait
+	}
+	return 0, fmt.Errorf("code does not end with sync")
+}
+
+// checkBus checks that no supertile's sends use more slots in one cycle
+// than it has.
+func (r *replayer) checkBus() error {
+	type edge struct {
+		t     int64
+		delta int
+		s     int // send index
+	}
+	by := map[int][]edge{}
+	for i, s := range r.sends {
+		dur, slots := int64(s.words), 1
+		if s.pair {
+			dur, slots = dur/2, 2
+		}
+		st := r.p.Supertile(s.tile)
+		by[st] = append(by[st], edge{s.t, slots, i}, edge{s.t + dur, -slots, i})
+	}
+	keys := make([]int, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	for _, k := range keys {
+		es := by[k]
+		sort.Slice(es, func(i, j int) bool {
+			if es[i].t != es[j].t {
+				return es[i].t < es[j].t
+			}
+			return es[i].delta < es[j].delta
+		})
+		use := 0
+		for _, e := range es {
+			use += e.delta
+			if use > r.p.SupertileSize {
+				s := r.sends[e.s]
+				return fmt.Errorf("tile %d pc %d: supertile %d uses %d bus slots at cycle %d, it has %d", s.tile, s.pc, k, use, e.t, r.p.SupertileSize)
+			}
+		}
+	}
+	return nil
+}
+
+// stream is one send's words at one destination: n cycles from c0, per
+// words a cycle.
+type stream struct {
+	c0   int64
+	n    int64
+	per  uint32
+	send int
+}
+
+// segment is a run of words delivered to tile dst at dstAddr from tile
+// src's srcAddr.
+type segment struct {
+	dst     int
+	dstAddr uint32
+	src     int
+	srcAddr uint32
+	words   uint32
+}
+
+func (s segment) String() string {
+	return fmt.Sprintf("%d words from tile %d %#x to tile %d %#x", s.words, s.src, s.srcAddr, s.dst, s.dstAddr)
+}
+
+// resolve matches arrivals with recv windows at every receiver and returns
+// the delivered runs, merged and sorted.
+func (r *replayer) resolve(early bool) ([]segment, error) {
+	arr := map[int][]stream{}
+	for i, s := range r.sends {
+		st := stream{n: int64(s.words), per: 1, send: i}
+		if s.pair {
+			st.n, st.per = st.n/2, 2
+		}
+		for u := s.lo; u < s.lo+s.n; u++ {
+			st.c0 = s.t + int64(r.p.Latency(s.tile, u))
+			arr[u] = append(arr[u], st)
+		}
+	}
+	tiles := make([]int, 0, len(arr)+len(r.recvs))
+	for u := range arr {
+		tiles = append(tiles, u)
+	}
+	for u := range r.recvs {
+		if _, ok := arr[u]; !ok {
+			tiles = append(tiles, u)
+		}
+	}
+	sort.Ints(tiles)
+	var segs []segment
+	for _, u := range tiles {
+		ss := arr[u]
+		sort.Slice(ss, func(i, j int) bool { return ss[i].c0 < ss[j].c0 })
+		for i := 1; i < len(ss); i++ {
+			if a, b := ss[i-1], ss[i]; b.c0 < a.c0+a.n {
+				return nil, fmt.Errorf("tile %d: tiles %d and %d both send to it at cycle %d", u, r.sends[a.send].tile, r.sends[b.send].tile, b.c0)
+			}
+		}
+		sync, synced := r.syncs[u]
+		if len(ss) > 0 && !synced {
+			return nil, fmt.Errorf("tile %d: words arrive at a tile with no code", u)
+		}
+		if n := len(ss); n > 0 && !early && ss[n-1].c0+ss[n-1].n > sync {
+			return nil, fmt.Errorf("tile %d: syncs at cycle %d before its last word arrives at %d", u, sync, ss[n-1].c0+ss[n-1].n-1)
+		}
+		ws := r.recvs[u]
+		si, off := 0, int64(0)
+		at := func() int64 { return ss[si].c0 + off }
+		for wi, w := range ws {
+			if si < len(ss) && at() < w.t {
+				s := r.sends[ss[si].send]
+				return nil, fmt.Errorf("tile %d pc %d: word for tile %d arrives at cycle %d with nobody listening", s.tile, s.pc, u, at())
+			}
+			cut := int64(1) << 62
+			if wi+1 < len(ws) {
+				cut = ws[wi+1].t
+			}
+			got := uint32(0)
+			for c := w.t; got < w.words; c++ {
+				if c >= cut || si >= len(ss) || at() != c {
+					return nil, fmt.Errorf("tile %d pc %d: listening to tile %d, no word at cycle %d (%d of %d arrived)", u, w.pc, w.src, c, got, w.words)
+				}
+				st := ss[si]
+				s := r.sends[st.send]
+				if s.tile != w.src {
+					return nil, fmt.Errorf("tile %d pc %d: word for tile %d arrives at cycle %d, which listens to tile %d", s.tile, s.pc, u, c, w.src)
+				}
+				for k := uint32(0); k < st.per; k++ {
+					if got == w.words {
+						return nil, fmt.Errorf("tile %d pc %d: word for tile %d arrives at cycle %d after its recv completed", s.tile, s.pc, u, c)
+					}
+					segs = appendWord(segs, segment{u, w.addr + 4*got, s.tile, s.addr + 4*(uint32(off)*st.per+k), 1})
+					got++
+				}
+				if off++; off == st.n {
+					si, off = si+1, 0
+				}
+			}
+		}
+		if si < len(ss) {
+			s := r.sends[ss[si].send]
+			return nil, fmt.Errorf("tile %d pc %d: word for tile %d arrives at cycle %d with nobody listening", s.tile, s.pc, u, at())
+		}
+	}
+	if !early {
+		ts := make([]int, 0, len(r.port))
+		for t := range r.port {
+			ts = append(ts, t)
+		}
+		sort.Ints(ts)
+		for _, t := range ts {
+			if pf := r.port[t]; pf > r.syncs[t] {
+				return nil, fmt.Errorf("tile %d: syncs at cycle %d before its port frees at %d", t, r.syncs[t], pf)
+			}
+		}
+	}
+	return mergeSegments(segs), nil
+}
+
+// appendWord appends a one-word run, extending the last run when it
+// continues it.
+func appendWord(segs []segment, w segment) []segment {
+	if n := len(segs); n > 0 {
+		l := &segs[n-1]
+		if l.dst == w.dst && l.src == w.src && l.dstAddr+4*l.words == w.dstAddr && l.srcAddr+4*l.words == w.srcAddr {
+			l.words++
+			return segs
+		}
+	}
+	return append(segs, w)
+}
+
+// mergeSegments sorts runs by destination and joins the contiguous ones.
+func mergeSegments(segs []segment) []segment {
+	sort.Slice(segs, func(i, j int) bool {
+		a, b := segs[i], segs[j]
+		if a.dst != b.dst {
+			return a.dst < b.dst
+		}
+		return a.dstAddr < b.dstAddr
+	})
+	var out []segment
+	for _, s := range segs {
+		if n := len(out); n > 0 {
+			l := &out[n-1]
+			if l.dst == s.dst && l.src == s.src && l.dstAddr+4*l.words == s.dstAddr && l.srcAddr+4*l.words == s.srcAddr {
+				l.words += s.words
+				continue
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// checkEvents checks the plan's events against the replayed code.
+func (r *replayer) checkEvents(phase []Transfer, evs []Event) error {
+	for i, x := range phase {
+		ev := evs[i]
+		k, ok := r.sendAt[[2]int64{int64(x.Src), ev.Send}]
+		if !ok {
+			return fmt.Errorf("sched: validate: transfer %d: no send on tile %d at cycle %d", i, x.Src, ev.Send)
+		}
+		s := r.sends[k]
+		dur := int64(x.Words)
+		if ev.Pair {
+			dur /= 2
+		}
+		if s.lo != x.Dst || s.n != x.Dests() || s.addr != x.SrcAddr || s.words != uint32(x.Words) || s.pair != ev.Pair || ev.Cycles != dur {
+			return fmt.Errorf("sched: validate: transfer %d: the send at cycle %d on tile %d is another one", i, ev.Send, x.Src)
+		}
+		if len(ev.Arrive) != x.Dests() {
+			return fmt.Errorf("sched: validate: transfer %d: %d arrivals for %d destinations", i, len(ev.Arrive), x.Dests())
+		}
+		for j, a := range ev.Arrive {
+			u := x.Dst + j
+			if a != ev.Send+int64(r.p.Latency(x.Src, u)) {
+				return fmt.Errorf("sched: validate: transfer %d: arrival at tile %d at cycle %d, latency says %d", i, u, a, ev.Send+int64(r.p.Latency(x.Src, u)))
+			}
+			if _, ok := r.recvAt[[2]int64{int64(u), a}]; !ok {
+				return fmt.Errorf("sched: validate: transfer %d: no recv on tile %d at cycle %d", i, u, a)
+			}
+		}
+	}
+	return nil
+}
