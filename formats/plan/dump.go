@@ -1,0 +1,85 @@
+package plan
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Dump writes p as canonical text for diffs: one line per value, node,
+// tensor piece group and step. Constant data is summarised by its size
+// and fingerprint.
+func Dump(w io.Writer, p *Plan) error {
+	b := bufio.NewWriter(w)
+	fmt.Fprintf(b, "format %s\n", p.Format)
+	fmt.Fprintf(b, "model %q fingerprint %s\n", p.Model.Path, p.Model.Fingerprint)
+	fmt.Fprintf(b, "arch %s tiles %d seed %d\n", p.Arch, p.Tiles, p.Seed)
+	g := &p.Graph
+	fmt.Fprintf(b, "graph %q opset %d inputs %s outputs %s\n", g.Name, g.Opset, ints(g.Inputs), ints(g.Outputs))
+	for i, v := range g.Values {
+		fmt.Fprintf(b, "  value %d %q %s%s", i, v.Name, v.DType, shape(v.Shape))
+		if v.Const != nil {
+			fmt.Fprintf(b, " const %d bytes sha256 %s", len(v.Const), Fingerprint(v.Const)[:16])
+		}
+		b.WriteByte('\n')
+	}
+	for i, n := range g.Nodes {
+		fmt.Fprintf(b, "  node %d %q %s %s -> %s", i, n.Name, n.Op, ints(n.Inputs), ints(n.Outputs))
+		for _, a := range n.Attrs {
+			fmt.Fprintf(b, " %s=", a.Name)
+			if a.Floats != nil {
+				fs := make([]string, len(a.Floats))
+				for k, f := range a.Floats {
+					fs[k] = strconv.FormatFloat(f, 'g', -1, 64)
+				}
+				fmt.Fprintf(b, "[%s]", strings.Join(fs, ","))
+			} else {
+				b.WriteString(ints64(a.Ints))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	for _, t := range p.Tensors {
+		fmt.Fprintf(b, "tensor %d %q %s%s %s pieces %d\n", t.Value, t.Name, t.DType, shape(t.Shape), t.Layout, len(t.Pieces))
+		for _, pc := range t.Pieces {
+			rs := make([]string, len(pc.Region))
+			for k, r := range pc.Region {
+				rs[k] = fmt.Sprintf("%d:%d", r[0], r[1])
+			}
+			fmt.Fprintf(b, "  tile %d [%s] addr %#x\n", pc.Tile, strings.Join(rs, ","), pc.Addr)
+		}
+	}
+	for _, s := range p.Steps {
+		fmt.Fprintf(b, "step %d %q kernel %s split m=%d n=%d k=%d tiles [%d,%d)", s.Node, s.Name, s.Kernel, s.Split.M, s.Split.N, s.Split.K, s.Tiles[0], s.Tiles[1])
+		if s.CastOrder != "" {
+			fmt.Fprintf(b, " cast_order=%s", s.CastOrder)
+		}
+		if s.Stationary != "" {
+			fmt.Fprintf(b, " stationary=%s", s.Stationary)
+		}
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(b, "cost final_cycles=%d final_exchange=%d compute_bound=%d estimated=%t\n", p.Cost.FinalCycles, p.Cost.FinalExchange, p.Cost.ComputeBound, p.Cost.Estimated)
+	fmt.Fprintf(b, "search attempts=%d incumbent_cycles=%d\n", p.Search.Attempts, p.Search.IncumbentCycles)
+	return b.Flush()
+}
+
+func ints(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
+
+func ints64(v []int64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.FormatInt(x, 10)
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
+
+func shape(v []int64) string { return ints64(v) }
