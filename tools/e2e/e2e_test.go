@@ -44,6 +44,15 @@ func TestScript(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// corrupt IN OUT writes IN with its middle byte flipped.
+			"corrupt": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: corrupt IN OUT")
+				}
+				b := []byte(ts.ReadFile(args[0]))
+				b[len(b)/2] ^= 0x55
+				ts.Check(os.WriteFile(ts.MkAbs(args[1]), b, 0o644))
+			},
 			// subst OLD NEW IN OUT writes IN with OLD replaced by NEW.
 			"subst": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 4 {
