@@ -64,6 +64,9 @@ func TestSemantics(t *testing.T) {
 		{"f32sel of -0 takes b", nil, map[uint8]uint32{1: negZero, 2: 7, 4: 9}, isa.Inst{Op: isa.FSEL, D: 3, A: 1, B: 2, C: 4}, []reg{{true, 3, 7}}},
 		{"f32sel of 0 takes c", nil, map[uint8]uint32{1: 0, 2: 7, 4: 9}, isa.Inst{Op: isa.FSEL, D: 3, A: 1, B: 2, C: 4}, []reg{{true, 3, 9}}},
 		{"f32fma", nil, map[uint8]uint32{1: fb(3), 2: fb(0.5), 3: fb(10)}, I(isa.FMA, 3, 1, 2, 0), []reg{{true, 3, fb(11.5)}}},
+		// 1 + 2^-24 + 2^-60 exactly: one rounding gives 1+2^-23, rounding
+		// through FP64 first would give 1.
+		{"f32fma rounds once", nil, map[uint8]uint32{1: 0x33800800, 2: 0x3f7ff001, 3: 0x3f800000}, I(isa.FMA, 3, 1, 2, 0), []reg{{true, 3, 0x3f800001}}},
 		{"f32v2add", nil, map[uint8]uint32{2: fb(1), 3: fb(2), 4: fb(10), 5: fb(20)}, I(isa.V2ADD, 0, 2, 4, 0),
 			[]reg{{true, 0, fb(11)}, {true, 1, fb(22)}}},
 		{"f32v2 into a14:15", nil, map[uint8]uint32{2: fb(1), 3: fb(2), 4: fb(10), 5: fb(20)}, I(isa.V2ADD, 14, 2, 4, 0),
