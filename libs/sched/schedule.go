@@ -252,6 +252,19 @@ func (s *scheduler) run() {
 			s.makespan = max(s.makespan, t.sync+1)
 		}
 	}
+	s.makespan = max(s.makespan, lastArrival(s.events))
+}
+
+// lastArrival is the cycle after the phase's last word arrives: the
+// superstep cannot end before (the simulator's rule).
+func lastArrival(events []Event) int64 {
+	var end int64
+	for _, e := range events {
+		for _, a := range e.Arrive {
+			end = max(end, a+e.Cycles)
+		}
+	}
+	return end
 }
 
 // quick is a lower bound on transfer x's start, with send or send2: its

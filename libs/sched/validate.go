@@ -35,6 +35,7 @@ func Validate(p *arch.Preset, phase []Transfer, pl *Plan) error {
 		}
 		makespan = max(makespan, tc.Cycles)
 	}
+	makespan = max(makespan, lastArrival(pl.Events))
 	if makespan != pl.Makespan {
 		return fmt.Errorf("sched: validate: replay takes %d cycles, plan says %d", makespan, pl.Makespan)
 	}

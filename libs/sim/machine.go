@@ -353,6 +353,25 @@ func (m *Machine) superstep(list []int, res *RunResult) (stepOutcome, *Fault) {
 			st.Cycles = hc
 		}
 	}
+	// The superstep lasts until the exchange has delivered its last word:
+	// the barrier cannot complete while words are in flight.
+	for _, i := range list {
+		for _, sd := range m.tiles[i].res.sends {
+			if sd.n == 0 {
+				continue
+			}
+			words := int64(sd.n)
+			if sd.pair {
+				words = (words + 1) / 2
+			}
+			leave := sd.t + words - 1
+			for u := int(sd.dstLo); u < int(sd.dstLo+sd.dstN); u++ {
+				if c := leave + int64(m.p.Latency(i, u)) + 1; c > st.Cycles {
+					st.Cycles = c
+				}
+			}
+		}
+	}
 	m.applyHostWrites(list, phase, &best)
 	m.checkBus(list, phase, &best)
 	m.resolveExchange(list, phase, &best, false)

@@ -215,6 +215,26 @@ func (m *Machine) superstep(host sim.Host) (*sim.PhaseStats, *sim.Fault) {
 		perCycle := int64(m.p.HostBytesPerCycle)
 		stats.Cycles = max(stats.Cycles, (stats.HostBytes+perCycle-1)/perCycle)
 	}
+	// The superstep lasts until the exchange has delivered its last word:
+	// the barrier cannot complete while words are in flight.
+	for src, s := range steps {
+		if s == nil {
+			continue
+		}
+		for _, snd := range s.sends {
+			per := 1
+			if snd.double {
+				per = 2
+			}
+			if len(snd.words) == 0 {
+				continue
+			}
+			leave := snd.issue + int64((len(snd.words)+per-1)/per) - 1
+			for u := snd.dst; u < snd.dst+snd.ndst; u++ {
+				stats.Cycles = max(stats.Cycles, leave+int64(m.p.Latency(src, u))+1)
+			}
+		}
+	}
 
 	// Host writes, in tile order then issue order, even in a superstep
 	// that faults.
