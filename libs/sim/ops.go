@@ -73,12 +73,12 @@ func (x *exec) amp(c *context, in *inst) (int64, xfault) {
 	c.m[in.b&15] += 32
 	// Operand b lies in interleaved memory; a can share an element with it
 	// only there.
+	// b is 32-aligned, so its four words lie in one pair of elements and
+	// touch both: a conflicts exactly when it lies in the same pair.
 	if a >= p.Interleaved.Lo {
-		ea := p.Element(a)
-		for w := uint32(0); w < 32; w += 8 {
-			if p.Element(b+w) == ea {
-				return 1, xfault{}
-			}
+		pair := 2 * p.ElementBytes
+		if (a-p.Interleaved.Lo)/pair == (b-p.Interleaved.Lo)/pair {
+			return 1, xfault{}
 		}
 	}
 	return 0, xfault{}
