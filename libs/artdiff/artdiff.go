@@ -49,7 +49,7 @@ type Kind struct {
 }
 
 // kinds lists the known kinds in the order Detect tries them.
-var kinds = []*Kind{objectKind, packageKind}
+var kinds = []*Kind{objectKind, packageKind, planKind}
 
 // Kinds returns the known kinds.
 func Kinds() []*Kind { return append([]*Kind(nil), kinds...) }

@@ -267,9 +267,9 @@ func TestCompare(t *testing.T) {
 		{"kinds differ", File{"a.ipuobj", objA}, File{"b.ipuexe", pkg}, "", nil,
 			"a.ipuobj is an object, b.ipuexe is a package: cannot compare artifacts of different kinds"},
 		{"unknown kind", File{"a.ipuobj", objA}, File{"notes.txt", []byte("hello")}, "", nil,
-			"notes.txt: not an artifact of a known kind (object, package): unrecognised magic"},
+			"notes.txt: not an artifact of a known kind (object, package, plan): unrecognised magic"},
 		{"empty file", File{"empty", nil}, File{"a.ipuobj", objA}, "", nil,
-			"empty: not an artifact of a known kind (object, package): unrecognised magic"},
+			"empty: not an artifact of a known kind (object, package, plan): unrecognised magic"},
 		{"corrupt", File{"a.ipuobj", objA}, File{"bad.ipuobj", bad}, "", nil, "bad.ipuobj: "},
 	}
 	for _, tt := range tests {

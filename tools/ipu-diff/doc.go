@@ -3,9 +3,10 @@
 //
 //	ipu-diff A B
 //
-// The kind comes from the files' magic numbers: two objects (.ipuobj) or
-// two packages (.ipuexe). Each difference is one line on stdout, in a
-// fixed order: header fields ("header: compiler "0.1.0" -> "0.2.0""),
+// The kind comes from the files' magic numbers: two objects (.ipuobj),
+// two packages (.ipuexe) or two plans (JSON: tensors that moved or changed
+// layout, steps whose split, cast order or tiles changed, the cost). Each
+// difference is one line on stdout, in a fixed order: header fields ("header: compiler "0.1.0" -> "0.2.0""),
 // tiles, with tiles that differ in the same way sharing their lines
 // ("tiles 0-63: segment "text": contents differ from 0x0004c008 (4 of
 // 1060 bytes)"; segments, symbols and exchange transfers added, removed,
