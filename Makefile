@@ -6,7 +6,7 @@ GO ?= go
 BIN := bin
 ART := artifacts
 DEVICE ?= $(ART)/ipu0
-TOOLS := ipu-as ipu-dump ipu-diff ipu-pack ipu-load ipu-check
+TOOLS := ipu-plan ipu-as ipu-dump ipu-diff ipu-pack ipu-load ipu-check
 MODULES := formats libs tools scripts
 GOFLAGS_TEST ?=
 

@@ -1,0 +1,32 @@
+// Command ipu-plan maps an ONNX model onto the tiles and writes the plan:
+//
+//	ipu-plan MODEL.onnx -o OUT.plan [--arch ipu21] [--tiles N] [--state STATE.json] [--max-attempts N] [--seed N]
+//
+// It reads the model, builds its graph (an operator outside the supported
+// set stops it with `unsupported operator X (node "name")`), and runs the
+// planner's seeded search (libs/planner): an analytic start, then
+// --max-attempts local moves. With --state, the search continues from the
+// state file when it exists and the new state is saved there afterwards,
+// so two runs of N attempts give the same plan as one run of 2N. A state
+// made for another model, architecture, tile count or seed is refused.
+//
+// A model that does not fit the tiles' memory fails with the planner's
+// memory report (the worst tiles, their bytes by category) on one line.
+//
+// The log follows the seed: inside ipu_codegen.package.build{tile_count=N
+// operations=M} (N the tiles planned over, M the graph's nodes), a
+// compile_runtime phase and the plan_package phase, whose lines give the
+// exchange geometry of the incumbent, the FP8 padding clears removed, the
+// transfers, the incumbent's cycles and the state saved.
+//
+// The incumbent's cycles are, for now, the plan's estimated final cycles
+// (cost.estimated=true): validation by running the linker's lowering in
+// process comes with ipu-link. The "incremental instruction-alignment
+// validation" step currently re-reads and validates the encoded plan.
+//
+// The plan and the state are written atomically, and the same inputs give
+// byte-identical files (the model path is recorded as given, or as its
+// base name when absolute).
+//
+// Exit status: 0 on success, 1 on failure, 2 on a usage error.
+package main

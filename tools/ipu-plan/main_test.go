@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"ipu.local/libs/onnx"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"ipu-plan": func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
+		"mkmodel":  func() { os.Exit(mkmodel(os.Args[1:])) },
+		"truncate": func() { os.Exit(truncate(os.Args[1:])) },
+	})
+}
+
+// TestScript runs testdata/script/*.txtar, with ROOT set to the
+// repository root and the programs of TestMain:
+//
+//	mkmodel KIND OUT
+//	    write a small model: conv (a Conv node, unsupported) or
+//	    matmul (one 64x64 MatMul)
+//	truncate IN OUT N
+//	    copy the first N bytes of IN to OUT
+func TestScript(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("ROOT", root)
+			return nil
+		},
+	})
+}
+
+// testModel returns the model of mkmodel's KIND.
+func testModel(kind string) ([]byte, error) {
+	b := onnx.NewModel(21)
+	switch kind {
+	case "conv":
+		b.AddInput("x", onnx.Float, []int64{1, 1, 8, 8})
+		w := make([]float32, 9)
+		for i := range w {
+			w[i] = float32(i)
+		}
+		b.AddInitializer(onnx.NewFloat32("w", []int64{1, 1, 3, 3}, w))
+		b.AddNode("Conv", "conv0", []string{"x", "w"}, []string{"y"})
+		b.AddOutput("y", onnx.Float, []int64{1, 1, 6, 6})
+	case "matmul":
+		b.AddInput("a", onnx.Float, []int64{64, 64})
+		b.AddInput("b", onnx.Float, []int64{64, 64})
+		b.AddNode("MatMul", "mm0", []string{"a", "b"}, []string{"y"})
+		b.AddOutput("y", onnx.Float, []int64{64, 64})
+	default:
+		return nil, fmt.Errorf("unknown model kind %q (want conv or matmul)", kind)
+	}
+	return b.Marshal(), nil
+}
+
+func mkmodel(args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: mkmodel KIND OUT")
+		return 2
+	}
+	data, err := testModel(args[0])
+	if err == nil {
+		err = os.WriteFile(args[1], data, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mkmodel:", err)
+		return 1
+	}
+	return 0
+}
+
+func truncate(args []string) int {
+	if len(args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: truncate IN OUT N")
+		return 2
+	}
+	err := func() error {
+		n, err := strconv.Atoi(args[2])
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(args[0])
+		if err != nil {
+			return err
+		}
+		if n < 0 || n > len(data) {
+			return fmt.Errorf("%d out of range [0, %d]", n, len(data))
+		}
+		return os.WriteFile(args[1], data[:n], 0o644)
+	}()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "truncate:", err)
+		return 1
+	}
+	return 0
+}
+
+// TestExitStatus checks the statuses of the pipeline contract, which
+// scripts cannot see, and that a failed run leaves no output.
+func TestExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join("..", "..", "testdata", "models", "qk-early.onnx")
+	conv := filepath.Join(dir, "conv.onnx")
+	if code := mkmodel([]string{"conv", conv}); code != 0 {
+		t.Fatal("mkmodel failed")
+	}
+	out := filepath.Join(dir, "out.plan")
+	missing := filepath.Join(dir, "none.onnx")
+	tests := []struct {
+		name   string
+		args   []string
+		status int
+		stderr string // last line, a prefix
+	}{
+		{"ok", []string{good, "-o", out, "--tiles", "64", "--max-attempts", "2"}, 0, "package build phase finished phase=\"plan_package\""},
+		{"no output flag", []string{good}, 2, `ipu-plan: required flag "o" not set (run ipu-plan --help)`},
+		{"no input", []string{"-o", out}, 2, "ipu-plan: want exactly one model MODEL.onnx, got 0 arguments (run ipu-plan --help)"},
+		{"bad arch", []string{good, "-o", out, "--arch", "ipu9"}, 2, `ipu-plan: --arch: unknown architecture "ipu9"`},
+		{"bad tiles", []string{good, "-o", out, "--tiles", "5", "--arch", "ipu21-tiny"}, 2, "ipu-plan: --tiles 5 out of range [1, 4] of ipu21-tiny"},
+		{"negative attempts", []string{good, "-o", out, "--max-attempts", "-1"}, 2, "ipu-plan: --max-attempts -1 is negative"},
+		{"missing input", []string{missing, "-o", out}, 1, "ipu-plan: read model: open " + missing + ": no such file or directory"},
+		{"unsupported", []string{conv, "-o", out}, 1, `ipu-plan: unsupported operator Conv (node "conv0")`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Remove(out)
+			var stdout, stderr bytes.Buffer
+			status := run(append([]string{"ipu-plan"}, tt.args...), &stdout, &stderr)
+			lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+			last := lines[len(lines)-1]
+			if tt.status == 0 {
+				last = last[strings.Index(last, ": package build")+2:]
+			}
+			if status != tt.status || !strings.HasPrefix(last, tt.stderr) {
+				t.Errorf("status %d, stderr %q; want %d, %q", status, stderr.String(), tt.status, tt.stderr)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+			if tt.status != 0 {
+				if len(lines) != 1 {
+					t.Errorf("stderr has %d lines, want 1:\n%s", len(lines), stderr.String())
+				}
+				if _, err := os.Stat(out); err == nil {
+					t.Errorf("%s written by a failed run", out)
+				}
+			}
+		})
+	}
+}
