@@ -122,3 +122,41 @@ func TestQKEarly(t *testing.T) {
 		t.Errorf("no exchange for moved operands")
 	}
 }
+
+func TestMove(t *testing.T) {
+	p := arch.MustLookup("ipu21")
+	// Every tile of [0, 4) needs the whole 4x8 matrix.
+	whole := Dist{Rows: 4, Cols: 8}
+	for tile := 0; tile < 4; tile++ {
+		whole.Pieces = append(whole.Pieces, Piece{tile, 0, 4, 0, 8})
+	}
+	tests := []struct {
+		name          string
+		src           Dist
+		wantTransfers int
+		wantWords     int64
+	}{
+		// Tile r holds row r and multicasts it to the other three, as
+		// one run each side of r: 1+2+2+1 transfers.
+		{"rows inside the run", RowDist(4, 8, 4, 0, 4), 6, 4 * 8 * 3},
+		// Rows on tiles outside the run: one multicast per row to all four.
+		{"rows outside the run", RowDist(4, 8, 4, 4, 4), 4, 4 * 8 * 4},
+		{"held everywhere", whole, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := NewExchange(p)
+			if err := x.Move(tc.src, whole, 4); err != nil {
+				t.Fatal(err)
+			}
+			if len(x.Transfers) != tc.wantTransfers || x.Words != tc.wantWords {
+				t.Errorf("%d transfers moving %d words, want %d moving %d", len(x.Transfers), x.Words, tc.wantTransfers, tc.wantWords)
+			}
+			for _, tr := range x.Transfers {
+				if tr.Src >= tr.Dst && tr.Src < tr.Dst+tr.Dests() {
+					t.Errorf("transfer %+v sends to its own source", tr)
+				}
+			}
+		})
+	}
+}

@@ -8,6 +8,17 @@ import (
 	"ipu.local/libs/sched"
 )
 
+// OverflowError is an exchange phase whose receivers get more bytes
+// than tile memory holds: like a MemoryReport, the split does not fit.
+type OverflowError struct {
+	Lo, Hi int    // the receiving tiles [Lo, Hi)
+	Bytes  uint64 // bytes they receive
+}
+
+func (e *OverflowError) Error() string {
+	return fmt.Sprintf("exchange into tiles [%d, %d): %d bytes received exceed tile memory", e.Lo, e.Hi, e.Bytes)
+}
+
 // Exchange collects the transfers of one exchange phase. Addresses are
 // synthetic (the linker places storage): each receiving tile's buffers
 // are laid end to end from the bottom of tile memory, which is all
@@ -89,7 +100,8 @@ func (x *Exchange) Move(src, dst Dist, bytes int) error {
 			words := ((r1-r0)*(c1-c0)*bytes + 3) / 4
 			hs := holders[s]
 			// A receiver that holds the region already needs nothing;
-			// the sender is the first holder outside the run.
+			// the sender is the first holder outside the run, else the
+			// first holder inside it (it sends to the rest of the run).
 			var src = -1
 			for _, t := range hs {
 				if t < lo || t >= hi {
@@ -98,7 +110,14 @@ func (x *Exchange) Move(src, dst Dist, bytes int) error {
 				}
 			}
 			if src < 0 {
-				continue // every receiver holds it
+				held := map[int]bool{}
+				for _, t := range hs {
+					held[t] = true
+				}
+				if len(held) == hi-lo {
+					continue // every receiver holds it
+				}
+				src = hs[0]
 			}
 			if err := x.add(src, lo, hi, words, hs); err != nil {
 				return err
@@ -135,7 +154,7 @@ func (x *Exchange) add(src, lo, hi, words int, holders []int) error {
 		}
 		n := 4 * uint32(words)
 		if uint64(addr)+uint64(n) > uint64(x.p.Memory.Size()) {
-			return fmt.Errorf("exchange into tiles [%d, %d): %d bytes received exceed tile memory", t, e, uint64(addr)+uint64(n))
+			return &OverflowError{Lo: t, Hi: e, Bytes: uint64(addr) + uint64(n)}
 		}
 		for u := t; u < e; u++ {
 			x.next[u] = addr + n

@@ -4,7 +4,9 @@
 //
 // The search is deterministic for a seed: an analytic start (per product,
 // the best of the splits whose block shapes differ, screened by compute
-// cycles and then costed fully), then MaxAttempts seeded local moves
+// cycles under several tile budgets, from all the tiles down to one, so
+// that splits using fewer tiles compete, and then costed fully), then
+// MaxAttempts seeded local moves
 // (change one split factor, flip the cast order, swap the stationary
 // operand), keeping improvements and, with a small seeded probability,
 // walking onto a worse point. The state (attempts, RNG, current point,
@@ -202,7 +204,8 @@ func (pl *planner) eval(pt point) (*result, error) {
 			est, err := cost.EvalMatMul(pl.p, mm, cost.Split{GM: d.Split.M, GN: d.Split.N, GK: d.Split.K}, d.Tiles[0], fmt.Sprintf("node %q", n.Name))
 			if err != nil {
 				var mr *cost.MemoryReport
-				if errors.As(err, &mr) {
+				var ov *cost.OverflowError
+				if errors.As(err, &mr) || errors.As(err, &ov) {
 					r.mem = err
 					return r, nil
 				}

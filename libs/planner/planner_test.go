@@ -2,6 +2,7 @@ package planner
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -24,8 +25,33 @@ func load(t testing.TB, name string) *graph.Graph {
 	return g
 }
 
+// planned is one Plan call of a test model on ipu21 (seed 1, 10
+// attempts), shared by the tests that read it.
+type planned struct {
+	pl  *plan.Plan
+	s   *plan.State
+	st  *Stats
+	err error
+}
+
+var plannedCache = map[string]planned{}
+
+func planModel(t *testing.T, model string, tiles int) (*plan.Plan, *plan.State, *Stats) {
+	t.Helper()
+	key := fmt.Sprintf("%s/%d", model, tiles)
+	r, ok := plannedCache[key]
+	if !ok {
+		g := load(t, model)
+		r.pl, r.s, r.st, r.err = Plan(g, arch.MustLookup("ipu21"), Options{Tiles: tiles, Seed: 1, MaxAttempts: 10, ModelFingerprint: "fp"})
+		plannedCache[key] = r
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.pl, r.s, r.st
+}
+
 func TestModels(t *testing.T) {
-	p := arch.MustLookup("ipu21")
 	for _, tc := range []struct {
 		model    string
 		tiles    int
@@ -35,16 +61,13 @@ func TestModels(t *testing.T) {
 		{"qk-early", 1472, 0},
 		{"qk-early", 64, 0},
 		{"mlp-small", 1472, 0},
+		{"mlp-small", 64, 0},
 	} {
-		t.Run(tc.model, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%d", tc.model, tc.tiles), func(t *testing.T) {
 			if testing.Short() && tc.tiles > 64 {
 				t.Skip("full-chip planning is slow; run without -short")
 			}
-			g := load(t, tc.model)
-			pl, s, st, err := Plan(g, p, Options{Tiles: tc.tiles, Seed: 1, MaxAttempts: 10, ModelFingerprint: "fp"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			pl, s, st := planModel(t, tc.model, tc.tiles)
 			ratio := float64(pl.Cost.FinalCycles) / float64(pl.Cost.ComputeBound)
 			t.Logf("%s on %d tiles: final_cycles=%d final_exchange=%d compute_bound=%d ratio=%.3f attempts=%d stats=%+v", tc.model, tc.tiles, pl.Cost.FinalCycles, pl.Cost.FinalExchange, pl.Cost.ComputeBound, ratio, s.Attempts, *st)
 			for _, stp := range pl.Steps {
@@ -59,6 +82,24 @@ func TestModels(t *testing.T) {
 			}
 			if _, err := plan.Read(data); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestMoreTiles checks that planning for more tiles is never worse: a
+// plan for 1472 tiles may use any subset of them, 64 included.
+func TestMoreTiles(t *testing.T) {
+	for _, model := range []string{"qk-early", "mlp-small"} {
+		t.Run(model, func(t *testing.T) {
+			if testing.Short() {
+				t.Skip("full-chip planning is slow; run without -short")
+			}
+			few, _, _ := planModel(t, model, 64)
+			all, _, _ := planModel(t, model, 1472)
+			t.Logf("%s: final_cycles %d on 64 tiles, %d on 1472", model, few.Cost.FinalCycles, all.Cost.FinalCycles)
+			if all.Cost.FinalCycles > few.Cost.FinalCycles {
+				t.Errorf("final_cycles %d on 1472 tiles > %d on 64", all.Cost.FinalCycles, few.Cost.FinalCycles)
 			}
 		})
 	}

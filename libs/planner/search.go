@@ -31,17 +31,61 @@ func distinct(n, limit int) []int {
 	return gs
 }
 
-// screen ranks splits of pr by the product's compute cycles plus a
-// reduction estimate, and returns the best few.
-func (pl *planner) screen(pr *cost.Product) []cost.Split {
+// minBudget is the smallest tile budget the analytic start screens.
+const minBudget = 1
+
+// budgets returns the tile budgets the analytic start screens splits
+// for, largest first: the planner's tiles, its halvings and the powers
+// of two below it, down to minBudget. A plan for N tiles may use any
+// subset of them, and once the fixed costs of more tiles (exchange,
+// reduction) outweigh the compute they save, a split using far fewer
+// tiles is cheaper; ranking by compute alone would never pick it. With
+// the powers of two, the start on N tiles costs every split the start
+// on a power-of-two count below N costs.
+func (pl *planner) budgets() []int {
+	seen := map[int]bool{}
+	var bs []int
+	for b := pl.tiles; b >= minBudget; b /= 2 {
+		seen[b] = true
+		bs = append(bs, b)
+	}
+	for b := 1; b < pl.tiles; b *= 2 {
+		if b >= minBudget && !seen[b] {
+			bs = append(bs, b)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(bs)))
+	return bs
+}
+
+// candidates returns the splits of pr the analytic start costs fully:
+// for every budget, the best few by screen, each split once, in budget
+// order.
+func (pl *planner) candidates(pr *cost.Product) []cost.Split {
+	var out []cost.Split
+	seen := map[cost.Split]bool{}
+	for _, b := range pl.budgets() {
+		for _, s := range pl.screen(pr, b) {
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// screen ranks splits of pr using at most budget tiles by the product's
+// compute cycles plus a reduction estimate, and returns the best few.
+func (pl *planner) screen(pr *cost.Product, budget int) []cost.Split {
 	type cand struct {
 		s     cost.Split
 		score int64
 	}
 	var cs []cand
-	for gk := 1; gk <= min(8, pr.K) && gk <= pl.tiles; gk *= 2 {
-		for _, gm := range distinct(pr.M, pl.tiles/gk) {
-			for _, gn := range distinct(pr.N, pl.tiles/(gk*gm)) {
+	for gk := 1; gk <= min(8, pr.K) && gk <= budget; gk *= 2 {
+		for _, gm := range distinct(pr.M, budget/gk) {
+			for _, gn := range distinct(pr.N, budget/(gk*gm)) {
 				mb, kb, nb := (pr.M+gm-1)/gm, (pr.K+gk-1)/gk, (pr.N+gn-1)/gn
 				c, err := cost.MatMulCycles(pl.p, pr.Type, mb, kb, nb)
 				if err != nil {
@@ -65,8 +109,8 @@ func (pl *planner) screen(pr *cost.Product) []cost.Split {
 	if len(cs) == 0 {
 		// Nothing the kernel takes: cost the widest split, whose memory
 		// report says why it does not fit.
-		gm := min(pr.M, pl.tiles)
-		cs = append(cs, cand{s: cost.Split{GM: gm, GN: max(1, min(pr.N, pl.tiles/gm)), GK: 1}})
+		gm := min(pr.M, budget)
+		cs = append(cs, cand{s: cost.Split{GM: gm, GN: max(1, min(pr.N, budget/gm)), GK: 1}})
 	}
 	var out []cost.Split
 	for i := 0; i < len(cs) && i < screenKeep; i++ {
@@ -92,12 +136,12 @@ func options(pr *cost.Product) (orders, stats []string) {
 // its screened splits and options given the ones before it.
 func (pl *planner) start() (point, *result, error) {
 	var pt point
-	var memErr error
 	for _, pr := range pl.products {
 		var best point
 		var bestR *result
+		var memErr error
 		orders, stats := options(pr.Product)
-		for _, s := range pl.screen(pr.Product) {
+		for _, s := range pl.candidates(pr.Product) {
 			for _, o := range orders {
 				for _, st := range stats {
 					cand := append(pt.clone(), decision(pr.idx, s, o, st))
@@ -106,7 +150,12 @@ func (pl *planner) start() (point, *result, error) {
 						return nil, nil, err
 					}
 					if r.mem != nil {
-						memErr = r.mem
+						// Report the first: candidates come largest
+						// budget first, and the widest split's report
+						// says best why nothing fits.
+						if memErr == nil {
+							memErr = r.mem
+						}
 						continue
 					}
 					if bestR == nil || r.total < bestR.total {
