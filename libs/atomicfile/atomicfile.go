@@ -75,6 +75,12 @@ func createTemp(path string) (*os.File, error) {
 			continue
 		}
 		if err != nil {
+			// Name the directory the user gave, not the temporary file.
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				d := filepath.Clean(dir)
+				return nil, fmt.Errorf("create %s: directory %s: %w", path, d, pe.Err)
+			}
 			return nil, fmt.Errorf("create temporary file for %s: %w", path, err)
 		}
 		return f, nil
