@@ -45,8 +45,7 @@ func TestMain(m *testing.M) {
 //	cmpstderr FILE   the last command's stderr, timestamps stripped and
 //	                 elapsed_ms values replaced by N, equals FILE
 //
-// $PROFILE_SCHEMA, the path of formats/profile/profile.capnp, and the
-// condition [accumulate]: the package format keeps an output's Accumulate.
+// and $PROFILE_SCHEMA, the path of formats/profile/profile.capnp.
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
@@ -57,12 +56,6 @@ func TestScript(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"cmpstderr": cmpStderr,
-		},
-		Condition: func(cond string) (bool, error) {
-			if cond != "accumulate" {
-				return false, fmt.Errorf("unknown condition %q", cond)
-			}
-			return accumulateStored()
 		},
 	})
 }
@@ -150,20 +143,6 @@ func addOnePackage(fault bool, accumulate int64) *ipuexe.Package {
 		pkg.TileImage[t] = 1
 	}
 	return pkg
-}
-
-// accumulateStored reports whether a package keeps obj.Tensor.Accumulate
-// through Marshal and Read.
-func accumulateStored() (bool, error) {
-	data, err := ipuexe.Marshal(addOnePackage(false, 4))
-	if err != nil {
-		return false, err
-	}
-	pkg, err := ipuexe.Read(data)
-	if err != nil {
-		return false, err
-	}
-	return pkg.Host.Outputs[0].Accumulate == 4, nil
 }
 
 // mkpkg OUT [fault] [accumulate=N] writes the add-one package.
