@@ -53,11 +53,18 @@ bench: build
 	$(GO) run ./scripts/bench
 
 FUZZTIME ?= 30s
+# Every fuzz target, FUZZTIME each: module, package, target.
+FUZZ_TARGETS := \
+	formats:./obj:FuzzRead formats:./ipuexe:FuzzRead formats:./profile:FuzzRead \
+	formats:./plan:FuzzRead libs:./onnx:FuzzReadModel libs:./onnx:FuzzReadTensor \
+	libs:./graph:FuzzBuild libs:./asm:FuzzAssemble libs:./sim:FuzzRun \
+	libs:./sim:FuzzUnmarshalState libs:./device:FuzzParseHeader libs:./sched:FuzzSchedule
 fuzz:
-	cd formats && $(GO) test ./obj -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME)
-	cd formats && $(GO) test ./ipuexe -run '^$$' -fuzz FuzzRead -fuzztime $(FUZZTIME)
-	cd libs && $(GO) test ./sim -run '^$$' -fuzz FuzzRun -fuzztime $(FUZZTIME)
-	cd libs && $(GO) test ./asm -run '^$$' -fuzz FuzzAssemble -fuzztime $(FUZZTIME)
+	@for t in $(FUZZ_TARGETS); do \
+		IFS=: read -r mod pkg fn <<< "$$t"; \
+		echo "fuzz $$mod/$$pkg $$fn"; \
+		(cd $$mod && $(GO) test $$pkg -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME)) || exit 1; \
+	done
 
 # verify: long checks: the differential simulator test at length.
 verify:
