@@ -64,6 +64,10 @@ type Preset struct {
 	SyncCycles          int // cost of one internal barrier
 	ExchangeFixedCycles int // fixed cost the cost model charges per exchange phase
 	HostBytesPerCycle   int // chip-wide host link bandwidth in bytes per cycle
+	// HostBytesPerIssue is what one tile's hin or hout moves per issue
+	// slot of its supervisor (model choice): a transfer of b bytes holds
+	// the supervisor for max(1, ceil(b / HostBytesPerIssue)) slots.
+	HostBytesPerIssue int
 
 	// AMPLaunchCycles is the fixed cost of starting a matrix kernel on a
 	// tile, fitted to hardware measurements (cost model only).
@@ -144,6 +148,7 @@ func base() Preset {
 		LatencyColumnsPerCy: 3,
 		SyncCycles:          90,
 		ExchangeFixedCycles: 100,
+		HostBytesPerIssue:   16,
 		AMPLaunchCycles:     335,
 	}
 }

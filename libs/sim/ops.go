@@ -177,7 +177,8 @@ func (x *exec) hostXfer(c *context, in *inst, pc uint32, now int64) (int64, xfau
 	if tileAddr%4 != 0 || hostAddr%4 != 0 || b%4 != 0 {
 		return 0, xfault{FaultAlign, fmt.Sprintf("%s of %d bytes between tile %#x and host %#x: not 4-byte aligned", name, b, tileAddr, hostAddr)}
 	}
-	cycles := (int64(b) + hostBytesPerSlot - 1) / hostBytesPerSlot
+	per := int64(x.m.p.HostBytesPerIssue)
+	cycles := (int64(b) + per - 1) / per
 	if cycles < 1 {
 		cycles = 1
 	}
@@ -214,6 +215,3 @@ func (x *exec) hostXfer(c *context, in *inst, pc uint32, now int64) (int64, xfau
 	return cycles, xfault{}
 }
 
-// hostBytesPerSlot is how many bytes a host transfer moves per issue slot
-// (6 cycles) of the supervisor: the brief's rule, 6 x ceil(b / 16) cycles.
-const hostBytesPerSlot = 16

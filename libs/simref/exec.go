@@ -414,7 +414,7 @@ func (m *Machine) exec(ti, c int, cyc int64, in isa.Inst, host sim.Host, s *step
 		}
 		// The supervisor waits 6 cycles per 16 bytes (RATIONALE: a
 		// choice).
-		r.cycles = max(1, (int64(mb)+hostBytesPerIssue-1)/hostBytesPerIssue)
+		r.cycles = max(1, (int64(mb)+int64(m.p.HostBytesPerIssue)-1)/int64(m.p.HostBytesPerIssue))
 		if mb == 0 {
 			break
 		}
@@ -443,9 +443,6 @@ func (m *Machine) exec(ti, c int, cyc int64, in isa.Inst, host sim.Host, s *step
 	return r
 }
 
-// hostBytesPerIssue is what a host transfer moves per issue slot of the
-// supervisor.
-const hostBytesPerIssue = 16
 
 // fp8Defined are the bits of CSR fp8 that mean something; put keeps only
 // those.
