@@ -214,4 +214,3 @@ func (x *exec) hostXfer(c *context, in *inst, pc uint32, now int64) (int64, xfau
 	r.hostBytes += int64(b)
 	return cycles, xfault{}
 }
-

@@ -443,7 +443,6 @@ func (m *Machine) exec(ti, c int, cyc int64, in isa.Inst, host sim.Host, s *step
 	return r
 }
 
-
 // fp8Defined are the bits of CSR fp8 that mean something; put keeps only
 // those.
 const fp8Defined = 1<<17 - 1
