@@ -75,10 +75,13 @@ func samples() map[string]*ipuexe.Package {
 			TileImage: append([]uint32{0, 0, 0, 0, 1, 1, 2, 0}, repeat(2, 56)...),
 			Config:    []obj.RegWrite{{Tile: obj.AllTiles, Reg: 0x100, Value: 5000}, {Tile: 0, Reg: 1, Value: 0x4c004}},
 			Host: obj.HostProgram{
-				Phases:  []obj.Phase{{Kind: obj.HostExchange, Name: "in"}, {Kind: obj.Compute, Name: "mm"}, {Kind: obj.Exchange, Name: "x"}, {Kind: obj.HostExchange, Name: "out"}},
-				Pages:   []obj.Page{{ID: 1, Bytes: 256}},
-				Inputs:  []obj.Tensor{{Name: "a", DType: "float8e4m3fnuz", Shape: []int64{8, 16}, Page: 1}},
+				Phases: []obj.Phase{{Kind: obj.HostExchange, Name: "in"}, {Kind: obj.Compute, Name: "mm"}, {Kind: obj.Exchange, Name: "x"}, {Kind: obj.HostExchange, Name: "out"}},
+				Pages:  []obj.Page{{ID: 1, Bytes: 256}},
+				Inputs: []obj.Tensor{{Name: "a", DType: "float8e4m3fnuz", Shape: []int64{8, 16}, Page: 1, Blocks: []obj.Block{
+					{R0: 0, R1: 16, C0: 0, C1: 8, Rows: 16, Cols: 8, Transpose: true, Order: obj.APanel},
+				}}},
 				Outputs: []obj.Tensor{{Name: "c", DType: "float", Shape: []int64{8}, Page: 1, Offset: 128}},
+				Model:   []byte(`{"values":[],"nodes":[]}`),
 			},
 		},
 	}

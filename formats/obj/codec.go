@@ -24,7 +24,8 @@ const (
 	minTransfer = 4 + 8 + 4 + 4 + 4
 	minPhase    = 1 + 4
 	minPage     = 1 + 4
-	minTensor   = 4 + 4 + 4 + 1 + 4 + 8
+	minTensor   = 4 + 4 + 4 + 1 + 4 + 8 + 4
+	minBlock    = 7*4 + 1 + 1
 	minRegWrite = 4 + 4 + 4
 	minTile     = 4 + 4 + 4 + 4 + 4
 )
@@ -222,12 +223,30 @@ func EncodeHost(e *wire.Encoder, h *HostProgram) {
 			e.U8(t.Page)
 			e.U32(t.Offset)
 			e.I64(t.Accumulate)
+			e.U32(uint32(len(t.Blocks)))
+			for _, b := range t.Blocks {
+				for _, v := range []uint32{b.Offset, b.R0, b.R1, b.C0, b.C1, b.Rows, b.Cols} {
+					e.U32(v)
+				}
+				var flags uint8
+				if b.Transpose {
+					flags |= blockTranspose
+				}
+				e.U8(flags)
+				e.U8(uint8(b.Order))
+			}
 		}
 	}
+	e.Bytes(h.Model)
 }
 
-// DecodeHost reads what EncodeHost wrote.
+// Block flags.
+const blockTranspose = 1
+
+// DecodeHost reads what EncodeHost wrote; the program must validate
+// (ValidateHost), or the error is at the host program's first byte.
 func DecodeHost(d *wire.Decoder) HostProgram {
+	start := d.Off()
 	var h HostProgram
 	if n := d.Count("host phase", minPhase); n > 0 {
 		h.Phases = make([]Phase, n)
@@ -248,6 +267,17 @@ func DecodeHost(d *wire.Decoder) HostProgram {
 	}
 	h.Inputs = decodeTensors(d, "host input")
 	h.Outputs = decodeTensors(d, "host output")
+	modelOff := d.Off()
+	if model := d.Bytes("host model"); len(model) > MaxModelBytes {
+		d.Failf(modelOff, "host model: %d bytes, more than %d", len(model), MaxModelBytes)
+	} else if len(model) > 0 {
+		h.Model = append([]byte(nil), model...)
+	}
+	if d.Err() == nil {
+		if err := ValidateHost(&h); err != nil {
+			d.Failf(start, "%v", err)
+		}
+	}
 	if d.Err() != nil {
 		return HostProgram{}
 	}
@@ -280,6 +310,22 @@ func decodeTensors(d *wire.Decoder, what string) []Tensor {
 		t.Accumulate = d.I64(what + " accumulate")
 		if t.Accumulate < 0 {
 			d.Failf(accOff, "%s %d %q: accumulate is %d", what, i, t.Name, t.Accumulate)
+		}
+		if n := d.Count(what+" block", minBlock); n > 0 {
+			t.Blocks = make([]Block, n)
+			for j := range t.Blocks {
+				b := &t.Blocks[j]
+				for _, v := range []*uint32{&b.Offset, &b.R0, &b.R1, &b.C0, &b.C1, &b.Rows, &b.Cols} {
+					*v = d.U32(what + " block")
+				}
+				off := d.Off()
+				if flags := d.U8(what + " block flags"); flags&^blockTranspose != 0 {
+					d.Failf(off, "%s %q block %d: unknown flags %#x", what, t.Name, j, flags)
+				} else {
+					b.Transpose = flags&blockTranspose != 0
+				}
+				b.Order = Order(d.U8(what + " block order"))
+			}
 		}
 		if d.Err() != nil {
 			return nil

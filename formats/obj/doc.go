@@ -53,13 +53,21 @@
 //		NPage   uint32; Page   [NPage]struct{ ID uint8; Bytes uint32 }
 //		NInput  uint32; Input  [NInput]Tensor
 //		NOutput uint32; Output [NOutput]Tensor
+//		NModel  uint32; Model  [NModel]byte // plan graph JSON, at most MaxModelBytes
 //	}
 //	Tensor struct {
 //		Name, DType string
 //		Rank        uint32
 //		Shape       [Rank]int64
 //		Page        uint8
-//		Offset      uint32
+//		Offset      uint32 // 0 when NBlock > 0
+//		Accumulate  int64
+//		NBlock      uint32
+//		Block       [NBlock]struct {
+//			Offset, R0, R1, C0, C1, Rows, Cols uint32
+//			Flags uint8 // bit 0: transpose
+//			Order uint8 // 0 row-major, 1 A panels, 2 B panels
+//		}
 //	}
 //	Config struct {
 //		NWrite uint32
@@ -73,6 +81,16 @@
 // bounds decompression by the declared Size (at most MaxTileMemory for
 // one segment and for all of a tile's segments together, so a file
 // decodes to at most MaxTiles x MaxTileMemory bytes of data), checks each
-// section's CRC, and validates the object as Write does. Its errors are *FormatError, naming the section and the
-// byte offset.
+// section's CRC, and validates the object as Write does, the host
+// program's tensor layouts included (ValidateHost). Its errors are
+// *FormatError, naming the section and the byte offset.
+//
+// # Host tensor layouts
+//
+// A tensor without blocks lies row-major at its Offset. A tensor with
+// blocks is laid out for the tiles that fetch or store it with one host
+// transfer each: every block is a region of the tensor's matrix view (or
+// of its transpose) in row-major, A-panel or B-panel order over a padded
+// grid (see Block). Tensor.Scatter and Tensor.Gather move a tensor's
+// row-major data into and out of its page either way.
 package obj

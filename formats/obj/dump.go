@@ -2,6 +2,7 @@ package obj
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"fmt"
 	"io"
 
@@ -91,7 +92,19 @@ func DumpHost(w io.Writer, indent string, h *HostProgram) {
 				fmt.Fprintf(w, " accumulate %d", t.Accumulate)
 			}
 			fmt.Fprintln(w)
+			for j, b := range t.Blocks {
+				tr := ""
+				if b.Transpose {
+					tr = "T "
+				}
+				fmt.Fprintf(w, "%s    block %d: rows [%d,%d) cols [%d,%d) %s%s %dx%d at %#x\n",
+					indent, j, b.R0, b.R1, b.C0, b.C1, tr, b.Order, b.Rows, b.Cols, b.Offset)
+			}
 		}
+	}
+	if len(h.Model) > 0 {
+		sum := sha256.Sum256(h.Model)
+		fmt.Fprintf(w, "%s  model: %d bytes sha256 %x\n", indent, len(h.Model), sum[:8])
 	}
 }
 

@@ -86,11 +86,34 @@ func samples() map[string]*obj.Object {
 			},
 			Config: []obj.RegWrite{{Tile: obj.AllTiles, Reg: 0x100, Value: 0}, {Tile: 2, Reg: 2, Value: 7}},
 		},
+		// blocks lays tensors out for matrix-product tiles: every order,
+		// transposed and padded blocks, and a model.
+		"blocks": {
+			Arch: "ipu21-tiny", Compiler: "0.1.0",
+			Source: "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae",
+			Host: obj.HostProgram{
+				Phases: []obj.Phase{{Kind: obj.HostExchange, Name: "in"}, {Kind: obj.Compute, Name: "mm"}, {Kind: obj.HostExchange, Name: "out"}},
+				Pages:  []obj.Page{{ID: 0, Bytes: 0x400}, {ID: 1, Bytes: 0x200}},
+				Inputs: []obj.Tensor{
+					{Name: "a", DType: "float16", Shape: []int64{6, 8}, Page: 0, Blocks: []obj.Block{
+						{Offset: 0, R0: 0, R1: 6, C0: 0, C1: 8, Rows: 8, Cols: 8, Order: obj.APanel},
+						{Offset: 0x80, R0: 0, R1: 8, C0: 0, C1: 6, Rows: 8, Cols: 16, Transpose: true, Order: obj.BPanel},
+						{Offset: 0x180, R0: 2, R1: 4, C0: 3, C1: 5, Rows: 2, Cols: 2},
+					}},
+					{Name: "bias", DType: "float", Shape: []int64{20}, Page: 0, Offset: 0x200},
+				},
+				Outputs: []obj.Tensor{{Name: "y", DType: "float", Shape: []int64{4, 20}, Page: 1, Accumulate: 8, Blocks: []obj.Block{
+					{Offset: 0, R0: 0, R1: 4, C0: 0, C1: 16, Rows: 4, Cols: 16, Order: obj.BPanel},
+					{Offset: 0x100, R0: 16, R1: 20, C0: 0, C1: 4, Rows: 4, Cols: 4, Transpose: true, Order: obj.APanel},
+				}}},
+				Model: []byte(`{"values":[],"nodes":[]}`),
+			},
+		},
 	}
 }
 
 // order lists the samples in a fixed order.
-var order = []string{"empty", "small", "full"}
+var order = []string{"empty", "small", "full", "blocks"}
 
 var equate = cmpopts.EquateEmpty()
 

@@ -92,6 +92,10 @@ type HostProgram struct {
 	// input and output order.
 	Inputs  []Tensor
 	Outputs []Tensor
+	// Model is the graph the program computes, for the host reference of
+	// ipu-check: the plan's graph encoded as JSON (formats/plan Graph);
+	// empty for hand-written assembly. At most MaxModelBytes.
+	Model []byte
 }
 
 // PhaseKind is the kind of one BSP phase.
@@ -138,6 +142,57 @@ type Tensor struct {
 	// element (a matrix product's K), from which ipu-check derives the
 	// tolerance; 0 for exact results (casts, copies).
 	Accumulate int64
+	// Blocks, when not empty, is how the host arranges the tensor in the
+	// page (Offset is then unused and 0): each block is a region of the
+	// tensor's matrix view laid out in one contiguous page range, so that
+	// a tile moves it with one host transfer. Empty: the whole tensor
+	// row-major at Offset.
+	Blocks []Block
+}
+
+// Order is the element order of a block.
+type Order uint8
+
+const (
+	// RowMajor puts region element (r, c) at r*Cols + c.
+	RowMajor Order = iota
+	// APanel puts it at (r/4)*4*Cols + 4*c + r%4: panels of 4 rows, each
+	// column of a panel contiguous (Rows a multiple of 4).
+	APanel
+	// BPanel puts it at (c/16)*16*Rows + 16*r + c%16: panels of 16
+	// columns, each row of a panel contiguous (Cols a multiple of 16).
+	BPanel
+)
+
+func (o Order) String() string {
+	switch o {
+	case RowMajor:
+		return "rowmajor"
+	case APanel:
+		return "apanel"
+	case BPanel:
+		return "bpanel"
+	}
+	return "order?"
+}
+
+// Block is the region [R0,R1) x [C0,C1) of the tensor's matrix view
+// (rows: the product of all axes but the last, cols: the last axis; a
+// rank-0 tensor is 1x1, rank-1 is 1 x n), or of its transpose when
+// Transpose, laid out in Order over a padded Rows x Cols grid (Rows >=
+// R1-R0, Cols >= C1-C0) at page offset Offset. Region element (r, c)
+// (0-based inside the region) is at byte Offset + size*Index(r, c); grid
+// positions outside the region are padding: the host writes zeros there
+// for inputs and ignores them for outputs. Blocks of an input may cover
+// the same elements several times (each tile fetches its own copy);
+// blocks of an output cover every element of the tensor exactly once,
+// and no two blocks' byte ranges overlap.
+type Block struct {
+	Offset         uint32
+	R0, R1, C0, C1 uint32
+	Rows, Cols     uint32
+	Transpose      bool
+	Order          Order
 }
 
 // RegWrite is one device configuration register write. Tile AllTiles

@@ -156,7 +156,17 @@ func (h hostPages) hostRange(addr uint32, n int) ([]byte, error) {
 	return p[off : off+uint64(n)], nil
 }
 
-// tensorRange returns where tensor t lives in the host pages.
+// tensorPage returns the host page of a tensor laid out in blocks.
+func (s *Session) tensorPage(kind string, t obj.Tensor) ([]byte, error) {
+	p, ok := s.pages[t.Page]
+	if !ok {
+		return nil, fmt.Errorf("%s %q: host page %d not attached", kind, t.Name, t.Page)
+	}
+	return p, nil
+}
+
+// tensorRange returns where tensor t, placed at its Offset, lives in the
+// host pages.
 func (s *Session) tensorRange(kind string, t obj.Tensor) ([]byte, error) {
 	size, err := tensorBytes(t)
 	if err != nil {
@@ -207,11 +217,21 @@ func findTensor(ts []obj.Tensor, name string) (obj.Tensor, bool) {
 }
 
 // WriteInput copies the raw little-endian elements of input name into its
-// host page.
+// host page: at its Offset, or into each of its blocks.
 func (s *Session) WriteInput(name string, raw []byte) error {
 	t, ok := findTensor(s.pkg.Host.Inputs, name)
 	if !ok {
 		return fmt.Errorf("package has no input %q", name)
+	}
+	if len(t.Blocks) > 0 {
+		p, err := s.tensorPage("input", t)
+		if err != nil {
+			return err
+		}
+		if err := t.Scatter(p, raw); err != nil {
+			return fmt.Errorf("input %q: %w", name, err)
+		}
+		return nil
 	}
 	b, err := s.tensorRange("input", t)
 	if err != nil {
@@ -224,11 +244,23 @@ func (s *Session) WriteInput(name string, raw []byte) error {
 	return nil
 }
 
-// ReadOutput returns a copy of output name's raw little-endian elements.
+// ReadOutput returns a copy of output name's raw little-endian elements,
+// read from its Offset or gathered from its blocks.
 func (s *Session) ReadOutput(name string) ([]byte, error) {
 	t, ok := findTensor(s.pkg.Host.Outputs, name)
 	if !ok {
 		return nil, fmt.Errorf("package has no output %q", name)
+	}
+	if len(t.Blocks) > 0 {
+		p, err := s.tensorPage("output", t)
+		if err != nil {
+			return nil, err
+		}
+		y, err := t.Gather(p)
+		if err != nil {
+			return nil, fmt.Errorf("output %q: %w", name, err)
+		}
+		return y, nil
 	}
 	b, err := s.tensorRange("output", t)
 	if err != nil {
