@@ -90,6 +90,9 @@ func runBuildCases(t *testing.T, cases []buildCase) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if err := Check(g); err != nil {
+				t.Errorf("Check of a built graph: %v", err)
+			}
 			got := g.String()
 			got = got[strings.IndexByte(got, '\n')+1:]
 			if d := cmp.Diff(strings.TrimLeft(tc.want, "\n"), got); d != "" {
@@ -814,6 +817,9 @@ func TestBuildConformance(t *testing.T) {
 // checkGraph checks the invariants of a built graph.
 func checkGraph(t *testing.T, g *Graph) {
 	t.Helper()
+	if err := Check(g); err != nil {
+		t.Errorf("Check of a built graph: %v", err)
+	}
 	defined := map[*Value]bool{}
 	for i, v := range g.Values {
 		if v.Index != i {

@@ -2,7 +2,7 @@
 // checks its results:
 //
 //	ipu-check --device DEV [--lock FILE] [--lock-timeout DUR] [--data DIR]
-//	          [--inferences N] [--reference-precision device|fp32|fp64]
+//	          [--inferences N] [--seed N] [--reference-precision device|fp32|fp64]
 //	          [--threads N] [--profile OUT.capnp] [--sample-period CYCLES]
 //	          IN.ipuexe
 //
@@ -11,11 +11,22 @@
 // DIR/input_0.pb, DIR/input_1.pb ... and the expected outputs
 // DIR/output_0.pb ... (serialized ONNX TensorProto, the ONNX backend test
 // layout), in the package's input and output order; each must have the
-// element type and shape the package gives that tensor. Without --data the
-// expected outputs would come from a host reference evaluation of the
-// model, which packages do not carry yet: ipu-check says so and exits with
-// status 2. --reference-precision and --threads configure that host
-// reference; they are checked but have no effect with --data.
+// element type and shape the package gives that tensor.
+//
+// Without --data the expected outputs come from a host reference: the
+// package's model section (the plan's graph, which ipu-link stores) is
+// decoded and checked as a model is, and must have the package's inputs
+// and outputs; the inputs are generated from --seed (default 1; the same
+// seed gives the same inputs on every platform) and the model is evaluated
+// on the host (package hostref) at --reference-precision: device (the
+// default) emulates the device's roundings, fp32 onnxruntime's float32
+// arithmetic, fp64 the exact result, rounded once to each output's type.
+// --threads sets the goroutines of its matrix products (default 0, one
+// per CPU); results do not depend on it. A bad model section is an error
+// naming the package (status 1). A package without a model (a hand-written
+// assembly program) needs --data: without it ipu-check says so and exits
+// with status 2. With --data, --seed, --reference-precision and --threads
+// are checked but have no effect.
 //
 // ipu-check takes hardware ownership as ipu-load does (--lock, default
 // DEV.lock, waiting up to --lock-timeout), starts a host exchange session,
@@ -23,14 +34,20 @@
 // outputs and compares them with the expected ones (package verdict: exact
 // for integer results and outputs the compiler marks as not accumulated, a
 // bound derived from the data types otherwise; each output's tolerance and
-// its derivation are logged once). With --profile the first inference runs
-// with PC sampling every --sample-period cycles and its profile is written
-// to OUT.capnp (package profile; read it with `capnp decode
-// formats/profile/profile.capnp Profile` or ipu-dump).
+// its derivation are logged once). The tolerance is the same whether the
+// expected outputs come from test data or from a host reference at any
+// precision: it covers a device that sums in another order than the
+// reference, and is never widened to pass.
+//
+// With --profile the first inference runs with PC sampling every
+// --sample-period cycles and its profile is written to OUT.capnp (package
+// profile; read it with `capnp decode formats/profile/profile.capnp
+// Profile` or ipu-dump).
 //
 // Results go to stdout as key=value lines without timestamps, in this
 // order:
 //
+//	referencePrecision=device                        (without --data)
 //	profile=OUT.capnp tiles=T samples=S              (with --profile)
 //	referenceInference=1 numericalTest=PASS
 //	...

@@ -145,13 +145,14 @@ func addOnePackage(fault bool, accumulate int64) *ipuexe.Package {
 	return pkg
 }
 
-// mkpkg OUT [fault] [accumulate=N] writes the add-one package.
+// mkpkg OUT [fault] [accumulate=N] [model=KIND] writes the add-one
+// package, with the model section testModel(KIND).
 func mkpkgMain(args []string) int {
 	if len(args) < 1 {
-		fmt.Fprintln(os.Stderr, "usage: mkpkg OUT [fault] [accumulate=N]")
+		fmt.Fprintln(os.Stderr, "usage: mkpkg OUT [fault] [accumulate=N] [model=KIND]")
 		return 2
 	}
-	fault, accumulate := false, int64(0)
+	fault, accumulate, model := false, int64(0), ""
 	for _, a := range args[1:] {
 		switch {
 		case a == "fault":
@@ -163,12 +164,22 @@ func mkpkgMain(args []string) int {
 				return 2
 			}
 			accumulate = n
+		case strings.HasPrefix(a, "model="):
+			model = strings.TrimPrefix(a, "model=")
 		default:
 			fmt.Fprintln(os.Stderr, "mkpkg: unknown option", a)
 			return 2
 		}
 	}
-	data, err := ipuexe.Marshal(addOnePackage(fault, accumulate))
+	pkg := addOnePackage(fault, accumulate)
+	var err error
+	if model != "" {
+		pkg.Host.Model, err = testModel(model)
+	}
+	var data []byte
+	if err == nil {
+		data, err = ipuexe.Marshal(pkg)
+	}
 	if err == nil {
 		err = os.WriteFile(args[0], data, 0o644)
 	}
@@ -386,8 +397,8 @@ func TestExitStatus(t *testing.T) {
 			`numerical mismatch inference=1 output="y" index=3 got=5 (0x40a00000) want=6 (0x40c00000) bad=1 elements=4 max_abs_error=1 atol=0`},
 		{"device fault", []string{"--device", faultDev, "--data", data, faulty}, 1,
 			"package=" + faulty + " tiles=4 hardwareTest=FAIL", ""},
-		{"no data", []string{"--device", dev, pkg}, 2, "",
-			"ipu-check: no --data given and this package carries no model for a host reference (run ipu-check --help)"},
+		{"no data, no model", []string{"--device", dev, pkg}, 2, "",
+			"ipu-check: package carries no model (an assembly program): give --data DIR (run ipu-check --help)"},
 		{"no device flag", []string{"--data", data, pkg}, 2, "",
 			`ipu-check: required flag "device" not set (run ipu-check --help)`},
 		{"bad precision", []string{"--device", dev, "--data", data, "--reference-precision", "fp16", pkg}, 2, "",

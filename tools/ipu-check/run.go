@@ -48,6 +48,7 @@ type options struct {
 	inferences   int
 	precision    string
 	threads      int
+	seed         uint64
 	profile      string
 	samplePeriod int64
 }
@@ -65,6 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.IntFlag{Name: "inferences", Usage: "number of inferences to run and check", Value: defaultInferences},
 			&cli.StringFlag{Name: "reference-precision", Usage: "host reference precision: device, fp32 or fp64", Value: "device"},
 			&cli.IntFlag{Name: "threads", Usage: "host reference BLAS threads (0: one per CPU)"},
+			&cli.Uint64Flag{Name: "seed", Usage: "seed of the generated inputs (without --data)", Value: defaultSeed},
 			&cli.StringFlag{Name: "profile", Usage: "write the first inference's profile to `OUT.capnp`"},
 			&cli.Int64Flag{Name: "sample-period", Usage: "cycles between PC samples in the profile", Value: defaultSample},
 		},
@@ -93,6 +95,7 @@ func parseOptions(c *cli.Context) (*options, error) {
 		inferences:   c.Int("inferences"),
 		precision:    c.String("reference-precision"),
 		threads:      c.Int("threads"),
+		seed:         c.Uint64("seed"),
 		profile:      c.String("profile"),
 		samplePeriod: c.Int64("sample-period"),
 	}
@@ -142,18 +145,10 @@ func check(c *cli.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	if o.data == "" {
-		return toolrun.Usagef("no --data given and this package carries no model for a host reference")
-	}
-	log.Debug("reference from test data; --reference-precision and --threads do not apply",
-		slog.String("reference_precision", o.precision), slog.Int("threads", o.threads))
-
-	start := time.Now()
-	ref, err := readData(o.data, pkg)
+	ref, err := reference(o, pkg, log, out)
 	if err != nil {
 		return err
 	}
-	log.Info("prepared reference inputs", trace.Elapsed(start))
 	for i, t := range pkg.Host.Outputs {
 		tol := ref.tolerances[i]
 		log.Info("tolerance", slog.String("output", t.Name), slog.Float64("atol", tol.Abs),

@@ -1,0 +1,97 @@
+package graph
+
+import (
+	"strings"
+	"testing"
+
+	"ipu.local/libs/onnx"
+)
+
+// checkModel is the graph Check's error cases start from:
+// x float[2,3], w float[3,4] constant,
+// y = MatMul(x, w); z = Transpose(y); s = Softmax(z, axis 1); r = Reshape(s, [8]).
+func checkModel(t *testing.T) *Graph {
+	t.Helper()
+	m := newModel(13)
+	input(m, "x", onnx.Float, 2, 3)
+	initializer(m, onnx.NewFloat32("w", []int64{3, 4}, make([]float32, 12)))
+	initializer(m, ints64("shape", []int64{1}, 8))
+	addNode(m, "MatMul", "mm", l("x", "w"), l("y"))
+	addNode(m, "Transpose", "tr", l("y"), l("z"))
+	addNode(m, "Softmax", "sm", l("z"), l("s"), aInt("axis", 1))
+	addNode(m, "Reshape", "rs", l("s", "shape"), l("r"))
+	output(m, "r")
+	g, err := Build(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(g); err != nil {
+		t.Fatalf("Check of the unedited graph: %v", err)
+	}
+	return g
+}
+
+func TestCheckErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(g *Graph)
+		want string
+	}{
+		{"value index", func(g *Graph) { g.Values[1].Index = 0 }, `values[1] ("w"): index 0, want 1`},
+		{"value type", func(g *Graph) { g.Values[0].DType = onnx.Int64 }, `values[0] ("x"): element type int64 is not supported`},
+		{"value shape", func(g *Graph) { g.Values[0].Shape = []int64{-1} }, `values[0] ("x"): negative dimension in [-1]`},
+		{"huge value", func(g *Graph) { g.Values[0].Shape = []int64{1 << 40} }, `values[0] ("x"): shape [1099511627776] has 1099511627776 elements, more than 268435456`},
+		{"const bytes", func(g *Graph) { g.Values[1].Const.Raw = g.Values[1].Const.Raw[:4] }, `values[1] ("w"): constant data of 4 bytes, want 48`},
+		{"const shape", func(g *Graph) { g.Values[1].Const.Dims = []int64{4, 3} }, `values[1] ("w"): constant data of shape [4,3], value is [3,4]`},
+		{"input twice", func(g *Graph) { g.Inputs = append(g.Inputs, g.Inputs[0]) }, `values[0] ("x"): listed twice as a graph input`},
+		{"input is const", func(g *Graph) { g.Inputs = append(g.Inputs, g.Values[1]) }, `values[1] ("w"): graph input 1 is a constant or a node output`},
+		{"foreign input", func(g *Graph) { g.Inputs[0] = &Value{Name: "x"} }, `input 0 is not a value of the graph`},
+		{"not defined", func(g *Graph) { g.Inputs = nil }, `nodes[0] ("mm"): input 0: "x" is not defined before the node`},
+		{"order", func(g *Graph) {
+			g.Nodes[0], g.Nodes[1] = g.Nodes[1], g.Nodes[0]
+			g.Nodes[0].Index, g.Nodes[1].Index = 0, 1
+		}, `nodes[0] ("tr"): input 0: "y" is not defined before the node`},
+		{"node index", func(g *Graph) { g.Nodes[2].Index = 7 }, `nodes[2] ("sm"): index 7, want 2`},
+		{"nil node", func(g *Graph) { g.Nodes[2] = nil }, `nodes[2] (""): nil node`},
+		{"nil input", func(g *Graph) { g.Nodes[0].Inputs[1] = nil }, `nodes[0] ("mm"): input 1: missing`},
+		{"producer", func(g *Graph) { g.Values[2].Producer = g.Nodes[1] }, `nodes[0] ("mm"): output 0 is not a value of the graph that the node produces`},
+		{"stray producer", func(g *Graph) {
+			g.Values = append(g.Values, &Value{Name: "v", DType: onnx.Float, Index: len(g.Values), Producer: g.Nodes[1]})
+		}, `values[6] ("v"): its producer is not a node of the graph listing it as an output`},
+		{"no output", func(g *Graph) { g.Nodes[1].Outputs = nil }, `nodes[1] ("tr"): no output`},
+		{"unsupported", func(g *Graph) { g.Nodes[1].Op = "Conv" }, `nodes[1] ("tr"): unsupported operator Conv`},
+		{"unsupported constant", func(g *Graph) { g.Nodes[1].Op = "Constant" }, `nodes[1] ("tr"): unsupported operator Constant`},
+		{"arity", func(g *Graph) { g.Nodes[1].Inputs = append(g.Nodes[1].Inputs, g.Values[0]) }, `nodes[1] ("tr"): 2 inputs, want 1`},
+		{"attrs type", func(g *Graph) { g.Nodes[1].Attrs = &Flatten{} }, `nodes[1] ("tr"): attributes *graph.Flatten, want *graph.Transpose`},
+		{"nil attrs", func(g *Graph) { g.Nodes[1].Attrs = nil }, `nodes[1] ("tr"): attributes <nil>, want *graph.Transpose`},
+		{"attrs on matmul", func(g *Graph) { g.Nodes[0].Attrs = &Gemm{} }, `nodes[0] ("mm"): attributes *graph.Gemm, want none`},
+		{"perm", func(g *Graph) { g.Nodes[1].Attrs = &Transpose{Perm: []int{0, 0}} }, `nodes[1] ("tr"): perm [0 0] is not a permutation of 0..1`},
+		{"axis", func(g *Graph) { g.Nodes[2].Attrs = &Softmax{Axis: 2} }, `nodes[2] ("sm"): axis 2 out of range [0,2) for rank 2`},
+		{"reshape", func(g *Graph) { g.Nodes[3].Attrs = &Reshape{Shape: []int64{9}} }, `nodes[3] ("rs"): cannot reshape [4,2] (8 elements) to [9] (9 elements)`},
+		{"output shape", func(g *Graph) { g.Values[2].Shape = []int64{4, 2} }, `nodes[0] ("mm"): output 0: "y" is float[4,2], the operator gives float[2,4]`},
+		{"matmul shapes", func(g *Graph) { g.Values[1].Shape = []int64{4, 3}; g.Values[1].Const.Dims = []int64{4, 3} }, `nodes[0] ("mm"): input 1: shape [4,3] does not match [2,3]`},
+		{"operand type", func(g *Graph) {
+			g.Values[1].DType = onnx.Float8E4M3FN
+			g.Values[1].Const = &onnx.Tensor{Name: "w", DType: onnx.Float8E4M3FN, Dims: []int64{3, 4}, Raw: make([]byte, 12)}
+		}, `nodes[0] ("mm"): input 1: element type float8e4m3fn of "w" is not supported by MatMul`},
+		{"output type", func(g *Graph) { g.Values[3].DType = onnx.Float16 }, `nodes[1] ("tr"): output 0: "z" is float16[4,2], the operator gives float[4,2]`},
+		{"undefined value", func(g *Graph) {
+			g.Values = append(g.Values, &Value{Name: "v", DType: onnx.Float, Index: len(g.Values)})
+		}, `values[6] ("v"): not a graph input, a constant or a node output`},
+		{"no outputs", func(g *Graph) { g.Outputs = nil }, `graph has no outputs`},
+		{"foreign output", func(g *Graph) { g.Outputs[0] = &Value{} }, `output 0 is not a value of the graph`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := checkModel(t)
+			tc.edit(g)
+			err := Check(g)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Check error = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if err := Check(nil); err == nil {
+		t.Error("Check(nil) = nil")
+	}
+}
