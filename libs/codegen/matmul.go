@@ -13,11 +13,17 @@ type AMPType uint8
 const (
 	AMPFP16 AMPType = iota // amph: 64 MACs per instruction
 	AMPFP8                 // ampq: 128 MACs per instruction (two k)
+	// VecFP32 is not an AMP type: an FP32 product runs on the vector unit
+	// (MatMulF32) in the same layouts. MatMul rejects it.
+	VecFP32
 )
 
 func (t AMPType) String() string {
-	if t == AMPFP8 {
+	switch t {
+	case AMPFP8:
 		return "fp8"
+	case VecFP32:
+		return "fp32"
 	}
 	return "fp16"
 }

@@ -59,6 +59,42 @@ func Block(n, g, b int) (lo, hi int) {
 	return lo, hi
 }
 
+// Alignment of product blocks: the kernel's row groups (A panels hold
+// 4 rows) and column panels (B panels hold 16 columns). Blocks of M and
+// N start at multiples of these, so that a block is whole groups or
+// panels of any panel layout holding it, and the exchange moves whole
+// group or panel runs (see libs/link).
+const (
+	RowAlign = 4
+	ColAlign = 16
+)
+
+// Units is the number of align-sized units of an axis of n elements.
+func Units(n, align int) int { return (n + align - 1) / align }
+
+// AlignedBlock is Block over the align-sized units of an axis of n
+// elements, clipped to n: block b of g starts at a multiple of align.
+// Blocks past the last unit are empty.
+func AlignedBlock(n, g, b, align int) (lo, hi int) {
+	u0, u1 := Block(Units(n, align), g, b)
+	return min(n, u0*align), min(n, u1*align)
+}
+
+// MBlock and NBlock are the row and column blocks of a product's split.
+func (s Split) MBlock(m, i int) (lo, hi int) { return AlignedBlock(m, s.GM, i, RowAlign) }
+
+// NBlock is the column block j of a product of N columns.
+func (s Split) NBlock(n, j int) (lo, hi int) { return AlignedBlock(n, s.GN, j, ColAlign) }
+
+// KBlock is the k block l of a product with K terms.
+func (s Split) KBlock(k, l int) (lo, hi int) { return Block(k, s.GK, l) }
+
+// Fits reports whether s has at most one block per unit of a product
+// [m,k]x[k,n], so that no block is empty.
+func (s Split) Fits(m, k, n int) bool {
+	return s.GM >= 1 && s.GN >= 1 && s.GK >= 1 && s.GM <= Units(m, RowAlign) && s.GN <= Units(n, ColAlign) && s.GK <= k
+}
+
 // Tile returns the tile of block (i, j, l) of s over a range starting at lo.
 func (s Split) Tile(lo, i, j, l int) int { return lo + (i*s.GK+l)*s.GN + j }
 
@@ -74,15 +110,27 @@ type Dist struct {
 	Rows, Cols int
 	ElemBytes  int
 	Pieces     []Piece
+	// Panel is the layout of every piece: 0 row-major; RowAlign: A
+	// panels (groups of 4 rows, k along the columns); ColAlign: B panels
+	// (panels of 16 columns, k along the rows). The exchange moves a
+	// panel region as one run when source and destination hold the same
+	// k extent, else as one run per group.
+	Panel int
 }
 
 // RowDist spreads rows of a rows x cols matrix over tiles [lo, lo+n),
 // each element once.
 func RowDist(rows, cols, elemBytes, lo, n int) Dist {
-	n = max(1, min(n, rows))
+	return AlignedRowDist(rows, cols, elemBytes, lo, n, 1)
+}
+
+// AlignedRowDist is RowDist with pieces starting at multiples of align
+// rows: at most one piece per align rows.
+func AlignedRowDist(rows, cols, elemBytes, lo, n, align int) Dist {
+	n = max(1, min(n, Units(rows, align)))
 	d := Dist{Rows: rows, Cols: cols, ElemBytes: elemBytes}
 	for b := 0; b < n; b++ {
-		r0, r1 := Block(rows, n, b)
+		r0, r1 := AlignedBlock(rows, n, b, align)
 		d.Pieces = append(d.Pieces, Piece{lo + b, r0, r1, 0, cols})
 	}
 	return d
@@ -227,6 +275,11 @@ func matmulCode(p *arch.Preset, t codegen.AMPType, bigSteps bool) int64 {
 		if bigSteps {
 			k = 2 * (codegen.MaxRptiCount + 1)
 		}
+		if t == codegen.VecFP32 {
+			_, err := codegen.EmitMatMulF32(b, codegen.MatMulF32{M: 4, K: k, N: 16, CStride: 16, Workers: 1,
+				A: p.NonInterleaved.Lo + 0x8000, B: p.Interleaved.Lo, C: p.Interleaved.Lo + 0x10000})
+			return err
+		}
 		mm := codegen.MatMul{Type: t, M: 4, K: k, N: 16, CStride: 16, Workers: 1,
 			A: p.NonInterleaved.Lo + 0x8000, B: p.Interleaved.Lo, C: p.Interleaved.Lo + 0x10000,
 			FP8: codegen.FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E4M3FNUZ}}
@@ -305,6 +358,9 @@ func MatMulCycles(p *arch.Preset, t codegen.AMPType, m, k, n int) (int64, error)
 		kp = pad(k, 2)
 	}
 	return cycles(fmt.Sprintf("%s/mm/%v/%d/%d/%d", p.Name, t, mp, kp, np), func() (codegen.Cost, error) {
+		if t == codegen.VecFP32 {
+			return codegen.MatMulF32{M: mp, K: kp, N: np, CStride: np, Workers: codegen.Slots}.Cost()
+		}
 		mm := codegen.MatMul{Type: t, M: mp, K: kp, N: np, CStride: np, Workers: codegen.Slots,
 			FP8: codegen.FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E4M3FNUZ}}
 		return mm.Cost()
@@ -312,8 +368,11 @@ func MatMulCycles(p *arch.Preset, t codegen.AMPType, m, k, n int) (int64, error)
 }
 
 func ampBytes(t codegen.AMPType) int {
-	if t == codegen.AMPFP8 {
+	switch t {
+	case codegen.AMPFP8:
 		return 1
+	case codegen.VecFP32:
+		return 4
 	}
 	return 2
 }

@@ -97,6 +97,17 @@ func (x *Exchange) Move(src, dst Dist, bytes int) error {
 			if r0 >= r1 || c0 >= c1 {
 				continue
 			}
+			runs := 1
+			switch dst.Panel {
+			case RowAlign:
+				if c1-c0 != s.c1-s.c0 || c1-c0 != d.C1-d.C0 {
+					runs = Units(r1-r0, RowAlign)
+				}
+			case ColAlign:
+				if r1-r0 != s.r1-s.r0 || r1-r0 != d.R1-d.R0 {
+					runs = Units(c1-c0, ColAlign)
+				}
+			}
 			words := ((r1-r0)*(c1-c0)*bytes + 3) / 4
 			hs := holders[s]
 			// A receiver that holds the region already needs nothing;
@@ -119,8 +130,11 @@ func (x *Exchange) Move(src, dst Dist, bytes int) error {
 				}
 				src = hs[0]
 			}
-			if err := x.add(src, lo, hi, words, hs); err != nil {
-				return err
+			for r := 0; r < runs; r++ {
+				w := words/runs + btoi(r < words%runs)
+				if err := x.add(src, lo, hi, max(w, 1), hs); err != nil {
+					return err
+				}
 			}
 		}
 		i = j
@@ -199,4 +213,11 @@ func (x *Exchange) PerTile() map[int]int {
 		}
 	}
 	return m
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -66,10 +66,8 @@ done:
 		c.FP8, _ = graph.FP8Format(toFP8.Attrs.(*graph.Cast).To)
 		c.Cast, c.HasCast = codegen.F32ToF8, true
 	default:
-		// No FP32 AMP: the product rounds the operand to FP16.
-		c.Type = codegen.AMPFP16
-		c.Cast, c.HasCast = codegen.F32ToF16, true
-		c.Exact = false
+		// FP32: the product runs on the vector unit (no FP32 AMP).
+		c.Type = codegen.VecFP32
 	}
 	if toFP8 == nil && c.Type == codegen.AMPFP8 {
 		c.Exact = true
@@ -116,7 +114,24 @@ func ProductOf(n *graph.Node) (*Product, error) {
 	}
 	pr.M, pr.K, pr.N = am, ak, bn
 	pr.Type = pr.A.Type
-	if pr.A.Type != pr.B.Type {
+	if pr.A.Type == codegen.VecFP32 || pr.B.Type == codegen.VecFP32 {
+		// One FP32 operand: the other converts to FP32 exactly.
+		pr.Type = codegen.VecFP32
+		for _, c := range []*Chain{&pr.A, &pr.B} {
+			switch {
+			case c.Type == codegen.VecFP32:
+			case c.HasCast:
+				// An FP32 root cast to FP8: keep the FP8 rounding, then
+				// widen exactly (FP8 -> FP32 happens in the cast kernel
+				// pair); not lowered yet.
+				c.Type = codegen.VecFP32
+			case c.Type == codegen.AMPFP16:
+				c.Type, c.Cast, c.HasCast = codegen.VecFP32, codegen.F16ToF32, true
+			default:
+				c.Type, c.Cast, c.HasCast = codegen.VecFP32, codegen.F8ToF32, true
+			}
+		}
+	} else if pr.A.Type != pr.B.Type {
 		// Mixed FP8 and FP16: both go through FP16.
 		pr.Type = codegen.AMPFP16
 		for _, c := range []*Chain{&pr.A, &pr.B} {
@@ -143,6 +158,9 @@ func ComputeBound(g *graph.Graph, p *arch.Preset, tiles int) int64 {
 		rate := p.MACsFP16
 		if pr.Type == codegen.AMPFP8 && p.MACsFP8 > 0 {
 			rate = p.MACsFP8
+		}
+		if pr.Type == codegen.VecFP32 {
+			rate = p.MACsFP32
 		}
 		cy += float64(pr.MACs()) / float64(rate*tiles)
 	}

@@ -14,7 +14,7 @@ const kernelTableBytes = 5 * 4 * codegen.Slots
 // EvalMatMul costs mm split by s over the tiles from lo. what names the
 // node in a memory report.
 func EvalMatMul(p *arch.Preset, mm MatMul, s Split, lo int, what string) (*Estimate, error) {
-	if s.GM < 1 || s.GN < 1 || s.GK < 1 || s.GM > mm.M || s.GN > mm.N || s.GK > mm.K {
+	if !s.Fits(mm.M, mm.K, mm.N) {
 		return nil, fmt.Errorf("%s: split %v does not fit [%d,%d]x[%d,%d]", what, s, mm.M, mm.K, mm.K, mm.N)
 	}
 	if lo < 0 || lo+s.Tiles() > p.Tiles {
@@ -33,14 +33,14 @@ func EvalMatMul(p *arch.Preset, mm MatMul, s Split, lo int, what string) (*Estim
 		return &mem[tile-lo]
 	}
 	amp := ampBytes(mm.Type)
-	aDist := Dist{Rows: mm.M, Cols: mm.K, ElemBytes: amp}
-	bDist := Dist{Rows: mm.K, Cols: mm.N, ElemBytes: amp}
+	aDist := Dist{Rows: mm.M, Cols: mm.K, ElemBytes: amp, Panel: RowAlign}
+	bDist := Dist{Rows: mm.K, Cols: mm.N, ElemBytes: amp, Panel: ColAlign}
 	for i := 0; i < s.GM; i++ {
-		r0, r1 := Block(mm.M, s.GM, i)
+		r0, r1 := s.MBlock(mm.M, i)
 		for l := 0; l < s.GK; l++ {
-			k0, k1 := Block(mm.K, s.GK, l)
+			k0, k1 := s.KBlock(mm.K, l)
 			for j := 0; j < s.GN; j++ {
-				c0, c1 := Block(mm.N, s.GN, j)
+				c0, c1 := s.NBlock(mm.N, j)
 				t := s.Tile(lo, i, j, l)
 				aDist.Pieces = append(aDist.Pieces, Piece{t, r0, r1, k0, k1})
 				bDist.Pieces = append(bDist.Pieces, Piece{t, k0, k1, c0, c1})
@@ -108,13 +108,13 @@ func EvalMatMul(p *arch.Preset, mm MatMul, s Split, lo int, what string) (*Estim
 	var compute int64
 	var kerr error
 	for i := 0; i < s.GM; i++ {
-		r0, r1 := Block(mm.M, s.GM, i)
+		r0, r1 := s.MBlock(mm.M, i)
 		mb := r1 - r0
 		for l := 0; l < s.GK; l++ {
-			k0, k1 := Block(mm.K, s.GK, l)
+			k0, k1 := s.KBlock(mm.K, l)
 			kb := k1 - k0
 			for j := 0; j < s.GN; j++ {
-				c0, c1 := Block(mm.N, s.GN, j)
+				c0, c1 := s.NBlock(mm.N, j)
 				nb := c1 - c0
 				m := at(s.Tile(lo, i, j, l))
 				c, err := MatMulCycles(p, mm.Type, mb, kb, nb)
@@ -167,9 +167,9 @@ func EvalMatMul(p *arch.Preset, mm MatMul, s Split, lo int, what string) (*Estim
 	out := Dist{Rows: mm.M, Cols: mm.N, ElemBytes: 4}
 	if s.GK == 1 {
 		for i := 0; i < s.GM; i++ {
-			r0, r1 := Block(mm.M, s.GM, i)
+			r0, r1 := s.MBlock(mm.M, i)
 			for j := 0; j < s.GN; j++ {
-				c0, c1 := Block(mm.N, s.GN, j)
+				c0, c1 := s.NBlock(mm.N, j)
 				out.Pieces = append(out.Pieces, Piece{s.Tile(lo, i, j, 0), r0, r1, c0, c1})
 			}
 		}
@@ -177,9 +177,9 @@ func EvalMatMul(p *arch.Preset, mm MatMul, s Split, lo int, what string) (*Estim
 		red := NewExchange(p)
 		var add int64
 		for i := 0; i < s.GM; i++ {
-			r0, r1 := Block(mm.M, s.GM, i)
+			r0, r1 := s.MBlock(mm.M, i)
 			for j := 0; j < s.GN; j++ {
-				c0, c1 := Block(mm.N, s.GN, j)
+				c0, c1 := s.NBlock(mm.N, j)
 				for l := 0; l < s.GK; l++ {
 					p0, p1 := Block(r1-r0, s.GK, l)
 					dst := s.Tile(lo, i, j, l)

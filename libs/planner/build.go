@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"ipu.local/formats/plan"
+	"ipu.local/libs/codegen"
 	"ipu.local/libs/cost"
 	"ipu.local/libs/graph"
 )
@@ -144,11 +145,11 @@ func blocks(rows, cols int, s plan.Split, lo int, a, transpose bool) cost.Dist {
 				t := sp.Tile(lo, i, j, l)
 				var r0, r1, c0, c1 int
 				if a {
-					r0, r1 = cost.Block(M, s.M, i)
-					c0, c1 = cost.Block(K, s.K, l)
+					r0, r1 = sp.MBlock(M, i)
+					c0, c1 = sp.KBlock(K, l)
 				} else {
-					r0, r1 = cost.Block(K, s.K, l)
-					c0, c1 = cost.Block(N, s.N, j)
+					r0, r1 = sp.KBlock(K, l)
+					c0, c1 = sp.NBlock(N, j)
 				}
 				if transpose {
 					r0, r1, c0, c1 = c0, c1, r0, r1
@@ -196,7 +197,7 @@ func (pl *planner) build(pt point, r *result, opt Options, tiles int, s *plan.St
 			name := string(rune('a' + k))
 			if c.HasCast && d.CastOrder == plan.BeforeExchange && d.Stationary != name {
 				layout = plan.RowMajor
-				dist = cost.RowDist(int(c.Root.Shape[0]), int(c.Root.Shape[1]), 4, d.Tiles[0], d.Tiles[1]-d.Tiles[0])
+				dist = cost.AlignedRowDist(int(c.Root.Shape[0]), int(c.Root.Shape[1]), 4, d.Tiles[0], d.Tiles[1]-d.Tiles[0], SourceAlign(k == 0, c.Transpose))
 			}
 			tensors[c.Root.Index] = tensorOf(c.Root, layout, dist)
 		}
@@ -214,7 +215,7 @@ func (pl *planner) build(pt point, r *result, opt Options, tiles int, s *plan.St
 					pr = pl.products[i].Product
 				}
 			}
-			st.Kernel = "amp-" + pr.Type.String()
+			st.Kernel = KernelName(pr.Type)
 			st.CastOrder, st.Stationary = d.CastOrder, d.Stationary
 			st.Split, st.Tiles = d.Split, d.Tiles
 		} else if p, ok := pl.folded[n.Index]; ok {
@@ -263,7 +264,7 @@ func (pl *planner) stats(pt point, r *result, st *Stats) {
 			// Padding past M (A rows) or N (B columns) is never read
 			// into a kept result, so its clear can go.
 			for b := 0; b < []int{d.Split.M, d.Split.N}[k]; b++ {
-				lo, hi := cost.Block([]int{pr.M, pr.N}[k], []int{d.Split.M, d.Split.N}[k], b)
+				lo, hi := cost.AlignedBlock([]int{pr.M, pr.N}[k], []int{d.Split.M, d.Split.N}[k], b, []int{cost.RowAlign, cost.ColAlign}[k])
 				if (hi-lo)%[]int{4, 16}[k] != 0 {
 					st.PaddingClearsRemoved += []int{d.Split.N, d.Split.M}[k] * d.Split.K
 				}
@@ -274,4 +275,13 @@ func (pl *planner) stats(pt point, r *result, st *Stats) {
 	if st.EstimatedRowBytes > 0 {
 		st.HeuristicRowBytes = max(st.HeuristicRowBytes, st.EstimatedRowBytes*5/cost.ExchangeInstrsPerTransfer)
 	}
+}
+
+// KernelName is a product step's kernel: "amp-fp16", "amp-fp8" on the
+// AMP, "vec-fp32" on the vector unit.
+func KernelName(t codegen.AMPType) string {
+	if t == codegen.VecFP32 {
+		return "vec-fp32"
+	}
+	return "amp-" + t.String()
 }

@@ -194,7 +194,7 @@ func (pl *planner) eval(pt point) (*result, error) {
 					}
 					o.Source = &s
 				} else if c.HasCast && d.CastOrder == plan.BeforeExchange && d.Stationary != name {
-					s := cost.RowDist(rows, cols, o.ResidentBytes, d.Tiles[0], d.Tiles[1]-d.Tiles[0])
+					s := cost.AlignedRowDist(rows, cols, o.ResidentBytes, d.Tiles[0], d.Tiles[1]-d.Tiles[0], SourceAlign(k == 0, c.Transpose))
 					if c.Transpose {
 						s = transpose(s)
 					}
@@ -301,4 +301,18 @@ func matrixOf(s []int64) (int, int) {
 // sortDecisions keeps a point in node order.
 func sortDecisions(pt point) {
 	sort.Slice(pt, func(i, j int) bool { return pt[i].Node < pt[j].Node })
+}
+
+// SourceAlign is the row alignment of the row distribution a product
+// operand's root gets when it is cast before the exchange: the root's
+// rows are the operand's group axis (A rows, or B columns of a
+// transposed root) or its k axis.
+func SourceAlign(a, transpose bool) int {
+	switch {
+	case a && !transpose:
+		return cost.RowAlign
+	case !a && transpose:
+		return cost.ColAlign
+	}
+	return 1
 }

@@ -84,9 +84,12 @@ func (pl *planner) screen(pr *cost.Product, budget int) []cost.Split {
 	}
 	var cs []cand
 	for gk := 1; gk <= min(8, pr.K) && gk <= budget; gk *= 2 {
-		for _, gm := range distinct(pr.M, budget/gk) {
-			for _, gn := range distinct(pr.N, budget/(gk*gm)) {
-				mb, kb, nb := (pr.M+gm-1)/gm, (pr.K+gk-1)/gk, (pr.N+gn-1)/gn
+		mu, nu := cost.Units(pr.M, cost.RowAlign), cost.Units(pr.N, cost.ColAlign)
+		for _, gm := range distinct(mu, budget/gk) {
+			for _, gn := range distinct(nu, budget/(gk*gm)) {
+				mb := min(pr.M, (mu+gm-1)/gm*cost.RowAlign)
+				nb := min(pr.N, (nu+gn-1)/gn*cost.ColAlign)
+				kb := (pr.K + gk - 1) / gk
 				c, err := cost.MatMulCycles(pl.p, pr.Type, mb, kb, nb)
 				if err != nil {
 					continue
@@ -109,8 +112,8 @@ func (pl *planner) screen(pr *cost.Product, budget int) []cost.Split {
 	if len(cs) == 0 {
 		// Nothing the kernel takes: cost the widest split, whose memory
 		// report says why it does not fit.
-		gm := min(pr.M, budget)
-		cs = append(cs, cand{s: cost.Split{GM: gm, GN: max(1, min(pr.N, budget/gm)), GK: 1}})
+		gm := min(cost.Units(pr.M, cost.RowAlign), budget)
+		cs = append(cs, cand{s: cost.Split{GM: gm, GN: max(1, min(cost.Units(pr.N, cost.ColAlign), budget/gm)), GK: 1}})
 	}
 	var out []cost.Split
 	for i := 0; i < len(cs) && i < screenKeep; i++ {
@@ -191,7 +194,7 @@ func (pl *planner) move(pt point, rng *rand.Rand) point {
 	switch rng.IntN(4) {
 	case 0, 1: // change one split factor
 		f := []*int{&d.Split.M, &d.Split.N, &d.Split.K}[rng.IntN(3)]
-		lim := []int{pr.M, pr.N, pr.K}
+		lim := []int{cost.Units(pr.M, cost.RowAlign), cost.Units(pr.N, cost.ColAlign), pr.K}
 		var k int
 		switch {
 		case f == &d.Split.M:
@@ -367,7 +370,7 @@ func (pl *planner) checkPoint(pt point) error {
 		if d.Node != pr.idx {
 			return fmt.Errorf("decision %d is for node %d, want %d", i, d.Node, pr.idx)
 		}
-		if d.Split.M > pr.M || d.Split.N > pr.N || d.Split.K > pr.K || d.Tiles[1] > pl.tiles || d.Tiles[1]-d.Tiles[0] < d.Split.M*d.Split.N*d.Split.K {
+		if !(cost.Split{GM: d.Split.M, GN: d.Split.N, GK: d.Split.K}).Fits(pr.M, pr.K, pr.N) || d.Tiles[1] > pl.tiles || d.Tiles[1]-d.Tiles[0] < d.Split.M*d.Split.N*d.Split.K {
 			return fmt.Errorf("decision %d: split %+v over tiles %v does not fit", i, d.Split, d.Tiles)
 		}
 	}
