@@ -17,7 +17,9 @@ import (
 	"ipu.local/libs/arch"
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/graph"
+	"ipu.local/libs/link"
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/pack"
 	"ipu.local/libs/planner"
 	"ipu.local/libs/toolrun"
 	"ipu.local/libs/trace"
@@ -158,7 +160,20 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	}
 	log.Info("finished incremental instruction-alignment validation", slog.Int("transfers", st.Transfers),
 		trace.Elapsed(start), slog.Bool("success", true))
-	log.Info("validated search incumbent", slog.Int64("cycles", pl.Cost.FinalCycles), slog.Bool("resuming", st.Resuming))
+	// Validate the incumbent by lowering it as ipu-link will: the exact
+	// final_cycles replace the estimate.
+	linked, err := validate(log, cfg, pl)
+	if err != nil {
+		return err
+	}
+	if linked != nil {
+		pl.Cost.FinalCycles, pl.Cost.FinalExchange, pl.Cost.Estimated = linked.FinalCycles, linked.FinalExchange, false
+		pl.Search.IncumbentCycles = linked.FinalCycles
+		if encoded, err = plan.Marshal(pl); err != nil {
+			return fmt.Errorf("encode plan: %w", err)
+		}
+		log.Info("validated search incumbent", slog.Int64("cycles", pl.Cost.FinalCycles), slog.Bool("resuming", st.Resuming))
+	}
 
 	if err := atomicfile.Write(cfg.out, encoded); err != nil {
 		return fmt.Errorf("write %s: %w", cfg.out, err)
@@ -218,4 +233,29 @@ func recordedPath(path string) string {
 		return filepath.Base(path)
 	}
 	return filepath.ToSlash(filepath.Clean(path))
+}
+
+// validate lowers the plan in process (the link phases nest in
+// plan_package) and builds its tile images. A plan with an operator the
+// linker does not lower yet keeps its estimate: nil stats, a warning.
+func validate(log *slog.Logger, cfg config, pl *plan.Plan) (*link.Stats, error) {
+	data, err := plan.Marshal(pl)
+	if err != nil {
+		return nil, fmt.Errorf("encode plan: %w", err)
+	}
+	o, st, err := link.Link(pl, plan.Fingerprint(data), link.Options{Log: log})
+	var nl *link.NotLoweredError
+	if errors.As(err, &nl) {
+		log.Warn("search incumbent not validated: the linker cannot lower it yet", slog.String("error", err.Error()))
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: lowering the plan: %w", cfg.model, err)
+	}
+	ph := trace.Phase(log, "build_tile_images")
+	_, err = pack.Build(o, cfg.arch)
+	if err := ph.End(err); err != nil {
+		return nil, fmt.Errorf("%s: building the tile images: %w", cfg.model, err)
+	}
+	return st, nil
 }

@@ -1,0 +1,47 @@
+// Package link lowers a plan to an object: tile code for every kernel
+// (libs/codegen), exchange phases scheduled to the cycle (libs/sched),
+// tile memory placement, the host program and the device program's cycle
+// cost.
+//
+// # Program shape
+//
+// Every tile with work runs the same superstep sequence (tiles without
+// work in a superstep only sync):
+//
+//	hsync                      startup ends; wait for the host's call
+//	loop:
+//	  fetch     host     every tile fetches its input blocks (hin)
+//	  per matrix product, in node order:
+//	    cast      compute  (cast before the exchange) source tiles cast
+//	                       their row pieces to the AMP type
+//	    operands  exchange the cast pieces travel to the product blocks
+//	    matmul    compute  casts after the exchange, the AMP product,
+//	                       the output cast
+//	    reduce    exchange (k split) partial sums to their owners
+//	    reduce-add compute (k split) sums of the partial products
+//	  result    host     every tile writes its output blocks (hout),
+//	                     then hsync; br loop
+//
+// # Layouts
+//
+// Product operands live in the kernel's panel layouts (codegen.MatMul):
+// A blocks in groups of 4 rows, B blocks in panels of 16 columns, both
+// k-major. Blocks of M and N start at multiples of 4 and 16
+// (cost.Split.MBlock, NBlock), so a block is whole groups or panels, and
+// a source piece of a cast-before operand (rows of the root, aligned as
+// planner.SourceAlign says) reaches a block as runs of whole groups:
+// one run when both hold the same k extent, else one per group. A graph
+// input is delivered by the host already in its block layout (the
+// object's host tensor blocks: one contiguous page range per block);
+// constants are in the tile images. Every buffer of a product has the
+// same address on every tile of the product (sized for the largest
+// block), so a multicast lands at one address.
+//
+// # Cost
+//
+// final_cycles counts the supersteps from the first compute or exchange
+// superstep to the last, each as its longest tile plus the preset's sync:
+// a compute superstep's tile runs its launches back to back (codegen's
+// exact CyclesAt), an exchange superstep lasts sched's makespan. The
+// host supersteps are reported separately.
+package link

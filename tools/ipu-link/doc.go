@@ -1,0 +1,17 @@
+// Command ipu-link lowers a plan to a linked object: tile code for every
+// kernel, exchange phases scheduled to the cycle, tile memory placement
+// and the host program.
+//
+//	ipu-link IN.plan -o OUT.ipuobj
+//
+// It needs nothing but the plan: the plan embeds the model's graph and
+// constants. It logs the seed's link phases (compile_runtime,
+// plan_kernels, compile_kernels, link_runtime, size_tile_code,
+// place_storage, lower_exchanges, optimize_exchange_placement,
+// prepare_tile_code, emit_tile_code) with elapsed_ms and success, the
+// placement lines, and `costed final placed program final_cycles=...
+// final_exchange=...`: the cycles of the device program from its first
+// compute superstep to its last, the same figure ipu-plan reports for the
+// plan. Operators the linker does not generate code for stop it with
+// `node "n": operator X is not lowered: ...` and exit status 1.
+package main

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"ipu.local/formats/obj"
+	"ipu.local/formats/plan"
+	"ipu.local/libs/atomicfile"
+	"ipu.local/libs/link"
+	"ipu.local/libs/toolrun"
+	"ipu.local/libs/trace"
+)
+
+func run(args []string, stdout, stderr io.Writer) int {
+	app := &cli.App{
+		Name:      "ipu-link",
+		Usage:     "lower a plan to a linked object",
+		ArgsUsage: "IN.plan",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "o", Usage: "write the object to `OUT.ipuobj`", Required: true},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return toolrun.Usagef("want exactly one plan IN.plan, got %d arguments", c.NArg())
+			}
+			return linkPlan(toolrun.Logger(c), c.Args().First(), c.String("o"))
+		},
+	}
+	return toolrun.Main(app, args, stdout, stderr)
+}
+
+// linkPlan reads the plan, lowers it and writes the object.
+func linkPlan(log *slog.Logger, in, out string) error {
+	data, err := os.ReadFile(in)
+	if err != nil {
+		return fmt.Errorf("read plan: %w", err)
+	}
+	pl, err := plan.Read(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
+	build := trace.Span(log, trace.BuildSpan, slog.Int("tile_count", pl.Tiles), slog.Int("operations", len(pl.Graph.Nodes)))
+	o, _, err := link.Link(pl, plan.Fingerprint(data), link.Options{Log: build})
+	if err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
+	if err := atomicfile.WriteFile(out, func(w io.Writer) error { return obj.Write(w, o) }); err != nil {
+		return fmt.Errorf("write %s: %w", out, err)
+	}
+	return nil
+}
