@@ -743,6 +743,22 @@ func (l *linker) emit(fingerprint string) (*obj.Object, error) {
 	return o, nil
 }
 
+// setDataAt writes constant bytes at addr, inside one of tile t's
+// buffers (the rest of the buffer stays zero).
+func (l *linker) setDataAt(t int, addr uint32, data []byte) {
+	tl := l.tile(t)
+	for i := range tl.bufs {
+		b := &tl.bufs[i]
+		if addr >= b.addr && uint64(addr)+uint64(len(data)) <= uint64(b.addr)+uint64(b.size) {
+			if b.data == nil {
+				b.data = make([]byte, b.size)
+			}
+			copy(b.data[addr-b.addr:], data)
+			return
+		}
+	}
+}
+
 // arrange lays a constant's elements out as one host block would.
 func arrange(v *graph.Value, b obj.Block, bytes uint32) ([]byte, error) {
 	t := obj.Tensor{Name: v.Name, DType: v.DType.String(), Shape: v.Shape, Blocks: []obj.Block{b}}

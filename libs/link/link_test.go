@@ -200,3 +200,87 @@ func TestQKEarly(t *testing.T) {
 		})
 	}
 }
+
+// linkBytes plans and links an in-memory model.
+func linkBytes(t *testing.T, data []byte, tiles int) (*obj.Object, *Stats, *graph.Graph) {
+	t.Helper()
+	m, err := onnx.ReadModel(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := arch.Lookup("ipu21")
+	pl, _, _, err := planner.Plan(g, p, planner.Options{Tiles: tiles, Seed: 1, MaxAttempts: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, st, err := Link(pl, "test", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range pl.Steps {
+		t.Logf("step %s: %s split %+v %s %s", s.Name, s.Kernel, s.Split, s.CastOrder, s.Stationary)
+	}
+	return o, st, g
+}
+
+func TestGemm(t *testing.T) {
+	vals := func(n int, scale float32) []float32 {
+		out := make([]float32, n)
+		for i := range out {
+			out[i] = scale * float32((i*37)%23-11)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name        string
+		m, k, n     int
+		alpha, beta float32
+		bias        string // "", "const-n", "input-n", "input-mn", "const-mn"
+		transB      bool
+		out16       bool
+		tiles       int
+	}{
+		{"plain", 8, 40, 32, 1, 1, "", false, false, 16},
+		{"alpha-beta-input-mn", 12, 33, 48, 0.5, -2, "input-mn", false, false, 16},
+		{"const-bias-transB", 20, 64, 40, 1, 1, "const-n", true, false, 64},
+		{"input-bias-n-ksplit", 8, 300, 16, 2, 0.25, "input-n", false, false, 64},
+		{"const-mn", 5, 7, 17, 1, 3, "const-mn", false, false, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := onnx.NewModel(17)
+			b.AddInput("a", onnx.Float, []int64{int64(tc.m), int64(tc.k)})
+			bs := []int64{int64(tc.k), int64(tc.n)}
+			if tc.transB {
+				bs = []int64{int64(tc.n), int64(tc.k)}
+			}
+			b.AddInitializer(onnx.NewFloat32("b", bs, vals(tc.k*tc.n, 0.125)))
+			ins := []string{"a", "b"}
+			switch tc.bias {
+			case "const-n":
+				b.AddInitializer(onnx.NewFloat32("c", []int64{int64(tc.n)}, vals(tc.n, 0.5)))
+				ins = append(ins, "c")
+			case "const-mn":
+				b.AddInitializer(onnx.NewFloat32("c", []int64{int64(tc.m), int64(tc.n)}, vals(tc.m*tc.n, 0.25)))
+				ins = append(ins, "c")
+			case "input-n":
+				b.AddInput("c", onnx.Float, []int64{int64(tc.n)})
+				ins = append(ins, "c")
+			case "input-mn":
+				b.AddInput("c", onnx.Float, []int64{int64(tc.m), int64(tc.n)})
+				ins = append(ins, "c")
+			}
+			tb := int64(0)
+			if tc.transB {
+				tb = 1
+			}
+			b.AddNode("Gemm", "g", ins, []string{"y"}, onnx.FloatAttr("alpha", tc.alpha), onnx.FloatAttr("beta", tc.beta), onnx.IntAttr("transB", tb))
+			b.AddOutput("y", onnx.Float, []int64{int64(tc.m), int64(tc.n)})
+			o, st, g := linkBytes(t, b.Marshal(), tc.tiles)
+			checkModel(t, o, st, g)
+		})
+	}
+}

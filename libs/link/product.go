@@ -194,8 +194,9 @@ func (l *linker) pageAlloc(page uint8, bytes uint32) (uint32, error) {
 // product lowers one MatMul or Gemm step.
 func (l *linker) product(st plan.Step, pr *cost.Product) error {
 	n := pr.Node
-	if g, ok := n.Attrs.(*graph.Gemm); ok && (g.Alpha != 1 || len(n.Inputs) > 2 && n.Inputs[2] != nil) {
-		return notLowered(n, "Gemm with alpha != 1 or a bias C")
+	ep, err := l.epilogueOf(n, pr)
+	if err != nil {
+		return err
 	}
 	s := cost.Split{GM: st.Split.M, GN: st.Split.N, GK: st.Split.K}
 	lo := st.Tiles[0]
@@ -267,6 +268,7 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 	for t := range compute {
 		compute[t] = lo + t
 	}
+	ep.tiles = compute
 	aPanel := func(i, kb int) panel {
 		r0, r1 := s.MBlock(pr.M, i)
 		k0, k1 := s.KBlock(pr.K, kb)
@@ -558,6 +560,9 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 				}
 				t := tileOf(i, j, kb)
 				src := cBuf + uint32(p0*w*4)
+				if err := l.epilogue(ep, final, t, src, cBuf, r0+p0, r0+p1, c0, c1, w); err != nil {
+					return err
+				}
 				if out.DType == onnx.Float16 {
 					final.work[t] = append(final.work[t], &kernel{what: nm("cast-out"), cast: &codegen.Cast{
 						Kind: codegen.F32ToF16, N: (p1 - p0) * w, X: src, Y: cout + uint32(p0*w*2), Workers: codegen.Slots}})
