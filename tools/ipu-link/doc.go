@@ -2,7 +2,7 @@
 // kernel, exchange phases scheduled to the cycle, tile memory placement
 // and the host program.
 //
-//	ipu-link IN.plan -o OUT.ipuobj
+//	ipu-link IN.plan -o OUT.ipuobj [--model MODEL.onnx]
 //
 // It needs nothing but the plan: the plan embeds the model's graph and
 // constants. It logs the seed's link phases (compile_runtime,
@@ -13,5 +13,6 @@
 // final_exchange=...`: the cycles of the device program from its first
 // compute superstep to its last, the same figure ipu-plan reports for the
 // plan. Operators the linker does not generate code for stop it with
-// `node "n": operator X is not lowered: ...` and exit status 1.
+// `node "n": operator X is not lowered: ...` and exit status 1. With
+// --model, a plan made from another model is refused by its fingerprint.
 package main

@@ -12,6 +12,7 @@ import (
 	"ipu.local/formats/plan"
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/link"
+	"ipu.local/libs/onnx"
 	"ipu.local/libs/toolrun"
 	"ipu.local/libs/trace"
 )
@@ -23,19 +24,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ArgsUsage: "IN.plan",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "o", Usage: "write the object to `OUT.ipuobj`", Required: true},
+			&cli.StringFlag{Name: "model", Usage: "check that the plan was made from `MODEL.onnx` (its fingerprint)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return toolrun.Usagef("want exactly one plan IN.plan, got %d arguments", c.NArg())
 			}
-			return linkPlan(toolrun.Logger(c), c.Args().First(), c.String("o"))
+			return linkPlan(toolrun.Logger(c), c.Args().First(), c.String("o"), c.String("model"))
 		},
 	}
 	return toolrun.Main(app, args, stdout, stderr)
 }
 
 // linkPlan reads the plan, lowers it and writes the object.
-func linkPlan(log *slog.Logger, in, out string) error {
+func linkPlan(log *slog.Logger, in, out, model string) error {
 	data, err := os.ReadFile(in)
 	if err != nil {
 		return fmt.Errorf("read plan: %w", err)
@@ -43,6 +45,15 @@ func linkPlan(log *slog.Logger, in, out string) error {
 	pl, err := plan.Read(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)
+	}
+	if model != "" {
+		md, err := os.ReadFile(model)
+		if err != nil {
+			return fmt.Errorf("read model: %w", err)
+		}
+		if fp := onnx.Fingerprint(md); fp != pl.Model.Fingerprint {
+			return fmt.Errorf("%s: plan was made from model %q (sha256 %.12s), not from %s (sha256 %.12s)", in, pl.Model.Path, pl.Model.Fingerprint, model, fp)
+		}
 	}
 	build := trace.Span(log, trace.BuildSpan, slog.Int("tile_count", pl.Tiles), slog.Int("operations", len(pl.Graph.Nodes)))
 	o, _, err := link.Link(pl, plan.Fingerprint(data), link.Options{Log: build})
