@@ -1,5 +1,6 @@
 // Package e2e runs the whole assembly pipeline through the real tool
-// binaries: ipu-as, ipu-pack, ipu-load, ipu-check, ipu-dump, ipu-diff.
+// binaries: ipu-plan, ipu-link, ipu-as, ipu-pack, ipu-load, ipu-check,
+// ipu-dump, ipu-diff.
 package e2e
 
 import (
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator),
-		"../ipu-as", "../ipu-pack", "../ipu-load", "../ipu-check", "../ipu-dump", "../ipu-diff")
+		"../ipu-plan", "../ipu-link", "../ipu-as", "../ipu-pack", "../ipu-load", "../ipu-check", "../ipu-dump", "../ipu-diff")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		panic("building the tools: " + err.Error())
