@@ -6,13 +6,13 @@ GO ?= go
 BIN := bin
 ART := artifacts
 DEVICE ?= $(ART)/ipu0
-TOOLS := ipu-plan ipu-as ipu-dump ipu-diff ipu-pack ipu-load ipu-check
+TOOLS := ipu-plan ipu-link ipu-as ipu-dump ipu-diff ipu-pack ipu-load ipu-check
 MODULES := formats libs tools scripts
 # -count=1: the end-to-end test runs tool binaries it builds itself, which
 # the test cache cannot see; never trust a cached pass.
 GOFLAGS_TEST ?= -count=1
 
-.PHONY: gendata all build run run-asm test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run run-asm conformance bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -20,8 +20,30 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ $(addprefix ./tools/,$(TOOLS))
 
-# Until the compiler lands, `make run` runs the hand-written assembly demo.
-run: run-asm
+# `make run` compiles a model and checks it on the simulated device:
+# plan -> link -> pack -> load -> check, artifacts under artifacts/NAME/.
+# MODEL=path.onnx picks another model, DATA=dir checks against an ONNX
+# test data set instead of the host reference, TILES=N bounds the tiles.
+MODEL ?= testdata/models/qk-early.onnx
+NAME := $(basename $(notdir $(MODEL)))
+OUT := $(ART)/$(NAME)
+# The seed's run planned qk-early over 64 tiles of the 1472.
+TILES ?= 64
+SEED_LOG := ../shared/seed/000_ad3fbe4381067c88.txt
+run: build
+	@mkdir -p $(OUT)
+	rm -f $(OUT)/state.json $(OUT)/run.log
+	set -o pipefail; $(BIN)/ipu-plan $(MODEL) -o $(OUT)/model.plan --state $(OUT)/state.json $(if $(TILES),--tiles $(TILES)) 2>&1 | tee -a $(OUT)/run.log
+	set -o pipefail; $(BIN)/ipu-link $(OUT)/model.plan -o $(OUT)/model.ipuobj 2>&1 | tee -a $(OUT)/run.log
+	set -o pipefail; $(BIN)/ipu-pack $(OUT)/model.ipuobj -o $(OUT)/model.ipuexe 2>&1 | tee -a $(OUT)/run.log
+	set -o pipefail; $(BIN)/ipu-load --device $(DEVICE) $(OUT)/model.ipuexe 2>&1 | tee -a $(OUT)/run.log
+	set -o pipefail; $(BIN)/ipu-check --device $(DEVICE) $(if $(DATA),--data $(DATA)) \
+		--profile $(OUT)/model.capnp $(OUT)/model.ipuexe 2>&1 | tee -a $(OUT)/run.log
+	@if [ -f $(SEED_LOG) ] && [ -z "$(DATA)" ]; then \
+		$(GO) run ./scripts/seedcheck $(SEED_LOG) $(OUT)/run.log > $(OUT)/seedcheck.txt || { cat $(OUT)/seedcheck.txt; exit 1; }; \
+		echo "every seed log line has its counterpart in $(OUT)/run.log ($(OUT)/seedcheck.txt)"; fi
+
+# The hand-written assembly demo: dot64 through ipu-as.
 
 ASM_DEMO := testdata/asm/dot64
 run-asm: build
@@ -33,7 +55,7 @@ run-asm: build
 		--profile $(ART)/dot64/dot64.capnp $(ART)/dot64/dot64.ipuexe
 	$(BIN)/ipu-dump $(ART)/dot64/dot64.capnp | head -n 30
 
-test: vet fmt-check deps-capnp test-go run-asm
+test: vet fmt-check deps-capnp test-go conformance run-asm run
 
 test-go:
 	for m in $(MODULES); do (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...) || exit 1; done
@@ -51,8 +73,21 @@ deps-capnp:
 		(apt-get update -qq && apt-get install -y -qq capnproto >/dev/null) || \
 		(sudo apt-get update -qq && sudo apt-get install -y -qq capnproto >/dev/null); }
 
+# bench: the simulator's speed, then the compiler's figures (cycles
+# against the compute bound and the cost model, phase wall times).
 bench: build
 	$(GO) run ./scripts/bench
+	$(GO) run ./scripts/benchcompile $(BENCH_COMPILE_FLAGS)
+
+# bench-compile: the compiler's figures only (BENCH_COMPILE_FLAGS: e.g.
+# -models testdata/models/qk-early.onnx@64).
+bench-compile: build
+	$(GO) run ./scripts/benchcompile $(BENCH_COMPILE_FLAGS)
+
+# conformance compiles and checks every case of ../shared/conformance
+# through the pipeline's tools in bin/ (CONFORMANCE_FLAGS: e.g. -run ort/).
+conformance: build
+	$(GO) run ./scripts/conformance $(CONFORMANCE_FLAGS)
 
 FUZZTIME ?= 30s
 # Every fuzz target, FUZZTIME each: module, package, target.

@@ -412,6 +412,8 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 		if c.Root.Const == nil {
 			in = &l.inputs[l.inIndex[c.Root]]
 		}
+		srcBase := make([]uint32, len(srcTiles))
+		inPlace := make([]bool, len(srcTiles))
 		for q, t := range srcTiles {
 			sp := srcPanels[q]
 			bytes := uint32(sp.elems() * rs)
@@ -429,8 +431,18 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 				}
 				l.setData(t, stage, data)
 			}
+			// A piece that is one run of its own tile's block is cast in
+			// place, and sent from there.
+			srcBase[q] = cast
+			if t >= lo && t < lo+s.Tiles() {
+				db, _ := blockOf(t)
+				if own := runs(sp, db); len(own) == 1 && own[0].src == 0 && own[0].n == sp.elems() && (own[0].dst*e)%8 == 0 {
+					srcBase[q] = bufs[k] + uint32(own[0].dst*e)
+					inPlace[q] = true
+				}
+			}
 			pre.work[t] = append(pre.work[t], &kernel{what: nm("cast-" + o.name), cast: &codegen.Cast{
-				Kind: c.Cast, N: sp.elems(), X: stage, Y: cast, Format: c.FP8, Saturate: o.saturate, Workers: codegen.Slots}})
+				Kind: c.Cast, N: sp.elems(), X: stage, Y: srcBase[q], Format: c.FP8, Saturate: o.saturate, Workers: codegen.Slots}})
 		}
 		// Runs from every piece to every block that needs it.
 		type key struct {
@@ -448,6 +460,9 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 						return notLowered(n, "operand %s: a run of %d elements at %d is not word aligned", o.name, r.n, r.src)
 					}
 					if srcTiles[q] == t {
+						if inPlace[q] {
+							continue
+						}
 						// Local: cast straight from the staged piece.
 						if (r.src*rs)%8 != 0 || (r.dst*e)%8 != 0 {
 							return notLowered(n, "operand %s: local run at element %d is not 8-byte aligned", o.name, r.dst)
@@ -456,7 +471,7 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 							Kind: c.Cast, N: r.n, X: stage + uint32(r.src*rs), Y: bufs[k] + uint32(r.dst*e), Format: c.FP8, Saturate: o.saturate, Workers: codegen.Slots}})
 						continue
 					}
-					kk := key{srcTiles[q], cast + uint32(r.src*e), bufs[k] + uint32(r.dst*e), r.n * e / 4}
+					kk := key{srcTiles[q], srcBase[q] + uint32(r.src*e), bufs[k] + uint32(r.dst*e), r.n * e / 4}
 					if _, ok := dests[kk]; !ok {
 						keys = append(keys, kk)
 					}

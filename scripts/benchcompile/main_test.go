@@ -1,0 +1,52 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"ipu.local/libs/arch"
+)
+
+func TestParseRows(t *testing.T) {
+	p := arch.MustLookup("ipu21")
+	for _, tc := range []struct {
+		name, models string
+		tiles        int
+		want         []row
+		wantErr      bool
+	}{
+		{name: "default", models: defaultRows, want: []row{
+			{"testdata/models/matmul2048.onnx", 1472}, {"testdata/models/qk-early.onnx", 1472}, {"testdata/models/qk-early.onnx", 64},
+		}},
+		{name: "tiles flag", models: "a.onnx, b.onnx@8", tiles: 16, want: []row{{"a.onnx", 16}, {"b.onnx", 8}}},
+		{name: "empty row", models: "a.onnx,,b.onnx", wantErr: true},
+		{name: "bad tiles", models: "a.onnx@x", wantErr: true},
+		{name: "too many tiles", models: "a.onnx@1473", wantErr: true},
+		{name: "tiles flag out of range", models: "a.onnx", tiles: -1, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseRows(tc.models, tc.tiles, p)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %t", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(row{})); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLastLine(t *testing.T) {
+	for _, tc := range []struct{ name, out, want string }{
+		{"error line", "log line\nipu-check: read x: boom\nlater log\n", "read x: boom"},
+		{"no error line", "one\ntwo\n", "two"},
+		{"empty", "", "no output"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := lastLine(tc.out, "ipu-check:"); got != tc.want {
+				t.Errorf("mismatch (-want +got):\n-%q\n+%q", tc.want, got)
+			}
+		})
+	}
+}
