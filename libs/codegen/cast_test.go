@@ -58,7 +58,7 @@ func castExact(p Cast, x []byte) []byte {
 	case F16ToF32, F8ToF32:
 		return binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(v)))
 	}
-	return []byte{numfmt.F64ToF8(v, p.Format, p.Scale, mode)}
+	return []byte{numfmt.F64ToF8Dev(v, p.Format, p.Scale, mode)}
 }
 
 func TestCast(t *testing.T) {

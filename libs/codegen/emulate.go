@@ -184,11 +184,11 @@ func EmulateCast(p Cast, x []byte) []byte {
 		case F16ToF32:
 			binary.LittleEndian.PutUint32(dst, numfmt.F16ToF32(binary.LittleEndian.Uint16(src)))
 		case F32ToF8:
-			dst[0] = numfmt.F32ToF8(binary.LittleEndian.Uint32(src), p.Format, p.Scale, mode)
+			dst[0] = numfmt.F32ToF8Dev(binary.LittleEndian.Uint32(src), p.Format, p.Scale, mode)
 		case F8ToF32:
 			binary.LittleEndian.PutUint32(dst, numfmt.F8ToF32(src[0], p.Format, p.Scale))
 		case F16ToF8:
-			dst[0] = numfmt.F16ToF8(binary.LittleEndian.Uint16(src), p.Format, p.Scale, mode)
+			dst[0] = numfmt.F16ToF8Dev(binary.LittleEndian.Uint16(src), p.Format, p.Scale, mode)
 		}
 	}
 	return out

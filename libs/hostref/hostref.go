@@ -14,8 +14,12 @@
 //   - Device: the device's roundings. A matrix product's inputs are what
 //     their types hold, each product is exact and the accumulation is one
 //     FP32 fused multiply-add per k, in k order (what the AMP and FMA
-//     instructions do); elementwise operators as FP32; casts follow the
-//     ONNX rules (numfmt.F32ToF8), as the device's conversions do.
+//     instructions do); elementwise operators as FP32.
+//
+// FP8 casts round as the device's conversion instructions do at every
+// precision: the ONNX rules, except onnxruntime's two departures in
+// non-saturating overflow (numfmt.F32ToF8ORT), which the device adopts so
+// that a model's casts are bit-exact with onnxruntime.
 //
 // Values are held as float64 slices whatever their type; a value of type
 // float, float16 or FP8 holds exactly representable numbers under FP32 and

@@ -172,7 +172,9 @@ func (ev *evaluator) cast(from onnx.DataType, a *graph.Cast, x []float64) []floa
 			// FP8 value is).
 			y[i] = numfmt.F8ToF64(numfmt.F32ToF8ORT(math.Float32bits(float32(v)), f, mode), f, 0)
 		case fp8:
-			y[i] = numfmt.F8ToF64(numfmt.F64ToF8(v, f, 0, mode), f, 0)
+			// The device's conversion (onnxruntime's), at every precision:
+			// the cast's rounding is the model's meaning.
+			y[i] = numfmt.F8ToF64(numfmt.F64ToF8Dev(v, f, 0, mode), f, 0)
 		}
 	}
 	return y

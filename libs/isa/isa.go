@@ -404,7 +404,7 @@ var table = []Info{
 	{CVTFH, "f32v2tof16", FormR, []Kind{AD, AA2}, 1, ClassConvert, Any, "d = two FP16 (low lane first) from f32v2 a, round to nearest even"},
 	{CVTHF, "f16v2tof32", FormR, []Kind{AD2, AA}, 1, ClassConvert, Any, "d = f32v2 from two FP16 in a (exact)"},
 	{CVTH8, "f16v4tof8", FormR, []Kind{AD, AA2}, 1, ClassConvert, Any,
-		"d = four FP8 (format and scale A of CSR fp8) from f16v4 a divided by 2^scale; round to nearest even; overflow and Inf saturate to +-max, or give NaN (+-Inf for E5M2) when NaN-on-overflow is set; NaN gives NaN (as ONNX Cast with saturate 1 and 0)"},
+		"d = four FP8 (format and scale A of CSR fp8) from f16v4 a divided by 2^scale; round to nearest even; overflow and Inf saturate to +-max, or give NaN (+-Inf for E5M2) when NaN-on-overflow is set, except as onnxruntime: E4M3FN 480 <= |x| < 496 gives +-448 and E5M2 61440 <= |x| < 65536 gives NaN (numfmt.F32ToF8Dev); NaN gives NaN (as ONNX Cast with saturate 1 and 0)"},
 	{CVT8H, "f8tof16v4", FormR, []Kind{AD2, AA}, 1, ClassConvert, Any, "d = f16v4 from four FP8 in a, times 2^scale A, round to nearest even"},
 	{CVTF8, "f32v2tof8", FormR, []Kind{AD, AA2}, 1, ClassConvert, Any,
 		"low 16 bits of d = two FP8 from f32v2 a divided by 2^scale A, one rounding (ONNX Cast); overflow as f16v4tof8; high 16 bits cleared"},

@@ -297,3 +297,32 @@ func TestORTQKEarly(t *testing.T) {
 		})
 	}
 }
+
+// TestDevScaled checks the device conversions' onnxruntime departures
+// against the unscaled ones: converting x * 2^s with scale s is converting
+// x (the scaling is exact for these values), in every format and mode,
+// from FP32, FP16 and float64.
+func TestDevScaled(t *testing.T) {
+	xs := []float32{464, 470, 479.9, 480, 490, 495.9, 496, 500, 57344, 61439, 61440, 63000, 65535, 65536, 1, -480, -61440, 0.5}
+	for f := Format(0); f < NumFormats; f++ {
+		for _, mode := range []Mode{Saturate, NaNOnOverflow} {
+			for _, x := range xs {
+				want := F32ToF8Dev(math.Float32bits(x), f, 0, mode)
+				if got := F64ToF8Dev(float64(x), f, 0, mode); got != want {
+					t.Errorf("%v %v %g: F64ToF8Dev %#02x, F32ToF8Dev %#02x", f, mode, x, got, want)
+				}
+				for _, s := range []int{-3, -1, 2, 4} {
+					y := float32(math.Ldexp(float64(x), s))
+					if got := F32ToF8Dev(math.Float32bits(y), f, s, mode); got != want {
+						t.Errorf("%v %v %g scale %d: %#02x, unscaled %#02x", f, mode, x, s, got, want)
+					}
+				}
+				if h := F32ToF16(math.Float32bits(x)); F16ToF64(h) == float64(x) {
+					if got := F16ToF8Dev(h, f, 0, mode); got != want {
+						t.Errorf("%v %v %g: F16ToF8Dev %#02x, F32ToF8Dev %#02x", f, mode, x, got, want)
+					}
+				}
+			}
+		}
+	}
+}

@@ -484,13 +484,46 @@ func F8ToF64(code uint8, f Format, scale int) float64 {
 //     (x rounds to 480 > 448).
 //   - E5M2, 61440 <= |x| < 65536: onnxruntime gives NaN (sign|0x7F); ONNX
 //     says +-Inf (x rounds to 65536 > 57344).
-func F32ToF8ORT(b uint32, f Format, mode Mode) uint8 {
-	code := F32ToF8(b, f, 0, mode)
+//
+// The device's conversion instructions follow it (F32ToF8Dev), so that a
+// model's Cast runs bit-exact with onnxruntime.
+func F32ToF8ORT(b uint32, f Format, mode Mode) uint8 { return F32ToF8Dev(b, f, 0, mode) }
+
+// F32ToF8Dev is the device's FP32 -> FP8 conversion (f32v2tof8): F32ToF8,
+// with onnxruntime's two departures in mode NaNOnOverflow (F32ToF8ORT),
+// applied to x / 2^scale.
+func F32ToF8Dev(b uint32, f Format, scale int, mode Mode) uint8 {
+	code := F32ToF8(b, f, scale, mode)
 	if mode != NaNOnOverflow {
 		return code
 	}
-	sign := uint8(b>>24) & 0x80
-	mag := math.Float32frombits(b &^ (1 << 31))
+	return ortEdge(code, b>>31 != 0, math.Abs(math.Ldexp(float64(math.Float32frombits(b)), -scale)), f)
+}
+
+// F16ToF8Dev is the device's FP16 -> FP8 conversion (f16v4tof8), with the
+// same departures as F32ToF8Dev.
+func F16ToF8Dev(h uint16, f Format, scale int, mode Mode) uint8 {
+	code := F16ToF8(h, f, scale, mode)
+	if mode != NaNOnOverflow {
+		return code
+	}
+	return ortEdge(code, h>>15 != 0, math.Abs(math.Ldexp(F16ToF64(h), -scale)), f)
+}
+
+// F64ToF8Dev is F64ToF8 with the device's departures, for the host
+// reference at device precision.
+func F64ToF8Dev(x float64, f Format, scale int, mode Mode) uint8 {
+	code := F64ToF8(x, f, scale, mode)
+	if mode != NaNOnOverflow {
+		return code
+	}
+	return ortEdge(code, math.Signbit(x), math.Abs(math.Ldexp(x, -scale)), f)
+}
+
+// ortEdge replaces the ONNX-rule code of a value of magnitude mag by
+// onnxruntime's in its two departures (see F32ToF8ORT).
+func ortEdge(code uint8, neg bool, mag float64, f Format) uint8 {
+	sign := signBit8(neg)
 	switch {
 	case f == E4M3FN && mag >= 480 && mag < 496:
 		return sign | 0x7E

@@ -650,7 +650,7 @@ func (x *exec) run() {
 			var v uint32
 			hv := uint64(c.a[a]) | uint64(c.a[(a+1)&15])<<32
 			for i := 0; i < 4; i++ {
-				v |= uint32(numfmt.F16ToF8(uint16(hv>>(16*i)), cfg.fa, cfg.sa, cfg.mode)) << (8 * i)
+				v |= uint32(numfmt.F16ToF8Dev(uint16(hv>>(16*i)), cfg.fa, cfg.sa, cfg.mode)) << (8 * i)
 			}
 			c.a[in.d&15] = v
 		case isa.CVT8H:
@@ -664,8 +664,8 @@ func (x *exec) run() {
 		case isa.CVTF8:
 			cfg := decodeFP8(c.fp8)
 			a := in.a & 15
-			c.a[in.d&15] = uint32(numfmt.F32ToF8(c.a[a], cfg.fa, cfg.sa, cfg.mode)) |
-				uint32(numfmt.F32ToF8(c.a[(a+1)&15], cfg.fa, cfg.sa, cfg.mode))<<8
+			c.a[in.d&15] = uint32(numfmt.F32ToF8Dev(c.a[a], cfg.fa, cfg.sa, cfg.mode)) |
+				uint32(numfmt.F32ToF8Dev(c.a[(a+1)&15], cfg.fa, cfg.sa, cfg.mode))<<8
 		case isa.CVT8F:
 			cfg := decodeFP8(c.fp8)
 			v, d := c.a[in.a&15], in.d&15

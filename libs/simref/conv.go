@@ -17,11 +17,11 @@ func mode(nanOnOverflow bool) numfmt.Mode {
 }
 
 func f16to8(h uint16, f, scale int, nan bool) uint8 {
-	return numfmt.F16ToF8(h, numfmt.Format(f), scale, mode(nan))
+	return numfmt.F16ToF8Dev(h, numfmt.Format(f), scale, mode(nan))
 }
 
 func f32to8(b uint32, f, scale int, nan bool) uint8 {
-	return numfmt.F32ToF8(b, numfmt.Format(f), scale, mode(nan))
+	return numfmt.F32ToF8Dev(b, numfmt.Format(f), scale, mode(nan))
 }
 
 func f8to16(b uint8, f, scale int) uint16 { return numfmt.F8ToF16(b, numfmt.Format(f), scale) }
