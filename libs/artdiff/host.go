@@ -1,7 +1,9 @@
 package artdiff
 
 import (
+	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,6 +20,9 @@ func diffHost(a, b *obj.HostProgram) []string {
 	lines = append(lines, diffPages(a.Pages, b.Pages)...)
 	lines = append(lines, diffTensors("input", a.Inputs, b.Inputs)...)
 	lines = append(lines, diffTensors("output", a.Outputs, b.Outputs)...)
+	if !bytes.Equal(a.Model, b.Model) {
+		lines = append(lines, fmt.Sprintf("model: %s -> %s", modelDesc(a.Model), modelDesc(b.Model)))
+	}
 	for i := range lines {
 		lines[i] = "host: " + lines[i]
 	}
@@ -136,12 +141,73 @@ func diffTensors(what string, a, b []obj.Tensor) []string {
 			lines = append(lines, fmt.Sprintf("%s %q added: %s", what, tb.Name, tensorDesc(tb)))
 		default:
 			changes := fieldDiffs(view(a, ta), view(b, tb))
+			changes = append(changes, diffBlocks(ta.Blocks, tb.Blocks)...)
 			if len(changes) > 0 {
 				lines = append(lines, fmt.Sprintf("%s %q: %s", what, ta.Name, strings.Join(changes, ", ")))
 			}
 		}
 	}
 	return lines
+}
+
+func modelDesc(m []byte) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	sum := sha256.Sum256(m)
+	return fmt.Sprintf("%d bytes sha256 %x", len(m), sum[:8])
+}
+
+func blockDesc(b obj.Block) string {
+	t := ""
+	if b.Transpose {
+		t = " T"
+	}
+	return fmt.Sprintf("rows [%d,%d) cols [%d,%d)%s %s %dx%d at 0x%x", b.R0, b.R1, b.C0, b.C1, t, b.Order, b.Rows, b.Cols, b.Offset)
+}
+
+// maxBlockLines bounds the block changes listed for one tensor.
+const maxBlockLines = 8
+
+// diffBlocks lists the host blocks of a tensor that one side has and the
+// other does not (blocks compare as a whole), at most maxBlockLines of
+// them, then a count.
+func diffBlocks(a, b []obj.Block) []string {
+	in := func(l []obj.Block) map[obj.Block]int {
+		m := map[obj.Block]int{}
+		for _, x := range l {
+			m[x]++
+		}
+		return m
+	}
+	ma, mb := in(a), in(b)
+	var out []string
+	more := 0
+	note := func(s string) {
+		if len(out) < maxBlockLines {
+			out = append(out, s)
+		} else {
+			more++
+		}
+	}
+	for _, x := range a {
+		if mb[x] == 0 {
+			note("block removed: " + blockDesc(x))
+		} else {
+			mb[x]--
+		}
+	}
+	for _, x := range b {
+		if ma[x] == 0 {
+			note("block added: " + blockDesc(x))
+		} else {
+			ma[x]--
+		}
+	}
+	if more > 0 {
+		out = append(out, fmt.Sprintf("%d more block changes", more))
+	}
+	return out
 }
 
 // regKey identifies a configuration register.
