@@ -89,6 +89,10 @@ func (s Split) NBlock(n, j int) (lo, hi int) { return AlignedBlock(n, s.GN, j, C
 // KBlock is the k block l of a product with K terms.
 func (s Split) KBlock(k, l int) (lo, hi int) { return Block(k, s.GK, l) }
 
+// PartBlock is the row part l of a block of rows rows that tile (i, j,
+// l) owns after the reduce-scatter of a k split: whole row groups.
+func (s Split) PartBlock(rows, l int) (lo, hi int) { return AlignedBlock(rows, s.GK, l, RowAlign) }
+
 // Fits reports whether s has at most one block per unit of a product
 // [m,k]x[k,n], so that no block is empty.
 func (s Split) Fits(m, k, n int) bool {

@@ -28,7 +28,7 @@ type Chain struct {
 // TraceOperand follows v back to its chain's root.
 func TraceOperand(v *graph.Value) Chain {
 	var c Chain
-	var toFP8 *graph.Node
+	var toFP8, toF16 *graph.Node
 	for v.Producer != nil {
 		n := v.Producer
 		switch a := n.Attrs.(type) {
@@ -36,8 +36,10 @@ func TraceOperand(v *graph.Value) Chain {
 			in := n.Inputs[0]
 			switch {
 			case a.To == onnx.Float && (in.DType == onnx.Float16 || isFP8(in.DType)):
-			case isFP8(a.To) && in.DType == onnx.Float && toFP8 == nil:
+			case isFP8(a.To) && in.DType == onnx.Float && toFP8 == nil && toF16 == nil:
 				toFP8 = n
+			case a.To == onnx.Float16 && in.DType == onnx.Float && toFP8 == nil && toF16 == nil:
+				toF16 = n
 			default:
 				goto done
 			}
@@ -65,6 +67,10 @@ done:
 		c.Type = codegen.AMPFP8
 		c.FP8, _ = graph.FP8Format(toFP8.Attrs.(*graph.Cast).To)
 		c.Cast, c.HasCast = codegen.F32ToF8, true
+	case toF16 != nil:
+		// The model rounds the operand to FP16: the AMP takes it.
+		c.Type = codegen.AMPFP16
+		c.Cast, c.HasCast = codegen.F32ToF16, true
 	default:
 		// FP32: the product runs on the vector unit (no FP32 AMP).
 		c.Type = codegen.VecFP32
@@ -169,4 +175,38 @@ func ComputeBound(g *graph.Graph, p *arch.Preset, tiles int) int64 {
 		b++
 	}
 	return b
+}
+
+// OutputCast returns the Cast to FP16 that a product's FP32 result goes
+// through when that cast is the result's only reader and the result is no
+// graph output: the product then writes FP16 itself (the cast folds into
+// it). Nil otherwise.
+func OutputCast(g *graph.Graph, n *graph.Node) *graph.Node {
+	out := n.Outputs[0]
+	if out.DType != onnx.Float {
+		return nil
+	}
+	for _, v := range g.Outputs {
+		if v == out {
+			return nil
+		}
+	}
+	var reader *graph.Node
+	for _, m := range g.Nodes {
+		for _, v := range m.Inputs {
+			if v == out {
+				if reader != nil {
+					return nil
+				}
+				reader = m
+			}
+		}
+	}
+	if reader == nil {
+		return nil
+	}
+	if a, ok := reader.Attrs.(*graph.Cast); ok && a.To == onnx.Float16 {
+		return reader
+	}
+	return nil
 }

@@ -181,7 +181,7 @@ func EvalMatMul(p *arch.Preset, mm MatMul, s Split, lo int, what string) (*Estim
 			for j := 0; j < s.GN; j++ {
 				c0, c1 := s.NBlock(mm.N, j)
 				for l := 0; l < s.GK; l++ {
-					p0, p1 := Block(r1-r0, s.GK, l)
+					p0, p1 := s.PartBlock(r1-r0, l)
 					dst := s.Tile(lo, i, j, l)
 					out.Pieces = append(out.Pieces, Piece{dst, r0 + p0, r0 + p1, c0, c1})
 					n := (p1 - p0) * (c1 - c0)

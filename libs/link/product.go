@@ -101,7 +101,8 @@ type operand struct {
 
 // product is a lowered matrix product.
 type product struct {
-	node *graph.Node
+	node    *graph.Node
+	outCast *graph.Node // a Cast to FP16 of the result, folded in (nil: none)
 }
 
 // amp returns the AMP element size.
@@ -204,6 +205,10 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 		return fmt.Errorf("plan: step %q: split %v over tiles %v does not fit [%d,%d]x[%d,%d] on %d tiles", n.Name, s, st.Tiles, pr.M, pr.K, pr.K, pr.N, l.pl.Tiles)
 	}
 	out := n.Outputs[0]
+	oc := cost.OutputCast(l.g, n)
+	if oc != nil {
+		out = oc.Outputs[0] // the product writes the cast's FP16 result
+	}
 	if _, ok := l.outIndex[out]; !ok {
 		return notLowered(n, "its output %q feeds other nodes (the linker lowers products whose results are graph outputs)", out.Name)
 	}
@@ -226,6 +231,7 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 				}
 			}
 		case c.Root.DType == onnx.Float16 && !c.HasCast && pr.Type == codegen.AMPFP16:
+		case c.Root.DType == onnx.Float && c.HasCast && c.Cast == codegen.F32ToF16 && pr.Type == codegen.AMPFP16:
 		case !c.HasCast && pr.Type == codegen.AMPFP8 && c.Root.DType != onnx.Float && c.Root.DType != onnx.Float16:
 		case c.Root.DType == onnx.Float && !c.HasCast && pr.Type == codegen.VecFP32:
 		case c.Root.DType == onnx.Float16 && c.HasCast && c.Cast == codegen.F16ToF32 && pr.Type == codegen.VecFP32:
@@ -254,7 +260,10 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 	for i := 0; i < s.GM; i++ {
 		r0, r1 := s.MBlock(pr.M, i)
 		mpMax = max(mpMax, pad(r1-r0, 4))
-		partMax = max(partMax, (r1-r0+s.GK-1)/s.GK)
+		for kb := 0; kb < s.GK; kb++ {
+			p0, p1 := s.PartBlock(r1-r0, kb)
+			partMax = max(partMax, p1-p0)
+		}
 	}
 	for j := 0; j < s.GN; j++ {
 		c0, c1 := s.NBlock(pr.N, j)
@@ -534,7 +543,7 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 			for j := 0; j < s.GN; j++ {
 				w := np(j)
 				for kb := 0; kb < s.GK; kb++ {
-					p0, p1 := cost.Block(r1-r0, s.GK, kb)
+					p0, p1 := s.PartBlock(r1-r0, kb)
 					if p0 == p1 {
 						continue
 					}
@@ -566,7 +575,7 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 			for kb := 0; kb < s.GK; kb++ {
 				p0, p1 := 0, r1-r0
 				if s.GK > 1 {
-					p0, p1 = cost.Block(r1-r0, s.GK, kb)
+					p0, p1 = s.PartBlock(r1-r0, kb)
 				} else if kb > 0 {
 					continue
 				}
@@ -598,7 +607,7 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 	if ot.Accumulate < int64(pr.K) {
 		ot.Accumulate = int64(pr.K)
 	}
-	l.products = append(l.products, &product{node: n})
+	l.products = append(l.products, &product{node: n, outCast: oc})
 	return nil
 }
 

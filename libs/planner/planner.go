@@ -107,6 +107,9 @@ func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) *planner {
 			}
 		}
 		pl.products = append(pl.products, product{pr, n.Index})
+		if oc := cost.OutputCast(g, n); oc != nil {
+			pl.folded[oc.Index] = n.Index
+		}
 		for _, c := range []cost.Chain{pr.A, pr.B} {
 			for _, f := range c.Nodes {
 				pl.folded[f.Index] = n.Index
@@ -213,6 +216,9 @@ func (pl *planner) eval(pt point) (*result, error) {
 			}
 			r.ests[n.Index] = est
 			r.dists[n.Outputs[0]] = est.Out
+			if oc := cost.OutputCast(pl.g, n); oc != nil {
+				r.dists[oc.Outputs[0]] = est.Out
+			}
 			r.total += est.Total
 			r.exchange += est.Exchange
 			r.transfers += est.Transfers
