@@ -155,6 +155,8 @@ type linker struct {
 	// later holds the result superstep's houts until it exists.
 	later      []hostOp
 	laterTiles []int
+	// ew is the state of the nodes that are not products (elementwise.go).
+	ew *nodeState
 }
 
 func (l *linker) phase(name string, fn func(*slog.Logger) error) error {
@@ -183,6 +185,8 @@ type kernel struct {
 	mm32 *codegen.MatMulF32
 	cast *codegen.Cast
 	bin  *codegen.Binary
+	un   *codegen.Unary
+	rows *codegen.Rows
 	// set by compile_kernels
 	entry   codegen.Label
 	workers int
@@ -197,6 +201,10 @@ func (k *kernel) key() any {
 		return *k.mm32
 	case k.cast != nil:
 		return *k.cast
+	case k.un != nil:
+		return *k.un
+	case k.rows != nil:
+		return *k.rows
 	}
 	return *k.bin
 }
@@ -209,6 +217,10 @@ func (k *kernel) costOf() (codegen.Cost, error) {
 		return k.mm32.Cost()
 	case k.cast != nil:
 		return k.cast.Cost()
+	case k.un != nil:
+		return k.un.Cost()
+	case k.rows != nil:
+		return k.rows.Cost()
 	}
 	return k.bin.Cost()
 }
@@ -306,6 +318,7 @@ func (l *linker) planKernels(*slog.Logger) error {
 		return fmt.Errorf("plan: %d steps for %d nodes", len(l.pl.Steps), len(l.g.Nodes))
 	}
 	folded := map[int]bool{}
+	products := map[int]*cost.Product{} // lowered below, in node order
 	for i, st := range l.pl.Steps {
 		n := l.g.Nodes[i]
 		if st.Node != i || st.Name != n.Name {
@@ -317,13 +330,14 @@ func (l *linker) planKernels(*slog.Logger) error {
 			if err != nil {
 				return notLowered(n, "%v", err)
 			}
-			if err := l.product(st, pr); err != nil {
-				return err
-			}
+			products[i] = pr
 			for _, c := range []cost.Chain{pr.A, pr.B} {
 				for _, f := range c.Nodes {
 					folded[f.Index] = true
 				}
+			}
+			if oc := cost.OutputCast(l.g, n); oc != nil {
+				folded[oc.Index] = true // the product writes its FP16 result
 			}
 		}
 	}
@@ -335,11 +349,18 @@ func (l *linker) planKernels(*slog.Logger) error {
 			}
 			continue
 		}
-		switch st.Kernel {
-		case "amp-fp16", "amp-fp8", "vec-fp32":
+		if pr := products[i]; pr != nil {
+			if err := l.product(st, pr); err != nil {
+				return err
+			}
 			continue
 		}
-		return notLowered(n, "the linker generates code for matrix products and the casts and transposes folded into them")
+		if err := l.lowerNode(st, n); err != nil { // elementwise.go
+			return err
+		}
+	}
+	if err := l.finishNodes(); err != nil {
+		return err
 	}
 	res := l.addStep(obj.HostExchange, "result")
 	for i, op := range l.later {
@@ -348,7 +369,7 @@ func (l *linker) planKernels(*slog.Logger) error {
 	}
 	for _, v := range l.g.Outputs {
 		if len(l.outputs[l.outIndex[v]].Blocks) == 0 {
-			return fmt.Errorf("plan: output %q is computed by no product", v.Name)
+			return fmt.Errorf("plan: output %q is computed by no node", v.Name)
 		}
 	}
 	return nil
@@ -381,6 +402,10 @@ func (l *linker) compileKernels(*slog.Logger) error {
 					kk, err = codegen.EmitMatMulF32(tl.b, *k.mm32)
 				case k.cast != nil:
 					kk, err = codegen.EmitCast(tl.b, *k.cast)
+				case k.un != nil:
+					kk, err = codegen.EmitUnary(tl.b, *k.un)
+				case k.rows != nil:
+					kk, err = codegen.EmitRows(tl.b, *k.rows)
 				default:
 					kk, err = codegen.EmitBinary(tl.b, *k.bin)
 				}

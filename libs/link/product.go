@@ -209,9 +209,7 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 	if oc != nil {
 		out = oc.Outputs[0] // the product writes the cast's FP16 result
 	}
-	if _, ok := l.outIndex[out]; !ok {
-		return notLowered(n, "its output %q feeds other nodes (the linker lowers products whose results are graph outputs)", out.Name)
-	}
+	_, isOut := l.outIndex[out]
 	if out.DType != onnx.Float && out.DType != onnx.Float16 {
 		return notLowered(n, "output type %s", out.DType)
 	}
@@ -566,7 +564,11 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 	}
 
 	// Output blocks: each tile's rows of its C block.
-	ot := &l.outputs[l.outIndex[out]]
+	var ot *obj.Tensor
+	if isOut {
+		ot = &l.outputs[l.outIndex[out]]
+	}
+	var regs []region
 	for i := 0; i < s.GM; i++ {
 		r0, r1 := s.MBlock(pr.M, i)
 		for j := 0; j < s.GN; j++ {
@@ -592,6 +594,10 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 						Kind: codegen.F32ToF16, N: (p1 - p0) * w, X: src, Y: cout + uint32(p0*w*2), Workers: codegen.Slots}})
 					src = cout + uint32(p0*w*2)
 				}
+				regs = append(regs, region{tile: t, r0: r0 + p0, r1: r0 + p1, c0: c0, c1: c1, addr: src, stride: w})
+				if !isOut {
+					continue
+				}
 				bytes := uint32((p1 - p0) * w * outSize)
 				off, err := l.pageAlloc(ot.Page, bytes)
 				if err != nil {
@@ -604,7 +610,8 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 			}
 		}
 	}
-	if ot.Accumulate < int64(pr.K) {
+	l.recordResult(out, pr.N, outSize, pr.K, regs)
+	if isOut && ot.Accumulate < int64(pr.K) {
 		ot.Accumulate = int64(pr.K)
 	}
 	l.products = append(l.products, &product{node: n, outCast: oc})
