@@ -230,9 +230,16 @@ func (pl *planner) eval(pt point) (*result, error) {
 		}
 		r.other[n.Index] = nc
 		for _, v := range n.Outputs {
-			if v != nil {
-				r.dists[v] = nc.dist
+			if v == nil {
+				continue
 			}
+			// Secondary outputs of another shape (LayerNormalization's
+			// Mean and InvStdDev) spread their own rows.
+			d := nc.dist
+			if rows, cols := matrixOf(v.Shape); rows != d.Rows || cols != d.Cols {
+				d = cost.RowDist(rows, cols, 4, 0, pl.tiles)
+			}
+			r.dists[v] = d
 		}
 		r.total += nc.cycles
 	}
