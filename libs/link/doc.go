@@ -11,14 +11,18 @@
 //	hsync                      startup ends; wait for the host's call
 //	loop:
 //	  fetch     host     every tile fetches its input blocks (hin)
-//	  per matrix product, in node order:
-//	    cast      compute  (cast before the exchange) source tiles cast
-//	                       their row pieces to the AMP type
-//	    operands  exchange the cast pieces travel to the product blocks
-//	    matmul    compute  casts after the exchange, the AMP product,
-//	                       the output cast
-//	    reduce    exchange (k split) partial sums to their owners
-//	    reduce-add compute (k split) sums of the partial products
+//	  per node, in node order:
+//	    a matrix product:
+//	      cast      compute  (cast before the exchange) source tiles cast
+//	                         their row pieces to the AMP type
+//	      operands  exchange the cast pieces travel to the product blocks
+//	      matmul    compute  casts after the exchange, the AMP product,
+//	                         the Gemm epilogue, the output cast
+//	      reduce    exchange (k split) partial sums to their owners
+//	      reduce-add compute (k split) sums of the partial products
+//	    any other node (elementwise.go): an exchange superstep when an
+//	      operand is not where the node runs, then its kernels, in the
+//	      compute superstep of the previous node when nothing moved
 //	  result    host     every tile writes its output blocks (hout),
 //	                     then hsync; br loop
 //
