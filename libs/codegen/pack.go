@@ -57,11 +57,11 @@ type Pack struct {
 // Pack registers (worker).
 const (
 	pkEntry = M1
-	pkX     = M2  // the current group's base (lane 0, k)
-	pkY     = M3  // output, running
-	pkN     = M4  // full groups left
-	pkPart  = M5  // 1: this worker packs the partial group
-	pkB1    = M6  // lane bases 4, 8, 12 (B groups along X's rows)
+	pkX     = M2 // the current group's base (lane 0, k)
+	pkY     = M3 // output, running
+	pkN     = M4 // full groups left
+	pkPart  = M5 // 1: this worker packs the partial group
+	pkB1    = M6 // lane bases 4, 8, 12 (B groups along X's rows)
 	pkB2    = M7
 	pkB3    = M8
 	pkT0    = M9  // FP8 word assembly
