@@ -74,6 +74,7 @@ import (
 	"ipu.local/libs/cost"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/planner"
 	"ipu.local/libs/sched"
 )
 
@@ -190,6 +191,7 @@ type nodeState struct {
 	vals   map[*graph.Value]*placed
 	alias  map[*graph.Value]*graph.Value // value -> graph input or constant with the same row-major data
 	rowsL  map[*graph.Value]int          // row length a row operator wants a value in
+	align  map[*graph.Value]int          // row alignment a product operand wants a value's pieces in
 	inOff  map[*graph.Value]uint32       // page offset of a graph input's whole-tensor block
 	cached map[string]*layout            // fetched or expanded sources
 	cur    *superstep                    // the compute superstep of the last node
@@ -206,7 +208,7 @@ type nodeIO struct {
 func (l *linker) nodes() *nodeState {
 	if l.ew == nil {
 		l.ew = &nodeState{vals: map[*graph.Value]*placed{}, alias: map[*graph.Value]*graph.Value{},
-			rowsL: map[*graph.Value]int{}, inOff: map[*graph.Value]uint32{}, cached: map[string]*layout{}}
+			rowsL: map[*graph.Value]int{}, align: map[*graph.Value]int{}, inOff: map[*graph.Value]uint32{}, cached: map[string]*layout{}}
 		l.markRows()
 	}
 	return l.ew
@@ -302,6 +304,37 @@ func (l *linker) markRows() {
 		for _, v := range n.Inputs {
 			if v != nil && v.Producer != nil && elems(v) == elems(n.Outputs[0]) {
 				mark(v, L)
+			}
+		}
+	}
+	// A product operand computed by a node is packed from its pieces
+	// (fed.go), whose rows must start on the operand's group boundaries
+	// when the rows are the group axis; the elementwise nodes before it
+	// share its layout, so they get the alignment too.
+	for _, n := range l.g.Nodes {
+		pr, err := cost.ProductOf(n)
+		if err != nil {
+			continue
+		}
+		for k, c := range []cost.Chain{pr.A, pr.B} {
+			if c.Root.Producer == nil {
+				continue
+			}
+			if a := planner.SourceAlign(k == 0, c.Transpose); a > l.ew.align[c.Root] {
+				l.ew.align[c.Root] = a
+			}
+		}
+	}
+	for i := len(l.g.Nodes) - 1; i >= 0; i-- {
+		n := l.g.Nodes[i]
+		a := l.ew.align[n.Outputs[0]]
+		keeps := elementwise(n.Op) || n.Op == "Softmax" || n.Op == "LogSoftmax" || n.Op == "LayerNormalization"
+		if a <= 1 || !keeps {
+			continue
+		}
+		for _, v := range n.Inputs {
+			if v != nil && v.Producer != nil && elems(v) == elems(n.Outputs[0]) && a > l.ew.align[v] {
+				l.ew.align[v] = a
 			}
 		}
 	}
@@ -410,7 +443,7 @@ func (l *linker) lowerAlias(n *graph.Node) error {
 func (l *linker) defaultLayout(v *graph.Value) *layout {
 	E := elems(v)
 	if L := l.ew.rowsL[v]; L > 0 && E%L == 0 {
-		return l.rowsLayout(E, L)
+		return l.rowsLayout(E, L, max(1, l.ew.align[v]))
 	}
 	cols := 1
 	if len(v.Shape) > 0 {
@@ -419,7 +452,7 @@ func (l *linker) defaultLayout(v *graph.Value) *layout {
 	// Rows when there are enough, and they are whole 32-bit words (host
 	// transfers move words).
 	if rows := E / cols; rows >= l.pl.Tiles && cols*v.DType.ElemSize()%4 == 0 {
-		d := cost.RowDist(rows, cols, 4, 0, min(rows, l.pl.Tiles))
+		d := cost.AlignedRowDist(rows, cols, 4, 0, min(rows, l.pl.Tiles), max(1, l.ew.align[v]))
 		y := &layout{cols: cols}
 		for _, pc := range d.Pieces {
 			y.regions = append(y.regions, region{tile: pc.Tile, r0: pc.R0, r1: pc.R1, c0: 0, c1: cols, stride: cols})
@@ -439,9 +472,9 @@ func (l *linker) defaultLayout(v *graph.Value) *layout {
 
 // rowsLayout spreads the rows of L elements of E elements over the
 // tiles, each row 8-byte aligned.
-func (l *linker) rowsLayout(E, L int) *layout {
+func (l *linker) rowsLayout(E, L, align int) *layout {
 	rows := E / L
-	d := cost.RowDist(rows, L, 4, 0, min(rows, l.pl.Tiles))
+	d := cost.AlignedRowDist(rows, L, 4, 0, min(rows, l.pl.Tiles), align)
 	y := &layout{cols: L}
 	for _, pc := range d.Pieces {
 		y.regions = append(y.regions, region{tile: pc.Tile, r0: pc.R0, r1: pc.R1, c0: 0, c1: L, stride: pad(L, 2)})
@@ -1005,7 +1038,7 @@ func (l *linker) lastAxisLayout(n *graph.Node) *layout {
 			return p.lay
 		}
 	}
-	return l.rowsLayout(elems(out), C)
+	return l.rowsLayout(elems(out), C, max(1, l.ew.align[out]))
 }
 
 // broadcastRows returns, for each row of each region of g (rows of the
@@ -1174,7 +1207,7 @@ func (l *linker) rowsInput(n *graph.Node, L int, io *nodeIO) (*layout, []uint32,
 		}
 		return p.lay, a, nil
 	}
-	g := l.rowsLayout(elems(x), L)
+	g := l.rowsLayout(elems(x), L, max(1, l.ew.align[x]))
 	a, err := l.array(n, x, x.Shape, g, io)
 	return g, a, err
 }

@@ -187,6 +187,7 @@ type kernel struct {
 	bin  *codegen.Binary
 	un   *codegen.Unary
 	rows *codegen.Rows
+	pack *codegen.Pack
 	// set by compile_kernels
 	entry   codegen.Label
 	workers int
@@ -205,6 +206,8 @@ func (k *kernel) key() any {
 		return *k.un
 	case k.rows != nil:
 		return *k.rows
+	case k.pack != nil:
+		return *k.pack
 	}
 	return *k.bin
 }
@@ -221,6 +224,8 @@ func (k *kernel) costOf() (codegen.Cost, error) {
 		return k.un.Cost()
 	case k.rows != nil:
 		return k.rows.Cost()
+	case k.pack != nil:
+		return k.pack.Cost()
 	}
 	return k.bin.Cost()
 }
@@ -362,6 +367,16 @@ func (l *linker) planKernels(*slog.Logger) error {
 	if err := l.finishNodes(); err != nil {
 		return err
 	}
+	// An exchange superstep whose moves all stayed on their tiles is no
+	// superstep at all.
+	kept := l.steps[:0]
+	for _, s := range l.steps {
+		if s.kind == obj.Exchange && len(s.xfers) == 0 {
+			continue
+		}
+		kept = append(kept, s)
+	}
+	l.steps = kept
 	res := l.addStep(obj.HostExchange, "result")
 	for i, op := range l.later {
 		t := l.laterTiles[i]
@@ -406,6 +421,8 @@ func (l *linker) compileKernels(*slog.Logger) error {
 					kk, err = codegen.EmitUnary(tl.b, *k.un)
 				case k.rows != nil:
 					kk, err = codegen.EmitRows(tl.b, *k.rows)
+				case k.pack != nil:
+					kk, err = codegen.EmitPack(tl.b, *k.pack)
 				default:
 					kk, err = codegen.EmitBinary(tl.b, *k.bin)
 				}

@@ -97,6 +97,7 @@ type operand struct {
 	// castNode is the chain's cast to FP8 (nil: none).
 	saturate bool
 	before   bool // cast on source tiles before the exchange
+	fed      bool // the root is computed by an earlier node
 }
 
 // product is a lowered matrix product.
@@ -219,7 +220,10 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 	for k, o := range ops {
 		c := o.chain
 		if c.Root.Producer != nil {
-			return notLowered(n, "operand %s comes from node %q (the linker lowers products of graph inputs and constants)", o.name, c.Root.Producer.Name)
+			if err := l.checkFed(n, o, pr.Type); err != nil {
+				return err
+			}
+			o.fed = true
 		}
 		switch {
 		case c.Root.DType == onnx.Float && c.HasCast && c.Cast == codegen.F32ToF8 && pr.Type == codegen.AMPFP8:
@@ -244,7 +248,7 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 				fp8.FormatB = c.FP8
 			}
 		}
-		o.before = c.HasCast && st.CastOrder == plan.BeforeExchange && st.Stationary != o.name
+		o.before = c.HasCast && st.CastOrder == plan.BeforeExchange && st.Stationary != o.name && !o.fed
 	}
 
 	// Block geometry.
@@ -323,6 +327,18 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 				return aPanel(i, kb), i*s.GK + kb
 			}
 			return bPanel(kb, j), kb*s.GN + j
+		}
+		if o.fed {
+			// Computed by an earlier node: packed on its tiles, then
+			// moved to the blocks.
+			if pre == nil {
+				pre = l.addStep(obj.Compute, "pack:"+n.Name)
+				xch = l.addStep(obj.Exchange, "operands:"+n.Name)
+			}
+			if err := l.feed(n, o, pr, e, compute, blockOf, bufs[k], pre, xch); err != nil {
+				return err
+			}
+			continue
 		}
 		if !o.before {
 			// Resident in block layout: host blocks (or constant data),
