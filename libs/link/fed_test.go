@@ -71,6 +71,14 @@ func TestFed(t *testing.T) {
 			b.AddOutput("y", onnx.Float, []int64{8, 16})
 		}, nil},
 	}
+	models = append(models, model{"gemm-node-bias", func(b *onnx.ModelBuilder) {
+		b.AddInput("x", onnx.Float, []int64{12, 20})
+		b.AddInput("y", onnx.Float, []int64{20, 36})
+		b.AddInput("c", onnx.Float, []int64{36})
+		b.AddNode("Gemm", "g1", []string{"x", "y", "c"}, []string{"h"})
+		b.AddNode("Gemm", "g2", []string{"x", "y", "h"}, []string{"z"}, onnx.FloatAttr("alpha", 0.5), onnx.FloatAttr("beta", -3))
+		b.AddOutput("z", onnx.Float, []int64{12, 36})
+	}, nil})
 	for _, m := range models {
 		ts := m.tiles
 		if ts == nil {

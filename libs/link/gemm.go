@@ -25,6 +25,9 @@ type gemmEpilogue struct {
 	m, n        int
 	buf         uint32 // the bias buffer on the product's tiles
 	tiles       []int
+	// nodeBias is the address of the current piece's bias when another
+	// node computes it (set by the caller per piece).
+	nodeBias uint32
 }
 
 // epilogueOf reads a product node's Gemm attributes.
@@ -41,9 +44,10 @@ func (l *linker) epilogueOf(n *graph.Node, pr *cost.Product) (*gemmEpilogue, err
 			return nil, notLowered(n, "bias C of type %s (FP32 only)", c.DType)
 		}
 		if c.Producer != nil {
-			return nil, notLowered(n, "bias C comes from node %q (the linker lowers biases that are graph inputs or constants)", c.Producer.Name)
-		}
-		if c.Const == nil {
+			if graph.NumElements(c.Shape) != int64(pr.M)*int64(pr.N) {
+				return nil, notLowered(n, "bias C of shape %s from node %q broadcasts (a computed bias must be [M,N])", graph.ShapeString(c.Shape), c.Producer.Name)
+			}
+		} else if c.Const == nil {
 			switch {
 			case len(c.Shape) == 2 && c.Shape[0] == int64(pr.M) && c.Shape[1] == int64(pr.N):
 			case len(c.Shape) == 1 && c.Shape[0] == int64(pr.N), len(c.Shape) == 2 && c.Shape[0] == 1 && c.Shape[1] == int64(pr.N):
@@ -88,6 +92,34 @@ func (l *linker) epilogue(ep *gemmEpilogue, s *superstep, t int, src, cBase uint
 			A: codegen.Operand{Addr: src}, B: codegen.Operand{Const: true, Value: ep.alpha}, Y: src, Workers: codegen.Slots}})
 	}
 	if ep.bias == nil {
+		return nil
+	}
+	if ep.bias.Producer != nil {
+		// Computed by a node, brought to this piece at nodeBias: rows of
+		// stride w, the last one only c1-c0 long.
+		elems := (r1-r0-1)*w + c1 - c0
+		b := ep.nodeBias
+		if ep.beta != 1 {
+			if ep.buf == 0 {
+				var size uint32
+				for _, bf := range l.tile(t).bufs {
+					if bf.addr == cBase {
+						size = bf.size
+					}
+				}
+				var err error
+				ep.buf, err = l.allocate(ep.tiles, nm+".bias", size, 8, true)
+				if err != nil {
+					return l.memErr(ep.node, err)
+				}
+			}
+			scaled := ep.buf + (src - cBase)
+			s.work[t] = append(s.work[t], &kernel{what: nm + ".beta", bin: &codegen.Binary{Op: codegen.Mul, N: elems,
+				A: codegen.Operand{Addr: b}, B: codegen.Operand{Const: true, Value: ep.beta}, Y: scaled, Workers: codegen.Slots}})
+			b = scaled
+		}
+		s.work[t] = append(s.work[t], &kernel{what: nm + ".bias", bin: &codegen.Binary{Op: codegen.Add, N: elems,
+			A: codegen.Operand{Addr: src}, B: codegen.Operand{Addr: b}, Y: src, Workers: codegen.Slots}})
 		return nil
 	}
 	// The bias buffer holds the piece's bias at the piece's offset in

@@ -584,7 +584,8 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 	if isOut {
 		ot = &l.outputs[l.outIndex[out]]
 	}
-	var regs []region
+	// The output pieces: each tile's rows of its C block (row stride w).
+	var pieces []region
 	for i := 0; i < s.GM; i++ {
 		r0, r1 := s.MBlock(pr.M, i)
 		for j := 0; j < s.GN; j++ {
@@ -600,31 +601,51 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 				if p0 == p1 {
 					continue
 				}
-				t := tileOf(i, j, kb)
-				src := cBuf + uint32(p0*w*4)
-				if err := l.epilogue(ep, final, t, src, cBuf, r0+p0, r0+p1, c0, c1, w); err != nil {
-					return err
-				}
-				if out.DType == onnx.Float16 {
-					final.work[t] = append(final.work[t], &kernel{what: nm("cast-out"), cast: &codegen.Cast{
-						Kind: codegen.F32ToF16, N: (p1 - p0) * w, X: src, Y: cout + uint32(p0*w*2), Workers: codegen.Slots}})
-					src = cout + uint32(p0*w*2)
-				}
-				regs = append(regs, region{tile: t, r0: r0 + p0, r1: r0 + p1, c0: c0, c1: c1, addr: src, stride: w})
-				if !isOut {
-					continue
-				}
-				bytes := uint32((p1 - p0) * w * outSize)
-				off, err := l.pageAlloc(ot.Page, bytes)
-				if err != nil {
-					return err
-				}
-				ot.Blocks = append(ot.Blocks, obj.Block{Offset: off, R0: uint32(r0 + p0), R1: uint32(r0 + p1), C0: uint32(c0), C1: uint32(c1),
-					Rows: uint32(p1 - p0), Cols: uint32(w), Order: obj.RowMajor})
-				l.later = append(l.later, hostOp{in: false, page: ot.Page, off: off, addr: src, bytes: bytes})
-				l.laterTiles = append(l.laterTiles, t)
+				pieces = append(pieces, region{tile: tileOf(i, j, kb), r0: r0 + p0, r1: r0 + p1, c0: c0, c1: c1, addr: cBuf + uint32(p0*w*4), stride: w})
 			}
 		}
+	}
+	// A bias another node computes comes to the pieces' layout through
+	// the nodes' machinery, in a superstep of its own after the product.
+	var biasAt []uint32
+	if ep.bias != nil && ep.bias.Producer != nil {
+		io := newIO()
+		y := &layout{cols: pr.N, regions: pieces}
+		biasAt, err = l.array(n, ep.bias, []int64{int64(pr.M), int64(pr.N)}, y, io)
+		if err != nil {
+			return err
+		}
+		final = l.step(n, io)
+	}
+	var regs []region
+	for q, pc := range pieces {
+		t, w := pc.tile, pc.stride
+		src := pc.addr
+		p0 := int(src-cBuf) / (4 * w)
+		if biasAt != nil {
+			ep.nodeBias = biasAt[q]
+		}
+		if err := l.epilogue(ep, final, t, src, cBuf, pc.r0, pc.r1, pc.c0, pc.c1, w); err != nil {
+			return err
+		}
+		if out.DType == onnx.Float16 {
+			final.work[t] = append(final.work[t], &kernel{what: nm("cast-out"), cast: &codegen.Cast{
+				Kind: codegen.F32ToF16, N: (pc.r1 - pc.r0) * w, X: src, Y: cout + uint32(p0*w*2), Workers: codegen.Slots}})
+			src = cout + uint32(p0*w*2)
+		}
+		regs = append(regs, region{tile: t, r0: pc.r0, r1: pc.r1, c0: pc.c0, c1: pc.c1, addr: src, stride: w})
+		if !isOut {
+			continue
+		}
+		bytes := uint32((pc.r1 - pc.r0) * w * outSize)
+		off, err := l.pageAlloc(ot.Page, bytes)
+		if err != nil {
+			return err
+		}
+		ot.Blocks = append(ot.Blocks, obj.Block{Offset: off, R0: uint32(pc.r0), R1: uint32(pc.r1), C0: uint32(pc.c0), C1: uint32(pc.c1),
+			Rows: uint32(pc.r1 - pc.r0), Cols: uint32(w), Order: obj.RowMajor})
+		l.later = append(l.later, hostOp{in: false, page: ot.Page, off: off, addr: src, bytes: bytes})
+		l.laterTiles = append(l.laterTiles, t)
 	}
 	l.recordResult(out, pr.N, outSize, pr.K, regs)
 	if isOut && ot.Accumulate < int64(pr.K) {
