@@ -119,6 +119,10 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 	}
 	l.costProgram()
 	l.log.Info("costed final placed program", slog.Int64("final_cycles", l.st.FinalCycles), slog.Int64("final_exchange", l.st.FinalExchange))
+	// Host transfers are outside final_cycles (inputs are resident in the
+	// plan's layout, as weights and earlier outputs would be).
+	l.log.Info("costed host supersteps", slog.Int64("host_in_bytes", l.st.HostInBytes), slog.Int64("host_out_bytes", l.st.HostOutBytes),
+		slog.Int64("host_link_cycles", (l.st.HostInBytes+l.st.HostOutBytes+int64(l.p.HostBytesPerCycle)-1)/int64(max(l.p.HostBytesPerCycle, 1))))
 	if err := l.phase("prepare_tile_code", l.prepareTileCode); err != nil {
 		return nil, nil, err
 	}
