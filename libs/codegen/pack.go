@@ -19,8 +19,18 @@ const (
 	BPanel                  // panels of 16 columns, k-major
 )
 
+func (k PanelKind) String() string {
+	switch k {
+	case APanel:
+		return "a-panel"
+	case BPanel:
+		return "b-panel"
+	}
+	return fmt.Sprintf("panel(%d)", uint8(k))
+}
+
 // Pack converts an R x C row-major FP32 matrix X (row stride XStride
-// elements) into a panel layout at Y with element type Out:
+// elements) into a panel layout at Y with element type Out (e bytes):
 //
 //   - APanel: groups of 4 rows of the operand, k-major: (i, k) at
 //     Y + e*((i/4)*4*KP + 4*k + i%4), k along the operand's columns;
@@ -31,80 +41,99 @@ const (
 // past the operand, k from its extent up to KP) is written 0. Out is
 // AMPFP16 (f32v2tof16), AMPFP8 (f32v2tof8: format FP8.FormatA, scale
 // FP8.ScaleA, NaN on overflow when FP8.NaNOnOverflow, else saturating) or
-// VecFP32 (a copy). Each element converts as the Cast kernel's (the same
-// instructions).
+// VecFP32 (a copy). Each element converts as in the Cast kernel (the same
+// instructions, one rounding).
 //
-// Alignment: X and Y 8-byte aligned; when the group axis runs along X's
-// rows, 3 x 4 x XStride must fit a signed 16-bit offset; when it runs
-// along X's columns, XStride is even and 4 x XStride fits one. Y must not
-// overlap X.
+// Alignment: X and Y 8-byte aligned, Y not overlapping X. When the lanes
+// of a group are contiguous in X (APanel with Transpose, BPanel without),
+// XStride is even. Any stride otherwise.
 //
-// Work: the groups (panels), split over the workers like MatMul's items;
-// the last group may be partial (fewer lanes, padded with zeros).
+// Work: the groups (panels), numbered along the operand; worker w takes a
+// contiguous range of them, the first groups mod workers ranges one
+// longer; min(Workers, groups) workers run. The last group may be partial
+// (fewer lanes, the rest written 0): the last worker packs it.
+//
+// Loops per k, issues per 4 elements (FP32 / FP16 / FP8 outputs): lanes
+// along X's rows (one ld32 per element, 4 lanes at a time) 6 / 7 / 11;
+// lanes along X's columns (ld64 pairs) 4 / 5 / 9 for APanel, 4.25 / 5.25 /
+// 9.25 for BPanel. Cost counts the emitted code exactly.
 type Pack struct {
 	Kind      PanelKind
 	Transpose bool
-	R, C      int
-	X         uint32
-	XStride   int
+	R, C      int    // X as stored
+	X         uint32 // X[r][c] at X + 4*(r*XStride + c)
+	XStride   int    // elements, at least C
 	Y         uint32
-	KP        int
+	KP        int // padded k extent: at least the operand's k extent; FP8: even
 	Out       AMPType
-	FP8       FP8Config
+	FP8       FP8Config // AMPFP8: FormatA, ScaleA and NaNOnOverflow
 	Workers   int
 }
 
-// Pack registers (worker).
+// Pack registers (worker). Lanes along X's rows: the lanes of one quad
+// (4 lanes) load through their own pointers P0..P3, each advancing by one
+// element per k, and the quad's outputs go to W, advancing one k of the
+// panel at a time. Lanes along X's columns: one pointer to the group's
+// current k, the lanes at small offsets; output at Y.
 const (
-	pkEntry = M1
-	pkX     = M2 // the current group's base (lane 0, k)
-	pkY     = M3 // output, running
-	pkN     = M4 // full groups left
-	pkPart  = M5 // 1: this worker packs the partial group
-	pkB1    = M6 // lane bases 4, 8, 12 (B groups along X's rows)
-	pkB2    = M7
-	pkB3    = M8
-	pkT0    = M9  // FP8 word assembly
-	pkT1    = M10 // FP8 word assembly
-	pkCnt   = M11 // k count for rpt, when not an rpti count
-	pkPad   = M12 // pad count for rpt, when not an rpti count
-	pkAdv   = M13 // the base's advance from one group to the next
-	pkTmp   = M14
+	pkW      = M0  // quad output (rows, 16 lanes)
+	pkEntry  = M1  // table row (prologue only)
+	pkX      = M2  // P0 (rows) or the group's current k (columns)
+	pkY      = M3  // output: the group's start, then its padding
+	pkN      = M4  // full groups left
+	pkPart   = M5  // 1: this worker packs the partial group
+	pkP1     = M6  // lane pointers (rows)
+	pkP2     = M7  //
+	pkP3     = M8  //
+	pkT0     = M9  // FP8 word assembly
+	pkT1     = M10 //
+	pkCnt    = M11 // k extent, when not an rpti count
+	pkPad    = M12 // k padding, when not an rpti count
+	pkAdv    = M13 // pointer change between quads or groups, when not an imm16
+	pkStride = M14 // X's row stride in bytes, when not an imm16
 )
 
 // packShape is a Pack's geometry.
 type packShape struct {
-	groupRows  bool  // the group axis runs along X's rows
+	rows       bool  // the lanes run along X's rows (else along its columns)
 	w          int   // lanes per group: 4 (A) or 16 (B)
 	g, kx      int   // extents of the group and k axes
 	full, part int   // full groups, lanes of the partial group (0: none)
+	groups     int   // full and partial
 	e          int   // output element bytes
 	sb         int64 // X's row stride in bytes
-	workers    int
-	start, n   []int // per worker: first group and group count (partial included)
 }
 
 func (p Pack) shape() packShape {
-	s := packShape{groupRows: (p.Kind == APanel) != p.Transpose, w: 4, sb: 4 * int64(p.XStride)}
+	s := packShape{rows: (p.Kind == APanel) != p.Transpose, w: 4, sb: 4 * int64(p.XStride)}
 	if p.Kind == BPanel {
 		s.w = 16
 	}
 	s.g, s.kx = p.C, p.R
-	if s.groupRows {
+	if s.rows {
 		s.g, s.kx = p.R, p.C
 	}
 	s.full, s.part = s.g/s.w, s.g%s.w
-	groups := s.full
+	s.groups = s.full
 	if s.part > 0 {
-		groups++
+		s.groups++
 	}
 	s.e = int(p.Out.size())
 	if p.Out == VecFP32 {
 		s.e = 4
 	}
-	s.workers = min(p.Workers, max(groups, 1))
-	s.start, s.n = split(groups, s.workers)
 	return s
+}
+
+// advance is the constant of the pointer chain between quads and groups:
+// rows: P0 = P3 + advance (from a quad's last row after its k loop to the
+// next quad's first row); columns: the group base's change from after its
+// k loop to the next group.
+func (s packShape) advance() int64 {
+	if s.rows {
+		return s.sb - 4*int64(s.kx)
+	}
+	return 4*int64(s.w) - s.sb*int64(s.kx)
 }
 
 func (p Pack) check() error {
@@ -120,21 +149,16 @@ func (p Pack) check() error {
 	if p.R <= 0 || p.C <= 0 || p.XStride < p.C {
 		return fmt.Errorf("matrix %dx%d with row stride %d: want positive sizes and a stride of at least C", p.R, p.C, p.XStride)
 	}
-	if int64(p.R)*int64(p.XStride) > 1<<20 || int64(p.KP)*int64(max(p.R, p.C)) > 1<<20 {
-		return fmt.Errorf("matrix %dx%d (stride %d, k %d) does not fit a tile", p.R, p.C, p.XStride, p.KP)
-	}
+	// Bounded so that every byte offset fits 32 bits.
 	s := p.shape()
+	if p.R > 1<<20 || p.XStride > 1<<20 || p.R*p.XStride > 1<<20 || p.KP > 1<<20 || int64(s.groups*s.w)*int64(p.KP) > 1<<20 {
+		return fmt.Errorf("matrix %dx%d (stride %d, k extent %d) does not fit a tile", p.R, p.C, p.XStride, p.KP)
+	}
 	if p.KP < s.kx || p.Out == AMPFP8 && p.KP%2 != 0 {
 		return fmt.Errorf("k extent %d: want at least %d (FP8: even)", p.KP, s.kx)
 	}
-	if p.X%8 != 0 || p.Y%8 != 0 {
-		return fmt.Errorf("X %#x and Y %#x: want 8-byte alignment", p.X, p.Y)
-	}
-	if s.groupRows && !fitsImm16(3*s.sb) {
-		return fmt.Errorf("row stride %d: 3 rows must fit a 16-bit offset", p.XStride)
-	}
-	if !s.groupRows && (p.XStride%2 != 0 || !fitsImm16(s.sb)) {
-		return fmt.Errorf("row stride %d: want an even stride whose bytes fit a 16-bit offset", p.XStride)
+	if !s.rows && p.XStride%2 != 0 {
+		return fmt.Errorf("row stride %d: want an even stride (lanes along the rows of X are read in pairs)", p.XStride)
 	}
 	if p.Out == AMPFP8 {
 		if err := p.FP8.check(); err != nil {
@@ -144,32 +168,47 @@ func (p Pack) check() error {
 	return nil
 }
 
-// Bytes is the size of the panel Pack writes at Y.
-func (p Pack) Bytes() int {
-	s := p.shape()
-	groups := (s.g + s.w - 1) / s.w
-	return groups * s.w * p.KP * s.e
+// workers returns the workers that run and their first groups and group
+// counts (the partial group included).
+func (p Pack) workers(s packShape) (n int, start, count []int) {
+	n = min(p.Workers, s.groups)
+	start, count = split(s.groups, n)
+	return n, start, count
 }
 
-// Cost is the kernel's exact cost.
+// Bytes is the size of the panel Pack writes at Y (0 for an invalid Pack).
+func (p Pack) Bytes() int {
+	if p.check() != nil {
+		return 0
+	}
+	s := p.shape()
+	return s.groups * s.w * p.KP * s.e
+}
+
+// Cost is the kernel's exact cost: worker w with n full groups issues the
+// prologue, a brz, n times the group's code and its loop's addi and brnz,
+// a brz, and the partial group's code when it has it; Work[w] is 6 x
+// that.
 func (p Pack) Cost() (Cost, error) {
 	if err := p.check(); err != nil {
 		return Cost{}, fmt.Errorf("pack: %w", err)
 	}
 	s := p.shape()
 	pro := issues(func(b *Builder) { p.prologue(b, s, b.Label()) })
-	group := issues(func(b *Builder) { p.group(b, s, s.w) }) + 2 // + addi, brnz
-	c := Cost{Workers: s.workers, Work: make([]int64, s.workers)}
+	group := issues(func(b *Builder) { p.group(b, s, s.w) }) + 2
+	var part int64
+	if s.part > 0 {
+		part = issues(func(b *Builder) { p.group(b, s, s.part) })
+	}
+	workers, _, count := p.workers(s)
+	c := Cost{Workers: workers, Work: make([]int64, workers)}
 	for w := range c.Work {
-		n, part := s.n[w], 0
-		if s.part > 0 && w == s.workers-1 {
-			n, part = n-1, 1
+		n, iss := count[w], pro+2
+		if s.part > 0 && w == workers-1 {
+			n--
+			iss += part
 		}
-		iss := pro + 1 + int64(n)*group + 1 // brz, the loop, brz (Work stops before exit)
-		if part > 0 {
-			iss += issues(func(b *Builder) { p.group(b, s, s.part) })
-		}
-		c.Work[w] = Slots * iss
+		c.Work[w] = Slots * (iss + int64(n)*group)
 	}
 	return c, nil
 }
@@ -177,12 +216,16 @@ func (p Pack) Cost() (Cost, error) {
 // prologue loads the table row and the constants.
 func (p Pack) prologue(b *Builder, s packShape, table Label) {
 	emitTableBase(b, table, 4, pkEntry)
-	b.Ldm(pkX, pkEntry, 0)
+	if s.rows {
+		b.Ldm(pkP3, pkEntry, 0)
+	} else {
+		b.Ldm(pkX, pkEntry, 0)
+	}
 	b.Ldm(pkY, pkEntry, 4)
 	b.Ldm(pkN, pkEntry, 8)
 	b.Ldm(pkPart, pkEntry, 12)
 	if p.Out == AMPFP8 {
-		emitSetFP8(b, p.FP8, pkTmp)
+		emitSetFP8(b, p.FP8, pkT0)
 	}
 	if s.kx > MaxRptiCount {
 		b.LoadConst(pkCnt, uint32(s.kx))
@@ -190,75 +233,83 @@ func (p Pack) prologue(b *Builder, s packShape, table Label) {
 	if pad := p.KP - s.kx; pad > MaxRptiCount {
 		b.LoadConst(pkPad, uint32(pad))
 	}
-	loadBig(b, p.advance(s), pkAdv)
-	b.Amov(A14, AZero) // A14:AZero is a zero pair for the padding
+	loadBig(b, s.advance(), pkAdv)
+	loadBig(b, s.sb, pkStride)
+	b.Amov(A14, AZero) // A14:AZero, a zero pair for the padding
 }
 
-// advance is the bytes from a group's base after its k loop to the next
-// group's base.
-func (p Pack) advance(s packShape) int64 {
-	if s.groupRows {
-		return int64(s.w)*s.sb - 4*int64(s.kx)
-	}
-	return 4*int64(s.w) - s.sb*int64(s.kx)
-}
-
-// group emits one group of lanes lanes (the rest zero): its k loop, its
-// padding loop and the base's advance.
+// group emits one group with lanes valid lanes (the rest written 0): the
+// k loops over its lanes, then its padding.
 func (p Pack) group(b *Builder, s packShape, lanes int) {
-	if s.groupRows {
-		for q, r := range []MReg{pkB1, pkB2, pkB3} {
-			if 4*(q+1) < lanes {
-				addConst(b, r, pkX, 4*int64(q+1)*s.sb, pkTmp)
-			}
-		}
+	if s.rows {
+		p.rowsGroup(b, s, lanes)
+	} else {
+		p.colsGroup(b, s, lanes)
 	}
-	b.Repeat(s.kx, pkCnt, func() { p.step(b, s, lanes) })
 	b.Repeat(p.KP-s.kx, pkPad, func() { p.zeros(b, s) })
-	addConst(b, pkX, pkX, p.advance(s), pkAdv)
 }
 
-// step emits one k of a group: load the lanes, convert, store, in
-// chunks of 8 lanes; the base advances by one k with the last load.
-func (p Pack) step(b *Builder, s packShape, lanes int) {
-	chunks := (s.w + 7) / 8
-	for ch := 0; ch < chunks; ch++ {
-		n := min(8, s.w-8*ch)
-		last := ch == chunks-1
-		for l := 0; l < n; l++ {
-			lane := 8*ch + l
-			if lane >= lanes {
-				b.Amov(AReg(l), AZero)
-			}
+// rowsGroup emits a group whose lanes are rows of X: one pass over k per
+// quad of lanes, each lane through its own pointer. The pointers chain
+// from the previous quad's P3, so the table's first word is the first
+// group's P0 minus the advance.
+func (p Pack) rowsGroup(b *Builder, s packShape, lanes int) {
+	quads := s.w / 4
+	out := pkY
+	if quads > 1 {
+		out = pkW
+	}
+	ptr := [4]MReg{pkX, pkP1, pkP2, pkP3}
+	for q := 0; q < quads; q++ {
+		addConst(b, pkX, pkP3, s.advance(), pkAdv)
+		for i := 1; i < 4; i++ {
+			addConst(b, ptr[i], ptr[i-1], s.sb, pkStride)
 		}
-		if s.groupRows {
-			// Lane i at base[i/4] + (i%4)*sb; lane 4q loads last from
-			// its base with the k advance... only base 0 advances; the
-			// others are recomputed per group, so they advance too.
-			for l := 0; l < n; l++ {
-				lane := 8*ch + l
-				if lane >= lanes || lane%4 == 0 {
-					continue
-				}
-				b.Ld32(AReg(l), laneBase(lane/4), int32(int64(lane%4)*s.sb))
+		if quads > 1 {
+			b.Addi(pkW, pkY, int32(4*q*s.e))
+		}
+		valid := min(max(lanes-4*q, 0), 4)
+		for l := valid; l < 4; l++ {
+			b.Amov(AReg(l), AZero) // conversions keep zero lanes zero
+		}
+		b.Repeat(s.kx, pkCnt, func() {
+			for l := 0; l < valid; l++ {
+				b.Ld32P(AReg(l), ptr[l], 4)
 			}
-			for l := 0; l < n; l += 4 {
-				lane := 8*ch + l
-				if lane >= lanes {
-					continue
-				}
-				b.Ld32P(AReg(l), laneBase(lane/4), 4)
-			}
-		} else {
-			// Lanes contiguous in X's row: pairs (a single last lane
-			// when the valid lanes are odd: never read past them), then
-			// the k advance: lane 0's load when there is one chunk, else
-			// an addi after the last chunk's loads.
+			p.store(b, 4, out, int32(s.w*s.e))
+		})
+	}
+	if quads > 1 {
+		// The padding starts after quad 0's last k.
+		b.Addi(pkY, pkW, int32(-4*(quads-1)*s.e))
+	}
+}
+
+// colsGroup emits a group whose lanes are contiguous in X's rows: per k,
+// chunks of up to 8 lanes loaded in pairs (a single last lane when the
+// valid lanes are odd: never read past them), converted and stored; the
+// pointer moves one row per k, with the last load when there is one chunk
+// and the stride fits, else with an add.
+func (p Pack) colsGroup(b *Builder, s packShape, lanes int) {
+	chunks := (s.w + 7) / 8
+	// A register invalid in chunk 0 is invalid in every chunk: zero it
+	// once. One valid in chunk 0 but not in a later chunk: per k.
+	for l := lanes; l < min(8, s.w); l++ {
+		b.Amov(AReg(l), AZero)
+	}
+	b.Repeat(s.kx, pkCnt, func() {
+		for ch := 0; ch < chunks; ch++ {
+			n := min(8, s.w-8*ch)
 			v := min(max(lanes-8*ch, 0), n)
-			post := chunks == 1 && v > 0
+			if ch > 0 {
+				for l := v; l < min(n, lanes); l++ {
+					b.Amov(AReg(l), AZero)
+				}
+			}
+			post := chunks == 1 && v > 0 && fitsImm16(s.sb)
 			for l := 0; l < v; l += 2 {
 				if post && l == 0 {
-					continue // loaded last, with the advance
+					continue // loaded last, with the pointer's move
 				}
 				if l+1 < v {
 					b.Ld64(AReg(l), pkX, int32(4*(8*ch+l)))
@@ -271,28 +322,38 @@ func (p Pack) step(b *Builder, s packShape, lanes int) {
 				b.Ld64P(A0, pkX, int32(s.sb))
 			case post:
 				b.Ld32P(A0, pkX, int32(s.sb))
-			case last:
-				b.Addi(pkX, pkX, int32(s.sb))
+			case ch == chunks-1:
+				addConst(b, pkX, pkX, s.sb, pkStride)
 			}
+			p.store(b, n, pkY, int32(n*s.e))
 		}
-		p.store(b, n)
-	}
+	})
+	addConst(b, pkX, pkX, s.advance(), pkAdv)
 }
 
-func laneBase(q int) MReg { return [...]MReg{pkX, pkB1, pkB2, pkB3}[q] }
-
-// store converts n lanes in $a0.. and stores them at Y, advancing it.
-func (p Pack) store(b *Builder, n int) {
+// store converts n lanes (a multiple of 4) in $a0.. and stores them at
+// out, which then advances by step bytes.
+func (p Pack) store(b *Builder, n int, out MReg, step int32) {
+	bytes := n * int(p.Out.size())
+	if p.Out == VecFP32 {
+		bytes = 4 * n
+	}
+	inc := func(last bool, size int) int32 {
+		if last {
+			return step - int32(bytes-size)
+		}
+		return int32(size)
+	}
 	switch p.Out {
 	case VecFP32:
 		for l := 0; l < n; l += 2 {
-			b.St64P(AReg(l), pkY, 8)
+			b.St64P(AReg(l), out, inc(l+2 == n, 8))
 		}
 	case AMPFP16:
 		for l := 0; l < n; l += 4 {
 			b.F1(isa.CVTFH, AReg(l), AReg(l))
 			b.F1(isa.CVTFH, AReg(l+1), AReg(l+2))
-			b.St64P(AReg(l), pkY, 8)
+			b.St64P(AReg(l), out, inc(l+4 == n, 8))
 		}
 	case AMPFP8:
 		for l := 0; l < n; l += 4 {
@@ -302,12 +363,12 @@ func (p Pack) store(b *Builder, n int) {
 			b.Mfa(pkT1, AReg(l+1))
 			b.Shli(pkT1, pkT1, 16)
 			b.Or(pkT0, pkT0, pkT1)
-			b.StmP(pkT0, pkY, 4)
+			b.StmP(pkT0, out, inc(l+4 == n, 4))
 		}
 	}
 }
 
-// zeros stores one k of padding.
+// zeros stores one k of padding at Y.
 func (p Pack) zeros(b *Builder, s packShape) {
 	bytes := s.w * s.e
 	for ; bytes >= 8; bytes -= 8 {
@@ -346,15 +407,16 @@ func EmitPack(b *Builder, p Pack) (Kernel, error) {
 	b.Bind(done)
 	b.Exit()
 
-	rows := make([][]uint32, s.workers)
+	workers, start, count := p.workers(s)
+	rows := make([][]uint32, workers)
 	for w := range rows {
-		g, n, part := s.start[w], s.n[w], uint32(0)
-		if s.part > 0 && w == s.workers-1 {
+		g, n, part := start[w], count[w], uint32(0)
+		if s.part > 0 && w == workers-1 {
 			n, part = n-1, 1
 		}
 		x := int64(p.X)
-		if s.groupRows {
-			x += int64(g*s.w) * s.sb
+		if s.rows {
+			x += int64(g*s.w)*s.sb - s.advance()
 		} else {
 			x += int64(4 * g * s.w)
 		}
@@ -382,8 +444,12 @@ func (p Pack) checkMemory(b *Builder) error {
 }
 
 // EmulatePack returns the bytes Pack writes at Y for X's elements x
-// (row-major with stride XStride).
+// (row-major with stride XStride), or nil when p is invalid or x too
+// short.
 func EmulatePack(p Pack, x []float32) []byte {
+	if p.check() != nil || len(x) < (p.R-1)*p.XStride+p.C {
+		return nil
+	}
 	s := p.shape()
 	out := make([]byte, p.Bytes())
 	mode := numfmt.Saturate
@@ -393,7 +459,7 @@ func EmulatePack(p Pack, x []float32) []byte {
 	for gi := 0; gi < s.g; gi++ {
 		for k := 0; k < s.kx; k++ {
 			r, c := gi, k
-			if !s.groupRows {
+			if !s.rows {
 				r, c = k, gi
 			}
 			v := math.Float32bits(x[r*p.XStride+c])
