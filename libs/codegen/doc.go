@@ -17,8 +17,8 @@
 //
 // # Kernels
 //
-// A kernel generator (EmitMatMul, EmitUnary, EmitBinary, EmitCast,
-// EmitRows) checks its parameters (shapes, then addresses against the
+// A kernel generator (EmitMatMul, EmitMatMulF32, EmitPack, EmitUnary,
+// EmitBinary, EmitCast, EmitRows) checks its parameters (shapes, then addresses against the
 // builder's preset), emits the worker code and returns a Kernel: its
 // entry label and its Cost. The same parameters' Cost method gives the
 // cost without emitting anything.
