@@ -252,6 +252,7 @@ type tile struct {
 	// code
 	b        *codegen.Builder
 	entries  map[any]kernelEntry
+	kernels  []kernelSym // emitted kernels, in code order
 	code     []byte
 	entry    uint32
 	codeEnd  uint32
@@ -259,6 +260,12 @@ type tile struct {
 	hostCode int
 	exCode   int
 	hostData int
+}
+
+// kernelSym names an emitted kernel for the object's symbols.
+type kernelSym struct {
+	name  string
+	entry codegen.Label
 }
 
 type kernelEntry struct {
@@ -435,6 +442,7 @@ func (l *linker) compileKernels(*slog.Logger) error {
 				}
 				k.entry, k.cost, k.workers = kk.Entry, kk.Cost, kk.Workers
 				tl.entries[key] = kernelEntry{kk.Entry}
+				tl.kernels = append(tl.kernels, kernelSym{k.what, kk.Entry})
 			}
 		}
 		tl.gen = 4 * tl.b.Len()
@@ -752,6 +760,16 @@ func (l *linker) emit(fingerprint string) (*obj.Object, error) {
 		ot := obj.Tile{Index: t, Entry: tl.entry}
 		ot.Segments = append(ot.Segments, obj.Segment{Name: "text", Kind: obj.Code, Addr: l.p.Executable.Lo, Size: uint32(len(tl.code)), Data: tl.code})
 		ot.Symbols = append(ot.Symbols, obj.Symbol{Name: "supervisor", Addr: tl.entry, Size: l.p.Executable.Lo + uint32(len(tl.code)) - tl.entry, Code: true})
+		// Each kernel (code and table) runs to the next kernel or the
+		// supervisor.
+		for i, ks := range tl.kernels {
+			a, _ := tl.b.Addr(ks.entry)
+			end := tl.entry
+			if i+1 < len(tl.kernels) {
+				end, _ = tl.b.Addr(tl.kernels[i+1].entry)
+			}
+			ot.Symbols = append(ot.Symbols, obj.Symbol{Name: ks.name, Addr: a, Size: end - a, Code: true})
+		}
 		bufs := append([]buffer(nil), tl.bufs...)
 		sort.Slice(bufs, func(i, j int) bool { return bufs[i].addr < bufs[j].addr })
 		for _, bf := range bufs {
