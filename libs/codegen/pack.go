@@ -44,7 +44,8 @@ func (k PanelKind) String() string {
 // VecFP32 (a copy). Each element converts as in the Cast kernel (the same
 // instructions, one rounding).
 //
-// Alignment: X and Y 8-byte aligned, Y not overlapping X. When the lanes
+// Alignment: Y 8-byte aligned, X 8-byte aligned (4 when the lanes of a
+// group run along X's rows: ld32 loads only), Y not overlapping X. When the lanes
 // of a group are contiguous in X (APanel with Transpose, BPanel without),
 // XStride is even. Any stride otherwise.
 //
@@ -434,7 +435,12 @@ func (p Pack) checkMemory(b *Builder) error {
 	}
 	x := buffer{"X", p.X, 4 * (uint64(p.R-1)*uint64(p.XStride) + uint64(p.C)), false}
 	y := buffer{"Y", p.Y, uint64(p.Bytes()), true}
-	if err := checkBuffer(x, 8, a.Memory, "tile memory"); err != nil {
+	// Lanes along X's rows load with ld32 only: 4-byte alignment does.
+	xAlign := uint32(8)
+	if p.shape().rows {
+		xAlign = 4
+	}
+	if err := checkBuffer(x, xAlign, a.Memory, "tile memory"); err != nil {
 		return err
 	}
 	if err := checkBuffer(y, 8, a.Memory, "tile memory"); err != nil {

@@ -232,3 +232,26 @@ func TestPackErrors(t *testing.T) {
 		t.Errorf("short input: EmulatePack gave %d bytes, want nil", len(out))
 	}
 }
+
+// TestPackWordAlignedX packs from an X that is only 4-byte aligned, as
+// the linker does for a sub-rectangle starting at an odd column, with
+// the lanes along X's rows (ld32 loads only).
+func TestPackWordAlignedX(t *testing.T) {
+	tl := newTile()
+	for _, p := range []Pack{
+		{Kind: APanel, R: 6, C: 7, XStride: 9, KP: 8, Out: AMPFP16, Workers: 6, X: 0x80004, Y: 0xA0000},
+		{Kind: BPanel, Transpose: true, R: 20, C: 3, XStride: 5, KP: 4, Out: AMPFP8, FP8: FP8Config{FormatA: numfmt.E4M3FN}, Workers: 2, X: 0x80014, Y: 0xA0000},
+	} {
+		x := randF32(rng(3), p.R*p.XStride, -100, 100)
+		tl.putF32(p.X, x)
+		k, cycles := tl.runKernel(t, 0, func(b *Builder) (Kernel, error) { return EmitPack(b, p) })
+		if d := cmp.Diff(EmulatePack(p, x), tl.get(p.Y, p.Bytes())); d != "" {
+			t.Fatalf("%+v: mismatch (-want +got):\n%s", p, d)
+		}
+		checkCycles(t, k, cycles, 0)
+	}
+	p := Pack{Kind: BPanel, R: 4, C: 16, XStride: 16, KP: 4, Out: VecFP32, Workers: 1, X: 0x80004, Y: 0xA0000}
+	if _, err := EmitPack(NewBuilder(tl.p, codeBase), p); err == nil {
+		t.Error("a B panel (lanes along X's columns) from a 4-byte aligned X was accepted")
+	}
+}

@@ -39,13 +39,20 @@ const ExchangeInstrsPerTransfer = 3
 // launch: li, one run per worker, join.
 const SupervisorInstrsPerKernel = 2 + codegen.Slots
 
-// Split is the block counts of a matrix product.
-type Split struct{ GM, GN, GK int }
+// Split is the block counts of a matrix product. Align is the row
+// alignment of its M blocks: 0 means RowAlign; a product whose result is
+// packed as a transposed B operand needs ColAlign (see ResultAlign).
+type Split struct{ GM, GN, GK, Align int }
+
+func (s Split) rowAlign() int { return max(RowAlign, s.Align) }
 
 // Tiles is the tile count the split uses.
 func (s Split) Tiles() int { return s.GM * s.GN * s.GK }
 
 func (s Split) String() string { return fmt.Sprintf("m=%d n=%d k=%d", s.GM, s.GN, s.GK) }
+
+// Units returns the row units of M under s's alignment.
+func (s Split) MUnits(m int) int { return Units(m, s.rowAlign()) }
 
 // Block is the part [lo, hi) of an axis of n elements in block b of g:
 // the first n mod g blocks one longer.
@@ -81,7 +88,7 @@ func AlignedBlock(n, g, b, align int) (lo, hi int) {
 }
 
 // MBlock and NBlock are the row and column blocks of a product's split.
-func (s Split) MBlock(m, i int) (lo, hi int) { return AlignedBlock(m, s.GM, i, RowAlign) }
+func (s Split) MBlock(m, i int) (lo, hi int) { return AlignedBlock(m, s.GM, i, s.rowAlign()) }
 
 // NBlock is the column block j of a product of N columns.
 func (s Split) NBlock(n, j int) (lo, hi int) { return AlignedBlock(n, s.GN, j, ColAlign) }
@@ -91,12 +98,12 @@ func (s Split) KBlock(k, l int) (lo, hi int) { return Block(k, s.GK, l) }
 
 // PartBlock is the row part l of a block of rows rows that tile (i, j,
 // l) owns after the reduce-scatter of a k split: whole row groups.
-func (s Split) PartBlock(rows, l int) (lo, hi int) { return AlignedBlock(rows, s.GK, l, RowAlign) }
+func (s Split) PartBlock(rows, l int) (lo, hi int) { return AlignedBlock(rows, s.GK, l, s.rowAlign()) }
 
 // Fits reports whether s has at most one block per unit of a product
 // [m,k]x[k,n], so that no block is empty.
 func (s Split) Fits(m, k, n int) bool {
-	return s.GM >= 1 && s.GN >= 1 && s.GK >= 1 && s.GM <= Units(m, RowAlign) && s.GN <= Units(n, ColAlign) && s.GK <= k
+	return s.GM >= 1 && s.GN >= 1 && s.GK >= 1 && s.GM <= Units(m, s.rowAlign()) && s.GN <= Units(n, ColAlign) && s.GK <= k
 }
 
 // Tile returns the tile of block (i, j, l) of s over a range starting at lo.
@@ -166,6 +173,7 @@ type MatMul struct {
 	Type    codegen.AMPType
 	A, B    Operand
 	FP8     numfmt.Format
+	Align   int // row alignment of the M blocks (Split.Align)
 }
 
 // Phase is one superstep: a compute phase or an exchange phase.

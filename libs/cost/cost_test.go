@@ -68,10 +68,10 @@ func TestMatMul2048(t *testing.T) {
 		s       Split
 		wantErr string
 	}{
-		{s: Split{46, 32, 1}},
-		{s: Split{32, 46, 1}},
-		{s: Split{23, 32, 2}},
-		{s: Split{8, 8, 1}, wantErr: "out of memory on 64 tiles"},
+		{s: Split{GM: 46, GN: 32, GK: 1}},
+		{s: Split{GM: 32, GN: 46, GK: 1}},
+		{s: Split{GM: 23, GN: 32, GK: 2}},
+		{s: Split{GM: 8, GN: 8, GK: 1}, wantErr: "out of memory on 64 tiles"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.s.String(), func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestQKEarly(t *testing.T) {
 		t.Fatalf("product %+v", pr)
 	}
 	mm := resident(pr)
-	est, err := EvalMatMul(p, mm, Split{16, 16, 1}, 0, "s")
+	est, err := EvalMatMul(p, mm, Split{GM: 16, GN: 16, GK: 1}, 0, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestQKEarly(t *testing.T) {
 	rb := RowDist(pr.K, pr.N, 4, 0, 256)
 	mm.A.Source, mm.A.CastBefore = &ra, true
 	mm.B.Source, mm.B.CastBefore = &rb, true
-	est2, err := EvalMatMul(p, mm, Split{16, 16, 1}, 0, "s")
+	est2, err := EvalMatMul(p, mm, Split{GM: 16, GN: 16, GK: 1}, 0, "s")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,6 +92,9 @@ type Product struct {
 	M, K, N int
 	Type    codegen.AMPType
 	A, B    Chain
+	// Align is the row alignment its result's pieces need (ResultAlign;
+	// 0 until set).
+	Align int
 }
 
 // ProductOf returns the AMP view of a 2-D MatMul or Gemm node.
@@ -209,4 +212,58 @@ func OutputCast(g *graph.Graph, n *graph.Node) *graph.Node {
 		return reader
 	}
 	return nil
+}
+
+// ResultAlign returns the row alignment a product's result pieces need:
+// ColAlign when a later product packs the result (or a value computed
+// from it row for row) as a transposed B operand, whose groups of 16 run
+// along the result's rows; 0 (the default RowAlign) otherwise.
+func ResultAlign(g *graph.Graph, n *graph.Node) int {
+	v := n.Outputs[0]
+	if oc := OutputCast(g, n); oc != nil {
+		v = oc.Outputs[0]
+	}
+	roots := map[*graph.Value]int{}
+	for _, m := range g.Nodes {
+		pr, err := ProductOf(m)
+		if err != nil {
+			continue
+		}
+		if pr.B.Transpose {
+			roots[pr.B.Root] = ColAlign
+		}
+	}
+	seen := map[*graph.Value]bool{}
+	var need func(v *graph.Value) int
+	need = func(v *graph.Value) int {
+		if seen[v] {
+			return 0
+		}
+		seen[v] = true
+		a := roots[v]
+		for _, m := range g.Nodes {
+			if !keepsRows(m.Op) || len(m.Outputs) == 0 || m.Outputs[0] == nil || m.Outputs[0].NumElements() != v.NumElements() {
+				continue
+			}
+			for _, in := range m.Inputs {
+				if in == v {
+					a = max(a, need(m.Outputs[0]))
+				}
+			}
+		}
+		return a
+	}
+	return need(v)
+}
+
+// keepsRows reports whether an operator's output is laid out like its
+// input's when it has as many elements (elementwise, casts, row
+// operators).
+func keepsRows(op string) bool {
+	switch op {
+	case "Neg", "Abs", "Relu", "Tanh", "Sigmoid", "Exp", "Sqrt", "Gelu", "Clip", "Pow",
+		"Add", "Sub", "Mul", "Div", "Max", "Min", "Cast", "Softmax", "LogSoftmax", "LayerNormalization":
+		return true
+	}
+	return false
 }

@@ -14,6 +14,7 @@ const kernelTableBytes = 5 * 4 * codegen.Slots
 // EvalMatMul costs mm split by s over the tiles from lo. what names the
 // node in a memory report.
 func EvalMatMul(p *arch.Preset, mm MatMul, s Split, lo int, what string) (*Estimate, error) {
+	s.Align = mm.Align
 	if !s.Fits(mm.M, mm.K, mm.N) {
 		return nil, fmt.Errorf("%s: split %v does not fit [%d,%d]x[%d,%d]", what, s, mm.M, mm.K, mm.K, mm.N)
 	}

@@ -43,7 +43,7 @@ func TestFed(t *testing.T) {
 			b.AddNode("Transpose", "t", []string{"h"}, []string{"ht"}, onnx.IntsAttr("perm", 1, 0))
 			b.AddNode("MatMul", "m2", []string{"z", "ht"}, []string{"y"}) // [8,32] x [32,32]
 			b.AddOutput("y", onnx.Float, []int64{8, 32})
-		}, []int{1, 5}}, // more tiles split h's rows off 16-row panels: not lowered
+		}, nil},
 		{"attention-fp16", func(b *onnx.ModelBuilder) {
 			b.AddInput("q", onnx.Float, []int64{16, 32})
 			b.AddInput("k", onnx.Float, []int64{16, 32})
@@ -78,6 +78,20 @@ func TestFed(t *testing.T) {
 		b.AddNode("Gemm", "g1", []string{"x", "y", "c"}, []string{"h"})
 		b.AddNode("Gemm", "g2", []string{"x", "y", "h"}, []string{"z"}, onnx.FloatAttr("alpha", 0.5), onnx.FloatAttr("beta", -3))
 		b.AddOutput("z", onnx.Float, []int64{12, 36})
+	}, nil})
+	models = append(models, model{"attention-projections", func(b *onnx.ModelBuilder) {
+		b.AddInput("x", onnx.Float, []int64{40, 32})
+		for _, w := range []string{"wq", "wk", "wv"} {
+			b.AddInitializer(onnx.NewFloat32(w, []int64{32, 32}, vals(32*32, 0.03125)))
+		}
+		b.AddNode("MatMul", "q", []string{"x", "wq"}, []string{"qv"})
+		b.AddNode("MatMul", "k", []string{"x", "wk"}, []string{"kv"})
+		b.AddNode("MatMul", "v", []string{"x", "wv"}, []string{"vv"})
+		b.AddNode("Transpose", "kt", []string{"kv"}, []string{"ktv"}, onnx.IntsAttr("perm", 1, 0))
+		b.AddNode("MatMul", "s", []string{"qv", "ktv"}, []string{"sv"})
+		b.AddNode("Softmax", "p", []string{"sv"}, []string{"pv"}, onnx.IntAttr("axis", -1))
+		b.AddNode("MatMul", "o", []string{"pv", "vv"}, []string{"ov"})
+		b.AddOutput("ov", onnx.Float, []int64{40, 32})
 	}, nil})
 	for _, m := range models {
 		ts := m.tiles

@@ -200,7 +200,7 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 	if err != nil {
 		return err
 	}
-	s := cost.Split{GM: st.Split.M, GN: st.Split.N, GK: st.Split.K}
+	s := cost.Split{GM: st.Split.M, GN: st.Split.N, GK: st.Split.K, Align: cost.ResultAlign(l.g, n)}
 	lo := st.Tiles[0]
 	if !s.Fits(pr.M, pr.K, pr.N) || lo < 0 || lo+s.Tiles() > st.Tiles[1] || st.Tiles[1] > l.pl.Tiles {
 		return fmt.Errorf("plan: step %q: split %v over tiles %v does not fit [%d,%d]x[%d,%d] on %d tiles", n.Name, s, st.Tiles, pr.M, pr.K, pr.K, pr.N, l.pl.Tiles)

@@ -129,8 +129,8 @@ func tensorOf(v *graph.Value, layout string, d cost.Dist) plan.Tensor {
 }
 
 // blocks is the block layout of a product operand over a split.
-func blocks(rows, cols int, s plan.Split, lo int, a, transpose bool) cost.Dist {
-	sp := cost.Split{GM: s.M, GN: s.N, GK: s.K}
+func blocks(rows, cols int, s plan.Split, align, lo int, a, transpose bool) cost.Dist {
+	sp := cost.Split{GM: s.M, GN: s.N, GK: s.K, Align: align}
 	d := cost.Dist{Rows: rows, Cols: cols}
 	M, N, K := rows, cols, cols
 	if !a {
@@ -193,7 +193,7 @@ func (pl *planner) build(pt point, r *result, opt Options, tiles int, s *plan.St
 			if c.Transpose {
 				rows, cols = cols, rows
 			}
-			dist := blocks(rows, cols, d.Split, d.Tiles[0], k == 0, c.Transpose)
+			dist := blocks(rows, cols, d.Split, pr.Align, d.Tiles[0], k == 0, c.Transpose)
 			name := string(rune('a' + k))
 			if c.HasCast && d.CastOrder == plan.BeforeExchange && d.Stationary != name {
 				layout = plan.RowMajor
@@ -264,7 +264,7 @@ func (pl *planner) stats(pt point, r *result, st *Stats) {
 			// Padding past M (A rows) or N (B columns) is never read
 			// into a kept result, so its clear can go.
 			for b := 0; b < []int{d.Split.M, d.Split.N}[k]; b++ {
-				lo, hi := cost.AlignedBlock([]int{pr.M, pr.N}[k], []int{d.Split.M, d.Split.N}[k], b, []int{cost.RowAlign, cost.ColAlign}[k])
+				lo, hi := cost.AlignedBlock([]int{pr.M, pr.N}[k], []int{d.Split.M, d.Split.N}[k], b, []int{max(cost.RowAlign, pr.Align), cost.ColAlign}[k])
 				if (hi-lo)%[]int{4, 16}[k] != 0 {
 					st.PaddingClearsRemoved += []int{d.Split.N, d.Split.M}[k] * d.Split.K
 				}

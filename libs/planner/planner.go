@@ -106,6 +106,7 @@ func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) *planner {
 				}
 			}
 		}
+		pr.Align = cost.ResultAlign(g, n)
 		pl.products = append(pl.products, product{pr, n.Index})
 		if oc := cost.OutputCast(g, n); oc != nil {
 			pl.folded[oc.Index] = n.Index
@@ -178,7 +179,7 @@ func (pl *planner) eval(pt point) (*result, error) {
 					pr = pl.products[i].Product
 				}
 			}
-			mm := cost.MatMul{M: pr.M, K: pr.K, N: pr.N, Type: pr.Type, FP8: pr.A.FP8}
+			mm := cost.MatMul{M: pr.M, K: pr.K, N: pr.N, Type: pr.Type, FP8: pr.A.FP8, Align: pr.Align}
 			if pr.A.Type == codegen.AMPFP16 && pr.B.Type == codegen.AMPFP8 {
 				mm.FP8 = pr.B.FP8
 			}

@@ -84,10 +84,11 @@ func (pl *planner) screen(pr *cost.Product, budget int) []cost.Split {
 	}
 	var cs []cand
 	for gk := 1; gk <= min(8, pr.K) && gk <= budget; gk *= 2 {
-		mu, nu := cost.Units(pr.M, cost.RowAlign), cost.Units(pr.N, cost.ColAlign)
+		ra := max(cost.RowAlign, pr.Align)
+		mu, nu := cost.Units(pr.M, ra), cost.Units(pr.N, cost.ColAlign)
 		for _, gm := range distinct(mu, budget/gk) {
 			for _, gn := range distinct(nu, budget/(gk*gm)) {
-				mb := min(pr.M, (mu+gm-1)/gm*cost.RowAlign)
+				mb := min(pr.M, (mu+gm-1)/gm*ra)
 				nb := min(pr.N, (nu+gn-1)/gn*cost.ColAlign)
 				kb := (pr.K + gk - 1) / gk
 				c, err := cost.MatMulCycles(pl.p, pr.Type, mb, kb, nb)
@@ -112,7 +113,7 @@ func (pl *planner) screen(pr *cost.Product, budget int) []cost.Split {
 	if len(cs) == 0 {
 		// Nothing the kernel takes: cost the widest split, whose memory
 		// report says why it does not fit.
-		gm := min(cost.Units(pr.M, cost.RowAlign), budget)
+		gm := min(cost.Units(pr.M, max(cost.RowAlign, pr.Align)), budget)
 		cs = append(cs, cand{s: cost.Split{GM: gm, GN: max(1, min(cost.Units(pr.N, cost.ColAlign), budget/gm)), GK: 1}})
 	}
 	var out []cost.Split
@@ -194,7 +195,7 @@ func (pl *planner) move(pt point, rng *rand.Rand) point {
 	switch rng.IntN(4) {
 	case 0, 1: // change one split factor
 		f := []*int{&d.Split.M, &d.Split.N, &d.Split.K}[rng.IntN(3)]
-		lim := []int{cost.Units(pr.M, cost.RowAlign), cost.Units(pr.N, cost.ColAlign), pr.K}
+		lim := []int{cost.Units(pr.M, max(cost.RowAlign, pr.Align)), cost.Units(pr.N, cost.ColAlign), pr.K}
 		var k int
 		switch {
 		case f == &d.Split.M:
@@ -370,7 +371,7 @@ func (pl *planner) checkPoint(pt point) error {
 		if d.Node != pr.idx {
 			return fmt.Errorf("decision %d is for node %d, want %d", i, d.Node, pr.idx)
 		}
-		if !(cost.Split{GM: d.Split.M, GN: d.Split.N, GK: d.Split.K}).Fits(pr.M, pr.K, pr.N) || d.Tiles[1] > pl.tiles || d.Tiles[1]-d.Tiles[0] < d.Split.M*d.Split.N*d.Split.K {
+		if !(cost.Split{GM: d.Split.M, GN: d.Split.N, GK: d.Split.K, Align: pr.Align}).Fits(pr.M, pr.K, pr.N) || d.Tiles[1] > pl.tiles || d.Tiles[1]-d.Tiles[0] < d.Split.M*d.Split.N*d.Split.K {
 			return fmt.Errorf("decision %d: split %+v over tiles %v does not fit", i, d.Split, d.Tiles)
 		}
 	}
