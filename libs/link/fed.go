@@ -1,6 +1,7 @@
 package link
 
 import (
+	"fmt"
 	"sort"
 
 	"ipu.local/libs/codegen"
@@ -83,26 +84,7 @@ func fedPanel(o *operand, r region) (panel, error) {
 type alignError struct{ tile, at, w int }
 
 func (e *alignError) Error() string {
-	return "a region on tile " + itoa(e.tile) + " starts at " + itoa(e.at) + ", not a multiple of " + itoa(e.w)
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	var b []byte
-	for n > 0 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-		n /= 10
-	}
-	if neg {
-		b = append([]byte{'-'}, b...)
-	}
-	return string(b)
+	return fmt.Sprintf("a region on tile %d starts at %d, not a multiple of %d", e.tile, e.at, e.w)
 }
 
 // packOf is the pack of the sub-rectangle of region r that panel p'
@@ -156,13 +138,7 @@ func (l *linker) feed(n *graph.Node, o *operand, pr *cost.Product, e int, comput
 	if err != nil {
 		return l.memErr(n, err)
 	}
-	type key struct {
-		src            int
-		srcAddr, dAddr uint32
-		words          int
-	}
-	dests := map[key][]int{}
-	var keys []key
+	var moves []sched.Transfer
 	for q, r := range regs {
 		sp := panels[q]
 		needed := false // by another tile
@@ -180,11 +156,8 @@ func (l *linker) feed(n *graph.Node, o *operand, pr *cost.Product, e int, comput
 					return notLowered(n, "operand %s: a run of %d elements at %d is not word aligned", o.name, ru.n, ru.src)
 				}
 				needed = true
-				kk := key{r.tile, buf + uint32(ru.src*e), dst + uint32(ru.dst*e), ru.n * e / 4}
-				if _, ok := dests[kk]; !ok {
-					keys = append(keys, kk)
-				}
-				dests[kk] = append(dests[kk], t)
+				moves = append(moves, sched.Transfer{Src: r.tile, Dst: t, Words: ru.n * e / 4,
+					SrcAddr: buf + uint32(ru.src*e), DstAddr: dst + uint32(ru.dst*e)})
 			}
 		}
 		if needed {
@@ -192,18 +165,7 @@ func (l *linker) feed(n *graph.Node, o *operand, pr *cost.Product, e int, comput
 				pack: packOf(o, r, sp, pr.Type, fp8, buf)})
 		}
 	}
-	for _, kk := range keys {
-		ts := dests[kk]
-		sort.Ints(ts)
-		for a := 0; a < len(ts); {
-			b := a + 1
-			for b < len(ts) && ts[b] == ts[b-1]+1 {
-				b++
-			}
-			xch.xfers = append(xch.xfers, sched.Transfer{Src: kk.src, Dst: ts[a], DstN: b - a, Words: kk.words, SrcAddr: kk.srcAddr, DstAddr: kk.dAddr})
-			a = b
-		}
-	}
+	xch.xfers = append(xch.xfers, multicast(moves)...)
 	return nil
 }
 

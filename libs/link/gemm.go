@@ -100,18 +100,8 @@ func (l *linker) epilogue(ep *gemmEpilogue, s *superstep, t int, src, cBase uint
 		elems := (r1-r0-1)*w + c1 - c0
 		b := ep.nodeBias
 		if ep.beta != 1 {
-			if ep.buf == 0 {
-				var size uint32
-				for _, bf := range l.tile(t).bufs {
-					if bf.addr == cBase {
-						size = bf.size
-					}
-				}
-				var err error
-				ep.buf, err = l.allocate(ep.tiles, nm+".bias", size, 8, true)
-				if err != nil {
-					return l.memErr(ep.node, err)
-				}
+			if err := l.biasBuffer(ep, t, cBase); err != nil {
+				return err
 			}
 			scaled := ep.buf + (src - cBase)
 			s.work[t] = append(s.work[t], &kernel{what: nm + ".beta", bin: &codegen.Binary{Op: codegen.Mul, N: elems,
@@ -124,18 +114,8 @@ func (l *linker) epilogue(ep *gemmEpilogue, s *superstep, t int, src, cBase uint
 	}
 	// The bias buffer holds the piece's bias at the piece's offset in
 	// the C block: allocate it once, at the size of the C buffer.
-	if ep.buf == 0 {
-		var size uint32
-		for _, b := range l.tile(t).bufs {
-			if b.addr == cBase {
-				size = b.size
-			}
-		}
-		var err error
-		ep.buf, err = l.allocate(ep.tiles, nm+".bias", size, 8, true)
-		if err != nil {
-			return l.memErr(ep.node, err)
-		}
+	if err := l.biasBuffer(ep, t, cBase); err != nil {
+		return err
 	}
 	dst := ep.buf + (src - cBase)
 	v := ep.bias
@@ -192,4 +172,24 @@ func (l *linker) epilogue(ep *gemmEpilogue, s *superstep, t int, src, cBase uint
 
 func blockRowMajor(off uint32, rows, cols int) obj.Block {
 	return obj.Block{Offset: off, R1: uint32(rows), C1: uint32(cols), Rows: uint32(rows), Cols: uint32(cols), Order: obj.RowMajor}
+}
+
+// biasBuffer allocates, once, a buffer the size of the C buffer at cBase
+// on the product's tiles: a piece's bias sits at its piece's offset.
+func (l *linker) biasBuffer(ep *gemmEpilogue, t int, cBase uint32) error {
+	if ep.buf != 0 {
+		return nil
+	}
+	var size uint32
+	for _, b := range l.tile(t).bufs {
+		if b.addr == cBase {
+			size = b.size
+		}
+	}
+	var err error
+	ep.buf, err = l.allocate(ep.tiles, ep.node.Name+".bias", size, 8, true)
+	if err != nil {
+		return l.memErr(ep.node, err)
+	}
+	return nil
 }

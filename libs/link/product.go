@@ -2,7 +2,6 @@ package link
 
 import (
 	"fmt"
-	"sort"
 
 	"ipu.local/formats/obj"
 	"ipu.local/formats/plan"
@@ -467,14 +466,9 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 			pre.work[t] = append(pre.work[t], &kernel{what: nm("cast-" + o.name), cast: &codegen.Cast{
 				Kind: c.Cast, N: sp.elems(), X: stage, Y: srcBase[q], Format: c.FP8, Saturate: o.saturate, Workers: codegen.Slots}})
 		}
-		// Runs from every piece to every block that needs it.
-		type key struct {
-			src            int
-			srcAddr, dAddr uint32
-			words          int
-		}
-		dests := map[key][]int{}
-		var keys []key
+		// Runs from every piece to every block that needs it; identical
+		// runs to contiguous tiles become multicasts.
+		var moves []sched.Transfer
 		for _, t := range compute {
 			db, _ := blockOf(t)
 			for q, sp := range srcPanels {
@@ -494,26 +488,12 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 							Kind: c.Cast, N: r.n, X: stage + uint32(r.src*rs), Y: bufs[k] + uint32(r.dst*e), Format: c.FP8, Saturate: o.saturate, Workers: codegen.Slots}})
 						continue
 					}
-					kk := key{srcTiles[q], srcBase[q] + uint32(r.src*e), bufs[k] + uint32(r.dst*e), r.n * e / 4}
-					if _, ok := dests[kk]; !ok {
-						keys = append(keys, kk)
-					}
-					dests[kk] = append(dests[kk], t)
+					moves = append(moves, sched.Transfer{Src: srcTiles[q], Dst: t, Words: r.n * e / 4,
+						SrcAddr: srcBase[q] + uint32(r.src*e), DstAddr: bufs[k] + uint32(r.dst*e)})
 				}
 			}
 		}
-		for _, kk := range keys {
-			ts := dests[kk]
-			sort.Ints(ts)
-			for a := 0; a < len(ts); {
-				b := a + 1
-				for b < len(ts) && ts[b] == ts[b-1]+1 && !(kk.src >= ts[a] && kk.src <= ts[b]) {
-					b++
-				}
-				xch.xfers = append(xch.xfers, sched.Transfer{Src: kk.src, Dst: ts[a], DstN: b - a, Words: kk.words, SrcAddr: kk.srcAddr, DstAddr: kk.dAddr})
-				a = b
-			}
-		}
+		xch.xfers = append(xch.xfers, multicast(moves)...)
 	}
 	l.appendLater(mm)
 
