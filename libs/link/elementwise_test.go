@@ -64,8 +64,17 @@ func checkVerdict(t *testing.T, o *obj.Object, st *Stats, g *graph.Graph, seed u
 	}
 }
 
-// planLink plans and links an in-memory model, returning the link error.
+// planLink plans and links an in-memory model (2 search attempts),
+// returning the link error.
 func planLink(t *testing.T, data []byte, tiles int) (*obj.Object, *Stats, *graph.Graph, error) {
+	t.Helper()
+	_, o, st, g, err := planLinkN(t, data, tiles, 2)
+	return o, st, g, err
+}
+
+// planLinkN plans an in-memory model over tiles of ipu21 with attempts
+// search moves and links it, returning the link error.
+func planLinkN(t *testing.T, data []byte, tiles, attempts int) (*plan.Plan, *obj.Object, *Stats, *graph.Graph, error) {
 	t.Helper()
 	m, err := onnx.ReadModel(data)
 	if err != nil {
@@ -76,12 +85,12 @@ func planLink(t *testing.T, data []byte, tiles int) (*obj.Object, *Stats, *graph
 		t.Fatal(err)
 	}
 	p, _ := arch.Lookup("ipu21")
-	pl, _, _, err := planner.Plan(g, p, planner.Options{Tiles: tiles, Seed: 1, MaxAttempts: 2})
+	pl, _, _, err := planner.Plan(g, p, planner.Options{Tiles: tiles, Seed: 1, MaxAttempts: attempts})
 	if err != nil {
 		t.Fatal(err)
 	}
 	o, st, err := Link(pl, "test", Options{})
-	return o, st, g, err
+	return pl, o, st, g, err
 }
 
 func ramp(n int, scale float32) []float32 {

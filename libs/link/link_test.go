@@ -2,7 +2,6 @@ package link
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,91 +10,18 @@ import (
 	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
 	"ipu.local/libs/graph"
-	"ipu.local/libs/hostref"
 	"ipu.local/libs/onnx"
 	"ipu.local/libs/planner"
 	"ipu.local/libs/sim"
 )
 
-// pages is the host memory of a run: page<<24 | offset.
-type pages map[uint8][]byte
-
-func (h pages) at(addr uint32, n int) ([]byte, error) {
-	pg, off := uint8(addr>>24), int(addr&0xFFFFFF)
-	b, ok := h[pg]
-	if !ok || off+n > len(b) {
-		return nil, fmt.Errorf("host address %#x +%d outside the pages", addr, n)
-	}
-	return b[off : off+n], nil
-}
-
-func (h pages) ReadHost(addr uint32, dst []byte) error {
-	b, err := h.at(addr, len(dst))
-	if err == nil {
-		copy(dst, b)
-	}
-	return err
-}
-
-func (h pages) WriteHost(addr uint32, src []byte) error {
-	b, err := h.at(addr, len(src))
-	if err == nil {
-		copy(b, src)
-	}
-	return err
-}
-
-// runObject loads o on a fresh simulator, runs one call with inputs
-// (raw row-major bytes by graph input) and returns the outputs and the
-// run's result.
+// runObject runs o on the simulator (Simulate), failing the test on an
+// error.
 func runObject(t *testing.T, o *obj.Object, inputs [][]byte) ([][]byte, *sim.RunResult) {
 	t.Helper()
-	p, err := arch.Lookup(o.Arch)
+	outs, res, err := Simulate(o, inputs, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
-	}
-	mem := make([][]byte, p.Tiles)
-	m := sim.New(p, func(tile int) []byte {
-		if mem[tile] == nil {
-			mem[tile] = make([]byte, p.Memory.Size())
-		}
-		return mem[tile]
-	}, sim.Options{})
-	m.Reset()
-	for _, tl := range o.Tiles {
-		img := sim.Image{Entry: tl.Entry}
-		for _, s := range tl.Segments {
-			if s.Kind != obj.BSS {
-				img.Segments = append(img.Segments, sim.Segment{Addr: s.Addr, Data: s.Data, Code: s.Kind == obj.Code})
-			}
-		}
-		if err := m.Load(tl.Index, img); err != nil {
-			t.Fatalf("load tile %d: %v", tl.Index, err)
-		}
-	}
-	host := pages{}
-	for _, pg := range o.Host.Pages {
-		host[pg.ID] = make([]byte, pg.Bytes)
-	}
-	if _, err := m.Run(host, 0); err != nil { // startup to the first hsync
-		t.Fatalf("startup: %v", err)
-	}
-	for i, in := range o.Host.Inputs {
-		if err := in.Scatter(host[in.Page], inputs[i]); err != nil {
-			t.Fatalf("input %q: %v", in.Name, err)
-		}
-	}
-	res, err := m.Run(host, 0)
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	var outs [][]byte
-	for _, ot := range o.Host.Outputs {
-		b, err := ot.Gather(host[ot.Page])
-		if err != nil {
-			t.Fatalf("output %q: %v", ot.Name, err)
-		}
-		outs = append(outs, b)
 	}
 	return outs, res
 }
@@ -131,56 +57,11 @@ func linkModel(t *testing.T, path, archName string, tiles int) (*plan.Plan, *obj
 }
 
 // checkModel runs a linked model against the host reference at device
-// precision and compares the cycle cost with the simulator's.
+// precision (inputs from seed 1) and compares the cycle cost with the
+// simulator's: checkVerdict.
 func checkModel(t *testing.T, o *obj.Object, st *Stats, g *graph.Graph) {
 	t.Helper()
-	ins := hostref.GenerateInputs(g, 1)
-	raw := make([][]byte, len(ins))
-	for i, in := range ins {
-		raw[i] = in.Raw
-	}
-	outs, res := runObject(t, o, raw)
-	want, err := hostref.Eval(g, ins, hostref.Options{Precision: hostref.Device, Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, w := range want {
-		got := outs[i]
-		wv, _ := graph.DecodeFloats(w)
-		gt := &onnx.Tensor{DType: w.DType, Dims: w.Dims, Raw: got}
-		gv, err := graph.DecodeFloats(gt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var worst, maxw float64
-		for k := range wv {
-			worst = max(worst, math.Abs(gv[k]-wv[k]))
-			maxw = max(maxw, math.Abs(wv[k]))
-		}
-		k := float64(o.Host.Outputs[i].Accumulate)
-		tol := (k*0x1p-24/(1-k*0x1p-24) + 2*0x1p-24) * maxw
-		if !(worst <= tol) {
-			t.Errorf("output %q: max abs error %g > tolerance %g (first got %g want %g)", o.Host.Outputs[i].Name, worst, tol, gv[0], wv[0])
-		}
-	}
-	// Cycles: the device supersteps between the host ones.
-	if len(res.Phases) != len(st.Supersteps) {
-		t.Fatalf("simulator ran %d supersteps, the linker costed %d", len(res.Phases), len(st.Supersteps))
-	}
-	var simCycles int64
-	for i, ph := range res.Phases {
-		s := st.Supersteps[i]
-		if s.Kind == obj.HostExchange {
-			continue
-		}
-		simCycles += ph.Cycles + ph.SyncCycles
-		if ph.Cycles != s.Cycles {
-			t.Errorf("superstep %d (%s): simulated %d cycles, costed %d", i, s.Name, ph.Cycles, s.Cycles)
-		}
-	}
-	if simCycles != st.FinalCycles {
-		t.Errorf("simulated final cycles %d, costed %d", simCycles, st.FinalCycles)
-	}
+	checkVerdict(t, o, st, g, 1)
 }
 
 func TestQKEarly(t *testing.T) {
@@ -204,20 +85,7 @@ func TestQKEarly(t *testing.T) {
 // linkBytes plans and links an in-memory model.
 func linkBytes(t *testing.T, data []byte, tiles int) (*obj.Object, *Stats, *graph.Graph) {
 	t.Helper()
-	m, err := onnx.ReadModel(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := arch.Lookup("ipu21")
-	pl, _, _, err := planner.Plan(g, p, planner.Options{Tiles: tiles, Seed: 1, MaxAttempts: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, st, err := Link(pl, "test", Options{})
+	pl, o, st, g, err := planLinkN(t, data, tiles, 8)
 	if err != nil {
 		t.Fatal(err)
 	}

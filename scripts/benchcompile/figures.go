@@ -11,7 +11,6 @@ import (
 
 	"ipu.local/formats/obj"
 	"ipu.local/formats/plan"
-	"ipu.local/libs/arch"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/hostref"
 	"ipu.local/libs/link"
@@ -96,7 +95,7 @@ func (f *figures) measure(cfg config) error {
 	}
 	progress("simulating %d tiles (link %s)", st.Tiles, seconds(f.link))
 	start = time.Now()
-	outs, res, err := runObject(cfg.arch, o, raw)
+	outs, res, err := link.Simulate(o, raw, sim.Options{})
 	f.sim = time.Since(start)
 	if err != nil {
 		return fmt.Errorf("simulate: %w", err)
@@ -169,90 +168,6 @@ func (f *figures) compare(o *obj.Object, want []*onnx.Tensor, outs [][]byte) err
 		}
 	}
 	return nil
-}
-
-// hostPages is the host memory of a run: page<<24 | offset.
-type hostPages map[uint8][]byte
-
-func (h hostPages) at(addr uint32, n int) ([]byte, error) {
-	pg, off := uint8(addr>>24), int(addr&0xFFFFFF)
-	b, ok := h[pg]
-	if !ok || off+n > len(b) {
-		return nil, fmt.Errorf("host address %#x +%d outside the pages", addr, n)
-	}
-	return b[off : off+n], nil
-}
-
-func (h hostPages) ReadHost(addr uint32, dst []byte) error {
-	b, err := h.at(addr, len(dst))
-	if err == nil {
-		copy(dst, b)
-	}
-	return err
-}
-
-func (h hostPages) WriteHost(addr uint32, src []byte) error {
-	b, err := h.at(addr, len(src))
-	if err == nil {
-		copy(b, src)
-	}
-	return err
-}
-
-// runObject loads o on a fresh in-memory simulator, runs the startup to
-// the first host sync, then one call with inputs (raw row-major bytes by
-// graph input), and returns the outputs and the call's result.
-func runObject(p *arch.Preset, o *obj.Object, inputs [][]byte) ([][]byte, *sim.RunResult, error) {
-	if o.Arch != p.Name {
-		return nil, nil, fmt.Errorf("object is for %s, not %s", o.Arch, p.Name)
-	}
-	if len(inputs) != len(o.Host.Inputs) {
-		return nil, nil, fmt.Errorf("%d inputs for the object's %d", len(inputs), len(o.Host.Inputs))
-	}
-	mem := make([][]byte, p.Tiles)
-	m := sim.New(p, func(tile int) []byte {
-		if mem[tile] == nil {
-			mem[tile] = make([]byte, p.Memory.Size())
-		}
-		return mem[tile]
-	}, sim.Options{})
-	m.Reset()
-	for _, tl := range o.Tiles {
-		img := sim.Image{Entry: tl.Entry}
-		for _, s := range tl.Segments {
-			if s.Kind != obj.BSS {
-				img.Segments = append(img.Segments, sim.Segment{Addr: s.Addr, Data: s.Data, Code: s.Kind == obj.Code})
-			}
-		}
-		if err := m.Load(tl.Index, img); err != nil {
-			return nil, nil, fmt.Errorf("load tile %d: %w", tl.Index, err)
-		}
-	}
-	host := hostPages{}
-	for _, pg := range o.Host.Pages {
-		host[pg.ID] = make([]byte, pg.Bytes)
-	}
-	if _, err := m.Run(host, 0); err != nil {
-		return nil, nil, fmt.Errorf("startup: %w", err)
-	}
-	for i, in := range o.Host.Inputs {
-		if err := in.Scatter(host[in.Page], inputs[i]); err != nil {
-			return nil, nil, fmt.Errorf("input %q: %w", in.Name, err)
-		}
-	}
-	res, err := m.Run(host, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("run: %w", err)
-	}
-	outs := make([][]byte, len(o.Host.Outputs))
-	for i, ot := range o.Host.Outputs {
-		b, err := ot.Gather(host[ot.Page])
-		if err != nil {
-			return nil, nil, fmt.Errorf("output %q: %w", ot.Name, err)
-		}
-		outs[i] = b
-	}
-	return outs, res, nil
 }
 
 // printFigures writes the figures table and, under it, each failed row's
