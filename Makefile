@@ -94,7 +94,7 @@ FUZZTIME ?= 30s
 FUZZ_TARGETS := \
 	formats:./obj:FuzzRead formats:./ipuexe:FuzzRead formats:./profile:FuzzRead \
 	formats:./plan:FuzzRead libs:./onnx:FuzzReadModel libs:./onnx:FuzzReadTensor \
-	libs:./graph:FuzzBuild libs:./asm:FuzzAssemble libs:./sim:FuzzRun libs:./link:FuzzLink libs:./link:FuzzNodes \
+	libs:./graph:FuzzBuild libs:./asm:FuzzAssemble libs:./sim:FuzzRun libs:./link:FuzzLink \
 	libs:./sim:FuzzUnmarshalState libs:./device:FuzzParseHeader libs:./sched:FuzzSchedule
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \

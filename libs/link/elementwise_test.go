@@ -483,37 +483,3 @@ func TestLayerNormStats(t *testing.T) {
 		})
 	}
 }
-
-// FuzzNodes links mutated plans of the node models: Link may refuse a
-// plan, never panic.
-func FuzzNodes(f *testing.F) {
-	p, _ := arch.Lookup("ipu21")
-	for _, tc := range nodeModels {
-		b := onnx.NewModel(tc.opset)
-		tc.build(b)
-		m, err := onnx.ReadModel(b.Marshal())
-		if err != nil {
-			f.Fatal(err)
-		}
-		g, err := graph.Build(m)
-		if err != nil {
-			f.Fatal(err)
-		}
-		pl, _, _, err := planner.Plan(g, p, planner.Options{Tiles: 4, Seed: 1, MaxAttempts: 1})
-		if err != nil {
-			f.Fatal(err)
-		}
-		out, err := plan.Marshal(pl)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(out)
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		pl, err := plan.Read(data)
-		if err != nil || pl.Tiles > 64 {
-			return
-		}
-		_, _, _ = Link(pl, "fuzz", Options{})
-	})
-}

@@ -11,9 +11,32 @@ import (
 	"ipu.local/libs/planner"
 )
 
-// FuzzLink links mutated plans: Link may refuse a plan, never panic, and
-// what it links validates as an object (Link checks that itself).
+// FuzzLink links mutated plans of qk-early and of the node models: Link
+// may refuse a plan, never panic, and what it links validates as an
+// object (Link checks that itself).
 func FuzzLink(f *testing.F) {
+	p, _ := arch.Lookup("ipu21")
+	for _, tc := range nodeModels {
+		b := onnx.NewModel(tc.opset)
+		tc.build(b)
+		m, err := onnx.ReadModel(b.Marshal())
+		if err != nil {
+			f.Fatal(err)
+		}
+		g, err := graph.Build(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		pl, _, _, err := planner.Plan(g, p, planner.Options{Tiles: 4, Seed: 1, MaxAttempts: 1})
+		if err != nil {
+			f.Fatal(err)
+		}
+		out, err := plan.Marshal(pl)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(out)
+	}
 	for _, tc := range []struct {
 		model string
 		tiles int
@@ -30,7 +53,6 @@ func FuzzLink(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		p, _ := arch.Lookup("ipu21")
 		pl, _, _, err := planner.Plan(g, p, planner.Options{Tiles: tc.tiles, Seed: 1, MaxAttempts: 2})
 		if err != nil {
 			f.Fatal(err)
