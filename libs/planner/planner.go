@@ -13,12 +13,14 @@
 // incumbent, visited set) goes to a plan.State, so two runs of N
 // attempts equal one of 2N.
 //
-// Scope for now: MatMul and Gemm (2-D) are planned, with the Cast and
-// Transpose nodes feeding them folded in (see cost.TraceOperand). Every
-// other node is planned trivially: it runs on the tiles and rows of its
-// first input's layout (elementwise and row ops split rows), costed as
-// one elementwise kernel on the largest piece. Gemm's bias and alpha are
-// not costed.
+// Scope: MatMul and Gemm (2-D) are planned, with the Cast and Transpose
+// nodes feeding them folded in (see cost.TraceOperand), and a Cast of the
+// result to FP16 (cost.OutputCast). Every other node is planned
+// trivially: it runs on the tiles and rows of its first input's layout
+// (elementwise and row ops split rows), costed as one elementwise kernel
+// on the largest piece; the linker chooses those nodes' layouts itself
+// (libs/link), so their cost here is rough, and ipu-plan reports the
+// linked program's cycles. Gemm's bias and alpha are not costed.
 package planner
 
 import (

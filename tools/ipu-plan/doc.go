@@ -19,10 +19,14 @@
 // exchange geometry of the incumbent, the FP8 padding clears removed, the
 // transfers, the incumbent's cycles and the state saved.
 //
-// The incumbent's cycles are, for now, the plan's estimated final cycles
-// (cost.estimated=true): validation by running the linker's lowering in
-// process comes with ipu-link. The "incremental instruction-alignment
-// validation" step currently re-reads and validates the encoded plan.
+// The incumbent is validated by running ipu-link's lowering in process
+// (libs/link; its phases nest in plan_package, as in the seed) and
+// building its tile images: the plan's final_cycles are the linked
+// program's (cost.estimated=false), the figure ipu-link reports for the
+// same plan. A plan holding a node the linker does not lower yet keeps the
+// cost model's estimate (cost.estimated=true) with a warning; ipu-link
+// then refuses it. The "incremental instruction-alignment validation"
+// step re-reads and validates the encoded plan.
 //
 // The plan and the state are written atomically, and the same inputs give
 // byte-identical files (the model path is recorded as given, or as its
