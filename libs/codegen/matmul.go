@@ -28,13 +28,19 @@ func (t AMPType) String() string {
 	return "fp16"
 }
 
-// size is the bytes of one input element.
-func (t AMPType) size() int64 {
-	if t == AMPFP8 {
+// Size is the bytes of one element of the type: 1 (FP8), 2 (FP16) or 4
+// (FP32).
+func (t AMPType) Size() int {
+	switch t {
+	case AMPFP8:
 		return 1
+	case VecFP32:
+		return 4
 	}
 	return 2
 }
+
+func (t AMPType) size() int64 { return int64(t.Size()) }
 
 // MatMul is C[M][N] (FP32) = A[M][K] x B[K][N] on the AMP, or
 // C += A x B with Accumulate.
@@ -154,6 +160,25 @@ type mmShape struct {
 	jump                  int64 // C change after a group's last panel
 	workers               int
 	start, count          []int
+}
+
+// table is the per-worker table of a product kernel: the worker's first
+// item's A group, B panel and C position, the panels left in its row
+// group, and its item count.
+func (s mmShape) table(a, b, c uint32) [][]uint32 {
+	tab := make([][]uint32, s.workers)
+	for w := range tab {
+		st := s.start[w]
+		g, pn := int64(st/s.panels), int64(st%s.panels)
+		tab[w] = []uint32{
+			a + uint32(g*s.groupBytes),
+			b + uint32(pn*s.panelBytes),
+			c + uint32(4*g*s.rowBytes+64*pn),
+			uint32(int64(s.panels) - pn),
+			uint32(s.count[w]),
+		}
+	}
+	return tab
 }
 
 func (p MatMul) shape() mmShape {
@@ -284,19 +309,7 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	b.Brnz(mmCnt, item)
 	b.Exit()
 
-	tab := make([][]uint32, s.workers)
-	for w := range tab {
-		st := s.start[w]
-		g, pn := int64(st/s.panels), int64(st%s.panels)
-		tab[w] = []uint32{
-			p.A + uint32(g*s.groupBytes),
-			p.B + uint32(pn*s.panelBytes),
-			p.C + uint32(4*g*s.rowBytes+64*pn),
-			uint32(int64(s.panels) - pn),
-			uint32(s.count[w]),
-		}
-	}
-	emitTable(b, table, tab)
+	emitTable(b, table, s.table(p.A, p.B, p.C))
 	return k, b.Err()
 }
 

@@ -257,19 +257,7 @@ func EmitMatMulF32(b *Builder, p MatMulF32) (Kernel, error) {
 	b.Brnz(fmCnt, item)
 	b.Exit()
 
-	tab := make([][]uint32, s.workers)
-	for w := range tab {
-		st := s.start[w]
-		g, pn := int64(st/s.panels), int64(st%s.panels)
-		tab[w] = []uint32{
-			p.A + uint32(g*s.groupBytes),
-			p.B + uint32(pn*s.panelBytes),
-			p.C + uint32(4*g*s.rowBytes+64*pn),
-			uint32(int64(s.panels) - pn),
-			uint32(s.count[w]),
-		}
-	}
-	emitTable(b, table, tab)
+	emitTable(b, table, s.table(p.A, p.B, p.C))
 	return k, b.Err()
 }
 

@@ -119,10 +119,7 @@ func (p Pack) shape() packShape {
 	if s.part > 0 {
 		s.groups++
 	}
-	s.e = int(p.Out.size())
-	if p.Out == VecFP32 {
-		s.e = 4
-	}
+	s.e = p.Out.Size()
 	return s
 }
 
@@ -335,10 +332,7 @@ func (p Pack) colsGroup(b *Builder, s packShape, lanes int) {
 // store converts n lanes (a multiple of 4) in $a0.. and stores them at
 // out, which then advances by step bytes.
 func (p Pack) store(b *Builder, n int, out MReg, step int32) {
-	bytes := n * int(p.Out.size())
-	if p.Out == VecFP32 {
-		bytes = 4 * n
-	}
+	bytes := n * p.Out.Size()
 	inc := func(last bool, size int) int32 {
 		if last {
 			return step - int32(bytes-size)

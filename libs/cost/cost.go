@@ -379,12 +379,3 @@ func MatMulCycles(p *arch.Preset, t codegen.AMPType, m, k, n int) (int64, error)
 	})
 }
 
-func ampBytes(t codegen.AMPType) int {
-	switch t {
-	case codegen.AMPFP8:
-		return 1
-	case codegen.VecFP32:
-		return 4
-	}
-	return 2
-}

@@ -33,7 +33,7 @@ func EvalMatMul(p *arch.Preset, mm MatMul, s Split, lo int, what string) (*Estim
 		}
 		return &mem[tile-lo]
 	}
-	amp := ampBytes(mm.Type)
+	amp := mm.Type.Size()
 	aDist := Dist{Rows: mm.M, Cols: mm.K, ElemBytes: amp, Panel: RowAlign}
 	bDist := Dist{Rows: mm.K, Cols: mm.N, ElemBytes: amp, Panel: ColAlign}
 	for i := 0; i < s.GM; i++ {

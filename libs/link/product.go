@@ -105,16 +105,6 @@ type product struct {
 	outCast *graph.Node // a Cast to FP16 of the result, folded in (nil: none)
 }
 
-// amp returns the AMP element size.
-func ampSize(t codegen.AMPType) int {
-	switch t {
-	case codegen.AMPFP8:
-		return 1
-	case codegen.VecFP32:
-		return 4
-	}
-	return 2
-}
 
 // allocate reserves size bytes at one address on every tile of ts, in
 // interleaved memory (il) or non-interleaved memory (top down), aligned.
@@ -213,7 +203,7 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 	if out.DType != onnx.Float && out.DType != onnx.Float16 {
 		return notLowered(n, "output type %s", out.DType)
 	}
-	e := ampSize(pr.Type)
+	e := pr.Type.Size()
 	var fp8 codegen.FP8Config
 	ops := []*operand{{name: "a", chain: pr.A, a: true}, {name: "b", chain: pr.B}}
 	for k, o := range ops {
