@@ -378,4 +378,3 @@ func MatMulCycles(p *arch.Preset, t codegen.AMPType, m, k, n int) (int64, error)
 		return mm.Cost()
 	})
 }
-

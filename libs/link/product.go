@@ -105,7 +105,6 @@ type product struct {
 	outCast *graph.Node // a Cast to FP16 of the result, folded in (nil: none)
 }
 
-
 // allocate reserves size bytes at one address on every tile of ts, in
 // interleaved memory (il) or non-interleaved memory (top down), aligned.
 func (l *linker) allocate(ts []int, name string, size, align uint32, il bool) (uint32, error) {
