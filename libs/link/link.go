@@ -148,7 +148,6 @@ type linker struct {
 
 	steps    []*superstep
 	tiles    map[int]*tile
-	products []*product
 	pages    []obj.Page
 	inputs   []obj.Tensor
 	outputs  []obj.Tensor

@@ -90,19 +90,12 @@ func runs(s, d panel) []run {
 
 // operand is one side of a product as lowered.
 type operand struct {
-	name  string // "a" or "b"
-	chain cost.Chain
-	a     bool
-	// castNode is the chain's cast to FP8 (nil: none).
-	saturate bool
+	name     string // "a" or "b"
+	chain    cost.Chain
+	a        bool
+	saturate bool // the chain's cast to FP8 saturates
 	before   bool // cast on source tiles before the exchange
 	fed      bool // the root is computed by an earlier node
-}
-
-// product is a lowered matrix product.
-type product struct {
-	node    *graph.Node
-	outCast *graph.Node // a Cast to FP16 of the result, folded in (nil: none)
 }
 
 // allocate reserves size bytes at one address on every tile of ts, in
@@ -620,7 +613,6 @@ func (l *linker) product(st plan.Step, pr *cost.Product) error {
 	if isOut && ot.Accumulate < int64(pr.K) {
 		ot.Accumulate = int64(pr.K)
 	}
-	l.products = append(l.products, &product{node: n, outCast: oc})
 	return nil
 }
 
