@@ -483,11 +483,12 @@ func firstErr(errs []error) error {
 	return nil
 }
 
-// linkRuntime emits every tile's supervisor program around the kernels,
-// leaving each exchange superstep's code to lower_exchanges.
-func (l *linker) linkRuntime(*slog.Logger) error {
-	return nil // the supervisor is emitted in prepare_tile_code, once exchanges are scheduled
-}
+// linkRuntime is the seed's link_runtime phase, which has nothing to do
+// here: the supervisor program that calls the kernels is emitted by
+// prepare_tile_code, once lower_exchanges has scheduled the exchange
+// code it contains. The phase is logged so that the log has the seed's
+// sequence.
+func (l *linker) linkRuntime(*slog.Logger) error { return nil }
 
 func (l *linker) sortedTiles() []int {
 	ts := make([]int, 0, len(l.tiles))
