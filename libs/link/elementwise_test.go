@@ -74,7 +74,7 @@ func planLink(t *testing.T, data []byte, tiles int) (*obj.Object, *Stats, *graph
 
 // planLinkN plans an in-memory model over tiles of ipu21 with attempts
 // search moves and links it, returning the link error.
-func planLinkN(t *testing.T, data []byte, tiles, attempts int) (*plan.Plan, *obj.Object, *Stats, *graph.Graph, error) {
+func planLinkN(t testing.TB, data []byte, tiles, attempts int) (*plan.Plan, *obj.Object, *Stats, *graph.Graph, error) {
 	t.Helper()
 	m, err := onnx.ReadModel(data)
 	if err != nil {
