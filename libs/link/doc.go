@@ -14,7 +14,9 @@
 //	  per node, in node order:
 //	    a matrix product:
 //	      cast      compute  (cast before the exchange) source tiles cast
-//	                         their row pieces to the AMP type
+//	                         their row pieces to the AMP type; (an operand
+//	                         another node computed, fed.go) the tiles
+//	                         holding it pack it into panels ("pack:")
 //	      operands  exchange the cast pieces travel to the product blocks
 //	      matmul    compute  casts after the exchange, the AMP product,
 //	                         the Gemm epilogue, the output cast
