@@ -57,6 +57,12 @@ func (c CastKind) fp8() bool { return c == F32ToF8 || c == F8ToF32 || c == F16To
 // their last aligned 32-bit (FP16 -> FP8: 64-bit) input word (never past
 // it) and writes only their bytes of the last output word (a
 // read-modify-write: the bytes after Y are preserved).
+//
+// R > 1 makes it two-dimensional as Unary: R rows of N elements, row r of
+// X at X + ein*r*XStride and of Y at Y + eout*r*YStride (element sizes of
+// Kind; XStride 0 reads one row for every row; ein*XStride and
+// eout*YStride multiples of 8; YStride >= N). Every row ends as the 1-D
+// kernel ends, so the padding after each row of Y is preserved.
 type Cast struct {
 	Kind     CastKind
 	N        int
@@ -65,6 +71,9 @@ type Cast struct {
 	Scale    int           // FP8 kinds: value = fp8 x 2^Scale
 	Saturate bool          // FP8 results: saturate on overflow (ONNX default)
 	Workers  int
+
+	R                int // rows (0, 1: one)
+	XStride, YStride int // elements, R > 1
 }
 
 func (p Cast) fp8Config() FP8Config {
@@ -104,9 +113,12 @@ func (p Cast) stream() (*stream, error) {
 			return nil, err
 		}
 	}
+	if p.R < 0 {
+		return nil, fmt.Errorf("row count %d is negative", p.R)
+	}
 	ein, eout := p.Kind.sizes()
-	s := &stream{n: p.N, unit: 4, workers: p.Workers,
-		inputs: []array{{"X", p.X, ein}}, output: array{"Y", p.Y, eout}}
+	s := &stream{n: p.N, unit: 4, workers: p.Workers, rows: p.R,
+		inputs: []array{{"X", p.X, ein, p.XStride}}, output: array{"Y", p.Y, eout, p.YStride}}
 	s.setup = func(b *Builder) {
 		if p.Kind.fp8() {
 			emitSetFP8(b, p.fp8Config(), M7)
@@ -238,10 +250,11 @@ func (p Cast) stream() (*stream, error) {
 	return s, nil
 }
 
-// Cost returns the kernel's cost: a stream kernel (unit 4) with body
-// issues per 4 elements f32-to-f16 5, f16-to-f32 5, f32-to-f8 9,
-// f8-to-f32 6 (8 when FP16 cannot hold every scaled FP8 value), f16-to-f8
-// 3; setup 2 for the FP8 kinds (CSR fp8), else 0.
+// Cost returns the kernel's cost: a stream kernel (unit 4; 2-D: the 2-D
+// stream's formula, see stream) with body issues per 4 elements
+// f32-to-f16 5, f16-to-f32 5, f32-to-f8 9, f8-to-f32 6 (8 when FP16
+// cannot hold every scaled FP8 value), f16-to-f8 3; setup 2 for the FP8
+// kinds (CSR fp8), else 0.
 func (p Cast) Cost() (Cost, error) {
 	s, err := p.stream()
 	if err == nil {

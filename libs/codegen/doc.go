@@ -23,6 +23,14 @@
 // entry label and its Cost. The same parameters' Cost method gives the
 // cost without emitting anything.
 //
+// The elementwise kernels (Unary, Binary, Cast) are stream kernels: at
+// FP32 or FP16 (ElemType; casts by kind), on N elements or, with R > 1,
+// on R rows of N elements with a row stride per array (padded rows, a
+// stride-0 row broadcast, a PerRow column broadcast). Every row touches
+// only its own bytes of Y, and the rows x units grid is split over the
+// workers by the exact cost (see stream). The zero value of every 2-D
+// and FP16 field gives the 1-D FP32 kernel.
+//
 // Worker conventions: the supervisor starts worker w in context w
 // (EmitLaunch: li $m1, entry; run $m1, $mzero, w for w < Workers); the
 // kernel finds its index with get $m0, context and its part of the work

@@ -5,9 +5,38 @@ import (
 	"math"
 
 	"ipu.local/libs/isa"
+	"ipu.local/libs/numfmt"
 )
 
-// UnaryOp is an elementwise FP32 function.
+// ElemType is the element type of an elementwise kernel's arrays.
+type ElemType uint8
+
+// Element types.
+const (
+	F32 ElemType = iota // FP32 (default)
+	F16                 // FP16
+	numElemTypes
+)
+
+func (t ElemType) String() string {
+	switch t {
+	case F32:
+		return "f32"
+	case F16:
+		return "f16"
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// size returns the bytes of one element.
+func (t ElemType) size() int {
+	if t == F16 {
+		return 2
+	}
+	return 4
+}
+
+// UnaryOp is an elementwise function.
 type UnaryOp uint8
 
 // Unary operations. Each element y of x is computed as below; RN32 is
@@ -15,6 +44,16 @@ type UnaryOp uint8
 // instruction of that name (the exact float64 function of the FP32
 // argument, rounded once to FP32), and a NaN result is the canonical NaN
 // 0x7fc00000 (except Neg and Abs, which only touch the sign bit).
+//
+// FP16 (Type F16): x converts exactly to FP32 (f16v2tof32: a NaN keeps
+// its sign and payload, made quiet), y is computed as above and rounded
+// once to FP16 (f32v2tof16, nearest even, overflow to Inf, a NaN keeps
+// its sign and the top 9 bits of its payload): what onnxruntime's CPU
+// kernels do for FP16 activations, which compute in float. Relu and Clip
+// run as f16v4max/f16v4min on FP16 lanes (with RN16(Min), RN16(Max)),
+// which gives the same bits: max and min pick one operand, and RN16 is
+// monotone, so RN16(min(max(x, Min), Max)) = min(max(x, RN16(Min)),
+// RN16(Max)) for an FP16 x, signed zeros and NaNs (0x7e00) included.
 const (
 	Neg      UnaryOp = iota // y = -x (sign flip)
 	Abs                     // y = |x| (sign cleared)
@@ -39,10 +78,22 @@ func (op UnaryOp) String() string {
 	return fmt.Sprintf("unary(%d)", uint8(op))
 }
 
-// Unary is Y[i] = op(X[i]) for n FP32 elements. X and Y are 8-byte
+// Unary is Y[i] = op(X[i]) for N elements of Type. X and Y are 8-byte
 // aligned; Y may be X (in place) but may not otherwise overlap it. The
-// work split is a stream kernel's (see stream): f32v2 pairs, the odd
-// last element on the last worker.
+// work split is a stream kernel's (see stream): FP32 in f32v2 pairs, the
+// odd last element on the last worker; FP16 in units of 4 (one 64-bit
+// word), the N mod 4 last elements on the last worker, which reads their
+// aligned 32-bit (3 elements: 64-bit) word and writes only their bytes
+// (read-modify-write of the last 32-bit word).
+//
+// R > 1 makes it two-dimensional: R rows of N elements, row r of X at X +
+// esize*r*XStride and of Y at Y + esize*r*YStride (strides in elements;
+// XStride 0 reads the same row for every row). Row starts are 8-byte
+// aligned (esize*stride a multiple of 8), YStride >= N, and in place
+// means Y == X and YStride == XStride. Each row is a row of the 1-D
+// kernel: the row tail touches only its own bytes of Y, so the padding
+// after a row is preserved. The split over workers is the 2-D stream's
+// (see stream). R == 0 or 1 is the 1-D kernel (strides unused).
 type Unary struct {
 	Op       UnaryOp
 	N        int
@@ -50,6 +101,10 @@ type Unary struct {
 	Exponent float32 // PowConst
 	Min, Max float32 // Clip
 	Workers  int
+
+	Type             ElemType
+	R                int // rows (0, 1: one)
+	XStride, YStride int // elements, R > 1
 }
 
 // Constant registers of the elementwise kernels (pairs).
@@ -68,83 +123,34 @@ var (
 	geluTanh1 = float32(0.044715)
 )
 
+// f16Pair loads the FP16 value h into the four lanes of the pair d.
+func f16Pair(b *Builder, d AReg, h uint16) {
+	b.LoadA(d, uint32(h)|uint32(h)<<16)
+	b.Amov(d+1, d)
+}
+
 func (p Unary) stream() (*stream, error) {
 	if p.Op >= numUnary {
 		return nil, fmt.Errorf("unknown unary op %d", p.Op)
 	}
-	s := &stream{n: p.N, unit: 2, workers: p.Workers,
-		inputs: []array{{"X", p.X, 4}}, output: array{"Y", p.Y, 4}}
-	s.setup = func(b *Builder) {
-		switch p.Op {
-		case Relu:
-			b.LoadA(ewZero, 0)
-		case Sigmoid:
-			pairConst(b, ewK0, 1)
-		case GeluErf:
-			pairConst(b, ewK0, geluErfC)
-			pairConst(b, ewK1, 1)
-			pairConst(b, ewK2, 0.5)
-		case GeluTanh:
-			pairConst(b, ewK0, geluTanh0)
-			pairConst(b, ewK1, 1)
-			pairConst(b, ewK2, 0.5)
-			pairConst(b, ewK3, geluTanh1)
-		case PowConst:
-			if p.Exponent != 2 {
-				b.LoadF32(ewK0, p.Exponent)
-			}
-		case Clip:
-			pairConst(b, ewK0, p.Min)
-			pairConst(b, ewK1, p.Max)
-		}
+	if p.Type >= numElemTypes {
+		return nil, fmt.Errorf("unknown element type %d", p.Type)
+	}
+	if p.R < 0 {
+		return nil, fmt.Errorf("row count %d is negative", p.R)
+	}
+	es := p.Type.size()
+	s := &stream{n: p.N, unit: 2, workers: p.Workers, rows: p.R,
+		inputs: []array{{"X", p.X, es, p.XStride}}, output: array{"Y", p.Y, es, p.YStride}}
+	s.setup = p.setup
+	if p.Type == F16 {
+		p.f16(s)
+		return s, nil
 	}
 	op := func(b *Builder, single bool) {
 		l := lanes{b, single}
 		l.load(A0, sIn0)
-		switch p.Op {
-		case Neg:
-			l.v1(isa.V2NEG, A0, A0)
-		case Abs:
-			l.v1(isa.V2ABS, A0, A0)
-		case Relu:
-			l.v(isa.V2MAX, A0, A0, ewZero)
-		case Exp:
-			l.v1(isa.V2EXP, A0, A0)
-		case Sqrt:
-			l.each(isa.FSQRT, A0, A0, 0, 0)
-		case Tanh:
-			l.each(isa.FTANH, A0, A0, 0, 0)
-		case Sigmoid:
-			l.v1(isa.V2NEG, A0, A0)
-			l.v1(isa.V2EXP, A0, A0)
-			l.v(isa.V2ADD, A0, A0, ewK0)
-			l.v1(isa.V2RCP, A0, A0)
-		case GeluErf:
-			l.v(isa.V2MUL, A2, A0, ewK0)
-			l.each(isa.FERF, A2, A2, 0, 0)
-			l.v(isa.V2ADD, A2, A2, ewK1)
-			l.v(isa.V2MUL, A0, A0, ewK2)
-			l.v(isa.V2MUL, A0, A0, A2)
-		case GeluTanh:
-			l.v(isa.V2MUL, A2, A0, A0)
-			l.v(isa.V2MUL, A2, A2, A0)
-			l.v(isa.V2MUL, A2, A2, ewK3)
-			l.v(isa.V2ADD, A2, A0, A2)
-			l.v(isa.V2MUL, A2, A2, ewK0)
-			l.each(isa.FTANH, A2, A2, 0, 0)
-			l.v(isa.V2ADD, A2, A2, ewK1)
-			l.v(isa.V2MUL, A0, A0, ewK2)
-			l.v(isa.V2MUL, A0, A0, A2)
-		case PowConst:
-			if p.Exponent == 2 {
-				l.v(isa.V2MUL, A0, A0, A0)
-			} else {
-				l.each(isa.FPOW, A0, A0, ewK0, 0)
-			}
-		case Clip:
-			l.v(isa.V2MAX, A0, A0, ewK0)
-			l.v(isa.V2MIN, A0, A0, ewK1)
-		}
+		p.compute(b, single)
 		l.store(A0, sOut)
 	}
 	s.body = func(b *Builder) { op(b, false) }
@@ -152,18 +158,185 @@ func (p Unary) stream() (*stream, error) {
 	return s, nil
 }
 
-// Cost returns the kernel's cost. Worker w with u pairs issues
-// 4 + 3 table loads (+1 tail flag when N is odd) + setup + 1 + u*body
-// (+1 when N is odd, + tail on the last worker) before exit; body (per
-// pair) and setup (per worker) issues:
+// setup loads the FP32 constants of the op.
+func (p Unary) setup(b *Builder) {
+	switch p.Op {
+	case Relu:
+		b.LoadA(ewZero, 0)
+	case Sigmoid:
+		pairConst(b, ewK0, 1)
+	case GeluErf:
+		pairConst(b, ewK0, geluErfC)
+		pairConst(b, ewK1, 1)
+		pairConst(b, ewK2, 0.5)
+	case GeluTanh:
+		pairConst(b, ewK0, geluTanh0)
+		pairConst(b, ewK1, 1)
+		pairConst(b, ewK2, 0.5)
+		pairConst(b, ewK3, geluTanh1)
+	case PowConst:
+		if p.Exponent != 2 {
+			b.LoadF32(ewK0, p.Exponent)
+		}
+	case Clip:
+		pairConst(b, ewK0, p.Min)
+		pairConst(b, ewK1, p.Max)
+	}
+}
+
+// compute emits the op on the FP32 pair $a0:1 (the low lane when
+// single), in place; it uses $a2:3 and the constants, never $a4:5.
+func (p Unary) compute(b *Builder, single bool) {
+	l := lanes{b, single}
+	switch p.Op {
+	case Neg:
+		l.v1(isa.V2NEG, A0, A0)
+	case Abs:
+		l.v1(isa.V2ABS, A0, A0)
+	case Relu:
+		l.v(isa.V2MAX, A0, A0, ewZero)
+	case Exp:
+		l.v1(isa.V2EXP, A0, A0)
+	case Sqrt:
+		l.each(isa.FSQRT, A0, A0, 0, 0)
+	case Tanh:
+		l.each(isa.FTANH, A0, A0, 0, 0)
+	case Sigmoid:
+		l.v1(isa.V2NEG, A0, A0)
+		l.v1(isa.V2EXP, A0, A0)
+		l.v(isa.V2ADD, A0, A0, ewK0)
+		l.v1(isa.V2RCP, A0, A0)
+	case GeluErf:
+		l.v(isa.V2MUL, A2, A0, ewK0)
+		l.each(isa.FERF, A2, A2, 0, 0)
+		l.v(isa.V2ADD, A2, A2, ewK1)
+		l.v(isa.V2MUL, A0, A0, ewK2)
+		l.v(isa.V2MUL, A0, A0, A2)
+	case GeluTanh:
+		l.v(isa.V2MUL, A2, A0, A0)
+		l.v(isa.V2MUL, A2, A2, A0)
+		l.v(isa.V2MUL, A2, A2, ewK3)
+		l.v(isa.V2ADD, A2, A0, A2)
+		l.v(isa.V2MUL, A2, A2, ewK0)
+		l.each(isa.FTANH, A2, A2, 0, 0)
+		l.v(isa.V2ADD, A2, A2, ewK1)
+		l.v(isa.V2MUL, A0, A0, ewK2)
+		l.v(isa.V2MUL, A0, A0, A2)
+	case PowConst:
+		if p.Exponent == 2 {
+			l.v(isa.V2MUL, A0, A0, A0)
+		} else {
+			l.each(isa.FPOW, A0, A0, ewK0, 0)
+		}
+	case Clip:
+		l.v(isa.V2MAX, A0, A0, ewK0)
+		l.v(isa.V2MIN, A0, A0, ewK1)
+	}
+}
+
+// f16 makes s the FP16 kernel: units of 4. Relu and Clip work on the FP16
+// lanes in $a0:1; the other ops convert each half of the word in $a4:5
+// to the FP32 pair $a0:1, compute and convert back into $a4 (then $a5).
+func (p Unary) f16(s *stream) {
+	s.unit = 4
+	if p.Op == Relu || p.Op == Clip {
+		op := func(b *Builder) {
+			if p.Op == Relu {
+				b.F(isa.H4MAX, A0, A0, ewZero)
+				return
+			}
+			b.F(isa.H4MAX, A0, A0, ewK0)
+			b.F(isa.H4MIN, A0, A0, ewK1)
+		}
+		if p.Op == Clip {
+			s.setup = func(b *Builder) {
+				f16Pair(b, ewK0, numfmt.F32ToF16(math.Float32bits(p.Min)))
+				f16Pair(b, ewK1, numfmt.F32ToF16(math.Float32bits(p.Max)))
+			}
+		}
+		s.body = func(b *Builder) {
+			b.Ld64P(A0, sIn0, 8)
+			op(b)
+			b.St64P(A0, sOut, 8)
+		}
+		s.tail = func(b *Builder, rem int) {
+			f16Load(b, A0, sIn0, rem)
+			op(b)
+			f16Store(b, A0, rem)
+		}
+		return
+	}
+	half := func(b *Builder, r AReg, single bool) {
+		b.F1(isa.CVTHF, A0, r)
+		p.compute(b, single)
+		b.F1(isa.CVTFH, r, A0)
+	}
+	s.body = func(b *Builder) {
+		b.Ld64P(A4, sIn0, 8)
+		half(b, A4, false)
+		half(b, A5, false)
+		b.St64P(A4, sOut, 8)
+	}
+	s.tail = func(b *Builder, rem int) {
+		f16Load(b, A4, sIn0, rem)
+		half(b, A4, rem == 1)
+		if rem == 3 {
+			half(b, A5, true)
+		}
+		f16Store(b, A4, rem)
+	}
+}
+
+// f16Load loads the aligned word holding the rem (1..3) FP16 elements at
+// p into the pair d: ld32 for up to 2, ld64 for 3; p does not move.
+func f16Load(b *Builder, d AReg, p MReg, rem int) {
+	if rem <= 2 {
+		b.Ld32(d, p, 0)
+	} else {
+		b.Ld64(d, p, 0)
+	}
+}
+
+// f16Store stores the first rem (1..3) FP16 lanes of the pair d at $m4,
+// and no other byte: st32 of two lanes, emitMerge of an odd last one.
+func f16Store(b *Builder, d AReg, rem int) {
+	switch rem {
+	case 1:
+		b.Mfa(M8, d)
+		emitMerge(b, 2)
+	case 2:
+		b.St32(d, sOut, 0)
+	case 3:
+		b.St32P(d, sOut, 4)
+		b.Mfa(M8, d+1)
+		emitMerge(b, 2)
+	}
+}
+
+// Cost returns the kernel's cost. 1-D (R <= 1, or every stride N): a
+// stream kernel whose worker w with u units (FP32 pairs, FP16 fours)
+// issues 4 + 3 table loads (+1 tail flag when N mod unit != 0) + setup +
+// 1 + u*body (+1 when N mod unit != 0, + tail on the last worker) before
+// exit. 2-D: the 2-D stream's formula (see stream) with the same body,
+// setup and tail. Body issues per unit and setup issues per worker:
 //
-//	neg, abs    3, 0        sigmoid    12, 3     pow        10, ConstLen(e)
-//	relu        3, 1        gelu-erf   10, 9     pow (e=2)   3, 0
-//	exp         6, 0        gelu-tanh  14, 12    clip        4, ConstLen(Min)+ConstLen(Max)+2
-//	sqrt, tanh  6, 0
+//	op          FP32 body  FP16 body  setup
+//	neg, abs     3          8          0
+//	relu         3          3          1
+//	exp          6         14          0
+//	sqrt, tanh   6         14          0
+//	sigmoid     12         26          3
+//	gelu-erf    10         22          9
+//	gelu-tanh   14         30         12
+//	pow         10         22          ConstLen(e)
+//	pow (e=2)    3          8          0
+//	clip         4          4          ConstLen(Min)+ConstLen(Max)+2
 //
-// (ConstLen of the constants' FP32 bits: 1 below 2^20, else 2.) The tail
-// is the body on one element, with scalar twins of the pair instructions.
+// (ConstLen of the constants' FP32 bits, 1 below 2^20, else 2; FP16 clip:
+// of the FP16 pair h | h<<16.) The FP32 tail is the body on one element,
+// with scalar twins of the pair instructions; the FP16 tail of r
+// elements loads one word, computes one pair (r = 1: one element) and a
+// second single element when r = 3, and stores as f16Store.
 func (p Unary) Cost() (Cost, error) {
 	s, err := p.stream()
 	if err == nil {
@@ -187,7 +360,7 @@ func EmitUnary(b *Builder, p Unary) (Kernel, error) {
 	return s.emit(b)
 }
 
-// BinaryOp is an elementwise FP32 function of two operands.
+// BinaryOp is an elementwise function of two operands.
 type BinaryOp uint8
 
 // Binary operations: y = a op b with one FP32 rounding (RN32), a NaN
@@ -203,6 +376,15 @@ type BinaryOp uint8
 // quotients (one Newton correction of q, Markstein's theorem), and q =
 // a * (1/b) rounded for the special cases. Max and Min are f32max and
 // f32min (NaN if either is NaN); Pow is the FP32 pow instruction.
+//
+// FP16 (Type F16): Add, Sub, Mul, Max and Min are the f16v4 instructions:
+// one FP16 rounding of the exact result (NaN 0x7e00). That is also the
+// FP32 result rounded to FP16: FP32 has 24 >= 2*11 + 2 significant bits,
+// so rounding the exact sum, difference or product first to FP32 then to
+// FP16 gives the direct rounding (and FP16 operands neither overflow nor
+// underflow FP32 there). Div and Pow convert the operands exactly to
+// FP32, compute as above and round once to FP16, as onnxruntime's CPU
+// kernels do (they compute these in float).
 const (
 	Add BinaryOp = iota
 	Sub
@@ -223,31 +405,77 @@ func (op BinaryOp) String() string {
 	return fmt.Sprintf("binary(%d)", uint8(op))
 }
 
-// Operand is an operand of a Binary: an array of n FP32 elements at Addr
-// (8-byte aligned), or one FP32 value broadcast to every element: read
-// from Addr (Scalar, 4-byte aligned) or given (Const).
+// h4 returns the f16v4 instruction of op, if it has one.
+func (op BinaryOp) h4() (isa.Op, bool) {
+	switch op {
+	case Add:
+		return isa.H4ADD, true
+	case Sub:
+		return isa.H4SUB, true
+	case Mul:
+		return isa.H4MUL, true
+	case Max:
+		return isa.H4MAX, true
+	case Min:
+		return isa.H4MIN, true
+	}
+	return 0, false
+}
+
+// Operand is an operand of a Binary: an array of elements at Addr
+// (8-byte aligned), or one value broadcast to every element: read from
+// Addr (Scalar, element-aligned) or given (Const: an FP32 value, for FP16
+// exactly representable in FP16).
+//
+// In a 2-D Binary (R > 1) row r of an array operand is at Addr +
+// esize*r*Stride (Stride 0: the same row for every row, a row broadcast;
+// esize*Stride a multiple of 8), and PerRow makes the operand one element
+// per row at Addr + esize*r*Stride (element-aligned, any Stride >= 0),
+// broadcast along the row (a column broadcast). With R <= 1, or Stride 0,
+// PerRow is Scalar.
 type Operand struct {
 	Addr   uint32
 	Scalar bool
 	Const  bool
 	Value  float32 // Const
+
+	Stride int  // row stride in elements (R > 1)
+	PerRow bool // one element per row (R > 1)
 }
 
-func (o Operand) array() bool { return !o.Scalar && !o.Const }
+func (o Operand) array() bool { return !o.Scalar && !o.Const && !o.PerRow }
 
-// Binary is Y[i] = A[i] op B[i] for n FP32 elements, either operand
-// possibly a broadcast scalar (not both). Y may be an input array (in
-// place) but may not otherwise overlap one.
+// norm returns o with a PerRow that is one element for every row made
+// Scalar.
+func (o Operand) norm(rows int) Operand {
+	if o.PerRow && (rows <= 1 || o.Stride == 0) {
+		o.PerRow, o.Scalar = false, true
+	}
+	return o
+}
+
+// Binary is Y[i] = A[i] op B[i] for N elements of Type, either operand
+// possibly a broadcast (not both). Y may be an array operand (in place:
+// the same address and, for R > 1, stride) but may not otherwise overlap
+// an operand. The 1-D split is Unary's. R > 1 makes it two-dimensional
+// as Unary (YStride for Y; the operands' Stride and PerRow); a PerRow
+// operand is loaded (and broadcast) at the start of each row.
 type Binary struct {
 	Op      BinaryOp
 	N       int
 	A, B    Operand
 	Y       uint32
 	Workers int
+
+	Type    ElemType
+	R       int // rows (0, 1: one)
+	YStride int // elements, R > 1
 }
 
 // Binary registers: the left operand in $a0:1 (array) or $a4:5
 // (broadcast), the right one in $a2:3 or $a6:7; Div keeps 1/b in $a8:9.
+// FP16 arrays of Div and Pow load into $a4:5 (A) and $a6:7 (B); $a14 is
+// the lane mask of a PerRow FP16 operand with an odd stride.
 const (
 	bL  = A0
 	bLs = A4
@@ -256,109 +484,297 @@ const (
 	bZ  = A8
 	bQ  = A10
 	bN  = A12
+	bM  = A14
 )
 
 func (p Binary) stream() (*stream, error) {
 	if p.Op >= numBinary {
 		return nil, fmt.Errorf("unknown binary op %d", p.Op)
 	}
-	for _, o := range []Operand{p.A, p.B} {
-		if o.Scalar && o.Const {
-			return nil, fmt.Errorf("operand both Scalar and Const")
+	if p.Type >= numElemTypes {
+		return nil, fmt.Errorf("unknown element type %d", p.Type)
+	}
+	if p.R < 0 {
+		return nil, fmt.Errorf("row count %d is negative", p.R)
+	}
+	for _, x := range []struct {
+		name string
+		o    Operand
+	}{{"A", p.A}, {"B", p.B}} {
+		n := 0
+		for _, f := range []bool{x.o.Scalar, x.o.Const, x.o.PerRow} {
+			if f {
+				n++
+			}
+		}
+		if n > 1 {
+			return nil, fmt.Errorf("operand %s has more than one of Scalar, Const and PerRow", x.name)
+		}
+		if x.o.Const && p.Type == F16 {
+			v := math.Float32bits(x.o.Value)
+			if numfmt.F16ToF32(numfmt.F32ToF16(v)) != v {
+				return nil, fmt.Errorf("operand %s: constant %g is not an FP16 value", x.name, x.o.Value)
+			}
 		}
 	}
-	if !p.A.array() && !p.B.array() {
-		return nil, fmt.Errorf("both operands are scalars")
+	A, B := p.A.norm(p.R), p.B.norm(p.R)
+	if !A.array() && !B.array() {
+		return nil, fmt.Errorf("both operands are broadcasts")
 	}
-	s := &stream{n: p.N, unit: 2, workers: p.Workers, output: array{"Y", p.Y, 4}}
+	es := p.Type.size()
+	s := &stream{n: p.N, unit: 2, workers: p.Workers, rows: p.R, output: array{"Y", p.Y, es, p.YStride}}
 	L, R := bL, bR
 	var lPtr, rPtr MReg
-	if p.A.array() {
+	if A.array() {
 		lPtr = sIn0
-		s.inputs = append(s.inputs, array{"A", p.A.Addr, 4})
+		s.inputs = append(s.inputs, array{"A", A.Addr, es, A.Stride})
 	} else {
 		L = bLs
 	}
-	if p.B.array() {
+	if B.array() {
 		rPtr = sIn0
-		if p.A.array() {
+		if A.array() {
 			rPtr = sIn1
 		}
-		s.inputs = append(s.inputs, array{"B", p.B.Addr, 4})
+		s.inputs = append(s.inputs, array{"B", B.Addr, es, B.Stride})
 	} else {
 		R = bRs
+	}
+	h4op, h4 := p.Op.h4()
+	h4 = h4 && p.Type == F16
+	for _, x := range []struct {
+		name string
+		o    Operand
+		r    AReg
+	}{{"A", A, bLs}, {"B", B, bRs}} {
+		if !x.o.PerRow {
+			continue
+		}
+		s.col = &array{x.name, x.o.Addr, es, x.o.Stride}
+		s.perRow = func(b *Builder) { p.perRow(b, x.o, x.r, h4) }
+		if p.Type == F16 && x.o.Stride%2 == 0 {
+			s.colDown = x.o.Addr & 2
+		}
 	}
 	s.setup = func(b *Builder) {
 		for _, x := range []struct {
 			o Operand
 			r AReg
-		}{{p.A, bLs}, {p.B, bRs}} {
+		}{{A, bLs}, {B, bRs}} {
 			switch {
+			case x.o.Const && h4:
+				f16Pair(b, x.r, numfmt.F32ToF16(math.Float32bits(x.o.Value)))
 			case x.o.Const:
 				pairConst(b, x.r, x.o.Value)
+			case x.o.Scalar && p.Type == F16:
+				b.LoadAddr(M7, x.o.Addr&^3)
+				b.Ld32(x.r, M7, 0)
+				f16Bcast(b, x.r, x.o.Addr&2 != 0, h4)
 			case x.o.Scalar:
 				b.LoadAddr(M7, x.o.Addr)
 				b.Ld32(x.r, M7, 0)
 				b.Amov(x.r+1, x.r)
 			}
 		}
-		if p.Op == Div && !p.B.array() {
+		if p.Op == Div && (B.Scalar || B.Const) {
 			b.F1(isa.V2RCP, bZ, bRs)
 		}
 	}
-	op := func(b *Builder, single bool) {
-		l := lanes{b, single}
-		if p.A.array() {
-			l.load(bL, lPtr)
-		}
-		if p.B.array() {
-			l.load(bR, rPtr)
-		}
-		switch p.Op {
-		case Add:
-			l.v(isa.V2ADD, A0, L, R)
-		case Sub:
-			l.v(isa.V2SUB, A0, L, R)
-		case Mul:
-			l.v(isa.V2MUL, A0, L, R)
-		case Max:
-			l.v(isa.V2MAX, A0, L, R)
-		case Min:
-			l.v(isa.V2MIN, A0, L, R)
-		case Pow:
-			l.each(isa.FPOW, A0, L, R, 1)
-		case Div:
-			if p.B.array() {
-				l.v1(isa.V2RCP, bZ, R)
+	switch {
+	case h4:
+		s.unit = 4
+		s.body = func(b *Builder) {
+			if A.array() {
+				b.Ld64P(bL, lPtr, 8)
 			}
-			l.v(isa.V2MUL, bQ, L, bZ)
-			l.v1(isa.V2NEG, bN, bQ)
-			if L != A0 {
-				l.sel(A0, L, L, L) // a copy: whichever way it selects
+			if B.array() {
+				b.Ld64P(bR, rPtr, 8)
 			}
-			l.v(isa.V2FMA, A0, bN, R)  // r = a - q*b
-			l.v(isa.V2FMA, bQ, A0, bZ) // q' = q + r*z
-			b.F(isa.V2CMPEQ, A2, bQ, bQ)
-			l.v1(isa.V2NEG, A0, bN)
-			l.sel(A0, A2, bQ, A0)
+			b.F(h4op, A0, L, R)
+			b.St64P(A0, sOut, 8)
 		}
-		l.store(A0, sOut)
+		s.tail = func(b *Builder, rem int) {
+			if A.array() {
+				f16Load(b, bL, lPtr, rem)
+			}
+			if B.array() {
+				f16Load(b, bR, rPtr, rem)
+			}
+			b.F(h4op, A0, L, R)
+			f16Store(b, A0, rem)
+		}
+	case p.Type == F16:
+		// Raw FP16 words: A in $a4:5, B in $a6:7; the results go to the
+		// first array's.
+		s.unit = 4
+		out := bRs
+		if A.array() {
+			out = bLs
+		}
+		half := func(b *Builder, i AReg, single bool) {
+			if A.array() {
+				b.F1(isa.CVTHF, bL, bLs+i)
+			}
+			if B.array() {
+				b.F1(isa.CVTHF, bR, bRs+i)
+			}
+			p.compute(b, L, R, B.array(), single)
+			b.F1(isa.CVTFH, out+i, A0)
+		}
+		s.body = func(b *Builder) {
+			if A.array() {
+				b.Ld64P(bLs, lPtr, 8)
+			}
+			if B.array() {
+				b.Ld64P(bRs, rPtr, 8)
+			}
+			half(b, 0, false)
+			half(b, 1, false)
+			b.St64P(out, sOut, 8)
+		}
+		s.tail = func(b *Builder, rem int) {
+			if A.array() {
+				f16Load(b, bLs, lPtr, rem)
+			}
+			if B.array() {
+				f16Load(b, bRs, rPtr, rem)
+			}
+			half(b, 0, rem == 1)
+			if rem == 3 {
+				half(b, 1, true)
+			}
+			f16Store(b, out, rem)
+		}
+	default:
+		op := func(b *Builder, single bool) {
+			l := lanes{b, single}
+			if A.array() {
+				l.load(bL, lPtr)
+			}
+			if B.array() {
+				l.load(bR, rPtr)
+			}
+			p.compute(b, L, R, B.array(), single)
+			l.store(A0, sOut)
+		}
+		s.body = func(b *Builder) { op(b, false) }
+		s.tail = func(b *Builder, _ int) { op(b, true) }
 	}
-	s.body = func(b *Builder) { op(b, false) }
-	s.tail = func(b *Builder, _ int) { op(b, true) }
 	return s, nil
 }
 
+// f16Bcast turns the FP16 element in the low (hi: high) half of $a r
+// into the FP32 pair (x, x) in r:r+1, or with h4 into the FP16 quad
+// (x, x, x, x). The round trip through FP32 is exact (a NaN stays a NaN,
+// which the f16v4 instructions make canonical anyway).
+func f16Bcast(b *Builder, r AReg, hi, h4 bool) {
+	b.F1(isa.CVTHF, r, r)
+	if hi {
+		b.Amov(r, r+1)
+	} else {
+		b.Amov(r+1, r)
+	}
+	if h4 {
+		b.F1(isa.CVTFH, r, r)
+		b.Amov(r+1, r)
+	}
+}
+
+// perRow emits the load of a PerRow operand's element for this row into
+// the broadcast pair r, from gCol, and steps gCol to the next row's.
+func (p Binary) perRow(b *Builder, o Operand, r AReg, h4 bool) {
+	step := int64(p.Type.size()) * int64(o.Stride)
+	load := func(d AReg, base MReg) {
+		if fitsImm16(step) && base == gCol {
+			b.Ld32P(d, base, int32(step))
+		} else {
+			b.Ld32(d, base, 0)
+		}
+	}
+	switch {
+	case p.Type == F32:
+		load(r, gCol)
+		b.Amov(r+1, r)
+	case o.Stride%2 == 0:
+		// Every row's element is in the same half of its aligned word,
+		// which gCol points to.
+		load(r, gCol)
+		f16Bcast(b, r, o.Addr&2 != 0, h4)
+	default:
+		b.Andi(M9, gCol, 2)
+		b.Sub(M10, gCol, M9)
+		load(r, M10)
+		b.F1(isa.CVTHF, r, r)
+		b.Mta(bM, M9)
+		b.Sel(isa.FSEL, r, bM, r+1, r)
+		b.Amov(r+1, r)
+		if h4 {
+			b.F1(isa.CVTFH, r, r)
+			b.Amov(r+1, r)
+		}
+		addConst(b, gCol, gCol, step, gColStep)
+	}
+	if !fitsImm16(step) && (p.Type == F32 || o.Stride%2 == 0) {
+		b.Add(gCol, gCol, gColStep)
+	}
+	if p.Op == Div && r == bRs {
+		b.F1(isa.V2RCP, bZ, bRs)
+	}
+}
+
+// compute emits y = L op R on FP32 pairs (the low lanes when single)
+// into $a0:1; bArray says B is an array (Div then takes 1/b per pair).
+func (p Binary) compute(b *Builder, L, R AReg, bArray, single bool) {
+	l := lanes{b, single}
+	switch p.Op {
+	case Add:
+		l.v(isa.V2ADD, A0, L, R)
+	case Sub:
+		l.v(isa.V2SUB, A0, L, R)
+	case Mul:
+		l.v(isa.V2MUL, A0, L, R)
+	case Max:
+		l.v(isa.V2MAX, A0, L, R)
+	case Min:
+		l.v(isa.V2MIN, A0, L, R)
+	case Pow:
+		l.each(isa.FPOW, A0, L, R, 1)
+	case Div:
+		if bArray {
+			l.v1(isa.V2RCP, bZ, R)
+		}
+		l.v(isa.V2MUL, bQ, L, bZ)
+		l.v1(isa.V2NEG, bN, bQ)
+		if L != A0 {
+			l.sel(A0, L, L, L) // a copy: whichever way it selects
+		}
+		l.v(isa.V2FMA, A0, bN, R)  // r = a - q*b
+		l.v(isa.V2FMA, bQ, A0, bZ) // q' = q + r*z
+		b.F(isa.V2CMPEQ, A2, bQ, bQ)
+		l.v1(isa.V2NEG, A0, bN)
+		l.sel(A0, A2, bQ, A0)
+	}
+}
+
 // Cost returns the kernel's cost: as Unary's (with one table load per
-// array operand, plus Y and the count), with body issues per pair (two
+// array operand, plus Y and the count), with body issues per unit (two
 // arrays / one array and a broadcast)
 //
-//	add, sub, mul, max, min   4 / 3
-//	pow                       11 / 10
-//	div                       14 / 9 (b broadcast), 14 (a broadcast)
+//	op                        FP32      FP16
+//	add, sub, mul, max, min   4 / 3     4 / 3
+//	pow                       11 / 10   25 / 22
+//	div                       14 / 9    31 / 20 (b broadcast)
+//	div (a broadcast)         14        30
 //
-// and setup 3 for a broadcast from memory or 1+ConstLen for a constant
-// (+4 for Div with b broadcast).
+// and setup, per broadcast operand: from memory (Scalar) ConstLen(Addr)+2,
+// FP16 ConstLen(Addr&^3)+3 (+2 for add, sub, mul, max, min); a constant
+// 1+ConstLen (of its FP32 bits; FP16 add, sub, mul, max, min: of the
+// FP16 pair h | h<<16); +4 for Div with b Scalar or Const. A PerRow
+// operand costs, per row (the 2-D stream's perRow): FP32 2, FP16 3 with
+// an even Stride, 8 with an odd one; +2 at FP16 for add, sub, mul, max,
+// min; +1 when esize*Stride is not an imm16, except FP16 with an odd
+// Stride (and then ConstLen(esize*Stride) per worker); +4 for Div with b
+// PerRow.
 func (p Binary) Cost() (Cost, error) {
 	s, err := p.stream()
 	if err == nil {
@@ -385,16 +801,27 @@ func EmitBinary(b *Builder, p Binary) (Kernel, error) {
 	return s.emit(b)
 }
 
+// checkScalars checks the Scalar operands: element-aligned, in memory,
+// and not written by the kernel.
 func (p Binary) checkScalars(b *Builder) error {
 	a := b.Arch()
+	es := p.Type.size()
+	y := rowSet{name: "Y", addr: int64(p.Y), size: int64(es) * int64(p.N), rows: 1}
+	if p.R > 1 {
+		y.step, y.rows = int64(es)*int64(p.YStride), int64(p.R)
+	}
 	for _, x := range []struct {
 		name string
 		o    Operand
-	}{{"A", p.A}, {"B", p.B}} {
-		if x.o.Scalar {
-			if err := checkBuffer(buffer{x.name, x.o.Addr, 4, false}, 4, a.Memory, "tile memory"); err != nil {
-				return err
-			}
+	}{{"A", p.A.norm(p.R)}, {"B", p.B.norm(p.R)}} {
+		if !x.o.Scalar {
+			continue
+		}
+		if err := checkBuffer(buffer{x.name, x.o.Addr, uint64(es), false}, uint32(es), a.Memory, "tile memory"); err != nil {
+			return err
+		}
+		if (rowSet{addr: int64(x.o.Addr), size: int64(es), rows: 1}).overlaps(y) {
+			return fmt.Errorf("scalar %s at %#x lies in Y", x.name, x.o.Addr)
 		}
 	}
 	return nil

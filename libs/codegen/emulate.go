@@ -166,6 +166,21 @@ func EmulateBinary(op BinaryOp, a, b float32) float32 {
 	return fb(canonNaN)
 }
 
+// EmulateUnaryF16 returns what Unary with Type F16 computes for one
+// element: x converted exactly to FP32, EmulateUnary, rounded once to
+// FP16 (numfmt, as f16v2tof32 and f32v2tof16).
+func EmulateUnaryF16(p Unary, x uint16) uint16 {
+	return numfmt.F32ToF16(math.Float32bits(EmulateUnary(p, fb(numfmt.F16ToF32(x)))))
+}
+
+// EmulateBinaryF16 returns what Binary with Type F16 computes for one
+// element: the operands converted exactly to FP32, EmulateBinary, rounded
+// once to FP16. For Add, Sub, Mul, Max and Min this is the f16v4
+// instruction's single rounding (see BinaryOp).
+func EmulateBinaryF16(op BinaryOp, a, b uint16) uint16 {
+	return numfmt.F32ToF16(math.Float32bits(EmulateBinary(op, fb(numfmt.F16ToF32(a)), fb(numfmt.F16ToF32(b)))))
+}
+
 // EmulateCast returns what Cast computes: the bytes of Y from the bytes
 // of X (n elements, little-endian).
 func EmulateCast(p Cast, x []byte) []byte {

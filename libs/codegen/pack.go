@@ -58,6 +58,27 @@ func (k PanelKind) String() string {
 // along X's rows (one ld32 per element, 4 lanes at a time) 6 / 7 / 11;
 // lanes along X's columns (ld64 pairs) 4 / 5 / 9 for APanel, 4.25 / 5.25 /
 // 9.25 for BPanel. Cost counts the emitted code exactly.
+//
+// FP16 input (InF16): X is an R x C row-major FP16 matrix, (r, c) at
+// X + 2*(r*XStride + c). Out AMPFP16 copies each element's bits (NaN
+// payloads included), VecFP32 widens it exactly (f16v2tof32, as Cast),
+// AMPFP8 converts it with f16v4tof8 (FP8 as above). Alignment: lanes
+// along X's columns read four values with one ld64: X 8-byte aligned and
+// XStride a multiple of 4; lanes along X's rows read two k of a lane with
+// one 32-bit load: X 4-byte aligned, XStride even. A partial group reads
+// the word holding its last lane, and an odd k extent the word holding
+// its last k (2 bytes past X's row): the words must lie in tile memory.
+// Issues per 4 elements: lanes along X's columns 2 / 5 / 3 (FP16 / FP32 /
+// FP8 outputs: ld64, then st64, or two f16v2tof32 and two st64, or
+// f16v4tof8 and st32; the pointer moves with the last load); lanes along
+// X's rows 10 / 8 / 11: pairs of lanes walk two k at a time, a 32-bit
+// load per lane holding both k; FP16 outputs interleave the halves in $m
+// registers (ldm, andi, shli, or, shri, and with 0xffff0000, or, two
+// stm), FP32 outputs convert each word (ld32, f16v2tof32) and store each
+// value (st32); FP8 outputs take four lanes, convert to f32v2, swap lanes
+// between pairs (6 amov) and convert back to f16v4 for f16v4tof8 (the
+// round trip is exact but for a signalling NaN's quiet bit, and any NaN
+// gives NaN).
 type Pack struct {
 	Kind      PanelKind
 	Transpose bool
@@ -69,6 +90,8 @@ type Pack struct {
 	Out       AMPType
 	FP8       FP8Config // AMPFP8: FormatA, ScaleA and NaNOnOverflow
 	Workers   int
+	// InF16: X is FP16 (the zero value: FP32).
+	InF16 bool
 }
 
 // Pack registers (worker). Lanes along X's rows: the lanes of one quad
@@ -92,10 +115,20 @@ const (
 	pkPad    = M12 // k padding, when not an rpti count
 	pkAdv    = M13 // pointer change between quads or groups, when not an imm16
 	pkStride = M14 // X's row stride in bytes, when not an imm16
+
+	// FP16 lanes along X's rows, in pairs: the two lanes' words, the
+	// words of the two k, and 0xFFFF0000.
+	pkWA   = M7
+	pkWB   = M8
+	pkWK   = M9
+	pkTmp  = M10
+	pkMask = M1
 )
 
 // packShape is a Pack's geometry.
 type packShape struct {
+	f16        bool  // X is FP16
+	ex         int64 // X's element bytes
 	rows       bool  // the lanes run along X's rows (else along its columns)
 	w          int   // lanes per group: 4 (A) or 16 (B)
 	g, kx      int   // extents of the group and k axes
@@ -106,7 +139,11 @@ type packShape struct {
 }
 
 func (p Pack) shape() packShape {
-	s := packShape{rows: (p.Kind == APanel) != p.Transpose, w: 4, sb: 4 * int64(p.XStride)}
+	s := packShape{f16: p.InF16, ex: 4, rows: (p.Kind == APanel) != p.Transpose, w: 4}
+	if p.InF16 {
+		s.ex = 2
+	}
+	s.sb = s.ex * int64(p.XStride)
 	if p.Kind == BPanel {
 		s.w = 16
 	}
@@ -129,9 +166,36 @@ func (p Pack) shape() packShape {
 // k loop to the next group.
 func (s packShape) advance() int64 {
 	if s.rows {
-		return s.sb - 4*int64(s.kx)
+		return s.sb - s.walk()
 	}
-	return 4*int64(s.w) - s.sb*int64(s.kx)
+	return s.ex*int64(s.w) - s.sb*int64(s.kx)
+}
+
+// walk is how far a lane pointer moves along X's row in a group (lanes
+// along X's rows): 4 bytes per k, or per two k of FP16.
+func (s packShape) walk() int64 {
+	if s.f16 {
+		return 4 * int64((s.kx+1)/2)
+	}
+	return 4 * int64(s.kx)
+}
+
+// kloop is the count of a group's k loop: k, or pairs of k for FP16 lanes
+// along X's rows.
+func (s packShape) kloop() int {
+	if s.f16 && s.rows {
+		return s.kx / 2
+	}
+	return s.kx
+}
+
+// chain is the register the lane pointers of the next group chain from
+// (lanes along X's rows): P3, or P1 for FP16 lanes walked in pairs.
+func (p Pack) chain(s packShape) MReg {
+	if s.f16 && p.Out != AMPFP8 {
+		return pkP1
+	}
+	return pkP3
 }
 
 func (p Pack) check() error {
@@ -155,7 +219,12 @@ func (p Pack) check() error {
 	if p.KP < s.kx || p.Out == AMPFP8 && p.KP%2 != 0 {
 		return fmt.Errorf("k extent %d: want at least %d (FP8: even)", p.KP, s.kx)
 	}
-	if !s.rows && p.XStride%2 != 0 {
+	switch {
+	case p.InF16 && !s.rows && p.XStride%4 != 0:
+		return fmt.Errorf("row stride %d: want a multiple of 4 (FP16 lanes along the rows of X are read four at a time)", p.XStride)
+	case p.InF16 && s.rows && p.XStride%2 != 0:
+		return fmt.Errorf("row stride %d: want an even stride (FP16 lanes along the columns of X are read two k at a time)", p.XStride)
+	case !s.rows && p.XStride%2 != 0:
 		return fmt.Errorf("row stride %d: want an even stride (lanes along the rows of X are read in pairs)", p.XStride)
 	}
 	if p.Out == AMPFP8 {
@@ -215,7 +284,7 @@ func (p Pack) Cost() (Cost, error) {
 func (p Pack) prologue(b *Builder, s packShape, table Label) {
 	emitTableBase(b, table, 4, pkEntry)
 	if s.rows {
-		b.Ldm(pkP3, pkEntry, 0)
+		b.Ldm(p.chain(s), pkEntry, 0)
 	} else {
 		b.Ldm(pkX, pkEntry, 0)
 	}
@@ -225,23 +294,33 @@ func (p Pack) prologue(b *Builder, s packShape, table Label) {
 	if p.Out == AMPFP8 {
 		emitSetFP8(b, p.FP8, pkT0)
 	}
-	if s.kx > MaxRptiCount {
-		b.LoadConst(pkCnt, uint32(s.kx))
+	if s.kloop() > MaxRptiCount {
+		b.LoadConst(pkCnt, uint32(s.kloop()))
 	}
 	if pad := p.KP - s.kx; pad > MaxRptiCount {
 		b.LoadConst(pkPad, uint32(pad))
 	}
 	loadBig(b, s.advance(), pkAdv)
 	loadBig(b, s.sb, pkStride)
+	if s.f16 && s.rows && p.Out == AMPFP16 {
+		b.LoadConst(pkMask, hiMask)
+	}
 	b.Amov(A14, AZero) // A14:AZero, a zero pair for the padding
 }
 
 // group emits one group with lanes valid lanes (the rest written 0): the
 // k loops over its lanes, then its padding.
 func (p Pack) group(b *Builder, s packShape, lanes int) {
-	if s.rows {
+	switch {
+	case s.f16 && s.rows && p.Out == AMPFP8:
+		p.rowsQuads8(b, s, lanes)
+	case s.f16 && s.rows:
+		p.rowsPairs16(b, s, lanes)
+	case s.f16:
+		p.colsGroup16(b, s, lanes)
+	case s.rows:
 		p.rowsGroup(b, s, lanes)
-	} else {
+	default:
 		p.colsGroup(b, s, lanes)
 	}
 	b.Repeat(p.KP-s.kx, pkPad, func() { p.zeros(b, s) })
@@ -413,7 +492,7 @@ func EmitPack(b *Builder, p Pack) (Kernel, error) {
 		if s.rows {
 			x += int64(g*s.w)*s.sb - s.advance()
 		} else {
-			x += int64(4 * g * s.w)
+			x += s.ex * int64(g*s.w)
 		}
 		y := int64(p.Y) + int64(g*s.w*p.KP*s.e)
 		rows[w] = []uint32{uint32(x), uint32(y), uint32(n), part}
@@ -427,11 +506,15 @@ func (p Pack) checkMemory(b *Builder) error {
 	if a == nil {
 		return errors.New("builder has no architecture preset")
 	}
-	x := buffer{"X", p.X, 4 * (uint64(p.R-1)*uint64(p.XStride) + uint64(p.C)), false}
+	s := p.shape()
+	x := buffer{"X", p.X, uint64(s.ex) * (uint64(p.R-1)*uint64(p.XStride) + uint64(p.C)), false}
+	if s.f16 {
+		x.size = (x.size + 3) &^ 3 // whole words are read
+	}
 	y := buffer{"Y", p.Y, uint64(p.Bytes()), true}
 	// Lanes along X's rows load with ld32 only: 4-byte alignment does.
 	xAlign := uint32(8)
-	if p.shape().rows {
+	if s.rows {
 		xAlign = 4
 	}
 	if err := checkBuffer(x, xAlign, a.Memory, "tile memory"); err != nil {
@@ -444,13 +527,27 @@ func (p Pack) checkMemory(b *Builder) error {
 }
 
 // EmulatePack returns the bytes Pack writes at Y for X's elements x
-// (row-major with stride XStride), or nil when p is invalid or x too
-// short.
+// (row-major with stride XStride), or nil when p is invalid, has FP16
+// input (see EmulatePackBytes) or x is too short.
 func EmulatePack(p Pack, x []float32) []byte {
-	if p.check() != nil || len(x) < (p.R-1)*p.XStride+p.C {
+	if p.InF16 {
 		return nil
 	}
+	raw := make([]byte, 4*len(x))
+	for i, v := range x {
+		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+	}
+	return EmulatePackBytes(p, raw)
+}
+
+// EmulatePackBytes returns the bytes Pack writes at Y for the bytes x of X
+// from its start (FP32, or FP16 with InF16, little-endian), or nil when p
+// is invalid or x too short.
+func EmulatePackBytes(p Pack, x []byte) []byte {
 	s := p.shape()
+	if p.check() != nil || int64(len(x)) < s.ex*int64((p.R-1)*p.XStride+p.C) {
+		return nil
+	}
 	out := make([]byte, p.Bytes())
 	mode := numfmt.Saturate
 	if p.FP8.NaNOnOverflow {
@@ -462,8 +559,21 @@ func EmulatePack(p Pack, x []float32) []byte {
 			if !s.rows {
 				r, c = k, gi
 			}
-			v := math.Float32bits(x[r*p.XStride+c])
+			i := r*p.XStride + c
 			pos := (gi/s.w)*s.w*p.KP + s.w*k + gi%s.w
+			if s.f16 {
+				h := binary.LittleEndian.Uint16(x[2*i:])
+				switch p.Out {
+				case VecFP32:
+					binary.LittleEndian.PutUint32(out[4*pos:], numfmt.F16ToF32(h))
+				case AMPFP16:
+					binary.LittleEndian.PutUint16(out[2*pos:], h)
+				case AMPFP8:
+					out[pos] = numfmt.F16ToF8Dev(h, p.FP8.FormatA, p.FP8.ScaleA, mode)
+				}
+				continue
+			}
+			v := binary.LittleEndian.Uint32(x[4*i:])
 			switch p.Out {
 			case VecFP32:
 				binary.LittleEndian.PutUint32(out[4*pos:], v)
@@ -475,4 +585,275 @@ func EmulatePack(p Pack, x []float32) []byte {
 		}
 	}
 	return out
+}
+
+// FP16 input.
+
+// colsGroup16 emits a group whose lanes are contiguous FP16 values in X's
+// rows: per k, each chunk of 4 lanes is one ld64 (chunk 0 last, moving
+// the pointer to the next row when the stride fits), then each chunk is
+// converted and stored. A chunk with fewer valid lanes is built with its
+// invalid lanes zero (32-bit loads, the half-valid word masked in $m);
+// chunks with none store zeros.
+func (p Pack) colsGroup16(b *Builder, s packShape, lanes int) {
+	chunks := s.w / 4
+	full, part := lanes/4, lanes%4
+	post := full > 0 && fitsImm16(s.sb)
+	b.Repeat(s.kx, pkCnt, func() {
+		for c := 1; c < full; c++ {
+			b.Ld64(AReg(2*c), pkX, int32(8*c))
+		}
+		if part > 0 {
+			p.partChunk16(b, AReg(2*full), int32(8*full), part)
+		}
+		switch {
+		case post:
+			b.Ld64P(A0, pkX, int32(s.sb))
+		case full > 0:
+			b.Ld64(A0, pkX, 0)
+		}
+		if !post {
+			addConst(b, pkX, pkX, s.sb, pkStride)
+		}
+		for c := 0; c < chunks; c++ {
+			if c < full || c == full && part > 0 {
+				p.store16(b, AReg(2*c))
+			} else {
+				p.zeroChunk(b)
+			}
+		}
+	})
+	addConst(b, pkX, pkX, s.advance(), pkAdv)
+}
+
+// partChunk16 loads the u (1..3) valid FP16 lanes at pkX+off into the pair
+// d, the other lanes zero.
+func (p Pack) partChunk16(b *Builder, d AReg, off int32, u int) {
+	if u == 1 {
+		b.Ldm(pkT0, pkX, off)
+		b.Andi(pkT0, pkT0, 0xFFFF)
+		b.Mta(d, pkT0)
+		b.Amov(d+1, AZero)
+		return
+	}
+	b.Ld32(d, pkX, off)
+	if u == 2 {
+		b.Amov(d+1, AZero)
+		return
+	}
+	b.Ldm(pkT0, pkX, off+4)
+	b.Andi(pkT0, pkT0, 0xFFFF)
+	b.Mta(d+1, pkT0)
+}
+
+// store16 converts the four FP16 lanes of the pair r and stores them at
+// Y.
+func (p Pack) store16(b *Builder, r AReg) {
+	switch p.Out {
+	case AMPFP16:
+		b.St64P(r, pkY, 8)
+	case VecFP32:
+		b.F1(isa.CVTHF, A8, r)
+		b.F1(isa.CVTHF, A10, r+1)
+		b.St64P(A8, pkY, 8)
+		b.St64P(A10, pkY, 8)
+	case AMPFP8:
+		b.F1(isa.CVTH8, A8, r)
+		b.St32P(A8, pkY, 4)
+	}
+}
+
+// zeroChunk stores four zero lanes at Y.
+func (p Pack) zeroChunk(b *Builder) {
+	switch p.Out {
+	case AMPFP16:
+		b.St64P(A14, pkY, 8)
+	case VecFP32:
+		b.St64P(A14, pkY, 8)
+		b.St64P(A14, pkY, 8)
+	case AMPFP8:
+		b.StmP(MZero, pkY, 4)
+	}
+}
+
+// rowsPairs16 emits a group whose lanes are FP16 rows of X, for FP16 and
+// FP32 outputs: one pass per pair of lanes, each lane through its own
+// pointer (P0, P1, chained from the previous pair's P1), two k per
+// 32-bit load, the outputs through W (the pair's place in the group's
+// first k).
+func (p Pack) rowsPairs16(b *Builder, s packShape, lanes int) {
+	pairs := s.w / 2
+	for j := 0; j < pairs; j++ {
+		va, vb := 2*j < lanes, 2*j+1 < lanes
+		b.Addi(pkW, pkY, int32(2*j*s.e))
+		if !va {
+			b.Repeat(s.kx/2, pkCnt, func() { p.zeroPair16(b, s, true) })
+			if s.kx%2 == 1 {
+				p.zeroPair16(b, s, false)
+			}
+			continue
+		}
+		addConst(b, pkX, pkP1, s.advance(), pkAdv)
+		if vb {
+			addConst(b, pkP1, pkX, s.sb, pkStride)
+		}
+		b.Repeat(s.kx/2, pkCnt, func() { p.lanePair16(b, s, vb, true) })
+		if s.kx%2 == 1 {
+			p.lanePair16(b, s, vb, false)
+		}
+	}
+	// The padding starts after the first pair's last k.
+	b.Addi(pkY, pkW, int32(-2*(pairs-1)*s.e))
+}
+
+// lanePair16 emits two k (one when !two) of a pair of lanes (lane b
+// invalid, zero, when !vb).
+func (p Pack) lanePair16(b *Builder, s packShape, vb, two bool) {
+	step := int32(s.w * s.e) // one k of the panel
+	inc := step
+	if two {
+		inc = 2 * step
+	}
+	if p.Out == AMPFP16 {
+		b.LdmP(pkWA, pkX, 4)
+		if vb {
+			b.LdmP(pkWB, pkP1, 4)
+		}
+		b.Andi(pkWK, pkWA, 0xFFFF) // k: the low halves
+		if vb {
+			b.Shli(pkTmp, pkWB, 16)
+			b.Or(pkWK, pkWK, pkTmp)
+		}
+		if two {
+			b.Shri(pkWA, pkWA, 16) // k+1: the high halves
+			if vb {
+				b.And(pkWB, pkWB, pkMask)
+				b.Or(pkWA, pkWA, pkWB)
+			}
+			b.Stm(pkWA, pkW, step)
+		}
+		b.StmP(pkWK, pkW, inc)
+		return
+	}
+	// VecFP32: $a2:3 = lane a at k, k+1; $a4:5 lane b.
+	b.Ld32P(A0, pkX, 4)
+	lb, lb1 := AZero, AZero
+	if vb {
+		b.Ld32P(A1, pkP1, 4)
+	}
+	b.F1(isa.CVTHF, A2, A0)
+	if vb {
+		b.F1(isa.CVTHF, A4, A1)
+		lb, lb1 = A4, A5
+	}
+	if two {
+		b.St32(A3, pkW, step)
+		b.St32(lb1, pkW, step+4)
+	}
+	b.St32(lb, pkW, 4)
+	b.St32P(A2, pkW, inc)
+}
+
+// zeroPair16 stores two k (one when !two) of a pair of zero lanes.
+func (p Pack) zeroPair16(b *Builder, s packShape, two bool) {
+	step := int32(s.w * s.e)
+	inc := step
+	if two {
+		inc = 2 * step
+	}
+	if p.Out == AMPFP16 {
+		if two {
+			b.Stm(MZero, pkW, step)
+		}
+		b.StmP(MZero, pkW, inc)
+		return
+	}
+	if two {
+		b.St64(A14, pkW, step)
+	}
+	b.St64P(A14, pkW, inc)
+}
+
+// rowsQuads8 emits a group whose lanes are FP16 rows of X, for FP8
+// outputs: one pass per quad of lanes as rowsGroup (four pointers), two k
+// per 32-bit load; per two k the four words convert to f32v2 pairs of
+// (k, k+1), the lanes swap between pairs to make (lane 0, lane 1) and
+// (lane 2, lane 3) pairs of one k, which convert back to f16v4 and then
+// to FP8.
+func (p Pack) rowsQuads8(b *Builder, s packShape, lanes int) {
+	quads := s.w / 4
+	out := pkY
+	if quads > 1 {
+		out = pkW
+	}
+	ptr := [4]MReg{pkX, pkP1, pkP2, pkP3}
+	for q := 0; q < quads; q++ {
+		if quads > 1 {
+			b.Addi(pkW, pkY, int32(4*q*s.e))
+		}
+		valid := min(max(lanes-4*q, 0), 4)
+		if valid > 0 {
+			addConst(b, pkX, pkP3, s.advance(), pkAdv)
+			for i := 1; i < 4; i++ {
+				addConst(b, ptr[i], ptr[i-1], s.sb, pkStride)
+			}
+		}
+		b.Repeat(s.kx/2, pkCnt, func() { p.quad8(b, s, out, valid, true) })
+		if s.kx%2 == 1 {
+			p.quad8(b, s, out, valid, false)
+		}
+	}
+	if quads > 1 {
+		b.Addi(pkY, pkW, int32(-4*(quads-1)*s.e))
+	}
+}
+
+// quad8 emits two k (one when !two) of a quad of lanes, valid of them
+// valid (the others zero).
+func (p Pack) quad8(b *Builder, s packShape, out MReg, valid int, two bool) {
+	step := int32(s.w) // one k of the panel: w bytes
+	inc := step
+	if two {
+		inc = 2 * step
+	}
+	if valid == 0 {
+		if two {
+			b.Stm(MZero, out, step)
+		}
+		b.StmP(MZero, out, inc)
+		return
+	}
+	ptr := [4]MReg{pkX, pkP1, pkP2, pkP3}
+	for l := 0; l < valid; l++ {
+		b.Ld32P(AReg(l), ptr[l], 4)
+	}
+	for l := 0; l < 4; l++ {
+		src := AZero
+		if l < valid {
+			src = AReg(l)
+		}
+		b.F1(isa.CVTHF, AReg(4+2*l), src) // (lane l at k, at k+1)
+	}
+	if !two {
+		b.Amov(A5, A6) // (lane 0, lane 1) at k
+		b.Amov(A9, A10)
+		b.F1(isa.CVTFH, A0, A4)
+		b.F1(isa.CVTFH, A1, A8)
+		b.F1(isa.CVTH8, A2, A0)
+		b.St32P(A2, out, inc)
+		return
+	}
+	for _, r := range []AReg{A5, A9} { // swap r and r+1
+		b.Amov(A12, r)
+		b.Amov(r, r+1)
+		b.Amov(r+1, A12)
+	}
+	b.F1(isa.CVTFH, A0, A4)
+	b.F1(isa.CVTFH, A1, A8)
+	b.F1(isa.CVTH8, A2, A0)
+	b.F1(isa.CVTFH, A0, A6)
+	b.F1(isa.CVTFH, A1, A10)
+	b.F1(isa.CVTH8, A3, A0)
+	b.St32(A3, out, step)
+	b.St32P(A2, out, inc)
 }

@@ -1,11 +1,13 @@
 package codegen
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 
 	"ipu.local/libs/isa"
+	"ipu.local/libs/numfmt"
 )
 
 // RowOp is an operation along each row of a matrix.
@@ -55,16 +57,38 @@ func (op RowOp) String() string {
 
 func (op RowOp) reduces() bool { return op == ReduceSum || op == ReduceMean }
 
-// Rows applies Op to each of the R rows of the FP32 matrix X (C
-// elements per row, row i at X + 4*i*XStride). Softmax, LogSoftmax and
-// LayerNorm write an R x C matrix at Y (stride YStride; Y may be X, in
-// place); ReduceSum and ReduceMean write R consecutive values at Y. Row
-// starts are 8-byte aligned: X, Y 8-aligned and strides even (pad odd
-// rows). Scale and Bias (LayerNorm, optional: 0) are C-element vectors,
-// 8-aligned; Mean and InvStdDev (optional) receive R values each.
+// Rows applies Op to each of the R rows of the matrix X (C elements per
+// row, row i at X + e*i*XStride with e = 4, or 2 with InF16). Softmax,
+// LogSoftmax and LayerNorm write an R x C matrix at Y (stride YStride; Y
+// may be X, in place, when both have the same type and stride);
+// ReduceSum and ReduceMean write R consecutive values at Y. Scale and
+// Bias (LayerNorm, optional: 0) are C-element vectors; Mean and
+// InvStdDev (optional) receive R FP32 values each.
+//
+// FP16: with InF16, X holds FP16 values, each converted exactly to FP32
+// as it is loaded (f16v2tof32); with OutF16, Y (and the reductions' R
+// values) receive FP16 values, each result rounded once from FP32 as it
+// is stored (f32v2tof16); with ScaleF16, Scale and Bias hold FP16
+// values, converted exactly on load. The arithmetic in between is the
+// FP32 arithmetic above, unchanged: what onnxruntime computes for FP16
+// Softmax and LogSoftmax and for FP16 reductions (FP32 accumulation) and
+// for LayerNormalization with stash_type 1 (float): the input cast to
+// FP32, FP32 statistics and normalisation, one cast of the result to
+// FP16. Softmax with OutF16 cannot keep e_j in Y: its third pass
+// computes e_j again from x_j (the same instructions, the same value).
+//
+// Alignment: row starts 8-byte aligned: X and Y 8-aligned, strides even
+// (FP16: multiples of 4 elements; pad the rows). Scale and Bias
+// 8-aligned (FP16: 4-aligned); Mean and InvStdDev 8-aligned; the FP16
+// values of a reduction at Y 4-aligned. An odd C with InF16 reads the
+// whole word holding a row's last element (2 bytes past the row), and
+// with OutF16 writes that element by reading its word, replacing its low
+// half and storing it back.
 //
 // Worker w takes a contiguous range of rows, the first R mod workers
-// ranges one longer; min(Workers, R) workers run.
+// ranges one longer; min(Workers, R) workers run. A reduction with
+// OutF16 splits the ceil(R/2) pairs of rows instead (the last one a
+// single row when R is odd), so that no two workers share a word of Y.
 type Rows struct {
 	Op               RowOp
 	R, C             int
@@ -74,13 +98,17 @@ type Rows struct {
 	Scale, Bias      uint32
 	Mean, InvStdDev  uint32
 	Workers          int
+	// InF16: X is FP16. OutF16: Y is FP16. ScaleF16: Scale and Bias are
+	// FP16 (LayerNorm). The zero values are FP32.
+	InF16, OutF16 bool
+	ScaleF16      bool
 }
 
 // Row kernel registers.
 const (
 	rwX     = M2  // row of X
 	rwY     = M3  // row of Y, or the reduction output (post-incremented)
-	rwRows  = M4  // rows left
+	rwRows  = M4  // rows left (FP16 reductions: pairs of rows)
 	rwXp    = M5  // running pointers
 	rwYp    = M6  //
 	rwG     = M7  // scale
@@ -90,12 +118,15 @@ const (
 	rwCount = M11 // pairs per row, when not an rpti count
 	rwXS    = M12 // X row stride in bytes, when not an imm16
 	rwYS    = M13 // Y row stride in bytes, when not an imm16
+	rwQuads = M14 // quads per row, when not an rpti count
+	rwTail  = M9  // FP16 reductions: 1 when this worker does the odd last row
 )
 
 // Arithmetic registers: $a0:1 the row's m or mu (both lanes), $a2:3 the
 // lane accumulators, $a4:5 and $a8:9, $a10:11 temporaries, $a6:7 the
 // row's z, l or r (both lanes); constants $a12 = RN32(1/C), $a13 =
-// Epsilon, $a10:11 = -Inf (softmax), $a14 = 0.
+// Epsilon, $a10:11 = -Inf (softmax), $a14 = 0. FP16 quads load into (and
+// store from) $a8:9, or $a2:3 in LayerNorm's last pass.
 const (
 	rwM    = A0
 	rwS    = A2
@@ -109,6 +140,20 @@ const (
 	rwZero = A14
 )
 
+// xSize and ySize are the element bytes of X and Y.
+func (p Rows) xSize() int64 { return 2 + 2*b2i64(!p.InF16) }
+func (p Rows) ySize() int64 { return 2 + 2*b2i64(!p.OutF16) }
+
+func b2i64(v bool) int64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// reduce16 reports a reduction with FP16 outputs: rows go in pairs.
+func (p Rows) reduce16() bool { return p.Op.reduces() && p.OutF16 }
+
 func (p Rows) check(b *Builder) error {
 	if p.Op >= numRowOps {
 		return fmt.Errorf("unknown row op %d", p.Op)
@@ -119,13 +164,18 @@ func (p Rows) check(b *Builder) error {
 	if p.R < 1 || p.C < 1 || int64(p.R)*int64(p.C) > 1<<24 {
 		return fmt.Errorf("matrix %dx%d: want positive dimensions of at most 2^24 elements", p.R, p.C)
 	}
-	if p.XStride < p.C || p.XStride%2 != 0 || !p.Op.reduces() && (p.YStride < p.C || p.YStride%2 != 0) {
+	// Row starts 8-byte aligned: strides of a multiple of 8 bytes.
+	xm, ym := 8/p.xSize(), 8/p.ySize()
+	if p.XStride < p.C || int64(p.XStride)%xm != 0 || !p.Op.reduces() && (p.YStride < p.C || int64(p.YStride)%ym != 0) {
+		if p.InF16 || p.OutF16 {
+			return fmt.Errorf("row strides %d, %d: want strides of at least C=%d, multiples of %d (X) and %d (Y)", p.XStride, p.YStride, p.C, xm, ym)
+		}
 		return fmt.Errorf("row strides %d, %d: want even strides of at least C=%d", p.XStride, p.YStride, p.C)
 	}
 	if int64(p.R)*int64(max(p.XStride, p.YStride)) > 1<<24 {
 		return fmt.Errorf("row strides %d, %d too large for %d rows", p.XStride, p.YStride, p.R)
 	}
-	if p.Op != LayerNorm && (p.Scale != 0 || p.Bias != 0 || p.Mean != 0 || p.InvStdDev != 0) {
+	if p.Op != LayerNorm && (p.Scale != 0 || p.Bias != 0 || p.Mean != 0 || p.InvStdDev != 0 || p.ScaleF16) {
 		return fmt.Errorf("scale, bias, mean and inverse standard deviation are LayerNorm's")
 	}
 	if b == nil {
@@ -135,32 +185,102 @@ func (p Rows) check(b *Builder) error {
 	if a == nil {
 		return errors.New("builder has no architecture preset")
 	}
-	span := func(stride int) uint64 { return 4 * (uint64(p.R-1)*uint64(stride) + uint64(p.C)) }
-	bufs := []buffer{{"X", p.X, span(p.XStride), false}}
-	if p.Op.reduces() {
-		bufs = append(bufs, buffer{"Y", p.Y, 4 * uint64(p.R), true})
-	} else {
-		bufs = append(bufs, buffer{"Y", p.Y, span(p.YStride), true})
+	// An FP16 array with an odd last element is read (and, for Y,
+	// written back) in whole words.
+	words := func(n uint64, f16 bool) uint64 {
+		if f16 {
+			return (n + 3) &^ 3
+		}
+		return n
 	}
-	for _, v := range []buffer{{"scale", p.Scale, 4 * uint64(p.C), false}, {"bias", p.Bias, 4 * uint64(p.C), false},
-		{"mean", p.Mean, 4 * uint64(p.R), true}, {"inverse standard deviation", p.InvStdDev, 4 * uint64(p.R), true}} {
+	span := func(stride int, size int64, f16 bool) uint64 {
+		return words(uint64(size)*(uint64(p.R-1)*uint64(stride)+uint64(p.C)), f16)
+	}
+	type aligned struct {
+		buffer
+		align uint32
+	}
+	bufs := []aligned{{buffer{"X", p.X, span(p.XStride, p.xSize(), p.InF16), false}, 8}}
+	switch {
+	case p.reduce16():
+		bufs = append(bufs, aligned{buffer{"Y", p.Y, words(2*uint64(p.R), true), true}, 4})
+	case p.Op.reduces():
+		bufs = append(bufs, aligned{buffer{"Y", p.Y, 4 * uint64(p.R), true}, 8})
+	default:
+		bufs = append(bufs, aligned{buffer{"Y", p.Y, span(p.YStride, p.ySize(), p.OutF16), true}, 8})
+	}
+	vec, vecAlign := 4*uint64(p.C), uint32(8)
+	if p.ScaleF16 {
+		vec, vecAlign = words(2*uint64(p.C), true), 4
+	}
+	for _, v := range []aligned{{buffer{"scale", p.Scale, vec, false}, vecAlign}, {buffer{"bias", p.Bias, vec, false}, vecAlign},
+		{buffer{"mean", p.Mean, 4 * uint64(p.R), true}, 8}, {buffer{"inverse standard deviation", p.InvStdDev, 4 * uint64(p.R), true}, 8}} {
 		if v.addr != 0 {
 			bufs = append(bufs, v)
 		}
 	}
+	var plain []buffer
 	for _, v := range bufs {
-		if err := checkBuffer(v, 8, a.Memory, "tile memory"); err != nil {
+		if err := checkBuffer(v.buffer, v.align, a.Memory, "tile memory"); err != nil {
 			return err
 		}
+		plain = append(plain, v.buffer)
 	}
-	same := p.X == p.Y && p.XStride == p.YStride && !p.Op.reduces()
+	same := p.X == p.Y && p.XStride == p.YStride && p.InF16 == p.OutF16 && !p.Op.reduces()
 	if same {
-		bufs = bufs[1:]
+		plain = plain[1:]
 	}
-	return checkDisjoint(bufs, false)
+	return checkDisjoint(plain, false)
 }
 
 func (p Rows) pairs() int { return p.C / 2 }
+
+// rowPass is one pass over a row: where it loads each element pair
+// (fromX, or fromY: the FP32 values an earlier pass wrote at Y, in
+// place) and whether it stores at Y.
+type rowPass struct {
+	src rowSrc
+	out bool
+}
+
+type rowSrc uint8
+
+const (
+	fromX rowSrc = iota
+	fromY
+)
+
+// quads reports whether a pass walks the row in quads of elements (it
+// touches an FP16 array: ld64 or st64 of four values), else in pairs.
+func (p Rows) quads(ps rowPass) bool { return ps.src == fromX && p.InF16 || ps.out && p.OutF16 }
+
+// passes lists the passes of the row code.
+func (p Rows) passes() []rowPass {
+	switch p.Op {
+	case Softmax:
+		last := rowPass{fromY, true}
+		if p.OutF16 {
+			last = rowPass{fromX, true}
+		}
+		return []rowPass{{fromX, false}, {fromX, !p.OutF16}, last}
+	case LogSoftmax, LayerNorm:
+		return []rowPass{{fromX, false}, {fromX, false}, {fromX, true}}
+	}
+	return []rowPass{{fromX, false}}
+}
+
+// loopCounts reports which loop counts need a register: pairs and quads
+// per row beyond an rpti count, when a pass walks them.
+func (p Rows) loopCounts() (pairs, quads bool) {
+	for _, ps := range p.passes() {
+		if p.quads(ps) {
+			quads = quads || p.C/4 > MaxRptiCount
+		} else {
+			pairs = pairs || p.pairs() > MaxRptiCount
+		}
+	}
+	return pairs, quads
+}
 
 // prologue emits the table loads and constants.
 func (p Rows) prologue(b *Builder, table Label) {
@@ -168,18 +288,25 @@ func (p Rows) prologue(b *Builder, table Label) {
 	b.Ldm(rwX, M1, 0)
 	b.Ldm(rwY, M1, 4)
 	b.Ldm(rwRows, M1, 8)
+	if p.reduce16() {
+		b.Ldm(rwTail, M1, 12)
+	}
 	if p.Mean != 0 {
 		b.Ldm(rwMean, M1, 12)
 	}
 	if p.InvStdDev != 0 {
 		b.Ldm(rwInv, M1, 16)
 	}
-	if n := p.pairs(); n > MaxRptiCount {
-		b.LoadConst(rwCount, uint32(n))
+	pairs, quads := p.loopCounts()
+	if pairs {
+		b.LoadConst(rwCount, uint32(p.pairs()))
 	}
-	loadBig(b, 4*int64(p.XStride), rwXS)
+	if quads {
+		b.LoadConst(rwQuads, uint32(p.C/4))
+	}
+	loadBig(b, p.xSize()*int64(p.XStride), rwXS)
 	if !p.Op.reduces() {
-		loadBig(b, 4*int64(p.YStride), rwYS)
+		loadBig(b, p.ySize()*int64(p.YStride), rwYS)
 	}
 	b.LoadA(rwZero, 0)
 	switch p.Op {
@@ -196,63 +323,166 @@ func (p Rows) prologue(b *Builder, table Label) {
 func (p Rows) invC() float32 { return float32(1 / float64(p.C)) }
 
 func (p Rows) tableWords() int {
-	if p.Op == LayerNorm {
+	switch {
+	case p.Op == LayerNorm:
 		return 5
+	case p.reduce16():
+		return 4
 	}
 	return 3
 }
 
-// laneSum emits S = lane sums of the row at rwX, with op applied to each
-// loaded element pair first (nil: none), and leaves the sum in d.
-func (p Rows) laneSum(b *Builder, d AReg, each func(l lanes)) {
+// rowStore stores a result pair (the low lane alone for the odd last
+// element) at Y.
+type rowStore func(r AReg)
+
+// walk emits a pass: for each element pair (and the odd last element),
+// the load of its values into $a4:5, then f, which computes and may call
+// st to store a result at Y. FP32 passes walk pairs (ld64 post-increment;
+// fromY: ld64 in place; st64 post-increment). A pass touching FP16 walks
+// quads: ld64 of four FP16 into raw and two f16v2tof32 (or two FP32
+// pairs), f on each pair, f32v2tof16 of each result into raw and one st64
+// (or two FP32 stores); then a pair (ld32 of two FP16, st32 of two), then
+// the odd element (ld32 of its word; its store merges with the word at Y:
+// 8 issues). The caller sets the pointers.
+func (p Rows) walk(b *Builder, ps rowPass, raw AReg, f func(l lanes, st rowStore)) {
+	if !p.quads(ps) {
+		step := func(l lanes) {
+			switch {
+			case ps.src == fromY && l.single:
+				b.Ld32(rwT, rwYp, 0)
+			case ps.src == fromY:
+				b.Ld64(rwT, rwYp, 0)
+			default:
+				l.load(rwT, rwXp)
+			}
+			f(l, func(r AReg) { l.store(r, rwYp) })
+		}
+		b.Repeat(p.pairs(), rwCount, func() { step(lanes{b, false}) })
+		if p.C%2 == 1 {
+			step(lanes{b, true})
+		}
+		return
+	}
+	x16, y16 := p.InF16, ps.out && p.OutF16 // ps.src is fromX
+	b.Repeat(p.C/4, rwQuads, func() {
+		if x16 {
+			b.Ld64P(raw, rwXp, 8)
+		}
+		for h := AReg(0); h < 2; h++ {
+			if x16 {
+				b.F1(isa.CVTHF, rwT, raw+h)
+			} else {
+				b.Ld64P(rwT, rwXp, 8)
+			}
+			f(lanes{b, false}, func(r AReg) {
+				if y16 {
+					b.F1(isa.CVTFH, raw+h, r)
+				} else {
+					b.St64P(r, rwYp, 8)
+				}
+			})
+		}
+		if y16 {
+			b.St64P(raw, rwYp, 8)
+		}
+	})
+	if p.C%4 >= 2 {
+		if x16 {
+			b.Ld32P(rwT, rwXp, 4)
+			b.F1(isa.CVTHF, rwT, rwT)
+		} else {
+			b.Ld64P(rwT, rwXp, 8)
+		}
+		f(lanes{b, false}, func(r AReg) {
+			if y16 {
+				b.F1(isa.CVTFH, rwT, r)
+				b.St32P(rwT, rwYp, 4)
+			} else {
+				b.St64P(r, rwYp, 8)
+			}
+		})
+	}
+	if p.C%2 == 1 {
+		b.Ld32(rwT, rwXp, 0)
+		if x16 {
+			b.F1(isa.CVTHF, rwT, rwT)
+		}
+		f(lanes{b, true}, func(r AReg) {
+			if y16 {
+				b.F1(isa.CVTFH, rwT, r)
+				storeLow16(b, rwYp, rwT)
+			} else {
+				b.St32(r, rwYp, 0)
+			}
+		})
+	}
+}
+
+// storeLow16 stores the low half of $a v into the low half of the word at
+// $m y, keeping its high half (8 issues with the conversion before it;
+// $m0 and $m1 are scratch).
+func storeLow16(b *Builder, y MReg, v AReg) {
+	b.Mfa(M0, v)
+	b.Andi(M0, M0, 0xFFFF)
+	b.Ldm(M1, y, 0)
+	b.Shri(M1, M1, 16)
+	b.Shli(M1, M1, 16)
+	b.Or(M0, M0, M1)
+	b.Stm(M0, y, 0)
+}
+
+// vector loads the scale or bias pair (or single value) at $m v into d.
+func (p Rows) vector(l lanes, d AReg, v MReg) {
+	if !p.ScaleF16 {
+		l.load(d, v)
+		return
+	}
+	if l.single {
+		l.b.Ld32(d, v, 0)
+	} else {
+		l.b.Ld32P(d, v, 4)
+	}
+	l.b.F1(isa.CVTHF, d, d)
+}
+
+// laneSum emits S = lane sums of the row at rwX, with each applied to
+// each loaded element pair first (nil: none), and leaves the sum in d.
+func (p Rows) laneSum(b *Builder, d AReg, ps rowPass, each func(l lanes, st rowStore)) {
 	b.Mov(rwXp, rwX)
 	b.F(isa.V2ADD, rwS, rwZero, rwZero)
-	step := func(l lanes) {
-		l.load(rwT, rwXp)
+	p.walk(b, ps, rwT2, func(l lanes, st rowStore) {
 		if each != nil {
-			each(l)
+			each(l, st)
 		} else {
 			l.v(isa.V2ADD, rwS, rwS, rwT)
 		}
-	}
-	b.Repeat(p.pairs(), rwCount, func() { step(lanes{b, false}) })
-	if p.C%2 == 1 {
-		step(lanes{b, true})
-	}
+	})
 	b.F1(isa.FSUM2, d, rwS)
-}
-
-// forEach emits a pass over the row: pointers reset, then f on each pair
-// and on the odd last element.
-func (p Rows) forEach(b *Builder, f func(l lanes)) {
-	b.Repeat(p.pairs(), rwCount, func() { f(lanes{b, false}) })
-	if p.C%2 == 1 {
-		f(lanes{b, true})
-	}
 }
 
 // row emits the code of one row (without the loop control).
 func (p Rows) row(b *Builder) {
+	ps := p.passes()
 	switch p.Op {
 	case Softmax, LogSoftmax:
 		// Pass 1: m.
 		b.Mov(rwXp, rwX)
 		b.F(isa.V2MAX, rwM, rwNInf, rwNInf)
-		p.forEach(b, func(l lanes) {
-			l.load(rwT, rwXp)
+		p.walk(b, ps[0], rwT2, func(l lanes, _ rowStore) {
 			l.v(isa.V2MAX, rwM, rwM, rwT)
 		})
 		b.F(isa.FMAX, rwM, rwM, rwM+1)
 		b.Amov(rwM+1, rwM)
 		// Pass 2: e and s.
-		if p.Op == Softmax {
+		if ps[1].out {
 			b.Mov(rwYp, rwY)
 		}
-		p.laneSum(b, rwZ, func(l lanes) {
+		p.laneSum(b, rwZ, ps[1], func(l lanes, st rowStore) {
 			l.v(isa.V2SUB, rwT, rwT, rwM)
 			l.v1(isa.V2EXP, rwT, rwT)
-			if p.Op == Softmax {
-				l.store(rwT, rwYp)
+			if ps[1].out {
+				st(rwT)
 			}
 			l.v(isa.V2ADD, rwS, rwS, rwT)
 		})
@@ -260,15 +490,17 @@ func (p Rows) row(b *Builder) {
 		if p.Op == Softmax {
 			b.F1(isa.FRCP, rwZ, rwZ)
 			b.Amov(rwZ+1, rwZ)
+			if ps[2].src == fromX {
+				b.Mov(rwXp, rwX)
+			}
 			b.Mov(rwYp, rwY)
-			p.forEach(b, func(l lanes) {
-				if l.single {
-					b.Ld32(rwT, rwYp, 0)
-				} else {
-					b.Ld64(rwT, rwYp, 0)
+			p.walk(b, ps[2], rwT2, func(l lanes, st rowStore) {
+				if ps[2].src == fromX {
+					l.v(isa.V2SUB, rwT, rwT, rwM)
+					l.v1(isa.V2EXP, rwT, rwT)
 				}
 				l.v(isa.V2MUL, rwT, rwT, rwZ)
-				l.store(rwT, rwYp)
+				st(rwT)
 			})
 			break
 		}
@@ -276,23 +508,19 @@ func (p Rows) row(b *Builder) {
 		b.Amov(rwZ+1, rwZ)
 		b.Mov(rwXp, rwX)
 		b.Mov(rwYp, rwY)
-		p.forEach(b, func(l lanes) {
-			l.load(rwT, rwXp)
+		p.walk(b, ps[2], rwT2, func(l lanes, st rowStore) {
 			l.v(isa.V2SUB, rwT, rwT, rwM)
 			l.v(isa.V2SUB, rwT, rwT, rwZ)
-			l.store(rwT, rwYp)
+			st(rwT)
 		})
 	case ReduceSum, ReduceMean:
-		p.laneSum(b, rwT, nil)
-		if p.Op == ReduceMean {
-			b.F(isa.FMUL, rwT, rwT, rwInvC)
-		}
+		p.reduce(b, rwT)
 		b.St32P(rwT, rwY, 4)
 	case LayerNorm:
-		p.laneSum(b, rwM, nil)
+		p.laneSum(b, rwM, ps[0], nil)
 		b.F(isa.FMUL, rwM, rwM, rwInvC)
 		b.Amov(rwM+1, rwM)
-		p.laneSum(b, rwZ, func(l lanes) {
+		p.laneSum(b, rwZ, ps[1], func(l lanes, _ rowStore) {
 			l.v(isa.V2SUB, rwT, rwT, rwM)
 			l.v(isa.V2FMA, rwS, rwT, rwT)
 		})
@@ -314,37 +542,81 @@ func (p Rows) row(b *Builder) {
 		if p.Bias != 0 {
 			b.LoadAddr(rwB, p.Bias)
 		}
-		p.forEach(b, func(l lanes) {
-			l.load(rwT, rwXp)
+		p.walk(b, ps[2], rwS, func(l lanes, st rowStore) {
 			l.v(isa.V2SUB, rwT, rwT, rwM)
 			l.v(isa.V2MUL, rwT, rwT, rwZ)
 			out := rwT
 			switch {
 			case p.Scale != 0 && p.Bias != 0:
-				l.load(rwT2, rwG)
-				l.load(rwT3, rwB)
+				p.vector(l, rwT2, rwG)
+				p.vector(l, rwT3, rwB)
 				l.v(isa.V2FMA, rwT3, rwT, rwT2)
 				out = rwT3
 			case p.Scale != 0:
-				l.load(rwT2, rwG)
+				p.vector(l, rwT2, rwG)
 				l.v(isa.V2MUL, rwT, rwT, rwT2)
 			case p.Bias != 0:
-				l.load(rwT3, rwB)
+				p.vector(l, rwT3, rwB)
 				l.v(isa.V2ADD, rwT, rwT, rwT3)
 			}
-			l.store(out, rwYp)
+			st(out)
 		})
+	}
+}
+
+// reduce emits one reduction row's value into d.
+func (p Rows) reduce(b *Builder, d AReg) {
+	p.laneSum(b, d, p.passes()[0], nil)
+	if p.Op == ReduceMean {
+		b.F(isa.FMUL, d, d, rwInvC)
 	}
 }
 
 // advance emits the move to the next row and the loop branch.
 func (p Rows) advance(b *Builder, loop Label) {
-	addConst(b, rwX, rwX, 4*int64(p.XStride), rwXS)
+	addConst(b, rwX, rwX, p.xSize()*int64(p.XStride), rwXS)
 	if !p.Op.reduces() {
-		addConst(b, rwY, rwY, 4*int64(p.YStride), rwYS)
+		addConst(b, rwY, rwY, p.ySize()*int64(p.YStride), rwYS)
 	}
 	b.Addi(rwRows, rwRows, -1)
 	b.Brnz(rwRows, loop)
+}
+
+// reduce16Body emits the code of a FP16 reduction after the prologue: a
+// loop over pairs of rows, whose two values go to Y as one word, then
+// the odd last row, merged into the low half of its word.
+//
+//	brz pairs, tail
+//	loop: row -> $a6; X += stride; row -> $a7; X += stride;
+//	      f32v2tof16 $a6, $a6:7; st32 $a6, [Y+=4]; addi; brnz loop
+//	tail: brz odd, done; row -> $a6; f32v2tof16; merge (8)
+//	done:
+func (p Rows) reduce16Body(b *Builder) {
+	tail, loop, done := b.Label(), b.Label(), b.Label()
+	b.Brz(rwRows, tail)
+	b.Bind(loop)
+	p.reduce16Pair(b)
+	b.Addi(rwRows, rwRows, -1)
+	b.Brnz(rwRows, loop)
+	b.Bind(tail)
+	b.Brz(rwTail, done)
+	p.reduce16Tail(b)
+	b.Bind(done)
+}
+
+func (p Rows) reduce16Pair(b *Builder) {
+	for i := AReg(0); i < 2; i++ {
+		p.reduce(b, rwZ+i)
+		addConst(b, rwX, rwX, p.xSize()*int64(p.XStride), rwXS)
+	}
+	b.F1(isa.CVTFH, rwZ, rwZ)
+	b.St32P(rwZ, rwY, 4)
+}
+
+func (p Rows) reduce16Tail(b *Builder) {
+	p.reduce(b, rwZ)
+	b.F1(isa.CVTFH, rwZ, rwZ)
+	storeLow16(b, rwY, rwZ)
 }
 
 // Cost returns the kernel's cost. Worker w with r rows issues
@@ -367,6 +639,26 @@ func (p Rows) advance(b *Builder, loop Label) {
 // store), 6 with a scale or a bias vector, 7 with both; outputs counts
 // Mean and InvStdDev, vectors Scale and Bias (one li per row each). The
 // code computes these sums from the emitted instructions (Issued).
+//
+// FP16 forms. Each pass above costs L + P*e + t*s (e, s: its issues
+// per pair and for the odd element). A pass that loads X with InF16 or
+// stores Y with OutF16 walks quads of elements instead: L becomes L4 = 1
+// when Q = C/4 > 0, and the pass costs (Q + q)*(i + o) + t*(i + 7o) more,
+// with q = 1 when C mod 4 >= 2, i = 1 with InF16 and o = 1 when the pass
+// stores at Y with OutF16 (per quad one ld64 and two f16v2tof32 replace
+// two ld64, two f32v2tof16 and one st64 replace two st64; the last pair
+// and the odd element convert too, and the odd element's store merges
+// with its word: 7 more). ScaleF16 adds one f16v2tof32 per vector load.
+// Softmax with OutF16 stores nothing in its second pass (-P - t, and
+// one pointer reset less) and computes e again in its third (+5P + 3t:
+// the subtraction and f32v2exp, 4 issues, or f32exp, 2; and one pointer
+// reset more). The prologue loads P when P > 4095 and a pass walks
+// pairs, Q when Q > 4095 and a pass walks quads. A reduction with OutF16
+// has one more table word (the odd-row flag), and its worker with n
+// pairs of rows and o = 1 when it does the odd last row issues
+// prologue + 2 + n*(2b + 6) + o*(b + 8), b being the row above without
+// its store and its advance (4 issues). Cost sums the emitted code; the
+// tests check these rules against it.
 func (p Rows) Cost() (Cost, error) {
 	if err := p.check(nil); err != nil {
 		return Cost{}, fmt.Errorf("%s: %w", p.Op, err)
@@ -374,10 +666,41 @@ func (p Rows) Cost() (Cost, error) {
 	return p.cost(), nil
 }
 
+// split16 returns the workers of a FP16 reduction, their first rows, pairs
+// of rows and odd-row flags.
+func (p Rows) split16() (workers int, first, pairs []int, odd []bool) {
+	units := (p.R + 1) / 2
+	workers = min(p.Workers, units)
+	start, count := split(units, workers)
+	first, pairs, odd = make([]int, workers), make([]int, workers), make([]bool, workers)
+	for w := range first {
+		first[w], pairs[w] = 2*start[w], count[w]
+		if w == workers-1 && p.R%2 == 1 {
+			pairs[w]--
+			odd[w] = true
+		}
+	}
+	return workers, first, pairs, odd
+}
+
 func (p Rows) cost() Cost {
 	b := NewBuilder(nil, 0)
 	p.prologue(b, b.Label())
 	pro := b.Issued()
+	if p.reduce16() {
+		pair := issues(func(b *Builder) { p.reduce16Pair(b) }) + 2
+		tail := issues(func(b *Builder) { p.reduce16Tail(b) })
+		workers, _, pairs, odd := p.split16()
+		c := Cost{Workers: workers, Work: make([]int64, workers)}
+		for w := range c.Work {
+			v := pro + 2 + int64(pairs[w])*pair
+			if odd[w] {
+				v += tail
+			}
+			c.Work[w] = Slots * v
+		}
+		return c
+	}
 	row := b.Here()
 	p.row(b)
 	p.advance(b, row)
@@ -399,24 +722,84 @@ func EmitRows(b *Builder, p Rows) (Kernel, error) {
 	k := Kernel{Entry: b.Here(), Cost: p.cost()}
 	table := b.Label()
 	p.prologue(b, table)
+	var rows [][]uint32
+	xs, ys := uint32(p.xSize()), uint32(p.ySize())
+	if p.reduce16() {
+		p.reduce16Body(b)
+		b.Exit()
+		workers, first, pairs, odd := p.split16()
+		for w := 0; w < workers; w++ {
+			r := uint32(first[w])
+			tail := uint32(0)
+			if odd[w] {
+				tail = 1
+			}
+			rows = append(rows, []uint32{p.X + xs*r*uint32(p.XStride), p.Y + 2*r, uint32(pairs[w]), tail})
+		}
+		emitTable(b, table, rows)
+		return k, b.Err()
+	}
 	loop := b.Here()
 	p.row(b)
 	p.advance(b, loop)
 	b.Exit()
 	workers := min(p.Workers, p.R)
 	start, count := split(p.R, workers)
-	rows := make([][]uint32, workers)
-	for w := range rows {
+	for w := 0; w < workers; w++ {
 		r := uint32(start[w])
-		y := p.Y + 4*r*uint32(p.YStride)
+		y := p.Y + ys*r*uint32(p.YStride)
 		if p.Op.reduces() {
 			y = p.Y + 4*r
 		}
-		rows[w] = []uint32{p.X + 4*r*uint32(p.XStride), y, uint32(count[w])}
+		row := []uint32{p.X + xs*r*uint32(p.XStride), y, uint32(count[w])}
 		if p.Op == LayerNorm {
-			rows[w] = append(rows[w], p.Mean+4*r, p.InvStdDev+4*r)
+			row = append(row, p.Mean+4*r, p.InvStdDev+4*r)
 		}
+		rows = append(rows, row)
 	}
 	emitTable(b, table, rows)
 	return k, b.Err()
+}
+
+// EmulateRowBytes is EmulateRow on one row's stored bytes: x holds the C
+// elements of X (FP16 with InF16, else FP32, little-endian), g and bias
+// the C elements of Scale and Bias (FP16 with ScaleF16; nil: none); y
+// receives the row's C elements (a reduction: its one value) as stored at
+// Y (FP16 with OutF16). mu and r are as EmulateRow's. It returns nil when
+// an input is too short.
+func EmulateRowBytes(p Rows, x, g, bias []byte) (y []byte, mu, r float32) {
+	decode := func(b []byte, f16 bool) []float32 {
+		if b == nil {
+			return nil
+		}
+		size := 4
+		if f16 {
+			size = 2
+		}
+		if len(b) < size*p.C {
+			return nil
+		}
+		v := make([]float32, p.C)
+		for i := range v {
+			if f16 {
+				v[i] = math.Float32frombits(numfmt.F16ToF32(binary.LittleEndian.Uint16(b[2*i:])))
+			} else {
+				v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+			}
+		}
+		return v
+	}
+	xv, gv, bv := decode(x, p.InF16), decode(g, p.ScaleF16), decode(bias, p.ScaleF16)
+	if xv == nil || g != nil && gv == nil || bias != nil && bv == nil {
+		return nil, 0, 0
+	}
+	out, mu, r := EmulateRow(p, xv, gv, bv)
+	for _, v := range out {
+		if p.OutF16 {
+			y = binary.LittleEndian.AppendUint16(y, numfmt.F32ToF16(math.Float32bits(v)))
+		} else {
+			y = binary.LittleEndian.AppendUint32(y, math.Float32bits(v))
+		}
+	}
+	return y, mu, r
 }

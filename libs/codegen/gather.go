@@ -1,0 +1,359 @@
+package codegen
+
+import (
+	"errors"
+	"fmt"
+
+	"ipu.local/libs/isa"
+)
+
+// Gather is a strided 2-D gather, the transposing copy: for r < R and
+// c < C,
+//
+//	Y[r][c] = X[r*RStride + c*CStride]
+//
+// with elements of Size bytes (4 or 2), Y[r][c] at Y + Size*(r*YStride +
+// c) and X[i] at X + Size*i. Element bit patterns copy exactly (NaN
+// payloads included); nothing else at Y changes: a 2-byte element that
+// shares its word with a byte outside Y's elements is written by reading
+// the word, replacing its half and storing the word back (the other half
+// keeps its value).
+//
+// Alignment: X and Y aligned to Size (2-byte elements: any even address,
+// any strides). Strides are elements, any value >= 0 (1, 0 and large
+// ones included); YStride >= C when R > 1. The span of X read, from its
+// first element to its last (for Size 2 widened to whole words), must not
+// overlap the rows of Y. With Interleaved set, X and Y lie in
+// interleaved memory (checked) and Size 4 uses 128-bit accesses where the
+// addresses allow.
+//
+// Work: the R*C outputs in row-major order are split as in Copy into one
+// contiguous range per worker (Size 2: each boundary at a position that
+// starts a new word of Y, so that no two workers write one word), and
+// the worker count with the fewest cycles runs.
+//
+// Size 4 is Copy's code with one ld32 per element (post-incremented by
+// 4*CStride bytes) and Y's stores as wide as Y allows: per 2 elements 3
+// issues (ld32, ld32, st64), with Interleaved per 4 elements 5 (4 ld32,
+// st128); CStride 1 is Copy itself. A post-increment beyond 16 bits costs
+// one add per element.
+//
+// Size 2 assembles each word of Y in $m registers: per word of two
+// elements, ldm of the word holding each (post-incremented to the next),
+// each half moved into place (andi 0xffff or shri 16 for the low half,
+// shli 16 or and with 0xffff0000 for the high half), or, stm: 6 issues
+// per 2 elements; 2 (ldm, stm) when both come from one source word in
+// place. An element alone in its word of Y is merged with the word: 2
+// issues to read the kept low half (ldm, andi) or 5 to merge a low half
+// (ldm, shri, shli, or, stm), on top of the element's own ldm, move, (or)
+// and stm. Rows contiguous in Y (YStride = C) carry a half-filled word
+// from one row to the next in a register.
+//
+// Rows, loops and cost are as in Copy: Cost counts the generated code
+// exactly, Work[w] = 6 x (4 + 2 + 2 when the workers' codes differ + the
+// issues of worker w's code).
+type Gather struct {
+	Size             int    // element bytes: 4 or 2
+	R, C             int    // Y is R rows of C elements
+	Y                uint32 // Size-aligned
+	YStride          int    // elements
+	X                uint32 // Size-aligned
+	RStride, CStride int    // elements: Y[r][c] = X[r*RStride + c*CStride]
+	Workers          int
+	// Interleaved declares that X and Y lie in interleaved memory
+	// (checked): 128-bit accesses where the addresses allow (Size 4).
+	Interleaved bool
+}
+
+func (p Gather) check() error {
+	if err := checkWorkers(p.Workers); err != nil {
+		return err
+	}
+	if p.Size != 4 && p.Size != 2 {
+		return fmt.Errorf("element size %d: want 4 or 2", p.Size)
+	}
+	if p.R < 1 || p.C < 1 || int64(p.R)*int64(p.C) > 1<<24 {
+		return fmt.Errorf("output %dx%d: want positive dimensions of at most 2^24 elements", p.R, p.C)
+	}
+	for _, s := range []int{p.YStride, p.RStride, p.CStride} {
+		if s < 0 || s > 1<<24 {
+			return fmt.Errorf("strides %d, %d, %d (Y, rows, columns): want 0..2^24", p.YStride, p.RStride, p.CStride)
+		}
+	}
+	if p.R > 1 && p.YStride < p.C {
+		return fmt.Errorf("row stride %d of Y: want at least C=%d", p.YStride, p.C)
+	}
+	return nil
+}
+
+func (p Gather) checkMemory(b *Builder) error {
+	a := b.Arch()
+	if a == nil {
+		return errors.New("builder has no architecture preset")
+	}
+	sz := uint64(p.Size)
+	last := uint64(p.R-1)*uint64(p.RStride) + uint64(p.C-1)*uint64(p.CStride)
+	x := buffer{"X", p.X, sz * (last + 1), false}
+	y := buffer{"Y", p.Y, sz * (uint64(p.R-1)*uint64(p.YStride) + uint64(p.C)), true}
+	for _, v := range []buffer{x, y} {
+		if v.addr%uint32(p.Size) != 0 {
+			return fmt.Errorf("%s at %#x is not %d-byte aligned", v.name, v.addr, p.Size)
+		}
+	}
+	if p.Size == 2 {
+		// Whole words are read.
+		x.addr, x.size = p.X&^3, (uint64(p.X)+x.size+3)&^3-uint64(p.X&^3)
+	}
+	for _, v := range []buffer{x, y} {
+		if err := checkBuffer(v, uint32(p.Size), a.Memory, "tile memory"); err != nil {
+			return err
+		}
+		if p.Interleaved {
+			if err := checkBuffer(v, uint32(p.Size), a.Interleaved, "interleaved memory"); err != nil {
+				return err
+			}
+		}
+	}
+	if p.Size == 2 {
+		// The words holding Y's first and last elements.
+		lo, hi := uint64(p.Y&^3), (uint64(y.addr)+y.size+3)&^3
+		if uint32(lo) < a.Memory.Lo || hi > uint64(a.Memory.Hi) {
+			return fmt.Errorf("Y words [%#x, %#x) are outside tile memory", lo, hi)
+		}
+	}
+	return checkRowsDisjoint(
+		byteRows{"X", int64(x.addr), 0, int64(x.size), 1},
+		byteRows{"Y", int64(p.Y), int64(p.Size) * int64(p.YStride), int64(p.Size) * int64(p.C), p.R})
+}
+
+func (p Gather) gen() genEngine {
+	sz := int64(p.Size)
+	if p.Size == 4 {
+		return newWordEngine(p.R, p.C, int64(p.X), 4*int64(p.RStride), 4*int64(p.CStride), int64(p.Y), 4*int64(p.YStride), p.Interleaved)
+	}
+	return &halfEngine{rows: p.R, cols: p.C, src: int64(p.X), srcRow: sz * int64(p.RStride), srcCol: sz * int64(p.CStride),
+		dst: int64(p.Y), dstRow: sz * int64(p.YStride)}
+}
+
+// Cost returns the kernel's exact cost.
+func (p Gather) Cost() (Cost, error) {
+	if err := p.check(); err != nil {
+		return Cost{}, fmt.Errorf("gather: %w", err)
+	}
+	return genBestSplit(p.gen(), p.Workers).cost(), nil
+}
+
+// EmitGather emits the kernel at b's current position.
+func EmitGather(b *Builder, p Gather) (Kernel, error) {
+	if err := p.check(); err != nil {
+		return Kernel{}, fmt.Errorf("gather: %w", err)
+	}
+	if err := p.checkMemory(b); err != nil {
+		return Kernel{}, fmt.Errorf("gather: %w", err)
+	}
+	return genBestSplit(p.gen(), p.Workers).emit(b)
+}
+
+// EmulateGather returns Y's bytes after the gather: y holds the bytes of
+// Y's span (Size*((R-1)*YStride + C)) before it, x the bytes of X from
+// its start. It returns nil when p is invalid or x or y too short.
+func EmulateGather(p Gather, x, y []byte) []byte {
+	if p.check() != nil {
+		return nil
+	}
+	sz := p.Size
+	span := sz * ((p.R-1)*p.YStride + p.C)
+	last := (p.R-1)*p.RStride + (p.C-1)*p.CStride
+	if len(y) < span || len(x) < sz*(last+1) {
+		return nil
+	}
+	out := append([]byte(nil), y[:span]...)
+	for r := 0; r < p.R; r++ {
+		for c := 0; c < p.C; c++ {
+			i := r*p.RStride + c*p.CStride
+			copy(out[sz*(r*p.YStride+c):sz*(r*p.YStride+c+1)], x[sz*i:sz*(i+1)])
+		}
+	}
+	return out
+}
+
+// halfEngine gathers 2-byte elements: output (r, c) at dst + r*dstRow +
+// 2c from src + r*srcRow + c*srcCol (bytes).
+type halfEngine struct {
+	rows, cols     int
+	src            int64
+	srcRow, srcCol int64
+	dst, dstRow    int64
+}
+
+// Registers: the two source words of an output word, the pending low
+// half.
+const (
+	hW0 = M6
+	hW1 = M7
+	hP  = M8
+)
+
+const hiMask = 0xFFFF0000
+
+func (e *halfEngine) elements() int { return e.rows * e.cols }
+
+func (e *halfEngine) srcAt(r, c int) int64 { return e.src + int64(r)*e.srcRow + int64(c)*e.srcCol }
+func (e *halfEngine) dstAt(r, c int) int64 { return e.dst + int64(r)*e.dstRow + 2*int64(c) }
+
+// word and half of source element (r, c).
+func (e *halfEngine) word(r, c int) int64 { return e.srcAt(r, c) &^ 3 }
+func (e *halfEngine) half(r, c int) int   { return int(e.srcAt(r, c)>>1) & 1 }
+
+// at returns the output address of the flat index f.
+func (e *halfEngine) at(f int) int64 { return e.dstAt(f/e.cols, f%e.cols) }
+
+// boundary: output f starts a new word of Y (the word of f-1 differs).
+func (e *halfEngine) boundary(f int) bool { return e.at(f-1)>>2 != e.at(f)>>2 }
+
+// contiguous reports whether row r+1 starts right after row r in Y.
+func (e *halfEngine) contiguous() bool { return e.dstRow == 2*int64(e.cols) }
+
+// state is the output word a worker is filling: when pending, hP holds
+// the low half of the word at addr (its high half zero).
+type halfState struct {
+	pending bool
+	addr    int64
+}
+
+// low moves the half h of w into the low half of d (the high half zero).
+func (e *halfEngine) low(s *genSeq, d, w MReg, h int) {
+	if h == 0 {
+		s.alui(isa.ANDI, d, w, 0xFFFF)
+	} else {
+		s.alui(isa.SHRI, d, w, 16)
+	}
+}
+
+// high moves the half h of w into its high half (the low half zero).
+func (e *halfEngine) high(s *genSeq, w MReg, h int) {
+	if h == 0 {
+		s.alui(isa.SHLI, w, w, 16)
+	} else {
+		s.alu(isa.AND, w, w, s.reg(hiMask))
+	}
+}
+
+// flush stores a pending low half, keeping the high half of its word.
+func (e *halfEngine) flush(s *genSeq, st *halfState) {
+	if !st.pending {
+		return
+	}
+	s.access(isa.LDMP, uint8(hW1), gDst, st.addr)
+	s.alui(isa.SHRI, hW1, hW1, 16)
+	s.alui(isa.SHLI, hW1, hW1, 16)
+	s.alu(isa.OR, hW1, hW1, hP)
+	s.access(isa.STMP, uint8(hW1), gDst, st.addr)
+	*st = halfState{}
+}
+
+// pair emits the output word of elements c and c+1 of row r.
+func (e *halfEngine) pair(s *genSeq, r, c int) {
+	w0, w1 := e.word(r, c), e.word(r, c+1)
+	h0, h1 := e.half(r, c), e.half(r, c+1)
+	if w0 == w1 && h0 == 0 && h1 == 1 {
+		s.access(isa.LDMP, uint8(hW0), gSrc, w0)
+		s.access(isa.STMP, uint8(hW0), gDst, e.dstAt(r, c))
+		return
+	}
+	s.access(isa.LDMP, uint8(hW0), gSrc, w0)
+	s.access(isa.LDMP, uint8(hW1), gSrc, w1)
+	e.low(s, hW0, hW0, h0)
+	e.high(s, hW1, h1)
+	s.alu(isa.OR, hW0, hW0, hW1)
+	s.access(isa.STMP, uint8(hW0), gDst, e.dstAt(r, c))
+}
+
+func (e *halfEngine) pairLen(r, c int) int {
+	if e.word(r, c) == e.word(r, c+1) && e.half(r, c) == 0 && e.half(r, c+1) == 1 {
+		return 2
+	}
+	return 6
+}
+
+// segment emits the outputs [cs, ce) of row r.
+func (e *halfEngine) segment(s *genSeq, st *halfState, r, cs, ce int) {
+	c := cs
+	if y := e.dstAt(r, c); y%4 != 0 {
+		w := y - 2
+		if !st.pending || st.addr != w {
+			e.flush(s, st)
+			s.access(isa.LDMP, uint8(hP), gDst, w)
+			s.alui(isa.ANDI, hP, hP, 0xFFFF)
+		}
+		s.access(isa.LDMP, uint8(hW0), gSrc, e.word(r, c))
+		e.high(s, hW0, e.half(r, c))
+		s.alu(isa.OR, hP, hP, hW0)
+		s.access(isa.STMP, uint8(hP), gDst, w)
+		*st = halfState{}
+		c++
+	} else {
+		e.flush(s, st)
+	}
+	if nb := (ce - c) / 2; nb > 0 && nb*e.pairLen(r, c) > genUnroll {
+		s.open(nb, genAt{gSrc, e.word(r, c)}, genAt{gDst, e.dstAt(r, c)})
+		e.pair(s, r, c)
+		s.close(genAt{gSrc, e.word(r, c+2) - e.word(r, c)}, genAt{gDst, 4})
+		c += 2 * nb
+	} else {
+		for ; c+2 <= ce; c += 2 {
+			e.pair(s, r, c)
+		}
+	}
+	if c < ce {
+		s.access(isa.LDMP, uint8(hW0), gSrc, e.word(r, c))
+		e.low(s, hP, hW0, e.half(r, c))
+		st.pending, st.addr = true, e.dstAt(r, c)
+	}
+}
+
+// entry returns the state at the start of full row r when the worker
+// wrote row r-1 (for r = 0, a row before it at the same stride): a
+// pending low half when that row ends inside a word.
+func (e *halfEngine) entry(r int) halfState {
+	if e.dstAt(r-1, e.cols)%4 != 0 {
+		return halfState{true, e.dstAt(r-1, e.cols-1)}
+	}
+	return halfState{}
+}
+
+func (e *halfEngine) code(f0, f1 int) *genSeq {
+	s := newGenSeq(M9, M10, M11, M12, M13, M14, M0, M1)
+	var st halfState
+	seg := func(r, cs, ce int) { e.segment(s, &st, r, cs, ce) }
+	full := func(r, n int) {
+		p := genPeriod(4, e.srcRow, e.dstRow)
+		if st != e.entry(r) {
+			// The worker's output starts with row r: the loop's first
+			// iteration would not find the state the others find.
+			seg(r, 0, e.cols)
+			r, n = r+1, n-1
+		}
+		if n < 2*p {
+			for i := 0; i < n; i++ {
+				seg(r+i, 0, e.cols)
+			}
+			return
+		}
+		first := e.dstAt(r, 0) &^ 3
+		s.open(n/p, genAt{gSrc, e.word(r, 0)}, genAt{gDst, first})
+		for i := 0; i < p; i++ {
+			seg(r+i, 0, e.cols)
+		}
+		s.close(genAt{gSrc, int64(p) * e.srcRow}, genAt{gDst, int64(p) * e.dstRow})
+		if st.pending {
+			st.addr += int64(n/p-1) * int64(p) * e.dstRow
+		}
+		for i := n / p * p; i < n; i++ {
+			seg(r+i, 0, e.cols)
+		}
+	}
+	genSegments(f0, f1, e.cols, seg, full)
+	e.flush(s, &st)
+	return s
+}

@@ -1,0 +1,180 @@
+package codegen
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// runGather runs p (X and Y given as offsets from the areas' bases) on
+// the simulator with random data around Y and checks Y's area against
+// EmulateGather, X unchanged and the cycles at each phase.
+func runGather(t *testing.T, tl *tile, p Gather, seed int64, phases []int) {
+	t.Helper()
+	const guard = 64
+	r := rng(seed)
+	sz := p.Size
+	xn := sz * ((p.R-1)*p.RStride + (p.C-1)*p.CStride + 1)
+	xn = (xn + int(p.X%4) + 3) &^ 3 // whole words from X's word
+	yn := sz * ((p.R-1)*p.YStride + p.C)
+	x := randBytes(r, xn)
+	area := randBytes(r, yn+2*guard)
+	xw := p.X &^ 3
+	want := append(append([]byte(nil), area[:guard]...), EmulateGather(p, x[p.X-xw:], area[guard:guard+yn])...)
+	want = append(want, area[guard+yn:]...)
+	for _, phase := range phases {
+		tl.put(xw, x)
+		tl.put(p.Y-guard, area)
+		k, cycles := tl.runKernel(t, phase, func(b *Builder) (Kernel, error) { return EmitGather(b, p) })
+		if d := cmp.Diff(want, tl.get(p.Y-guard, len(area))); d != "" {
+			t.Fatalf("phase %d: Y mismatch (-want +got):\n%s", phase, d)
+		}
+		if d := cmp.Diff(x, tl.get(xw, xn)); d != "" {
+			t.Fatalf("phase %d: X changed (-want +got):\n%s", phase, d)
+		}
+		checkCycles(t, k, cycles, phase)
+		if c, err := p.Cost(); err != nil || c.CyclesAt(phase) != cycles {
+			t.Errorf("Cost() = %v, %v; measured %d", c.CyclesAt(phase), err, cycles)
+		}
+	}
+}
+
+func TestGather(t *testing.T) {
+	const xBase, yBase = 0x80000, 0xB0000
+	cases := []Gather{
+		// Transposes of a 64x64 matrix.
+		{Size: 4, R: 64, C: 64, YStride: 64, RStride: 1, CStride: 64, Workers: 6},
+		{Size: 4, R: 64, C: 64, YStride: 64, RStride: 1, CStride: 64, Workers: 6, Interleaved: true},
+		{Size: 2, R: 64, C: 64, YStride: 64, RStride: 1, CStride: 64, Workers: 6},
+		// Odd shapes, contiguous odd rows of halves (a word carried from
+		// row to row), Y starting inside a word.
+		{Size: 2, R: 5, C: 3, YStride: 3, RStride: 1, CStride: 5, Workers: 6},
+		{Size: 2, R: 7, C: 9, YStride: 9, RStride: 1, CStride: 7, Workers: 4, Y: 2},
+		{Size: 2, R: 13, C: 6, YStride: 6, RStride: 6, CStride: 1, Workers: 6, Y: 2, X: 2},
+		{Size: 2, R: 13, C: 6, YStride: 6, RStride: 6, CStride: 1, Workers: 3, X: 2},
+		{Size: 2, R: 9, C: 11, YStride: 14, RStride: 13, CStride: 1, Workers: 5, X: 6, Y: 6},
+		{Size: 2, R: 3, C: 130, YStride: 131, RStride: 0, CStride: 3, Workers: 6, Y: 4},
+		{Size: 2, R: 130, C: 1, YStride: 1, RStride: 3, CStride: 0, Workers: 6},
+		{Size: 2, R: 2, C: 5, YStride: 7, RStride: 17001, CStride: 9000, Workers: 2, Y: 2},
+		{Size: 2, R: 1, C: 1, Workers: 1, Y: 2, X: 2},
+		{Size: 2, R: 1, C: 1, Workers: 6, X: 2},
+		{Size: 2, R: 6, C: 4, YStride: 4, RStride: 2, CStride: 24, Workers: 6, X: 2},
+		{Size: 4, R: 7, C: 9, YStride: 9, RStride: 1, CStride: 7, Workers: 6, Y: 4},
+		{Size: 4, R: 9, C: 13, YStride: 15, RStride: 20, CStride: 1, Workers: 5, X: 4, Interleaved: true},
+		{Size: 4, R: 3, C: 33, YStride: 33, RStride: 0, CStride: 0, Workers: 6},
+		{Size: 4, R: 2, C: 4, YStride: 5, RStride: 9001, CStride: 8200, Workers: 3, Y: 12},
+		{Size: 4, R: 130, C: 2, YStride: 3, RStride: 2, CStride: 1, Workers: 6, X: 4, Interleaved: true},
+	}
+	tl := newTile()
+	for ci, p := range cases {
+		p.X += xBase
+		p.Y += yBase
+		name := fmt.Sprintf("s%d-%dx%d-ys%d-rs%d-cs%d-x%d-y%d-w%d-il%v", p.Size, p.R, p.C, p.YStride, p.RStride, p.CStride, p.X%16, p.Y%16, p.Workers, p.Interleaved)
+		t.Run(name, func(t *testing.T) {
+			phases := []int{ci % Slots}
+			if ci < 4 {
+				phases = []int{0, 1, 2, 3, 4, 5}
+			}
+			runGather(t, tl, p, int64(ci), phases)
+		})
+	}
+}
+
+// TestGatherRandom gathers random shapes, strides and offsets.
+func TestGatherRandom(t *testing.T) {
+	tl := newTile()
+	r := rng(5)
+	for i := 0; i < 60; i++ {
+		p := Gather{Size: 2 + 2*r.Intn(2), R: 1 + r.Intn(40), C: 1 + r.Intn(40), Workers: 1 + r.Intn(6)}
+		if r.Intn(3) == 0 {
+			p.R, p.C = 1+r.Intn(130), 1+r.Intn(4)
+		}
+		p.YStride = p.C + r.Intn(3)
+		if r.Intn(2) == 0 {
+			p.YStride = p.C
+		}
+		p.RStride, p.CStride = r.Intn(50), r.Intn(50)
+		if r.Intn(2) == 0 { // a permutation of a dense matrix
+			p.RStride, p.CStride = 1, p.R
+			if r.Intn(2) == 0 {
+				p.RStride, p.CStride = p.C, 1
+			}
+		}
+		p.X = 0x80000 + uint32(p.Size*r.Intn(8))
+		p.Y = 0xB0000 + uint32(p.Size*r.Intn(8))
+		p.Interleaved = r.Intn(2) == 0
+		t.Run(fmt.Sprintf("%d-s%d-%dx%d-ys%d-rs%d-cs%d-w%d", i, p.Size, p.R, p.C, p.YStride, p.RStride, p.CStride, p.Workers), func(t *testing.T) {
+			runGather(t, tl, p, int64(1000+i), []int{i % Slots})
+		})
+	}
+}
+
+func TestGatherErrors(t *testing.T) {
+	ok := Gather{Size: 2, R: 4, C: 8, X: 0x80000, RStride: 1, CStride: 4, Y: 0x90000, YStride: 8, Workers: 6}
+	cases := []struct {
+		name string
+		edit func(p *Gather)
+		want string
+	}{
+		{"workers", func(p *Gather) { p.Workers = 0 }, "workers 0 out of range"},
+		{"size", func(p *Gather) { p.Size = 1 }, "element size 1: want 4 or 2"},
+		{"rows", func(p *Gather) { p.C = 0 }, "want positive dimensions"},
+		{"stride", func(p *Gather) { p.CStride = -3 }, "strides 8, 1, -3 (Y, rows, columns): want 0..2^24"},
+		{"y-stride", func(p *Gather) { p.YStride = 7 }, "row stride 7 of Y: want at least C=8"},
+		{"x-align", func(p *Gather) { p.X++ }, "X at 0x80001 is not 2-byte aligned"},
+		{"y-align", func(p *Gather) { p.Size, p.Y = 4, 0x90002 }, "Y at 0x90002 is not 4-byte aligned"},
+		{"x-outside", func(p *Gather) { p.X = 0xE7FF0 }, "is outside tile memory"},
+		{"interleaved", func(p *Gather) { p.Y, p.Interleaved = 0x70000, true }, "is outside interleaved memory"},
+		{"overlap", func(p *Gather) { p.Y = 0x80010 }, "overlaps Y row 0"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			q := ok
+			c.edit(&q)
+			_, err := EmitGather(NewBuilder(newTile().p, codeBase), q)
+			if err == nil || !strings.HasPrefix(err.Error(), "gather: ") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one with %q", err, c.want)
+			}
+		})
+	}
+	if out := EmulateGather(ok, make([]byte, 10), make([]byte, 100)); out != nil {
+		t.Errorf("short X: EmulateGather gave %d bytes, want nil", len(out))
+	}
+}
+
+// TestGatherRate checks the per-element issue rates of Gather's doc from
+// Cost (one worker, one long row).
+func TestGatherRate(t *testing.T) {
+	cases := []struct {
+		name   string
+		p      Gather
+		issues float64 // per element
+	}{
+		{"s4", Gather{Size: 4, CStride: 3}, 1.5},
+		{"s4-il", Gather{Size: 4, CStride: 3, Interleaved: true}, 1.25},
+		{"s4-contiguous", Gather{Size: 4, CStride: 1}, 1},
+		{"s4-big-stride", Gather{Size: 4, CStride: 9000}, 2.5},
+		{"s2", Gather{Size: 2, CStride: 3}, 3},
+		{"s2-even", Gather{Size: 2, CStride: 64}, 3},
+		{"s2-contiguous", Gather{Size: 2, CStride: 1}, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			work := func(n int) int64 {
+				p := c.p
+				p.R, p.C, p.X, p.Y, p.Workers = 1, n, 0x80000, 0xB0000, 1
+				cost, err := p.Cost()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return cost.Work[0]
+			}
+			got := float64(work(2048)-work(1024)) / 1024 / Slots
+			if d := cmp.Diff(c.issues, got); d != "" {
+				t.Errorf("issues per element mismatch (-want +got):\n%s", d)
+			}
+		})
+	}
+}
