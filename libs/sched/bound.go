@@ -1,7 +1,8 @@
 package sched
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 
 	"ipu.local/libs/arch"
 )
@@ -101,11 +102,11 @@ func bound(p *arch.Preset, phase []Transfer, opt Options) int64 {
 		}
 	}
 	// Distinct non-zero values per tile.
-	sort.Slice(vals, func(i, j int) bool {
-		if vals[i].tile != vals[j].tile {
-			return vals[i].tile < vals[j].tile
+	slices.SortFunc(vals, func(a, b tv) int {
+		if a.tile != b.tile {
+			return cmp.Compare(a.tile, b.tile)
 		}
-		return vals[i].val < vals[j].val
+		return cmp.Compare(a.val, b.val)
 	})
 	loads := make([]int64, p.Tiles)
 	for i, v := range vals {
