@@ -1,7 +1,7 @@
 // Command conformance compiles and checks every case of the conformance
-// data (ONNX backend test layout: ROOT/FOLDER/CASE/model.onnx and
-// test_data_set_N/) through the real pipeline, with the tool binaries of
-// --bin:
+// data and the model cases (ONNX backend test layout: CASE/model.onnx and
+// CASE/test_data_set_N/) through the real pipeline, with the tool
+// binaries of --bin:
 //
 //	ipu-plan  CASE/model.onnx -o W/model.plan [--arch A] [--tiles N]
 //	ipu-link  W/model.plan -o W/model.ipuobj
@@ -11,15 +11,33 @@
 //
 // Usage (from the repository, as `make conformance` runs it):
 //
-//	go run ./scripts/conformance [--root DIR] [--bin DIR] [--work DIR] [--keep]
+//	go run ./scripts/conformance [--root DIR]... [--bin DIR] [--work DIR] [--keep]
 //	    [-j N] [--run REGEXP] [--arch NAME] [--tiles N] [--timeout DUR]
 //
-// --root defaults to ../shared/conformance and --bin to bin, both relative
-// to the repository root (the directory of go.work, found from the working
-// directory upwards). W is WORK/FOLDER/CASE; WORK is a fresh temporary
-// directory removed at the end unless --keep, or --work (kept). -j cases
-// run at once (default: the host's CPUs), each within --timeout (default
-// 5m). --run selects the cases whose FOLDER/CASE the expression matches.
+// --root names a directory of cases; it may be given more than once, or
+// as a comma-separated list. A root holds cases either in folders,
+// ROOT/FOLDER/CASE (the conformance data: ort/attention), or directly,
+// ROOT/CASE (the model cases: bert_layer); a directory directly under a
+// root is a case when it holds model.onnx or a test_data_set_N folder.
+// Without --root the roots are those of these that exist, relative to the
+// repository root (the directory of go.work, found from the working
+// directory upwards):
+//
+//	conformance  ../shared/conformance
+//	models       ../shared/models, or else testdata/models/shared (the
+//	             committed copies of its transformer cases)
+//
+// A case is named FOLDER/CASE when its root is the only one and has
+// folders, and LABEL/FOLDER/CASE or LABEL/CASE otherwise, LABEL being the
+// root's name above or, for --root, the directory's base name (roots must
+// then have different base names): with the defaults, conformance/ort/attention
+// and models/bert_layer. --run selects the cases whose name the
+// expression matches (`--run models/bert_`).
+//
+// --bin defaults to bin in the repository root. W is WORK/NAME; WORK is
+// a fresh temporary directory removed at the end unless --keep, or --work
+// (kept). -j cases run at once (default: the host's CPUs), each within
+// --timeout (default 5m).
 //
 // Each case is classified by the first rule that matches:
 //
@@ -32,13 +50,17 @@
 //	                  FAIL verdicts, a missing tool, the timeout)
 //	PASS              every tool succeeded on every data set
 //
-// The output is one line per case, sorted by folder then case and printed
-// in that order as the results come in, then a summary line per folder and
-// one for all the cases:
+// The output is one line per case, sorted by the name's folder part then
+// the case and printed in that order as the results come in, then a
+// summary line per folder part (LABEL for a ROOT/CASE root) and one for
+// all the cases:
 //
-//	PASS        ort/attention
-//	UNSUPPORTED onnx-pytorch/test_ELU: Elu
-//	ort: 9 cases: 9 pass, 0 fail, 0 unsupported, 0 not lowered; pass rate 100.0% (9/9 supported)
+//	UNSUPPORTED conformance/onnx-pytorch/test_ELU: Elu
+//	PASS        conformance/ort/attention
+//	PASS        models/bert_layer
+//	...
+//	conformance/ort: 9 cases: 9 pass, 0 fail, 0 unsupported, 0 not lowered; pass rate 100.0% (9/9 supported)
+//	...
 //
 // The pass rate is over the supported cases (every case but the
 // unsupported ones); NOT-LOWERED counts against it. The output has no
@@ -60,6 +82,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -101,12 +124,13 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 func conformance(ctx context.Context, args []string, stdout, stderr io.Writer) (fail bool, err error) {
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	root := fs.String("root", "", "conformance data `DIR` (default ../shared/conformance from the repository root)")
+	var roots rootList
+	fs.Var(&roots, "root", "case root `DIR` (repeatable, or a comma-separated list; default ../shared/conformance and ../shared/models, or testdata/models/shared without it, from the repository root)")
 	bin := fs.String("bin", "", "tool binaries `DIR` (default bin in the repository root)")
 	work := fs.String("work", "", "work `DIR`, kept (default a temporary directory)")
 	keep := fs.Bool("keep", false, "keep the temporary work directory")
 	jobs := fs.Int("j", runtime.NumCPU(), "`N` cases at once")
-	filter := fs.String("run", "", "only the cases whose FOLDER/CASE matches `REGEXP`")
+	filter := fs.String("run", "", "only the cases whose name (FOLDER/CASE, LABEL/...) matches `REGEXP`")
 	arch := fs.String("arch", "", "architecture preset `NAME` for ipu-plan")
 	tiles := fs.Int("tiles", 0, "plan over `N` tiles (ipu-plan --tiles)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "time allowed to each case")
@@ -135,34 +159,43 @@ func conformance(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		}
 	}
 
-	if *root == "" || *bin == "" {
+	if len(roots) == 0 || *bin == "" {
 		repo, err := repoRoot()
 		if err != nil {
 			return false, err
 		}
-		if *root == "" {
-			*root = filepath.Join(repo, "..", "shared", "conformance")
+		if len(roots) == 0 {
+			if r.roots, err = defaultRoots(repo); err != nil {
+				return false, err
+			}
 		}
 		if *bin == "" {
 			*bin, r.binName = filepath.Join(repo, "bin"), "bin"
 		}
 	}
-	if r.root, err = filepath.Abs(*root); err != nil {
-		return false, err
+	if len(roots) > 0 {
+		if r.roots, err = givenRoots(roots); err != nil {
+			return false, err
+		}
 	}
 	if r.bin, err = filepath.Abs(*bin); err != nil {
 		return false, err
 	}
 
-	cases, err := discover(r.root, r.filter)
+	cases, err := discover(r.roots, r.filter)
 	if err != nil {
 		return false, err
 	}
 	if len(cases) == 0 {
-		if r.filter != nil {
-			return false, fmt.Errorf("no case under %s matches --run %q", *root, *filter)
+		var given []string
+		for _, root := range r.roots {
+			given = append(given, root.Given)
 		}
-		return false, fmt.Errorf("no case under %s", *root)
+		under := strings.Join(given, ", ")
+		if r.filter != nil {
+			return false, fmt.Errorf("no case under %s matches --run %q", under, *filter)
+		}
+		return false, fmt.Errorf("no case under %s", under)
 	}
 
 	if *work != "" {
@@ -198,6 +231,72 @@ func conformance(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		}
 	}
 	return fail, nil
+}
+
+// rootList is the --root flag: directories, from repeated flags and
+// comma-separated lists, in order.
+type rootList []string
+
+func (l *rootList) String() string { return strings.Join(*l, ",") }
+
+func (l *rootList) Set(s string) error {
+	for dir := range strings.SplitSeq(s, ",") {
+		if dir = strings.TrimSpace(dir); dir == "" {
+			return errors.New("empty directory")
+		}
+		*l = append(*l, dir)
+	}
+	return nil
+}
+
+// givenRoots returns the roots of the command line, labelled by their base
+// names, which must differ when there are several.
+func givenRoots(dirs []string) ([]caseRoot, error) {
+	roots := make([]caseRoot, len(dirs))
+	seen := map[string]string{}
+	for i, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, err
+		}
+		label := filepath.Base(abs)
+		if prev, ok := seen[label]; ok {
+			return nil, usageError{fmt.Errorf("--root %s and %s: two roots named %s", prev, d, label)}
+		}
+		seen[label] = d
+		roots[i] = caseRoot{Dir: abs, Given: d, Label: label}
+	}
+	return roots, nil
+}
+
+// defaultRoots returns the roots used without --root, those that exist:
+// the conformance data beside the repository, and its model cases or, on
+// a clone without them, the committed copies of the transformer cases
+// (named models all the same, so that --run models/ selects them).
+func defaultRoots(repo string) ([]caseRoot, error) {
+	candidates := []struct {
+		label string
+		rels  []string // the first that exists
+	}{
+		{"conformance", []string{filepath.Join("..", "shared", "conformance")}},
+		{"models", []string{filepath.Join("..", "shared", "models"), filepath.Join("testdata", "models", "shared")}},
+	}
+	var roots []caseRoot
+	var tried []string
+	for _, c := range candidates {
+		for _, rel := range c.rels {
+			tried = append(tried, rel)
+			dir := filepath.Join(repo, rel)
+			if st, err := os.Stat(dir); err == nil && st.IsDir() {
+				roots = append(roots, caseRoot{Dir: dir, Given: rel, Label: c.label})
+				break
+			}
+		}
+	}
+	if len(roots) == 0 {
+		return nil, fmt.Errorf("no case root: none of %s exists in the repository (give --root)", strings.Join(tried, ", "))
+	}
+	return roots, nil
 }
 
 // repoRoot returns the repository root: the nearest directory holding

@@ -7,13 +7,13 @@ import (
 
 // Result is the outcome of one case.
 type Result struct {
-	Folder string // the case's folder under the root ("ort")
-	Case   string // the case's directory in the folder ("attention")
+	Folder string // the case's name but its last element ("ort", "conformance/ort", "models")
+	Case   string // the case's directory ("attention")
 	Status Status
 	Detail string // what failed, is unsupported or not lowered; "" for PASS
 }
 
-// Name is the case as the output names it: folder/case.
+// Name is the case as the output names it: Folder/Case.
 func (r Result) Name() string { return r.Folder + "/" + r.Case }
 
 // Line is the result's output line: the status in a column wide enough

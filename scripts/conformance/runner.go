@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,7 @@ import (
 
 // runner is one run's configuration.
 type runner struct {
-	root    string // absolute
+	roots   []caseRoot
 	bin     string // absolute
 	binName string // --bin as the messages name it
 	work    string // absolute
@@ -30,49 +31,117 @@ type runner struct {
 	timeout time.Duration
 }
 
-// testCase is a case folder: ROOT/Folder/Name.
+// caseRoot is a directory of cases, in either layout of the ONNX backend
+// tests: ROOT/FOLDER/CASE (the conformance data) or ROOT/CASE (the model
+// cases).
+type caseRoot struct {
+	Dir   string // absolute
+	Given string // as the command line or the default names it, for messages
+	// Label names the root in case names: the directory's base name, or
+	// the name of a default root whichever directory stands for it.
+	Label string
+}
+
+// testCase is a case folder, named Folder/Name in the output.
 type testCase struct {
+	// Folder groups the case in the summary: FOLDER for a ROOT/FOLDER/CASE
+	// root when it is the only one, LABEL/FOLDER when there are several,
+	// LABEL for a ROOT/CASE root.
 	Folder, Name string
 	Dir          string   // absolute
 	DataSets     []string // the test_data_set_N folders, by N
 }
 
+// id is the case's name in the output and for --run.
+func (c testCase) id() string { return c.Folder + "/" + c.Name }
+
 // dataSetName matches the folders of data the ONNX backend layout gives a
 // case.
 var dataSetName = regexp.MustCompile(`^test_data_set_(\d+)$`)
 
-// discover lists the cases under root that the filter selects, sorted by
-// folder then case. Every directory of a folder is a case; files and
-// hidden entries are skipped.
-func discover(root string, filter *regexp.Regexp) ([]testCase, error) {
-	folders, err := os.ReadDir(root)
-	if err != nil {
-		return nil, fmt.Errorf("conformance root: %w", err)
-	}
+// discover lists the cases under the roots that the filter selects,
+// sorted by folder then case. A directory directly under a root is a
+// case when it holds model.onnx or a test_data_set_N folder, and
+// otherwise a folder whose every directory is a case; files and hidden
+// entries are skipped.
+func discover(roots []caseRoot, filter *regexp.Regexp) ([]testCase, error) {
+	several := len(roots) > 1
 	var cases []testCase
-	for _, f := range folders {
-		if !f.IsDir() || strings.HasPrefix(f.Name(), ".") {
-			continue
+	add := func(folder, name, dir string) error {
+		c := testCase{Folder: folder, Name: name, Dir: dir}
+		if filter != nil && !filter.MatchString(c.id()) {
+			return nil
 		}
-		entries, err := os.ReadDir(filepath.Join(root, f.Name()))
+		var err error
+		if c.DataSets, err = dataSets(c.Dir); err != nil {
+			return err
+		}
+		cases = append(cases, c)
+		return nil
+	}
+	for _, root := range roots {
+		entries, err := subdirs(root.Dir)
 		if err != nil {
-			return nil, fmt.Errorf("conformance root: %w", err)
+			return nil, fmt.Errorf("case root: %w", err)
 		}
 		for _, e := range entries {
-			if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			dir := filepath.Join(root.Dir, e)
+			if isCase(dir) {
+				if err := add(root.Label, e, dir); err != nil {
+					return nil, err
+				}
 				continue
 			}
-			c := testCase{Folder: f.Name(), Name: e.Name(), Dir: filepath.Join(root, f.Name(), e.Name())}
-			if filter != nil && !filter.MatchString(c.Folder+"/"+c.Name) {
-				continue
+			folder := e
+			if several {
+				folder = root.Label + "/" + e
 			}
-			if c.DataSets, err = dataSets(c.Dir); err != nil {
-				return nil, err
+			names, err := subdirs(dir)
+			if err != nil {
+				return nil, fmt.Errorf("case root %s: %w", root.Given, err)
 			}
-			cases = append(cases, c)
+			for _, name := range names {
+				if err := add(folder, name, filepath.Join(dir, name)); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(cases, func(a, b testCase) int {
+		return cmp.Or(strings.Compare(a.Folder, b.Folder), strings.Compare(a.Name, b.Name))
+	})
+	for i := 1; i < len(cases); i++ {
+		if cases[i].id() == cases[i-1].id() {
+			return nil, fmt.Errorf("two cases named %s: %s and %s", cases[i].id(), cases[i-1].Dir, cases[i].Dir)
 		}
 	}
 	return cases, nil
+}
+
+// subdirs returns the names of the directories in dir that are not
+// hidden, sorted.
+func subdirs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// isCase reports whether dir looks like a case rather than a folder of
+// cases: it holds model.onnx or a test_data_set_N directory.
+func isCase(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, "model.onnx")); err == nil {
+		return true
+	}
+	sets, err := dataSets(dir)
+	return err == nil && len(sets) > 0
 }
 
 // dataSets returns the test_data_set_N folders of a case in order of N.
@@ -163,12 +232,12 @@ func (r *runner) runCase(ctx context.Context, c testCase) Result {
 	if len(c.DataSets) == 0 {
 		return fail(failure{Tool: "conformance", Exit: -1, Reason: "no test_data_set_N folder in the case"})
 	}
-	w := filepath.Join(r.work, c.Folder, c.Name)
+	w := filepath.Join(r.work, filepath.FromSlash(c.Folder), c.Name)
 	if err := os.RemoveAll(w); err != nil {
-		return fail(failure{Tool: "conformance", Exit: -1, Reason: "work dir: " + r.clean(err.Error(), w)})
+		return fail(failure{Tool: "conformance", Exit: -1, Reason: "work dir: " + r.clean(err.Error(), c, w)})
 	}
 	if err := os.MkdirAll(w, 0o755); err != nil {
-		return fail(failure{Tool: "conformance", Exit: -1, Reason: "work dir: " + r.clean(err.Error(), w)})
+		return fail(failure{Tool: "conformance", Exit: -1, Reason: "work dir: " + r.clean(err.Error(), c, w)})
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
@@ -193,13 +262,13 @@ func (r *runner) runCase(ctx context.Context, c testCase) Result {
 		{toolLoad, []string{"--device", "ipu0", "model.ipuexe"}},
 	}
 	for _, s := range steps {
-		if f, ok := r.exec(ctx, w, s.tool, s.args); !ok {
+		if f, ok := r.exec(ctx, c, w, s.tool, s.args); !ok {
 			return fail(f)
 		}
 	}
 	for _, set := range c.DataSets {
 		args := []string{"--device", "ipu0", "--data", filepath.Join(c.Dir, set), "model.ipuexe"}
-		f, ok := r.exec(ctx, w, toolCheck, args)
+		f, ok := r.exec(ctx, c, w, toolCheck, args)
 		if ok && !passed(f.Stdout) {
 			// Exit 0 without the verdicts would be a broken contract, not
 			// a pass.
@@ -227,16 +296,16 @@ func passed(stdout string) bool {
 // the error line and the verdicts come last.
 const capLimit = 1 << 20
 
-// exec runs bin/tool with args in dir. It returns ok when the tool exited
-// 0, and otherwise what it left behind.
-func (r *runner) exec(ctx context.Context, dir, tool string, args []string) (failure, bool) {
+// exec runs bin/tool with args in dir, for case c. It returns ok when the
+// tool exited 0, and otherwise what it left behind.
+func (r *runner) exec(ctx context.Context, c testCase, dir, tool string, args []string) (failure, bool) {
 	f := failure{Tool: tool, Exit: -1}
 	path := filepath.Join(r.bin, tool)
 	if st, err := os.Stat(path); err != nil || st.IsDir() {
 		if err == nil || errors.Is(err, fs.ErrNotExist) {
 			f.Reason = "not found in " + r.binName + "/"
 		} else {
-			f.Reason = r.clean(err.Error(), dir)
+			f.Reason = r.clean(err.Error(), c, dir)
 		}
 		return f, false
 	}
@@ -252,8 +321,8 @@ func (r *runner) exec(ctx context.Context, dir, tool string, args []string) (fai
 	// A tool's child holding the pipes open must not hang the run.
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
-	f.Stdout = r.clean(stdout.String(), dir)
-	f.Stderr = r.clean(stderr.String(), dir)
+	f.Stdout = r.clean(stdout.String(), c, dir)
+	f.Stderr = r.clean(stderr.String(), c, dir)
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
@@ -284,15 +353,15 @@ func (r *runner) ctxReason(ctx context.Context) string {
 	return "interrupted"
 }
 
-// clean removes dir (the case's work directory), the work and the root
-// directories from a tool's output: the
-// messages then name files as ROOT-relative case paths and work-relative
-// artifacts, the same from run to run.
-func (r *runner) clean(s, dir string) string {
-	s = strings.ReplaceAll(s, dir+string(filepath.Separator), "")
-	s = strings.ReplaceAll(s, r.work+string(filepath.Separator), "")
-	s = strings.ReplaceAll(s, r.root+string(filepath.Separator), "")
-	return s
+// clean removes dir (the case's work directory) and the work directory
+// from a tool's output, and names the case's directory by the case's
+// name: the messages then name artifacts relative to the work directory
+// and the case's files as NAME/model.onnx, the same from run to run.
+func (r *runner) clean(s string, c testCase, dir string) string {
+	sep := string(filepath.Separator)
+	s = strings.ReplaceAll(s, dir+sep, "")
+	s = strings.ReplaceAll(s, r.work+sep, "")
+	return strings.ReplaceAll(s, c.Dir+sep, c.id()+"/")
 }
 
 // tailBuffer keeps the last capLimit bytes written to it.

@@ -98,7 +98,29 @@ func fakeSetup(t *testing.T, missing ...string) (root, bin string) {
 	// Not cases: a file in the root and a hidden folder.
 	write(filepath.Join(root, "README.md"), "fake", 0o644)
 	write(filepath.Join(root, ".git", "x", "model.onnx"), "ok", 0o644)
+
+	// A second root, models, in the layout without folders: ROOT/CASE.
+	models := filepath.Join(dir, "models")
+	for name, spec := range fakeModels {
+		if spec[0] != "" {
+			write(filepath.Join(models, name, "model.onnx"), spec[0], 0o644)
+		}
+		for i, out := range spec[1:] {
+			set := filepath.Join(models, name, "test_data_set_"+string(rune('0'+i)))
+			write(filepath.Join(set, "input_0.pb"), "in", 0o644)
+			write(filepath.Join(set, "output_0.pb"), out, 0o644)
+		}
+	}
+	write(filepath.Join(models, "README.md"), "fake", 0o644)
 	return root, bin
+}
+
+// fakeModels are the cases of the fake models root, as fakeCases ("" for
+// a case without a model).
+var fakeModels = map[string][]string{
+	"bert_ok":  {"ok", "right"},
+	"gpt2_bad": {"badplan", "right"},
+	"nomodel":  {"", "right"},
 }
 
 // runMain runs the command and returns its status, stdout and stderr.
@@ -236,7 +258,9 @@ func TestRunnerErrors(t *testing.T) {
 		{"argument", []string{"extra"}, 2, `conformance: unexpected argument "extra"`},
 		{"bad flag", []string{"--nope"}, 2, "conformance: flag provided but not defined: -nope"},
 		{"no match", []string{"--run", "zzz"}, 1, `conformance: no case under ` + root + ` matches --run "zzz"`},
-		{"no root", []string{"--root", filepath.Join(root, "none")}, 1, "conformance: conformance root: open "},
+		{"no root", []string{"--root", filepath.Join(root, "none")}, 1, "conformance: case root: open "},
+		{"same root names", []string{"--root", filepath.Join(root, "a", "..")}, 2, "conformance: --root " + root + " and " + filepath.Join(root, "a", "..") + ": two roots named root"},
+		{"empty root", []string{"--root", root + ","}, 2, `conformance: invalid value "` + root + `," for flag -root: empty directory`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -251,6 +275,117 @@ func TestRunnerErrors(t *testing.T) {
 			lines := strings.Split(strings.TrimSpace(stderr), "\n")
 			if last := lines[len(lines)-1]; !strings.HasPrefix(last, tt.wantErr) {
 				t.Errorf("stderr ends %q, want it to start %q", last, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestRunnerRoots runs cases from two roots, with and without folders:
+// every case is named after its root, --run selects on that name, and
+// tools' messages name the case's files by it.
+func TestRunnerRoots(t *testing.T) {
+	root, bin := fakeSetup(t)
+	models := filepath.Join(filepath.Dir(root), "models")
+	both := strings.Join([]string{
+		`FAIL        models/gpt2_bad: ipu-plan: models/gpt2_bad/model.onnx: node "a" (Add) input 1: shape [3] does not broadcast to [4]`,
+		"FAIL        models/nomodel: conformance: no model.onnx in the case",
+		"PASS        root/a/pass",
+		`FAIL        root/b/badplan: ipu-plan: root/b/badplan/model.onnx: node "a" (Add) input 1: shape [3] does not broadcast to [4]`,
+		"models: 2 cases: 0 pass, 2 fail, 0 unsupported, 0 not lowered; pass rate 0.0% (0/2 supported)",
+		"root/a: 1 cases: 1 pass, 0 fail, 0 unsupported, 0 not lowered; pass rate 100.0% (1/1 supported)",
+		"root/b: 1 cases: 0 pass, 1 fail, 0 unsupported, 0 not lowered; pass rate 0.0% (0/1 supported)",
+		"total: 4 cases: 1 pass, 3 fail, 0 unsupported, 0 not lowered; pass rate 25.0% (1/4 supported)",
+		"",
+	}, "\n")
+	bert := strings.Join([]string{
+		"PASS        models/bert_ok",
+		"models: 1 cases: 1 pass, 0 fail, 0 unsupported, 0 not lowered; pass rate 100.0% (1/1 supported)",
+		"total: 1 cases: 1 pass, 0 fail, 0 unsupported, 0 not lowered; pass rate 100.0% (1/1 supported)",
+		"",
+	}, "\n")
+	tests := []struct {
+		name       string
+		args       []string
+		wantStatus int
+		want       string
+	}{
+		{"repeated", []string{"--root", root, "--root", models, "--run", "^(models/[gn]|root/a/pass|root/b/badplan)"}, 1, both},
+		{"list", []string{"--root", models + "," + root, "-j", "1", "--run", "^(models/[gn]|root/a/pass|root/b/badplan)"}, 1, both},
+		{"select models", []string{"--root", root, "--root", models, "--run", "models/bert_"}, 0, bert},
+		{"models alone", []string{"--root", models, "--run", "bert_"}, 0, bert},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			work := t.TempDir()
+			args := append([]string{"--bin", bin, "--work", work}, tt.args...)
+			status, stdout, stderr := runMain(args...)
+			if status != tt.wantStatus {
+				t.Errorf("status %d, want %d (stderr %q)", status, tt.wantStatus, stderr)
+			}
+			if diff := cmp.Diff(tt.want, stdout); diff != "" {
+				t.Errorf("output mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("work", func(t *testing.T) {
+		work := t.TempDir()
+		status, stdout, stderr := runMain("--bin", bin, "--work", work, "--root", root+","+models, "--run", "models/bert_ok|a/pass")
+		if status != 0 {
+			t.Fatalf("status %d, want 0 (stdout %q, stderr %q)", status, stdout, stderr)
+		}
+		for _, dir := range []string{filepath.Join("models", "bert_ok"), filepath.Join("root", "a", "pass")} {
+			if _, err := os.Stat(filepath.Join(work, dir, "model.ipuexe")); err != nil {
+				t.Errorf("artifact: %v", err)
+			}
+		}
+	})
+}
+
+// TestDefaultRoots checks which roots are used without --root: those
+// that exist, the committed copies standing in for the shared models.
+func TestDefaultRoots(t *testing.T) {
+	conformance := filepath.Join("..", "shared", "conformance")
+	models := filepath.Join("..", "shared", "models")
+	copies := filepath.Join("testdata", "models", "shared")
+	tests := []struct {
+		name    string
+		exist   []string // relative to the repository
+		want    []caseRoot
+		wantErr string
+	}{
+		{"beside", []string{conformance, models, copies},
+			[]caseRoot{{Given: conformance, Label: "conformance"}, {Given: models, Label: "models"}}, ""},
+		{"clone", []string{copies},
+			[]caseRoot{{Given: copies, Label: "models"}}, ""},
+		{"conformance only", []string{conformance},
+			[]caseRoot{{Given: conformance, Label: "conformance"}}, ""},
+		{"nothing", nil, nil,
+			"no case root: none of " + conformance + ", " + models + ", " + copies + " exists in the repository (give --root)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := filepath.Join(t.TempDir(), "repo")
+			for _, rel := range append([]string{"."}, tt.exist...) {
+				if err := os.MkdirAll(filepath.Join(repo, rel), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := defaultRoots(repo)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("got error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range tt.want {
+				tt.want[i].Dir = filepath.Join(repo, tt.want[i].Given)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("roots mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -38,15 +38,80 @@
 // The weights come from a PCG generator with a fixed seed: w uniform in
 // [-1/sqrt(fan_in), 1/sqrt(fan_in)), b uniform in [-0.5, 0.5), rounded to
 // float.
+//
+// # Transformer cases
+//
+// With -transformers, genmodels writes transformer cases in the ONNX
+// backend test layout, OUT/CASE/model.onnx and
+// OUT/CASE/test_data_set_0/{input_0,output_0}.pb:
+//
+//	go run ./scripts/genmodels -transformers [-size base|small] [-case A,B] [-out DIR] [-v]
+//
+// -size base (the default) is BERT-base width: S=128, H=768, 12 heads,
+// FFN 3072; its cases (28 MB each in FP32, 170 MB for the encoder) go to
+// artifacts/transformers unless -out says otherwise and are never
+// committed. -size small is S=16, H=64, 2 heads, FFN 128: the smoke set
+// committed under testdata/models/transformers (its default -out; a test
+// checks the files are this program's output). -case writes only the
+// named cases. The cases of a size Z:
+//
+//	bert_Z_layer, bert_Z_layer_fp16     one post-norm encoder layer
+//	gpt2_Z_block, gpt2_Z_block_fp16     one pre-norm decoder block
+//	bert_Z_encoderN[_fp16]              N encoder layers stacked (base: N=12,
+//	                                    FP16 only; small: N=2, both types)
+//
+// The graphs are those of the shared models ../shared/models/bert_layer
+// and gpt2_block (S=32, H=256, 4 heads, FFN 1024, onnxruntime's expected
+// outputs; copies in testdata/models/shared), node for node: the same
+// opset 21 operators, node names (OUTPUT_OpType), value and initializer
+// names, attributes and initializer order; a test checks it at their
+// size. Input x [S, H] and output (y for bert, r2 for gpt2) [S, H] are
+// float or, in the _fp16 cases, float16, as is every initializer but the
+// int64 Reshape targets; there are no Cast nodes. With dh = H/heads, one
+// bert layer over its input x:
+//
+//	q0 = MatMul(x, wq); q1 = Add(q0, bq); q2 = Reshape(q1, heads_shape=[S, heads, dh])
+//	qh = Transpose(q2, perm=[1,0,2])            [heads, S, dh]; v likewise
+//	kh = Transpose(k2, perm=[1,2,0])            [heads, dh, S]
+//	sc = MatMul(qh, kh); scs = Mul(sc, scale)   scale: scalar 1/sqrt(dh)
+//	p = Softmax(scs, axis=-1); ctx = MatMul(p, vh)
+//	ctx2 = Transpose(ctx, perm=[1,0,2]); ctx3 = Reshape(ctx2, merge_shape=[S, H])
+//	ao0 = MatMul(ctx3, wo); ao = Add(ao0, bo); r1 = Add(x, ao)
+//	rn = LayerNormalization(r1, g1, be1, axis=-1, epsilon=1e-5)
+//	f0 = MatMul(rn, w1); f1 = Add(f0, b1); f2 = Gelu(f1)   (exact, erf)
+//	f3 = MatMul(f2, w2); f4 = Add(f3, b2); r2 = Add(rn, f4)
+//	y = LayerNormalization(r2, g2, be2, axis=-1, epsilon=1e-5)
+//
+// A gpt2 block first normalizes, xn1 = LayerNormalization(x, g1, be1), and
+// projects xn1 instead of x; adds the causal mask after the scale, scm =
+// Add(scs, mask) with mask [S, S] 0 on and below the diagonal and -10000
+// above, and takes the Softmax of scm; normalizes r1 with g2, be2; and
+// ends at r2 = Add(rn, f4) (the residual from rn, as the shared model
+// has it). In a stack of several layers every name of layer l carries the
+// suffix _l (wq_3, q0_3, node q0_3_MatMul), layer l+1 reads y_l, and the
+// last layer writes y; heads_shape, merge_shape, scale and mask are one
+// initializer each, shared by every layer.
+//
+// The weights come from PCG seeded with an FNV-1a hash of the case name
+// (stream 1, drawn layer by layer in initializer order): matrices uniform
+// in [-1/sqrt(fan_in), 1/sqrt(fan_in)), biases and LayerNorm biases in
+// [-0.05, 0.05), LayerNorm scales in [0.8, 1.2); x is uniform in [-1, 1)
+// (stream 2). Each value is drawn in float64 and rounded once to the
+// element type. The expected output is the host reference
+// (libs/hostref) in float64 on the model as written and read back,
+// rounded once to the output's type.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"time"
 
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/onnx"
@@ -64,11 +129,39 @@ const (
 )
 
 func main() {
-	out := flag.String("out", "testdata/models", "folder to write the models to")
-	seq := flag.Int("seq", defaultSeq, "qk-early: rows S of q and k")
-	dim := flag.Int("dim", defaultDim, "qk-early: columns D of q and k")
-	flag.Parse()
-	if err := run(*out, *seq, *dim); err != nil {
+	fs := flag.NewFlagSet("genmodels", flag.ExitOnError)
+	out := fs.String("out", "", "folder to write to (default testdata/models; with -transformers, artifacts/transformers for -size base and testdata/models/transformers for -size small)")
+	seq := fs.Int("seq", defaultSeq, "qk-early: rows S of q and k")
+	dim := fs.Int("dim", defaultDim, "qk-early: columns D of q and k")
+	transformers := fs.Bool("transformers", false, "write the transformer cases (model.onnx and test_data_set_0) instead of the test models")
+	size := fs.String("size", "base", "-transformers: the width preset, "+transformerSizeNames())
+	only := fs.String("case", "", "-transformers: only these cases (comma-separated names)")
+	verbose := fs.Bool("v", false, "-transformers: print each case's model size and time")
+	fs.Parse(os.Args[1:])
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "size", "case", "v":
+			if !*transformers {
+				err = fmt.Errorf("-%s: only with -transformers", f.Name)
+			}
+		case "seq", "dim":
+			if *transformers {
+				err = fmt.Errorf("-%s: not with -transformers", f.Name)
+			}
+		}
+	})
+	switch {
+	case err != nil:
+	case *transformers:
+		err = runTransformers(*out, *size, *only, *verbose, os.Stderr)
+	default:
+		if *out == "" {
+			*out = "testdata/models"
+		}
+		err = run(*out, *seq, *dim)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "genmodels:", err)
 		os.Exit(1)
 	}
@@ -84,6 +177,43 @@ func run(out string, seq, dim int) error {
 	for _, m := range models(int64(seq), int64(dim)) {
 		if err := atomicfile.Write(filepath.Join(out, m.file), m.build()); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// defaultTransformerOut is where -transformers writes a -size preset
+// without -out: the committed smoke set in place, anything else among the
+// (uncommitted) artifacts.
+func defaultTransformerOut(size string) string {
+	if size == "small" {
+		return filepath.Join("testdata", "models", "transformers")
+	}
+	return filepath.Join("artifacts", "transformers")
+}
+
+// runTransformers writes the transformer cases of a -size preset (those
+// named in only, or all) under out. With verbose it logs each case's
+// model size and the time it took to log.
+func runTransformers(out, size, only string, verbose bool, log io.Writer) error {
+	cases, err := transformerCases(size)
+	if err != nil {
+		return err
+	}
+	if cases, err = selectCases(cases, only); err != nil {
+		return err
+	}
+	if out == "" {
+		out = defaultTransformerOut(size)
+	}
+	for _, c := range cases {
+		start := time.Now()
+		n, err := writeCase(out, c, runtime.NumCPU())
+		if err != nil {
+			return err
+		}
+		if verbose {
+			fmt.Fprintf(log, "genmodels: %s: model %.1f MB in %.1fs\n", c.Name, float64(n)/1e6, time.Since(start).Seconds())
 		}
 	}
 	return nil
@@ -148,21 +278,18 @@ const (
 
 func mlpSmall() []byte {
 	r := rand.New(rand.NewPCG(mlpSeed, 1))
-	uniform := func(n int, lo, hi float64) []float32 {
+	uniform32 := func(n int64, lo, hi float64) []float32 {
 		v := make([]float32, n)
-		for i := range v {
-			// 53 random bits, as a fraction in [0, 1): independent of
-			// how a Go release implements Float64.
-			u := float64(r.Uint64()>>11) / (1 << 53)
-			v[i] = float32(lo + (hi-lo)*u)
+		for i, x := range uniform(r, n, lo, hi) {
+			v[i] = float32(x)
 		}
 		return v
 	}
 	a1 := 1 / math.Sqrt(mlpIn)
 	a2 := 1 / math.Sqrt(mlpHidden)
-	w1 := onnx.NewFloat32("w1", []int64{mlpIn, mlpHidden}, uniform(mlpIn*mlpHidden, -a1, a1))
-	b1 := onnx.NewFloat32("b1", []int64{mlpHidden}, uniform(mlpHidden, -0.5, 0.5))
-	w2 := onnx.NewFloat32("w2", []int64{mlpHidden, mlpIn}, uniform(mlpHidden*mlpIn, -a2, a2))
+	w1 := onnx.NewFloat32("w1", []int64{mlpIn, mlpHidden}, uniform32(mlpIn*mlpHidden, -a1, a1))
+	b1 := onnx.NewFloat32("b1", []int64{mlpHidden}, uniform32(mlpHidden, -0.5, 0.5))
+	w2 := onnx.NewFloat32("w2", []int64{mlpHidden, mlpIn}, uniform32(mlpHidden*mlpIn, -a2, a2))
 
 	b := newModel("mlp")
 	b.AddNode("MatMul", "h_MatMul", []string{"x", "w1"}, []string{"h"})
