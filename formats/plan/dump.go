@@ -42,17 +42,27 @@ func Dump(w io.Writer, p *Plan) error {
 		b.WriteByte('\n')
 	}
 	for _, t := range p.Tensors {
-		fmt.Fprintf(b, "tensor %d %q %s%s %s pieces %d\n", t.Value, t.Name, t.DType, shape(t.Shape), t.Layout, len(t.Pieces))
+		fmt.Fprintf(b, "tensor %d value %d %q %s%s %s", t.ID, t.Value, t.Name, t.DType, shape(t.Shape), t.Layout)
+		if t.Transposed {
+			b.WriteString(" transposed")
+		}
+		if t.Pad > 0 {
+			fmt.Fprintf(b, " pad %d", t.Pad)
+		}
+		fmt.Fprintf(b, " source %s pieces %d\n", t.Source, len(t.Pieces))
 		for _, pc := range t.Pieces {
 			rs := make([]string, len(pc.Region))
 			for k, r := range pc.Region {
 				rs[k] = fmt.Sprintf("%d:%d", r[0], r[1])
 			}
-			fmt.Fprintf(b, "  tile %d [%s] addr %#x\n", pc.Tile, strings.Join(rs, ","), pc.Addr)
+			fmt.Fprintf(b, "  tile %d [%s]\n", pc.Tile, strings.Join(rs, ","))
 		}
 	}
-	for _, s := range p.Steps {
-		fmt.Fprintf(b, "step %d %q kernel %s split m=%d n=%d k=%d tiles [%d,%d)", s.Node, s.Name, s.Kernel, s.Split.M, s.Split.N, s.Split.K, s.Tiles[0], s.Tiles[1])
+	for i, s := range p.Steps {
+		fmt.Fprintf(b, "step %d node %d %q kernel %s in %s out %s", i, s.Node, s.Name, s.Kernel, ints(s.Inputs), ints(s.Outputs))
+		if s.Split != nil {
+			fmt.Fprintf(b, " split b=%d m=%d n=%d k=%d tiles [%d,%d)", s.Split.B, s.Split.M, s.Split.N, s.Split.K, s.Tiles[0], s.Tiles[1])
+		}
 		if s.CastOrder != "" {
 			fmt.Fprintf(b, " cast_order=%s", s.CastOrder)
 		}

@@ -6,18 +6,27 @@
 // round-trip form, one trailing newline:
 //
 //	Plan {
-//		format   "ipu-plan/1"
+//		format   "ipu-plan/2"
 //		model    {path, fingerprint}     the .onnx it was made from (sha256 hex)
 //		arch     preset name; tiles: tile count; seed: the search seed
 //		graph    Graph: the model's graph, self-contained (values with
 //		         dtype, shape and constant data in base64; nodes with op,
 //		         value indices and attributes), so ipu-link needs no model
-//		tensors  [Tensor]: per value, layout and pieces (tile, region)
-//		steps    [Step]: per node, kernel, split, tile range, cast order,
-//		         stationary operand
+//		tensors  [Tensor]: every layout of every value the program holds:
+//		         id, value, dtype, shape, layout (rowmajor, apanel,
+//		         bpanel), pad, source (step, host, const) and pieces
+//		         (tile, region)
+//		steps    [Step]: the program in order: per node its kernel and
+//		         the tensors it reads and writes; inserted re-layouts and
+//		         packs; products with their split and tile range
 //		cost     {final_cycles, final_exchange, compute_bound, estimated}
 //		search   {attempts, incumbent_cycles}
 //	}
+//
+// The plan is the contract between ipu-plan and ipu-link: the planner
+// decides every tensor's mapping and every step, the linker only
+// allocates, emits code and schedules exchanges, and refuses a plan
+// whose layouts do not fit its steps.
 //
 // Read rejects another format by name and checks every index against
 // what it points into; its errors name the JSON path at fault
@@ -35,7 +44,7 @@ import (
 )
 
 // Format is the version string of the plan file.
-const Format = "ipu-plan/1"
+const Format = "ipu-plan/2"
 
 // Plan is a compiled mapping of a model's graph onto the tiles.
 type Plan struct {
@@ -97,31 +106,47 @@ type Attr struct {
 	Floats []float64 `json:"floats,omitempty"`
 }
 
-// Layouts of a tensor's pieces.
+// Layouts of a tensor's pieces (see libs/layout for the storage each
+// names).
 const (
 	RowMajor = "rowmajor"
 	APanel   = "apanel"
 	BPanel   = "bpanel"
 )
 
-// Tensor is where a value lives: pieces sorted by tile, then region. A
-// region has one [lo, hi) range per dimension. A piece may appear on
-// several tiles (replication). Addr is the piece's address on its tile,
-// 0 until storage is placed.
+// Sources of a tensor's data.
+const (
+	FromStep  = "step"  // a step of the plan writes it
+	FromHost  = "host"  // the host delivers it (a graph input, through views)
+	FromConst = "const" // it is in the tile images (a constant, through views)
+)
+
+// Tensor is one layout of one value: where its elements live. A value
+// may have several tensors (the layouts its readers need); Steps name
+// tensors by ID. Pieces are sorted by tile, then region; a region has
+// one [lo, hi) range per axis; the distinct regions partition the value
+// and a region may be held by several tiles (replication). DType is the
+// element type stored (the value's). Transposed: the tensor holds the
+// value with its last two axes swapped (a matrix product's transposed
+// operand); Shape and regions are then in those coordinates. Pad: a
+// row-major tensor's rows are padded to a multiple of Pad elements.
 type Tensor struct {
-	Value  int     `json:"value"`
-	Name   string  `json:"name"`
-	DType  string  `json:"dtype"`
-	Shape  []int64 `json:"shape"`
-	Layout string  `json:"layout"`
-	Pieces []Piece `json:"pieces"`
+	ID         int     `json:"id"`
+	Value      int     `json:"value"`
+	Name       string  `json:"name"`
+	DType      string  `json:"dtype"`
+	Shape      []int64 `json:"shape"`
+	Transposed bool    `json:"transposed,omitempty"`
+	Layout     string  `json:"layout"`
+	Pad        int     `json:"pad,omitempty"`
+	Source     string  `json:"source"`
+	Pieces     []Piece `json:"pieces"`
 }
 
 // Piece is one block of a tensor on one tile.
 type Piece struct {
 	Tile   int        `json:"tile"`
 	Region [][2]int64 `json:"region"`
-	Addr   uint32     `json:"addr"`
 }
 
 // Cast orders: where a cast feeding a matrix product runs.
@@ -130,21 +155,30 @@ const (
 	AfterExchange  = "after_exchange"
 )
 
-// Step is what one node becomes: a kernel over the contiguous tile range
-// [Tiles[0], Tiles[1]). Steps are sorted by node.
+// Step is one thing the program does, in program order: a node's kernel
+// (Node its index), or an inserted step (Node -1: a re-layout, a pack
+// into a product's panels). Inputs and Outputs are tensor IDs in the
+// node's input and output order (-1: an omitted optional operand, or an
+// operand the kernel takes as an immediate). A node folded into another
+// step (a cast or transpose a product's pack absorbs) has a step with
+// kernel "folded" and no tensors. Products carry their split over the
+// tile range [Tiles[0], Tiles[1]); every node has exactly one step.
 type Step struct {
 	Node       int    `json:"node"`
 	Name       string `json:"name"`
 	Kernel     string `json:"kernel"`
+	Inputs     []int  `json:"inputs"`
+	Outputs    []int  `json:"outputs"`
 	CastOrder  string `json:"cast_order,omitempty"`
 	Stationary string `json:"stationary,omitempty"` // "a" or "b"
-	Split      Split  `json:"split"`
+	Split      *Split `json:"split,omitempty"`
 	Tiles      [2]int `json:"tiles"`
 }
 
-// Split is the block counts of a matrix product [M,K]x[K,N] (elementwise
-// and row steps split M only).
+// Split is the block counts of a matrix product [...,M,K]x[...,K,N]: B
+// batch blocks, M row, N column and K reduction blocks.
 type Split struct {
+	B int `json:"b,omitempty"`
 	M int `json:"m"`
 	N int `json:"n"`
 	K int `json:"k"`
@@ -295,77 +329,11 @@ func (p *Plan) Validate() error {
 	if err := p.Graph.validate("graph"); err != nil {
 		return err
 	}
-	nv := len(p.Graph.Values)
-	for i, t := range p.Tensors {
-		path := fmt.Sprintf("tensors[%d]", i)
-		if t.Value < 0 || t.Value >= nv {
-			return errAt(path+".value", "%d out of range [0, %d)", t.Value, nv)
-		}
-		if i > 0 && p.Tensors[i-1].Value >= t.Value {
-			return errAt(path+".value", "%d not after %d (tensors are sorted by value, once each)", t.Value, p.Tensors[i-1].Value)
-		}
-		v := p.Graph.Values[t.Value]
-		if t.Name != v.Name || t.DType != v.DType || !equalShape(t.Shape, v.Shape) {
-			return errAt(path, "name, dtype or shape differ from graph.values[%d]", t.Value)
-		}
-		switch t.Layout {
-		case RowMajor, APanel, BPanel:
-		default:
-			return errAt(path+".layout", "unknown layout %q", t.Layout)
-		}
-		for j, pc := range t.Pieces {
-			pp := fmt.Sprintf("%s.pieces[%d]", path, j)
-			if pc.Tile < 0 || pc.Tile >= p.Tiles {
-				return errAt(pp+".tile", "%d out of range [0, %d)", pc.Tile, p.Tiles)
-			}
-			if len(pc.Region) != len(t.Shape) {
-				return errAt(pp+".region", "%d ranges for a rank-%d tensor", len(pc.Region), len(t.Shape))
-			}
-			for k, r := range pc.Region {
-				if r[0] < 0 || r[0] > r[1] || r[1] > t.Shape[k] {
-					return errAt(fmt.Sprintf("%s.region[%d]", pp, k), "[%d, %d) outside [0, %d)", r[0], r[1], t.Shape[k])
-				}
-			}
-			if j > 0 && !pieceLess(t.Pieces[j-1], pc) {
-				return errAt(pp, "not sorted after pieces[%d] (by tile, then region)", j-1)
-			}
-		}
+	if err := p.validateTensors(); err != nil {
+		return err
 	}
-	nn := len(p.Graph.Nodes)
-	for i, s := range p.Steps {
-		path := fmt.Sprintf("steps[%d]", i)
-		if s.Node < 0 || s.Node >= nn {
-			return errAt(path+".node", "%d out of range [0, %d)", s.Node, nn)
-		}
-		if i > 0 && p.Steps[i-1].Node >= s.Node {
-			return errAt(path+".node", "%d not after %d (steps are sorted by node, once each)", s.Node, p.Steps[i-1].Node)
-		}
-		if s.Name != p.Graph.Nodes[s.Node].Name {
-			return errAt(path+".name", "%q, graph.nodes[%d] is %q", s.Name, s.Node, p.Graph.Nodes[s.Node].Name)
-		}
-		if s.Kernel == "" {
-			return errAt(path+".kernel", "empty")
-		}
-		switch s.CastOrder {
-		case "", BeforeExchange, AfterExchange:
-		default:
-			return errAt(path+".cast_order", "unknown cast order %q", s.CastOrder)
-		}
-		switch s.Stationary {
-		case "", "a", "b":
-		default:
-			return errAt(path+".stationary", "unknown operand %q (want a or b)", s.Stationary)
-		}
-		lo, hi := s.Tiles[0], s.Tiles[1]
-		if lo < 0 || lo >= hi || hi > p.Tiles {
-			return errAt(path+".tiles", "[%d, %d) is not a non-empty range of [0, %d)", lo, hi, p.Tiles)
-		}
-		if s.Split.M < 1 || s.Split.N < 1 || s.Split.K < 1 {
-			return errAt(path+".split", "factors %d, %d, %d: want at least 1", s.Split.M, s.Split.N, s.Split.K)
-		}
-		if int64(s.Split.M)*int64(s.Split.N)*int64(s.Split.K) > int64(hi-lo) {
-			return errAt(path+".split", "%d x %d x %d blocks exceed the %d tiles of the range", s.Split.M, s.Split.N, s.Split.K, hi-lo)
-		}
+	if err := p.validateSteps(); err != nil {
+		return err
 	}
 	if p.Cost.FinalCycles < 0 || p.Cost.FinalExchange < 0 || p.Cost.ComputeBound < 0 {
 		return errAt("cost", "negative cycles")

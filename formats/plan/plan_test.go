@@ -23,9 +23,16 @@ func sample() *Plan {
 			Nodes: []Node{{Name: "mm", Op: "MatMul", Inputs: []int{0, 1}, Outputs: []int{2},
 				Attrs: []Attr{{Name: "alpha", Floats: []float64{0.5}}, {Name: "trans_a", Ints: []int64{0}}}}},
 		},
-		Tensors: []Tensor{{Value: 2, Name: "y", DType: "float", Shape: []int64{4, 16}, Layout: RowMajor,
-			Pieces: []Piece{{Tile: 0, Region: [][2]int64{{0, 2}, {0, 16}}}, {Tile: 1, Region: [][2]int64{{2, 4}, {0, 16}}}}}},
-		Steps:  []Step{{Node: 0, Name: "mm", Kernel: "amp-fp16", CastOrder: AfterExchange, Stationary: "b", Split: Split{2, 1, 1}, Tiles: [2]int{0, 2}}},
+		Tensors: []Tensor{
+			{ID: 0, Value: 0, Name: "x", DType: "float", Shape: []int64{4, 2}, Layout: APanel, Source: FromHost,
+				Pieces: []Piece{{Tile: 0, Region: [][2]int64{{0, 2}, {0, 2}}}, {Tile: 1, Region: [][2]int64{{2, 4}, {0, 2}}}}},
+			{ID: 1, Value: 1, Name: "w", DType: "float", Shape: []int64{2, 16}, Layout: BPanel, Source: FromConst,
+				Pieces: []Piece{{Tile: 0, Region: [][2]int64{{0, 2}, {0, 16}}}, {Tile: 1, Region: [][2]int64{{0, 2}, {0, 16}}}}},
+			{ID: 2, Value: 2, Name: "y", DType: "float", Shape: []int64{4, 16}, Layout: RowMajor, Pad: 16, Source: FromStep,
+				Pieces: []Piece{{Tile: 0, Region: [][2]int64{{0, 2}, {0, 16}}}, {Tile: 1, Region: [][2]int64{{2, 4}, {0, 16}}}}},
+		},
+		Steps: []Step{{Node: 0, Name: "mm", Kernel: "vec-fp32", Inputs: []int{0, 1}, Outputs: []int{2}, CastOrder: AfterExchange, Stationary: "b",
+			Split: &Split{B: 1, M: 2, N: 1, K: 1}, Tiles: [2]int{0, 2}}},
 		Cost:   Cost{FinalCycles: 100, FinalExchange: 10, ComputeBound: 5, Estimated: true},
 		Search: Search{Attempts: 3, IncumbentCycles: 100},
 	}
@@ -55,7 +62,7 @@ func TestRoundTrip(t *testing.T) {
 	if err := Dump(&b, got); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"step 0 \"mm\" kernel amp-fp16 split m=2 n=1 k=1 tiles [0,2) cast_order=after_exchange stationary=b", "alpha=[0.5]", "tile 1 [2:4,0:16]"} {
+	for _, want := range []string{"step 0 node 0 \"mm\" kernel vec-fp32 in [0,1] out [2] split b=1 m=2 n=1 k=1 tiles [0,2) cast_order=after_exchange stationary=b", "alpha=[0.5]", "tile 1 [2:4,0:16]"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("dump lacks %q:\n%s", want, b.String())
 		}
@@ -72,19 +79,26 @@ func TestReadErrors(t *testing.T) {
 		{name: "version", edit: func(p *Plan) { p.Format = "ipu-plan/9" }, want: `plan: format: unsupported format "ipu-plan/9"`},
 		{name: "no format", raw: `{"arch":"x"}`, want: "plan: format: missing"},
 		{name: "syntax", raw: `{"format":`, want: "plan: bad JSON"},
-		{name: "unknown field", raw: `{"format":"ipu-plan/1","bogus":1}`, want: `unknown field "bogus"`},
-		{name: "type", raw: `{"format":"ipu-plan/1","tiles":"x"}`, want: "plan: tiles: string where int expected"},
+		{name: "unknown field", raw: `{"format":"ipu-plan/2","bogus":1}`, want: `unknown field "bogus"`},
+		{name: "type", raw: `{"format":"ipu-plan/2","tiles":"x"}`, want: "plan: tiles: string where int expected"},
 		{name: "node input", edit: func(p *Plan) { p.Graph.Nodes[0].Inputs[1] = 7 }, want: "plan: graph.nodes[0].inputs[1]: value 7 out of range [0, 3)"},
 		{name: "const size", edit: func(p *Plan) { p.Graph.Values[1].Const = []byte{1} }, want: "plan: graph.values[1].const: 1 bytes, want 128"},
 		{name: "dtype", edit: func(p *Plan) { p.Graph.Values[0].DType = "bfloat9" }, want: `plan: graph.values[0].dtype: unknown element type "bfloat9"`},
 		{name: "use before def", edit: func(p *Plan) { p.Graph.Inputs = nil }, want: "plan: graph.nodes[0].inputs[0]: value 0 (\"x\") is not defined before the node"},
-		{name: "piece tile", edit: func(p *Plan) { p.Tensors[0].Pieces[1].Tile = 4 }, want: "plan: tensors[0].pieces[1].tile: 4 out of range [0, 4)"},
-		{name: "piece region", edit: func(p *Plan) { p.Tensors[0].Pieces[1].Region[0] = [2]int64{2, 5} }, want: "plan: tensors[0].pieces[1].region[0]: [2, 5) outside [0, 4)"},
-		{name: "piece order", edit: func(p *Plan) { p.Tensors[0].Pieces[1].Tile = 0; p.Tensors[0].Pieces[1].Region[0] = [2]int64{0, 2} }, want: "plan: tensors[0].pieces[1]: not sorted"},
-		{name: "layout", edit: func(p *Plan) { p.Tensors[0].Layout = "zigzag" }, want: `plan: tensors[0].layout: unknown layout "zigzag"`},
-		{name: "step split", edit: func(p *Plan) { p.Steps[0].Split.N = 2 }, want: "plan: steps[0].split: 2 x 2 x 1 blocks exceed the 2 tiles"},
+		{name: "piece tile", edit: func(p *Plan) { p.Tensors[2].Pieces[1].Tile = 4 }, want: "plan: tensors[2].pieces[1].tile: 4 out of range [0, 4)"},
+		{name: "piece region", edit: func(p *Plan) { p.Tensors[2].Pieces[1].Region[0] = [2]int64{2, 5} }, want: "plan: tensors[2].pieces[1].region[0]: [2, 5) empty or outside [0, 4)"},
+		{name: "piece order", edit: func(p *Plan) { p.Tensors[2].Pieces[1].Tile = 0; p.Tensors[2].Pieces[1].Region[0] = [2]int64{0, 2} }, want: "plan: tensors[2].pieces[1]: not sorted"},
+		{name: "layout", edit: func(p *Plan) { p.Tensors[2].Layout = "zigzag" }, want: `plan: tensors[2].layout: unknown layout "zigzag"`},
+		{name: "tensor id", edit: func(p *Plan) { p.Tensors[1].ID = 5 }, want: "plan: tensors[1].id: 5, want 1"},
+		{name: "tensor shape", edit: func(p *Plan) { p.Tensors[1].Shape = []int64{16, 2} }, want: "plan: tensors[1].shape: [16 2], want [2 16]"},
+		{name: "source", edit: func(p *Plan) { p.Tensors[0].Source = "air" }, want: `plan: tensors[0].source: unknown source "air"`},
+		{name: "write host", edit: func(p *Plan) { p.Steps[0].Outputs[0] = 0 }, want: "plan: steps[0].outputs[0]: tensor 0 (\"x\") has source host, not step"},
+		{name: "unwritten", edit: func(p *Plan) { p.Steps[0].Outputs = []int{-1} }, want: `plan: tensors[2]: "y" has source step but no step writes it`},
+		{name: "step input", edit: func(p *Plan) { p.Steps[0].Inputs[1] = 9 }, want: "plan: steps[0].inputs[1]: tensor 9 out of range [-1, 3)"},
+		{name: "no step", edit: func(p *Plan) { p.Steps = nil; p.Tensors = p.Tensors[:2] }, want: `plan: steps: node 0 ("mm") has no step`},
+		{name: "step split", edit: func(p *Plan) { p.Steps[0].Split.N = 2 }, want: "plan: steps[0].split: 1 x 2 x 2 x 1 blocks exceed the 2 tiles"},
 		{name: "step tiles", edit: func(p *Plan) { p.Steps[0].Tiles = [2]int{3, 9} }, want: "plan: steps[0].tiles: [3, 9) is not a non-empty range of [0, 4)"},
-		{name: "step node", edit: func(p *Plan) { p.Steps[0].Node = 1 }, want: "plan: steps[0].node: 1 out of range [0, 1)"},
+		{name: "step node", edit: func(p *Plan) { p.Steps[0].Node = 1 }, want: "plan: steps[0].node: 1 out of range [-1, 1)"},
 		{name: "cast order", edit: func(p *Plan) { p.Steps[0].CastOrder = "never" }, want: `plan: steps[0].cast_order: unknown cast order "never"`},
 	}
 	for _, tc := range tests {
@@ -115,7 +129,7 @@ func TestState(t *testing.T) {
 	pcg.Uint64()
 	s.SetPCG(pcg)
 	s.Attempts = 5
-	s.Incumbent = Point{Cycles: 9, Decisions: []Decision{{Node: 2, Split: Split{1, 2, 1}, Tiles: [2]int{0, 2}, CastOrder: BeforeExchange, Stationary: "a"}}}
+	s.Incumbent = Point{Cycles: 9, Decisions: []Decision{{Node: 2, Split: Split{M: 1, N: 2, K: 1}, Tiles: [2]int{0, 2}, CastOrder: BeforeExchange, Stationary: "a"}}}
 	s.Visited = []string{"a", "b"}
 	data, err := MarshalState(s)
 	if err != nil {

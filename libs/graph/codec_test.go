@@ -1,4 +1,4 @@
-package planner
+package graph_test
 
 import (
 	"bytes"
@@ -60,7 +60,7 @@ func evalWork(g *graph.Graph) int64 {
 // graph decoded from its encoding (directly, and through the compact JSON
 // of a package's model section) encodes the same, and evaluates to the
 // same bits at every precision.
-func TestDecodeGraphRoundTrip(t *testing.T) {
+func TestDecodeRoundTrip(t *testing.T) {
 	const maxWork = 1 << 26
 	built := 0
 	for _, path := range roundTripModels(t) {
@@ -78,12 +78,12 @@ func TestDecodeGraphRoundTrip(t *testing.T) {
 				t.Skipf("not built: %v", err)
 			}
 			built++
-			want := EncodeGraph(g)
-			g2, err := DecodeGraph(&want)
+			want := graph.Encode(g)
+			g2, err := graph.Decode(&want)
 			if err != nil {
 				t.Fatalf("DecodeGraph: %v", err)
 			}
-			if d := cmp.Diff(want, EncodeGraph(g2), bytesEqual); d != "" {
+			if d := cmp.Diff(want, graph.Encode(g2), bytesEqual); d != "" {
 				t.Errorf("re-encoded graph: mismatch (-want +got):\n%s", d)
 			}
 			data, err := plan.MarshalGraph(want)
@@ -94,11 +94,11 @@ func TestDecodeGraphRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ReadGraph: %v", err)
 			}
-			g3, err := DecodeGraph(pg)
+			g3, err := graph.Decode(pg)
 			if err != nil {
 				t.Fatalf("DecodeGraph after JSON: %v", err)
 			}
-			if d := cmp.Diff(want, EncodeGraph(g3), bytesEqual); d != "" {
+			if d := cmp.Diff(want, graph.Encode(g3), bytesEqual); d != "" {
 				t.Errorf("re-encoded graph after JSON: mismatch (-want +got):\n%s", d)
 			}
 			if w := evalWork(g); w > maxWork {
@@ -148,8 +148,8 @@ func decodeSample() *plan.Graph {
 	}
 }
 
-func TestDecodeGraphErrors(t *testing.T) {
-	if _, err := DecodeGraph(decodeSample()); err != nil {
+func TestDecodeErrors(t *testing.T) {
+	if _, err := graph.Decode(decodeSample()); err != nil {
 		t.Fatalf("unedited sample: %v", err)
 	}
 	tests := []struct {
@@ -186,20 +186,20 @@ func TestDecodeGraphErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := decodeSample()
 			tc.edit(g)
-			_, err := DecodeGraph(g)
+			_, err := graph.Decode(g)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("DecodeGraph error = %v, want %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := DecodeGraph(nil); err == nil {
-		t.Error("DecodeGraph(nil) = nil error")
+	if _, err := graph.Decode(nil); err == nil {
+		t.Error("graph.Decode(nil) = nil error")
 	}
 }
 
-// FuzzDecodeGraph: whatever a model section holds, reading, decoding and
+// FuzzDecode: whatever a model section holds, reading, decoding and
 // evaluating it never panics, and what decodes re-encodes to itself.
-func FuzzDecodeGraph(f *testing.F) {
+func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"qk-early", "mlp-small"} {
 		m, err := onnx.ReadModelFile(filepath.Join("..", "..", "testdata", "models", name+".onnx"))
 		if err != nil {
@@ -209,7 +209,7 @@ func FuzzDecodeGraph(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		data, err := plan.MarshalGraph(EncodeGraph(g))
+		data, err := plan.MarshalGraph(graph.Encode(g))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -222,14 +222,14 @@ func FuzzDecodeGraph(f *testing.F) {
 		if err != nil {
 			return
 		}
-		g, err := DecodeGraph(pg)
+		g, err := graph.Decode(pg)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error %q", err)
 			}
 			return
 		}
-		again, err := plan.MarshalGraph(EncodeGraph(g))
+		again, err := plan.MarshalGraph(graph.Encode(g))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +254,7 @@ func FuzzDecodeGraph(f *testing.F) {
 // of small graphs at random: whatever DecodeGraph accepts, the host
 // reference evaluates without a panic (graph.Check covers what hostref
 // trusts).
-func TestDecodeGraphMutations(t *testing.T) {
+func TestDecodeMutations(t *testing.T) {
 	var seeds [][]byte
 	for _, path := range roundTripModels(t) {
 		m, err := onnx.ReadModelFile(path)
@@ -265,7 +265,7 @@ func TestDecodeGraphMutations(t *testing.T) {
 		if err != nil || evalWork(g) > 1<<16 {
 			continue
 		}
-		data, err := plan.MarshalGraph(EncodeGraph(g))
+		data, err := plan.MarshalGraph(graph.Encode(g))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +329,7 @@ func TestDecodeGraphMutations(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		g, err := DecodeGraph(pg)
+		g, err := graph.Decode(pg)
 		if err != nil {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error %q", err)

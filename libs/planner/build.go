@@ -1,287 +1,465 @@
 package planner
 
+// Building a plan from the search's decisions: every value's tensors and
+// every step. The products' splits come from the decisions; every other
+// layout follows from them by the rules below, so that a point of the
+// search is one complete, consistent program.
+//
+//   - A product's operands are its split's blocks in panel layout; its
+//     result is the split's result pieces. An operand the host or the
+//     tile images hold is delivered in its blocks directly (cast on the
+//     product's tiles when the chain casts); one a node computes (or one
+//     cast before the exchange) is packed from a row-major tensor into
+//     the blocks, re-laid out first when its pieces do not start on the
+//     panel's groups.
+//   - An elementwise node runs where its first input of the output's
+//     shape that a node computes lies; its other inputs are brought to
+//     the boxes its pieces read (broadcast projection), the host or
+//     tile-image ones delivered there.
+//   - A row operator runs where its input lies when the input's pieces
+//     hold whole rows, else on the default layout (input re-laid out).
+//   - A transpose keeps its input's tiles (each piece permuted in place);
+//     a reshape is a view of its input when the pieces allow, else a
+//     re-layout onto the default layout.
+//   - The default layout spreads the leading axes over the tiles, the
+//     trailing axes a row operator needs whole, rows aligned as the
+//     value's product readers need (prefs.go).
+
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"ipu.local/formats/plan"
-	"ipu.local/libs/codegen"
-	"ipu.local/libs/cost"
 	"ipu.local/libs/graph"
+	"ipu.local/libs/layout"
+	"ipu.local/libs/lower"
 )
 
-// EncodeGraph serializes g for a plan: values by index, constants' raw
-// bytes, nodes with their parsed attributes.
-func EncodeGraph(g *graph.Graph) plan.Graph {
-	pg := plan.Graph{Name: g.Name, Opset: g.Opset, Inputs: []int{}, Outputs: []int{}}
-	for _, v := range g.Inputs {
-		pg.Inputs = append(pg.Inputs, v.Index)
-	}
-	for _, v := range g.Outputs {
-		pg.Outputs = append(pg.Outputs, v.Index)
-	}
-	for _, v := range g.Values {
-		pv := plan.Value{Name: v.Name, DType: v.DType.String(), Shape: append([]int64{}, v.Shape...)}
-		if v.Const != nil {
-			pv.Const = append([]byte{}, v.Const.Raw...)
-		}
-		pg.Values = append(pg.Values, pv)
-	}
-	idx := func(vs []*graph.Value) []int {
-		out := make([]int, len(vs))
-		for i, v := range vs {
-			out[i] = -1
-			if v != nil {
-				out[i] = v.Index
-			}
-		}
-		return out
-	}
-	for _, n := range g.Nodes {
-		pg.Nodes = append(pg.Nodes, plan.Node{Name: n.Name, Op: n.Op, Inputs: idx(n.Inputs), Outputs: idx(n.Outputs), Attrs: encodeAttrs(n.Attrs)})
-	}
-	return pg
+// builder holds one plan's construction.
+type builder struct {
+	pl      *planner
+	dec     map[int]plan.Decision
+	tensors []*layout.Tensor
+	steps   []plan.Step
+	home    map[int]int    // value -> the tensor its producer writes
+	cache   map[string]int // value and layout -> tensor
 }
 
-func b2i(b bool) int64 {
-	if b {
-		return 1
+func (pl *planner) newBuilder(pt point) *builder {
+	b := &builder{pl: pl, dec: map[int]plan.Decision{}, home: map[int]int{}, cache: map[string]int{}}
+	for _, d := range pt {
+		b.dec[d.Node] = d
 	}
-	return 0
+	return b
 }
 
-func ints(v []int) []int64 {
-	out := make([]int64, len(v))
-	for i, x := range v {
-		out[i] = int64(x)
+func shapeOf(v *graph.Value) []int {
+	out := make([]int, len(v.Shape))
+	for i, d := range v.Shape {
+		out[i] = int(d)
 	}
 	return out
 }
 
-func encodeAttrs(a any) []plan.Attr {
-	i := func(name string, v ...int64) plan.Attr { return plan.Attr{Name: name, Ints: append([]int64{}, v...)} }
-	f := func(name string, v ...float64) plan.Attr { return plan.Attr{Name: name, Floats: v} }
-	var out []plan.Attr
-	switch a := a.(type) {
-	case *graph.Gemm:
-		out = []plan.Attr{f("alpha", float64(a.Alpha)), f("beta", float64(a.Beta)), i("trans_a", b2i(a.TransA)), i("trans_b", b2i(a.TransB))}
-	case *graph.Transpose:
-		out = []plan.Attr{i("perm", ints(a.Perm)...)}
-	case *graph.Cast:
-		out = []plan.Attr{i("saturate", b2i(a.Saturate)), i("to", int64(a.To))}
-	case *graph.Clip:
-		out = []plan.Attr{f("max", a.Max), f("min", a.Min)}
-	case *graph.Softmax:
-		out = []plan.Attr{i("axis", int64(a.Axis)), i("coerce_2d", b2i(a.Coerce2D))}
-	case *graph.LayerNorm:
-		out = []plan.Attr{i("axis", int64(a.Axis)), f("epsilon", float64(a.Epsilon))}
-	case *graph.Gelu:
-		out = []plan.Attr{i("tanh", b2i(a.Tanh))}
-	case *graph.Reduce:
-		out = []plan.Attr{i("axes", ints(a.Axes)...), i("keepdims", b2i(a.KeepDims))}
-	case *graph.Flatten:
-		out = []plan.Attr{i("axis", int64(a.Axis))}
-	case *graph.Reshape:
-		out = []plan.Attr{i("shape", a.Shape...)}
+func sourceOf(v *graph.Value) layout.Source {
+	switch {
+	case isHost(v):
+		return layout.FromHost
+	case isConst(v):
+		return layout.FromConst
 	}
-	sort.Slice(out, func(x, y int) bool { return out[x].Name < out[y].Name })
-	return out
+	return layout.FromStep
 }
 
-// tensorOf records a layout for v.
-func tensorOf(v *graph.Value, layout string, d cost.Dist) plan.Tensor {
-	t := plan.Tensor{Value: v.Index, Name: v.Name, DType: v.DType.String(), Shape: append([]int64{}, v.Shape...), Layout: layout}
-	rank := len(v.Shape)
-	for _, pc := range d.Pieces {
-		if pc.R0 >= pc.R1 || pc.C0 >= pc.C1 {
-			continue
-		}
-		reg := make([][2]int64, rank)
-		switch rank {
-		case 0:
-		case 1:
-			reg[0] = [2]int64{int64(pc.C0), int64(pc.C1)}
-		default:
-			// Rows span the leading axes: record whole leading axes
-			// when the matrix view folds several.
-			for k := 0; k < rank-1; k++ {
-				reg[k] = [2]int64{0, v.Shape[k]}
-			}
-			if rank == 2 {
-				reg[0] = [2]int64{int64(pc.R0), int64(pc.R1)}
-			}
-			reg[rank-1] = [2]int64{int64(pc.C0), int64(pc.C1)}
-		}
-		t.Pieces = append(t.Pieces, plan.Piece{Tile: pc.Tile, Region: reg})
+// add makes a tensor.
+func (b *builder) add(v *graph.Value, kind layout.Kind, pad int, src layout.Source, transposed bool, pieces []layout.Piece) *layout.Tensor {
+	shape := shapeOf(v)
+	if transposed {
+		r := len(shape)
+		shape[r-1], shape[r-2] = shape[r-2], shape[r-1]
 	}
-	sort.Slice(t.Pieces, func(i, j int) bool { return plan.PieceLess(t.Pieces[i], t.Pieces[j]) })
-	// Drop exact duplicates (a folded matrix view repeats regions).
-	out := t.Pieces[:0]
-	for i, pc := range t.Pieces {
-		if i > 0 && !plan.PieceLess(t.Pieces[i-1], pc) {
-			continue
-		}
-		out = append(out, pc)
+	if kind != layout.RowMajor {
+		pad = 0
 	}
-	t.Pieces = out
+	t := &layout.Tensor{ID: len(b.tensors), Value: v.Index, Name: v.Name, Size: v.DType.ElemSize(), Shape: shape,
+		Transposed: transposed, Kind: kind, Pad: pad, Source: src, Pieces: append([]layout.Piece(nil), pieces...)}
+	t.SortPieces()
+	b.tensors = append(b.tensors, t)
 	return t
 }
 
-// blocks is the block layout of a product operand over a split.
-func blocks(rows, cols int, s plan.Split, align, lo int, a, transpose bool) cost.Dist {
-	sp := cost.Split{GM: s.M, GN: s.N, GK: s.K, Align: align}
-	d := cost.Dist{Rows: rows, Cols: cols}
-	M, N, K := rows, cols, cols
-	if !a {
-		K, N = rows, cols
+// external returns a host or const tensor of v with the given layout,
+// one per layout.
+func (b *builder) external(v *graph.Value, kind layout.Kind, pad int, transposed bool, pieces []layout.Piece) int {
+	probe := &layout.Tensor{Kind: kind, Pad: pad, Size: v.DType.ElemSize(), Transposed: transposed, Pieces: append([]layout.Piece(nil), pieces...)}
+	probe.SortPieces()
+	key := fmt.Sprintf("%d:%s", v.Index, probe.Key())
+	if id, ok := b.cache[key]; ok {
+		return id
 	}
-	if transpose {
-		d.Rows, d.Cols = cols, rows
-	}
-	for i := 0; i < s.M; i++ {
-		for l := 0; l < s.K; l++ {
-			for j := 0; j < s.N; j++ {
-				t := sp.Tile(lo, i, j, l)
-				var r0, r1, c0, c1 int
-				if a {
-					r0, r1 = sp.MBlock(M, i)
-					c0, c1 = sp.KBlock(K, l)
-				} else {
-					r0, r1 = sp.KBlock(K, l)
-					c0, c1 = sp.NBlock(N, j)
-				}
-				if transpose {
-					r0, r1, c0, c1 = c0, c1, r0, r1
-				}
-				d.Pieces = append(d.Pieces, cost.Piece{Tile: t, R0: r0, R1: r1, C0: c0, C1: c1})
-			}
-		}
-	}
-	return d
+	t := b.add(v, kind, pad, sourceOf(v), transposed, pieces)
+	b.cache[key] = t.ID
+	return t.ID
 }
 
-func (pl *planner) build(pt point, r *result, opt Options, tiles int, s *plan.State) (*plan.Plan, error) {
-	out := &plan.Plan{
-		Format: plan.Format,
-		Model:  plan.Model{Path: opt.ModelPath, Fingerprint: opt.ModelFingerprint},
-		Arch:   pl.p.Name, Tiles: tiles, Seed: opt.Seed,
-		Graph: EncodeGraph(pl.g),
-		Cost: plan.Cost{FinalCycles: r.total, FinalExchange: r.exchange,
-			ComputeBound: cost.ComputeBound(pl.g, pl.p, tiles), Estimated: true},
-		Search: plan.Search{Attempts: s.Attempts, IncumbentCycles: r.total},
+// need returns a row-major tensor of v with exactly the given pieces:
+// the home tensor when it is such, a host or const tensor, or a
+// re-layout of the home tensor.
+func (b *builder) need(v *graph.Value, pieces []layout.Piece, pad int) (int, error) {
+	if sourceOf(v) != layout.FromStep {
+		return b.external(v, layout.RowMajor, pad, false, pieces), nil
 	}
-	tensors := map[int]plan.Tensor{}
-	for v, d := range r.dists {
-		tensors[v.Index] = tensorOf(v, plan.RowMajor, d)
+	h, ok := b.home[v.Index]
+	if !ok {
+		return 0, fmt.Errorf("value %q is read before a step writes it", v.Name)
 	}
-	dec := map[int]plan.Decision{}
-	for _, d := range pt {
-		dec[d.Node] = d
+	probe := &layout.Tensor{Pieces: append([]layout.Piece(nil), pieces...)}
+	probe.SortPieces()
+	if samePieces(b.tensors[h].Pieces, probe.Pieces) {
+		return h, nil
 	}
-	for i, pr := range pl.products {
-		d := pt[i]
-		for k, c := range []cost.Chain{pr.A, pr.B} {
-			if _, ok := tensors[c.Root.Index]; ok {
-				continue
-			}
-			layout := plan.APanel
-			if k == 1 {
-				layout = plan.BPanel
-			}
-			rows, cols := int(c.Root.Shape[0]), int(c.Root.Shape[1])
-			if c.Transpose {
-				rows, cols = cols, rows
-			}
-			dist := blocks(rows, cols, d.Split, pr.Align, d.Tiles[0], k == 0, c.Transpose)
-			name := string(rune('a' + k))
-			if c.HasCast && d.CastOrder == plan.BeforeExchange && d.Stationary != name {
-				layout = plan.RowMajor
-				dist = cost.AlignedRowDist(int(c.Root.Shape[0]), int(c.Root.Shape[1]), 4, d.Tiles[0], d.Tiles[1]-d.Tiles[0], SourceAlign(k == 0, c.Transpose))
-			}
-			tensors[c.Root.Index] = tensorOf(c.Root, layout, dist)
+	probe.Kind, probe.Pad, probe.Size = layout.RowMajor, pad, v.DType.ElemSize()
+	key := fmt.Sprintf("%d:%s", v.Index, probe.Key())
+	if id, ok := b.cache[key]; ok {
+		return id, nil
+	}
+	t := b.add(v, layout.RowMajor, pad, layout.FromStep, false, pieces)
+	b.steps = append(b.steps, plan.Step{Node: -1, Name: "relayout:" + v.Name, Kernel: "relayout", Inputs: []int{h}, Outputs: []int{t.ID}})
+	b.cache[key] = t.ID
+	return t.ID, nil
+}
+
+func samePieces(a, b []layout.Piece) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Tile != b[i].Tile || !a[i].Box.Equal(b[i].Box) {
+			return false
 		}
 	}
-	for _, t := range tensors {
-		out.Tensors = append(out.Tensors, t)
+	return true
+}
+
+// input returns a row-major tensor of v wherever it is: its home tensor,
+// or a host or const tensor in the default layout.
+func (b *builder) input(v *graph.Value) (int, error) {
+	if h, ok := b.home[v.Index]; ok {
+		return h, nil
 	}
-	sort.Slice(out.Tensors, func(i, j int) bool { return out.Tensors[i].Value < out.Tensors[j].Value })
+	if sourceOf(v) == layout.FromStep {
+		return 0, fmt.Errorf("value %q is read before a step writes it", v.Name)
+	}
+	return b.external(v, layout.RowMajor, layout.DefaultPad(v.DType.ElemSize()), false, b.pl.defaultPieces(v)), nil
+}
+
+// build makes the plan's tensors and steps for point pt.
+func (pl *planner) build(pt point) (*builder, error) {
+	b := pl.newBuilder(pt)
 	for _, n := range pl.g.Nodes {
-		st := plan.Step{Node: n.Index, Name: n.Name}
-		if d, ok := dec[n.Index]; ok {
-			var pr *cost.Product
-			for i := range pl.products {
-				if pl.products[i].idx == n.Index {
-					pr = pl.products[i].Product
-				}
+		var err error
+		switch {
+		case pl.folded[n.Index] != nil:
+			// Folded into its product's pack or cast (steps below).
+		case pl.prod[n.Index] != nil:
+			err = b.product(pl.prod[n.Index])
+		case dataView(n):
+			// The output is a graph input or constant seen through data
+			// movement: the host or the tile images deliver it as readers
+			// need it.
+		default:
+			err = b.node(n)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, v := range pl.g.Outputs {
+		if _, err := b.input(v); err != nil {
+			return nil, err
+		}
+	}
+	// Every node without a step of its own is folded into another.
+	has := map[int]bool{}
+	for _, st := range b.steps {
+		if st.Node >= 0 {
+			has[st.Node] = true
+		}
+	}
+	for _, n := range pl.g.Nodes {
+		if !has[n.Index] {
+			b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: "folded", Inputs: []int{}, Outputs: []int{}})
+		}
+	}
+	return b, nil
+}
+
+// dataView reports whether a node only moves data of a graph input or
+// constant.
+func dataView(n *graph.Node) bool {
+	switch n.Op {
+	case "Reshape", "Flatten", "Identity", "Squeeze", "Unsqueeze", "Transpose":
+		return sourceOf(n.Outputs[0]) != layout.FromStep
+	}
+	return false
+}
+
+// node plans a node that is not a product.
+func (b *builder) node(n *graph.Node) error {
+	switch n.Op {
+	case "Softmax", "LogSoftmax", "LayerNormalization", "ReduceMean", "ReduceSum":
+		return b.rows(n)
+	case "Transpose":
+		return b.transpose(n)
+	case "Reshape", "Flatten", "Identity", "Squeeze", "Unsqueeze":
+		return b.view(n)
+	}
+	return b.elementwise(n)
+}
+
+// padFor keeps a row pitch of pad elements of one type valid for another
+// element size: rows 8-byte aligned.
+func padFor(pad, size int) int {
+	p := max(pad, 1)
+	for (p*size)%8 != 0 {
+		p += max(pad, 1)
+		if p > 64 {
+			return layout.DefaultPad(size)
+		}
+	}
+	return p
+}
+
+// elementwise plans unary, binary and variadic operators and casts.
+func (b *builder) elementwise(n *graph.Node) error {
+	out := n.Outputs[0]
+	var pieces []layout.Piece
+	pad := layout.DefaultPad(out.DType.ElemSize())
+	for _, v := range n.Inputs {
+		if v == nil || !sameShape(v.Shape, out.Shape) {
+			continue
+		}
+		if h, ok := b.home[v.Index]; ok {
+			t := b.tensors[h]
+			pieces = t.Pieces
+			pad = padFor(t.Pad, out.DType.ElemSize())
+			break
+		}
+	}
+	if pieces == nil {
+		pieces = b.pl.defaultPieces(out)
+	}
+	y := b.add(out, layout.RowMajor, pad, layout.FromStep, false, pieces)
+	ins := make([]int, len(n.Inputs))
+	for k, v := range n.Inputs {
+		ins[k] = -1
+		if v == nil {
+			continue
+		}
+		if v.Const != nil && v.NumElements() == 1 && n.Op != "Cast" && len(n.Inputs) > 1 {
+			continue // an immediate
+		}
+		want := projected(y.Pieces, shapeOf(v), y.Shape)
+		ipad := layout.DefaultPad(v.DType.ElemSize())
+		if h, ok := b.home[v.Index]; ok {
+			ipad = b.tensors[h].Pad
+		}
+		id, err := b.need(v, want, ipad)
+		if err != nil {
+			return err
+		}
+		ins[k] = id
+	}
+	b.home[out.Index] = y.ID
+	b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: strings.ToLower(n.Op), Inputs: ins, Outputs: outputsOf(n, y.ID)})
+	return nil
+}
+
+func outputsOf(n *graph.Node, first int) []int {
+	out := make([]int, len(n.Outputs))
+	for i := range out {
+		out[i] = -1
+	}
+	out[0] = first
+	return out
+}
+
+func sameShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// projected is the pieces of an input of shape in that output pieces
+// read under broadcasting, once per tile.
+func projected(pieces []layout.Piece, in, out []int) []layout.Piece {
+	seen := map[string]bool{}
+	var res []layout.Piece
+	for _, p := range pieces {
+		box := layout.Project(p.Box, in, out)
+		k := fmt.Sprintf("%d%s", p.Tile, box)
+		if !seen[k] {
+			seen[k] = true
+			res = append(res, layout.Piece{Tile: p.Tile, Box: box})
+		}
+	}
+	return res
+}
+
+// rowAxis is the first trailing axis a row operator works along (ok
+// false: not trailing axes).
+func rowAxis(n *graph.Node) (int, bool) {
+	r := len(n.Inputs[0].Shape)
+	switch a := n.Attrs.(type) {
+	case *graph.Softmax:
+		if a.Coerce2D {
+			return a.Axis, true
+		}
+		return a.Axis, a.Axis == r-1
+	case *graph.LayerNorm:
+		return a.Axis, true
+	case *graph.Reduce:
+		if len(a.Axes) == 0 {
+			return r, true
+		}
+		for i, ax := range a.Axes {
+			if ax != r-len(a.Axes)+i {
+				return 0, false
 			}
-			st.Kernel = KernelName(pr.Type)
-			st.CastOrder, st.Stationary = d.CastOrder, d.Stationary
-			st.Split, st.Tiles = d.Split, d.Tiles
-		} else if p, ok := pl.folded[n.Index]; ok {
-			// Folded into a product: runs where the product's operand
-			// is prepared.
-			d := dec[p]
-			st.Kernel = "folded:" + strings.ToLower(n.Op)
-			st.Split, st.Tiles = plan.Split{M: 1, N: 1, K: 1}, d.Tiles
+		}
+		return a.Axes[0], true
+	}
+	return 0, false
+}
+
+// wholeRows reports whether every piece holds whole rows of axes [axis,
+// r) stored contiguously.
+func wholeRows(t *layout.Tensor, axis int) bool {
+	r := len(t.Shape)
+	for i, p := range t.Pieces {
+		for d := axis; d < r; d++ {
+			if p.Box[d].Lo != 0 || p.Box[d].Hi != t.Shape[d] {
+				return false
+			}
+		}
+		if axis < r-1 && t.Geometry(i).Pitch != t.Shape[r-1] {
+			return false
+		}
+	}
+	return true
+}
+
+// rows plans Softmax, LogSoftmax, LayerNormalization and reductions over
+// trailing axes.
+func (b *builder) rows(n *graph.Node) error {
+	x := n.Inputs[0]
+	axis, ok := rowAxis(n)
+	if !ok {
+		return &lower.NotLoweredError{Node: n.Name, Op: n.Op, Why: "along axes that are not the trailing ones"}
+	}
+	r := len(x.Shape)
+	var xt *layout.Tensor
+	if h, ok := b.home[x.Index]; ok && wholeRows(b.tensors[h], axis) {
+		xt = b.tensors[h]
+	} else {
+		pieces := b.pl.rowPieces(x, axis)
+		pad := layout.DefaultPad(x.DType.ElemSize())
+		if axis < r-1 {
+			pad = 1
+		}
+		id, err := b.need(x, pieces, pad)
+		if err != nil {
+			return err
+		}
+		xt = b.tensors[id]
+	}
+	ins := make([]int, len(n.Inputs))
+	ins[0] = xt.ID
+	for k := 1; k < len(n.Inputs); k++ {
+		ins[k] = -1
+		v := n.Inputs[k]
+		if v == nil {
+			continue
+		}
+		var pieces []layout.Piece
+		for _, t := range xt.Tiles() {
+			pieces = append(pieces, layout.Piece{Tile: t, Box: layout.Full(shapeOf(v))})
+		}
+		id, err := b.need(v, pieces, layout.DefaultPad(v.DType.ElemSize()))
+		if err != nil {
+			return err
+		}
+		ins[k] = id
+	}
+	outs := make([]int, len(n.Outputs))
+	reduces := n.Op == "ReduceMean" || n.Op == "ReduceSum"
+	for k, v := range n.Outputs {
+		outs[k] = -1
+		if v == nil {
+			continue
+		}
+		var pieces []layout.Piece
+		pad := xt.Pad
+		if k == 0 && !reduces {
+			pieces = xt.Pieces
 		} else {
-			nc := r.other[n.Index]
-			st.Kernel = strings.ToLower(n.Op)
-			lo, hi := tiles, 0
-			for _, pc := range nc.dist.Pieces {
-				lo, hi = min(lo, pc.Tile), max(hi, pc.Tile+1)
-			}
-			if lo >= hi {
-				lo, hi = 0, 1
-			}
-			st.Split, st.Tiles = plan.Split{M: min(len(nc.dist.Pieces), hi-lo), N: 1, K: 1}, [2]int{lo, hi}
-			st.Split.M = max(st.Split.M, 1)
-		}
-		out.Steps = append(out.Steps, st)
-	}
-	if err := out.Validate(); err != nil {
-		return nil, fmt.Errorf("internal error: planned %w", err)
-	}
-	return out, nil
-}
-
-// stats fills the log figures from the incumbent.
-func (pl *planner) stats(pt point, r *result, st *Stats) {
-	st.Transfers = r.transfers
-	for i, pr := range pl.products {
-		est := r.ests[pr.idx]
-		for _, m := range est.Memory {
-			st.EstimatedRowBytes = max(st.EstimatedRowBytes, m.ExchangeCode)
-		}
-		// Exchange code is 4 bytes x (ExchangeInstrsPerTransfer per
-		// transfer + a sync per phase): recover the transfers.
-		st.GeometryFragmentsPerTile = max(st.GeometryFragmentsPerTile, int(st.EstimatedRowBytes/4)/cost.ExchangeInstrsPerTransfer)
-		d := pt[i]
-		for k, c := range []cost.Chain{pr.A, pr.B} {
-			if !c.HasCast || c.Type.String() != "fp8" {
-				continue
-			}
-			// Padding past M (A rows) or N (B columns) is never read
-			// into a kept result, so its clear can go.
-			for b := 0; b < []int{d.Split.M, d.Split.N}[k]; b++ {
-				lo, hi := cost.AlignedBlock([]int{pr.M, pr.N}[k], []int{d.Split.M, d.Split.N}[k], b, []int{max(cost.RowAlign, pr.Align), cost.ColAlign}[k])
-				if (hi-lo)%[]int{4, 16}[k] != 0 {
-					st.PaddingClearsRemoved += []int{d.Split.N, d.Split.M}[k] * d.Split.K
+			pad = 1
+			for _, p := range xt.Pieces {
+				box := append(layout.Box(nil), p.Box[:min(axis, len(p.Box))]...)
+				for len(box) < len(v.Shape) {
+					box = append(box, layout.Range{Lo: 0, Hi: 1})
 				}
+				pieces = append(pieces, layout.Piece{Tile: p.Tile, Box: box})
 			}
 		}
+		t := b.add(v, layout.RowMajor, pad, layout.FromStep, false, pieces)
+		outs[k] = t.ID
+		b.home[v.Index] = t.ID
 	}
-	st.HeuristicRowBytes = 4 * 5 * int64(max(st.GeometryFragmentsPerTile, 0))
-	if st.EstimatedRowBytes > 0 {
-		st.HeuristicRowBytes = max(st.HeuristicRowBytes, st.EstimatedRowBytes*5/cost.ExchangeInstrsPerTransfer)
-	}
+	b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: strings.ToLower(n.Op), Inputs: ins, Outputs: outs})
+	return nil
 }
 
-// KernelName is a product step's kernel: "amp-fp16", "amp-fp8" on the
-// AMP, "vec-fp32" on the vector unit.
-func KernelName(t codegen.AMPType) string {
-	if t == codegen.VecFP32 {
-		return "vec-fp32"
+// transpose plans a Transpose: each piece permuted on its tile.
+func (b *builder) transpose(n *graph.Node) error {
+	x, y := n.Inputs[0], n.Outputs[0]
+	id, err := b.input(x)
+	if err != nil {
+		return err
 	}
-	return "amp-" + t.String()
+	perm := n.Attrs.(*graph.Transpose).Perm
+	yt := b.add(y, layout.RowMajor, layout.DefaultPad(y.DType.ElemSize()), layout.FromStep, false, layout.Permuted(b.tensors[id].Pieces, perm))
+	b.home[y.Index] = yt.ID
+	b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: "transpose", Inputs: []int{id}, Outputs: []int{yt.ID}})
+	return nil
+}
+
+// view plans a reshape: a view of the input when its pieces allow, else
+// a re-layout onto the default layout.
+func (b *builder) view(n *graph.Node) error {
+	x, y := n.Inputs[0], n.Outputs[0]
+	id, err := b.input(x)
+	if err != nil {
+		return err
+	}
+	xt := b.tensors[id]
+	kernel := "view"
+	pad := xt.Pad
+	pieces, ok := layout.Reshaped(xt, shapeOf(y), pad)
+	if !ok {
+		pad = layout.DefaultPad(y.DType.ElemSize())
+		if pieces, ok = layout.Reshaped(xt, shapeOf(y), pad); !ok {
+			pieces, kernel = b.pl.defaultPieces(y), "reshape"
+		}
+	}
+	yt := b.add(y, layout.RowMajor, pad, layout.FromStep, false, pieces)
+	b.home[y.Index] = yt.ID
+	b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: kernel, Inputs: []int{id}, Outputs: []int{yt.ID}})
+	return nil
 }

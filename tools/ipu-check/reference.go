@@ -14,7 +14,6 @@ import (
 	"ipu.local/libs/graph"
 	"ipu.local/libs/hostref"
 	"ipu.local/libs/onnx"
-	"ipu.local/libs/planner"
 	"ipu.local/libs/toolrun"
 	"ipu.local/libs/trace"
 	"ipu.local/libs/verdict"
@@ -106,7 +105,7 @@ func packageModel(pkg *ipuexe.Package) (*graph.Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := planner.DecodeGraph(pg)
+	g, err := graph.Decode(pg)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,13 @@ package main
 
 import (
 	"fmt"
+	"ipu.local/formats/obj"
+	"ipu.local/libs/hostref"
+	"ipu.local/libs/link"
+	"ipu.local/libs/sim"
+	"ipu.local/libs/verdict"
 	"os"
+	"sort"
 	"strconv"
 
 	"ipu.local/formats/plan"
@@ -20,18 +26,22 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"ipu-link": func() { os.Exit(run(os.Args, os.Stdout, os.Stderr)) },
 		"mkplan":   func() { os.Exit(mkplan(os.Args[1:])) },
-		"mkperm": func() {
-			// mkperm OUT: a model transposing a 3-D tensor [2,3,4] by
-			// perm [2,0,1], an operator the linker does not lower.
+		"mktranspose": func() {
+			// mktranspose OUT: y = Transpose(Relu(x)), x [16, 32]: the
+			// transpose's output may take any mapping (its step moves
+			// elements between tiles as the two mappings need).
 			b := onnx.NewModel(17)
-			b.AddInput("x", onnx.Float, []int64{2, 3, 4})
-			b.AddNode("Transpose", "perm0", []string{"x"}, []string{"y"}, onnx.IntsAttr("perm", 2, 0, 1))
-			b.AddOutput("y", onnx.Float, []int64{4, 2, 3})
+			b.AddInput("x", onnx.Float, []int64{16, 32})
+			b.AddNode("Relu", "relu", []string{"x"}, []string{"r"})
+			b.AddNode("Transpose", "transpose", []string{"r"}, []string{"y"}, onnx.IntsAttr("perm", 1, 0))
+			b.AddOutput("y", onnx.Float, []int64{32, 16})
 			if err := os.WriteFile(os.Args[1], b.Marshal(), 0o644); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
 			}
 		},
+		"edittensor": func() { os.Exit(edittensor(os.Args[1:])) },
+		"simcheck":   func() { os.Exit(simcheck(os.Args[1:])) },
 	})
 }
 
@@ -78,6 +88,102 @@ func mkplan(args []string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mkplan:", err)
 		return 1
+	}
+	return 0
+}
+
+// edittensor PLAN NAME OUT moves every piece of the plan's tensor NAME
+// (the last one of that value) from tile t to tile tiles-1-t, keeping the
+// pieces sorted, and writes the edited plan: a plan edited by hand.
+func edittensor(args []string) int {
+	if len(args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: edittensor PLAN NAME OUT")
+		return 2
+	}
+	data, err := os.ReadFile(args[0])
+	if err == nil {
+		var pl *plan.Plan
+		if pl, err = plan.Read(data); err == nil {
+			k := -1
+			for i, t := range pl.Tensors {
+				if t.Name == args[1] {
+					k = i
+				}
+			}
+			if k < 0 {
+				fmt.Fprintf(os.Stderr, "edittensor: no tensor %q\n", args[1])
+				return 1
+			}
+			t := &pl.Tensors[k]
+			for i := range t.Pieces {
+				t.Pieces[i].Tile = pl.Tiles - 1 - t.Pieces[i].Tile
+			}
+			sort.Slice(t.Pieces, func(i, j int) bool { return plan.PieceLess(t.Pieces[i], t.Pieces[j]) })
+			var out []byte
+			if out, err = plan.Marshal(pl); err == nil {
+				err = os.WriteFile(args[2], out, 0o644)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "edittensor:", err)
+		return 1
+	}
+	return 0
+}
+
+// simcheck OBJ... runs each object on the simulator with the same
+// generated inputs and checks every output against the host reference of
+// the model the object carries (verdict.Compare): objects from plans that
+// lay tensors out differently compute the same results.
+func simcheck(args []string) int {
+	for _, path := range args {
+		err := func() error {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			o, err := obj.Read(data)
+			if err != nil {
+				return err
+			}
+			pg, err := plan.ReadGraph(o.Host.Model)
+			if err != nil {
+				return err
+			}
+			g, err := graph.Decode(pg)
+			if err != nil {
+				return err
+			}
+			ins := hostref.GenerateInputs(g, 1)
+			raw := make([][]byte, len(ins))
+			for i, in := range ins {
+				raw[i] = in.Raw
+			}
+			outs, _, err := link.Simulate(o, raw, sim.Options{})
+			if err != nil {
+				return err
+			}
+			want, err := hostref.Eval(g, ins, hostref.Options{Precision: hostref.Device, Threads: 1})
+			if err != nil {
+				return err
+			}
+			for i, w := range want {
+				ot := o.Host.Outputs[i]
+				r, err := verdict.Compare(ot.Name, ot.DType, ot.Accumulate, outs[i], w.Raw)
+				if err != nil {
+					return err
+				}
+				if !r.Pass {
+					return fmt.Errorf("output %q: %d of %d elements wrong", ot.Name, r.Bad, r.Elements)
+				}
+			}
+			return nil
+		}()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "simcheck: %s: %v\n", path, err)
+			return 1
+		}
 	}
 	return 0
 }

@@ -137,6 +137,9 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		return fmt.Errorf("%s: %w", cfg.model, err)
 	}
 	expansion := time.Since(start)
+	for _, r := range st.Rewrites {
+		log.Debug("rewrote node", slog.String("node", r.Node), slog.String("change", r.What))
+	}
 	encoded, err := plan.Marshal(pl)
 	if err != nil {
 		return fmt.Errorf("encode plan: %w", err)
@@ -166,14 +169,13 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	if err != nil {
 		return err
 	}
-	if linked != nil {
-		pl.Cost.FinalCycles, pl.Cost.FinalExchange, pl.Cost.Estimated = linked.FinalCycles, linked.FinalExchange, false
-		pl.Search.IncumbentCycles = linked.FinalCycles
-		if encoded, err = plan.Marshal(pl); err != nil {
-			return fmt.Errorf("encode plan: %w", err)
-		}
-		log.Info("validated search incumbent", slog.Int64("cycles", pl.Cost.FinalCycles), slog.Bool("resuming", st.Resuming))
+	log.Info("costed search incumbent", slog.Int64("estimated_cycles", pl.Cost.FinalCycles), slog.Int64("linked_cycles", linked.FinalCycles))
+	pl.Cost.FinalCycles, pl.Cost.FinalExchange, pl.Cost.Estimated = linked.FinalCycles, linked.FinalExchange, false
+	pl.Search.IncumbentCycles = linked.FinalCycles
+	if encoded, err = plan.Marshal(pl); err != nil {
+		return fmt.Errorf("encode plan: %w", err)
 	}
+	log.Info("validated search incumbent", slog.Int64("cycles", pl.Cost.FinalCycles), slog.Bool("resuming", st.Resuming))
 
 	if err := atomicfile.Write(cfg.out, encoded); err != nil {
 		return fmt.Errorf("write %s: %w", cfg.out, err)
@@ -236,19 +238,14 @@ func recordedPath(path string) string {
 }
 
 // validate lowers the plan in process (the link phases nest in
-// plan_package) and builds its tile images. A plan with an operator the
-// linker does not lower yet keeps its estimate: nil stats, a warning.
+// plan_package) and builds its tile images. A plan the linker refuses is
+// an error: ipu-plan never writes a plan that ipu-link cannot link.
 func validate(log *slog.Logger, cfg config, pl *plan.Plan) (*link.Stats, error) {
 	data, err := plan.Marshal(pl)
 	if err != nil {
 		return nil, fmt.Errorf("encode plan: %w", err)
 	}
 	o, st, err := link.Link(pl, plan.Fingerprint(data), link.Options{Log: log})
-	var nl *link.NotLoweredError
-	if errors.As(err, &nl) {
-		log.Warn("search incumbent not validated: the linker cannot lower it yet", slog.String("error", err.Error()))
-		return nil, nil
-	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: lowering the plan: %w", cfg.model, err)
 	}

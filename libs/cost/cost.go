@@ -1,0 +1,145 @@
+// Package cost prices a device program (libs/prog) without placing it:
+// every compute superstep exactly (each tile's launches back to back with
+// codegen's cost formulas and the issue phase carried, then its sync), and
+// every exchange superstep as the makespan of its schedule (libs/sched)
+// over made-up addresses (each buffer its own range, as placement would
+// give it). final_cycles sums the supersteps between the host's fetch and
+// result, each with the preset's sync, as the linker counts the placed
+// program; the two differ only where the placed addresses change how many
+// register loads an exchange needs.
+package cost
+
+import (
+	"fmt"
+
+	"ipu.local/formats/obj"
+	"ipu.local/libs/arch"
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/prog"
+	"ipu.local/libs/sched"
+)
+
+// Result is a program's cost.
+type Result struct {
+	FinalCycles   int64
+	FinalExchange int64
+	Supersteps    []int64 // each superstep's cycles without the sync
+	Transfers     int
+}
+
+// ComputeCycles is a compute superstep's cycles: the longest tile's
+// launches, plus the sync's issue.
+func ComputeCycles(s *prog.Superstep) (int64, error) {
+	var worst int64
+	for t, ks := range s.Work {
+		var at int64
+		for _, k := range ks {
+			c, err := k.CyclesAt(int(at % codegen.Slots))
+			if err != nil {
+				return 0, fmt.Errorf("tile %d: %w", t, err)
+			}
+			at += c
+		}
+		worst = max(worst, at)
+	}
+	return worst + 1, nil
+}
+
+// Synthetic is synthetic, exported for tests.
+func Synthetic(p *arch.Preset, bufs []*prog.Buffer) func(r prog.Ref) uint32 { return synthetic(p, bufs) }
+
+// synthetic gives every buffer of a program a made-up address: the
+// buffers one after the other over the usable memory, wrapping.
+func synthetic(p *arch.Preset, bufs []*prog.Buffer) func(r prog.Ref) uint32 {
+	base := make([]uint32, len(bufs))
+	at := p.Interleaved.Lo
+	for i, b := range bufs {
+		if at+b.Size > p.UsableMemory().Hi {
+			at = p.Interleaved.Lo
+		}
+		base[i] = at
+		at += (b.Size + 7) &^ 7
+	}
+	return func(r prog.Ref) uint32 {
+		if r.Buf == nil || r.Buf.ID >= len(base) {
+			return p.Interleaved.Lo + r.Off
+		}
+		if r.Buf.Placed {
+			return r.Addr()
+		}
+		return base[r.Buf.ID] + r.Off
+	}
+}
+
+// ExchangeCycles is an exchange superstep's makespan under addr.
+func ExchangeCycles(p *arch.Preset, s *prog.Superstep, addr func(prog.Ref) uint32) (int64, error) {
+	if len(s.Xfers) == 0 {
+		return 0, nil
+	}
+	xs := make([]sched.Transfer, len(s.Xfers))
+	for i, x := range s.Xfers {
+		xs[i] = sched.Transfer{Src: x.Src, Dst: x.Dst, DstN: x.Dests(), Words: x.Words, SrcAddr: addr(x.From), DstAddr: addr(x.To)}
+	}
+	sp, err := sched.Schedule(p, xs, sched.Options{})
+	if err != nil {
+		return 0, err
+	}
+	return sp.Makespan, nil
+}
+
+// Options tune Program.
+type Options struct {
+	// Bound prices exchanges by sched's lower bound instead of a
+	// schedule: much faster, a little optimistic (the search ranks
+	// points with it; the plan's estimate schedules).
+	Bound bool
+}
+
+// ExchangeBound is sched's lower bound on an exchange superstep.
+func ExchangeBound(p *arch.Preset, s *prog.Superstep, addr func(prog.Ref) uint32) (int64, error) {
+	if len(s.Xfers) == 0 {
+		return 0, nil
+	}
+	xs := make([]sched.Transfer, len(s.Xfers))
+	for i, x := range s.Xfers {
+		xs[i] = sched.Transfer{Src: x.Src, Dst: x.Dst, DstN: x.Dests(), Words: x.Words, SrcAddr: addr(x.From), DstAddr: addr(x.To)}
+	}
+	return sched.Bound(p, xs, sched.Options{})
+}
+
+// Program prices pr.
+func Program(pr *prog.Program) (*Result, error) { return ProgramWith(pr, Options{}) }
+
+// ProgramWith is Program with options.
+func ProgramWith(pr *prog.Program, opt Options) (*Result, error) {
+	p := pr.Arch
+	addr := synthetic(p, pr.Buffers)
+	r := &Result{}
+	for i, s := range pr.Steps {
+		var c int64
+		var err error
+		switch s.Kind {
+		case obj.Compute:
+			c, err = ComputeCycles(s)
+		case obj.Exchange:
+			if opt.Bound {
+				c, err = ExchangeBound(p, s, addr)
+			} else {
+				c, err = ExchangeCycles(p, s, addr)
+			}
+			r.Transfers += len(s.Xfers)
+		default:
+			r.Supersteps = append(r.Supersteps, 0)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("superstep %d (%s): %w", i, s.Name, err)
+		}
+		r.Supersteps = append(r.Supersteps, c)
+		r.FinalCycles += c + int64(p.SyncCycles)
+		if s.Kind == obj.Exchange {
+			r.FinalExchange += c + int64(p.SyncCycles)
+		}
+	}
+	return r, nil
+}

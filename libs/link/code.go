@@ -1,0 +1,366 @@
+package link
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"ipu.local/formats/obj"
+	"ipu.local/libs/arch"
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/isa"
+	"ipu.local/libs/prog"
+	"ipu.local/libs/sched"
+	"ipu.local/libs/trace"
+)
+
+func hsync() isa.Inst    { return isa.Inst{Op: isa.HSYNC, D: uint8(codegen.M0)} }
+func syncInst() isa.Inst { return isa.Inst{Op: isa.SYNC} }
+
+// hostInst is hin $m1, $m2, $m3 (tile address, host address, bytes) or
+// hout $m2, $m1, $m3.
+func hostInst(in bool) isa.Inst {
+	if in {
+		return isa.Inst{Op: isa.HIN, D: uint8(codegen.M1), A: uint8(codegen.M2), B: uint8(codegen.M3)}
+	}
+	return isa.Inst{Op: isa.HOUT, D: uint8(codegen.M2), A: uint8(codegen.M1), B: uint8(codegen.M3)}
+}
+
+// placeStorage places every buffer by liveness above each tile's code
+// bound and reports the placement of the tile with the most code.
+func (l *linker) placeStorage(log *slog.Logger) error {
+	pl := &placer{p: l.p, tiles: map[int][]span{}, codeTop: map[int]uint32{}}
+	for t, tl := range l.tiles {
+		pl.codeTop[t] = l.p.Executable.Lo + uint32(tl.codeBytes())
+	}
+	if err := pl.placeAll(l.prog.Buffers); err != nil {
+		if me, ok := err.(*MemoryError); ok {
+			me.Report = "\n" + l.memoryReport(pl, 5)
+		}
+		return err
+	}
+	l.st.Memory = l.tileMemory(pl)
+	var worst *tile
+	for _, t := range l.sortedTiles() {
+		tl := l.tiles[t]
+		if worst == nil || tl.gen+tl.hostCode > worst.gen+worst.hostCode {
+			worst = tl
+		}
+	}
+	code := l.p.Executable.Lo + uint32(worst.gen)
+	lowest := l.p.NonInterleaved.Hi
+	for _, s := range pl.tiles[worst.id] {
+		if s.lo < l.p.NonInterleaved.Hi {
+			lowest = min(lowest, s.lo)
+		}
+	}
+	log.Info("placing generated tile programs", slog.Uint64("linked_end", uint64(code)),
+		slog.Uint64("host_code_base", uint64(code)), slog.Int("host_code_bytes", worst.hostCode),
+		slog.Int("generated_code_bytes", worst.gen), slog.Int("exchange_table_bytes", worst.exCode),
+		trace.Bare("executable_ranges", rangesString([]arch.Range{{Lo: code, Hi: lowest}})))
+	l.st.LinkedEnd, l.st.CodeAddress = code, code
+	l.st.GeneratedCodeBytes, l.st.HostCodeBytes, l.st.HostDataBytes = worst.gen, worst.hostCode, worst.hostData
+	l.st.Executable = arch.Range{Lo: code, Hi: lowest}
+	l.st.Available = l.free(pl, worst.id, l.p.Executable.Lo+uint32(worst.codeBytes()))
+	log.Info("allocated package support memory", slog.Uint64("linked_end", uint64(code)),
+		slog.Int("profile_bytes", 0), slog.Int("exchange_table_bytes", worst.exCode),
+		slog.Int("host_code_bytes", worst.hostCode), slog.Int("host_data_bytes", worst.hostData),
+		slog.Int("generated_code_bytes", worst.gen), slog.Uint64("code_address", uint64(code)),
+		trace.Bare("available_ranges", rangesString(l.st.Available)))
+	return nil
+}
+
+// free lists the tile memory no buffer or code ever uses.
+func (l *linker) free(pl *placer, t int, codeEnd uint32) []arch.Range {
+	used := []arch.Range{{Lo: l.p.Memory.Lo, Hi: codeEnd}}
+	for _, s := range pl.tiles[t] {
+		used = append(used, arch.Range{Lo: s.lo, Hi: s.hi})
+	}
+	sort.Slice(used, func(i, j int) bool { return used[i].Lo < used[j].Lo })
+	var out []arch.Range
+	at := l.p.Memory.Lo
+	hi := l.p.UsableMemory().Hi
+	for _, u := range used {
+		if u.Lo > at {
+			out = append(out, arch.Range{Lo: at, Hi: min(u.Lo, hi)})
+		}
+		at = max(at, u.Hi)
+	}
+	if at < hi {
+		out = append(out, arch.Range{Lo: at, Hi: hi})
+	}
+	return out
+}
+
+func rangesString(rs []arch.Range) string {
+	s := "["
+	for i, r := range rs {
+		if i > 0 {
+			s += ", "
+		}
+		s += r.String()
+	}
+	return s + "]"
+}
+
+// lowerExchanges schedules every exchange superstep with the placed
+// addresses and validates the schedule against the simulator's rules.
+func (l *linker) lowerExchanges(log *slog.Logger) error {
+	l.exch = make([]*sched.Plan, len(l.prog.Steps))
+	for _, tl := range l.tiles {
+		tl.exCode = 0 // the bound of size_tile_code gives way to the code
+	}
+	for i, s := range l.prog.Steps {
+		if s.Kind != obj.Exchange {
+			continue
+		}
+		xs := make([]sched.Transfer, len(s.Xfers))
+		for k, x := range s.Xfers {
+			xs[k] = x.Sched()
+		}
+		sp, err := sched.Schedule(l.p, xs, sched.Options{})
+		if err != nil {
+			return fmt.Errorf("superstep %d (%s): %w", i, s.Name, err)
+		}
+		if err := sched.Validate(l.p, xs, sp); err != nil {
+			return fmt.Errorf("superstep %d (%s): %w", i, s.Name, err)
+		}
+		log.Info("reused exchange optimization after validating relocated rows", slog.Int("phase", i))
+		l.exch[i] = sp
+		s.Cycles = sp.Makespan
+		l.st.Transfers += len(s.Xfers)
+		for _, tc := range sp.Tiles {
+			l.tile(tc.Tile).exCode += 4 * len(tc.Code)
+			l.st.ExchangeTableBytes = max(l.st.ExchangeTableBytes, 4*len(tc.Code))
+		}
+	}
+	return nil
+}
+
+// optimizeExchangePlacement checks that each tile's code with its
+// scheduled exchange code fits below its lowest non-interleaved buffer.
+func (l *linker) optimizeExchangePlacement(*slog.Logger) error {
+	for _, t := range l.sortedTiles() {
+		tl := l.tiles[t]
+		end := uint64(l.p.Executable.Lo) + uint64(tl.codeBytes())
+		if lo := l.lowestNI(t); end > uint64(lo) {
+			return fmt.Errorf("tile %d: code of %d bytes overlaps its non-interleaved buffers from %#x", t, end-uint64(l.p.Executable.Lo), lo)
+		}
+	}
+	return nil
+}
+
+// lowestNI is the lowest non-interleaved buffer address of tile t.
+func (l *linker) lowestNI(t int) uint32 {
+	lo := l.p.NonInterleaved.Hi
+	for _, b := range l.prog.Buffers {
+		if b.Placed && b.Addr < l.p.NonInterleaved.Hi && containsTile(b.Tiles, t) {
+			lo = min(lo, b.Addr)
+		}
+	}
+	return lo
+}
+
+func containsTile(ts []int, t int) bool {
+	i := sort.SearchInts(ts, t)
+	return i < len(ts) && ts[i] == t
+}
+
+// costProgram sums the supersteps' cycles: a compute superstep's tile
+// runs its launches back to back (codegen's CyclesAt with the issue phase
+// carried) and issues its sync; an exchange superstep lasts its
+// schedule's makespan.
+func (l *linker) costProgram() {
+	for i, s := range l.prog.Steps {
+		switch s.Kind {
+		case obj.Compute:
+			var worst int64
+			for _, ks := range s.Work {
+				var at int64
+				for _, k := range ks {
+					c, _ := k.Cost()
+					at += c.CyclesAt(int(at % codegen.Slots))
+				}
+				worst = max(worst, at)
+			}
+			s.Cycles = worst + 1 // the sync issues at the tile's last cycle
+		case obj.Exchange:
+			if l.exch[i] != nil {
+				s.Cycles = l.exch[i].Makespan
+			}
+		}
+		l.st.Supersteps = append(l.st.Supersteps, Superstep{Name: s.Name, Kind: s.Kind, Cycles: s.Cycles})
+		if s.Kind == obj.HostExchange {
+			for _, ops := range s.Host {
+				for _, op := range ops {
+					if op.In {
+						l.st.HostInBytes += int64(op.Bytes)
+					} else {
+						l.st.HostOutBytes += int64(op.Bytes)
+					}
+				}
+			}
+			continue
+		}
+		l.st.FinalCycles += s.Cycles + int64(l.p.SyncCycles)
+		if s.Kind == obj.Exchange {
+			l.st.FinalExchange += s.Cycles + int64(l.p.SyncCycles)
+		}
+	}
+	l.st.Tiles = len(l.tiles)
+}
+
+// prepareTileCode emits each tile's kernels (placed addresses) and its
+// supervisor: startup hsync, then the supersteps, then the loop back.
+func (l *linker) prepareTileCode(*slog.Logger) error {
+	return l.eachTile(func(t int) error {
+		tl := l.tiles[t]
+		b := codegen.NewBuilder(l.p, l.p.Executable.Lo)
+		tl.b = b
+		entries := map[*prog.Kernel]codegen.Kernel{}
+		for _, s := range l.prog.Steps {
+			for _, k := range s.Work[t] {
+				if _, ok := entries[k]; ok {
+					continue
+				}
+				k.ApplyFixes()
+				key := k.Key()
+				if e, ok := tl.entries[key]; ok {
+					entries[k] = e
+					continue
+				}
+				kk, err := k.Emit(b)
+				if err != nil {
+					return fmt.Errorf("tile %d: %w", t, err)
+				}
+				tl.entries[key] = kk
+				entries[k] = kk
+				tl.kernels = append(tl.kernels, kernelSym{k.What, kk.Entry})
+			}
+		}
+		sup := b.Here()
+		b.Emit(hsync())
+		loop := b.Here()
+		for i, s := range l.prog.Steps {
+			switch s.Kind {
+			case obj.HostExchange:
+				for _, op := range s.Host[t] {
+					b.LoadConst(codegen.M1, op.Ref.Addr())
+					b.LoadConst(codegen.M2, uint32(op.Page)<<24|op.Off)
+					b.LoadConst(codegen.M3, op.Bytes)
+					b.Emit(hostInst(op.In))
+				}
+				if i == len(l.prog.Steps)-1 {
+					b.Emit(hsync())
+					b.Br(loop)
+				} else {
+					b.Emit(syncInst())
+				}
+			case obj.Compute:
+				for _, k := range s.Work[t] {
+					e := entries[k]
+					codegen.EmitLaunch(b, e.Entry, e.Workers)
+					b.Join()
+				}
+				b.Emit(syncInst())
+			case obj.Exchange:
+				if tc := l.exch[i].Tile(t); tc != nil {
+					tc.Emit(b)
+				} else {
+					b.Emit(syncInst())
+				}
+			}
+		}
+		code, err := b.Finish()
+		if err != nil {
+			return fmt.Errorf("tile %d: %w", t, err)
+		}
+		a, _ := b.Addr(sup)
+		tl.code, tl.entry = code, a
+		end := l.p.Executable.Lo + uint32(len(code))
+		if lo := l.lowestNI(t); end > lo {
+			return fmt.Errorf("tile %d: code [%#x, %#x) overlaps its non-interleaved buffers from %#x", t, l.p.Executable.Lo, end, lo)
+		}
+		return nil
+	})
+}
+
+// emit builds the object.
+func (l *linker) emit(fingerprint string) (*obj.Object, error) {
+	o := &obj.Object{Arch: l.p.Name, Compiler: Compiler, Source: fingerprint}
+	byTile := map[int][]*prog.Buffer{}
+	for _, b := range l.prog.Buffers {
+		for _, t := range b.Tiles {
+			byTile[t] = append(byTile[t], b)
+		}
+	}
+	for _, t := range l.sortedTiles() {
+		tl := l.tiles[t]
+		ot := obj.Tile{Index: t, Entry: tl.entry}
+		ot.Segments = append(ot.Segments, obj.Segment{Name: "text", Kind: obj.Code, Addr: l.p.Executable.Lo, Size: uint32(len(tl.code)), Data: tl.code})
+		ot.Symbols = append(ot.Symbols, obj.Symbol{Name: "supervisor", Addr: tl.entry, Size: l.p.Executable.Lo + uint32(len(tl.code)) - tl.entry, Code: true})
+		for i, ks := range tl.kernels {
+			a, _ := tl.b.Addr(ks.entry)
+			end := tl.entry
+			if i+1 < len(tl.kernels) {
+				end, _ = tl.b.Addr(tl.kernels[i+1].entry)
+			}
+			ot.Symbols = append(ot.Symbols, obj.Symbol{Name: ks.name, Addr: a, Size: end - a, Code: true})
+		}
+		// Buffers: one segment per address range (buffers that share a
+		// range over time are one segment, named by the first), constant
+		// data as data segments.
+		bufs := byTile[t]
+		sort.Slice(bufs, func(i, j int) bool {
+			if bufs[i].Addr != bufs[j].Addr {
+				return bufs[i].Addr < bufs[j].Addr
+			}
+			return bufs[i].ID < bufs[j].ID
+		})
+		var segs []obj.Segment
+		for _, bf := range bufs {
+			seg := obj.Segment{Name: bf.Name, Kind: obj.BSS, Addr: bf.Addr, Size: bf.Size}
+			if d := bf.Data[t]; d != nil {
+				seg.Kind, seg.Data = obj.Data, d
+			}
+			if n := len(segs); n > 0 && seg.Addr < segs[n-1].Addr+segs[n-1].Size {
+				// Overlaps the previous range (reuse over time): widen it.
+				last := &segs[n-1]
+				if last.Kind == obj.Data || seg.Kind == obj.Data {
+					return nil, fmt.Errorf("internal error: tile %d: constant buffer %s shares memory with %s", t, seg.Name, last.Name)
+				}
+				last.Size = max(last.Addr+last.Size, seg.Addr+seg.Size) - last.Addr
+				continue
+			}
+			segs = append(segs, seg)
+		}
+		for _, seg := range segs {
+			ot.Segments = append(ot.Segments, seg)
+			ot.Symbols = append(ot.Symbols, obj.Symbol{Name: seg.Name, Addr: seg.Addr, Size: seg.Size})
+		}
+		sort.Slice(ot.Symbols, func(i, j int) bool { return ot.Symbols[i].Addr < ot.Symbols[j].Addr })
+		for i, sp := range l.exch {
+			if sp == nil {
+				continue
+			}
+			for k, x := range l.prog.Steps[i].Xfers {
+				if x.Src == t {
+					ev := sp.Events[k]
+					ot.Exchange = append(ot.Exchange, obj.Transfer{Phase: i, Cycle: ev.Send, Dst: x.Dst, DstCount: x.Dests(), Words: x.Words})
+				}
+			}
+		}
+		o.Tiles = append(o.Tiles, ot)
+	}
+	for _, s := range l.prog.Steps {
+		o.Host.Phases = append(o.Host.Phases, obj.Phase{Kind: s.Kind, Name: s.Name})
+	}
+	o.Host.Pages = l.prog.Pages
+	o.Host.Inputs = l.prog.Inputs
+	o.Host.Outputs = l.prog.Outputs
+	o.Host.Model = l.model
+	if err := obj.Validate(o); err != nil {
+		return nil, fmt.Errorf("internal error: linked %w", err)
+	}
+	return o, nil
+}

@@ -1,0 +1,381 @@
+package link
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"ipu.local/formats/obj"
+	"ipu.local/formats/plan"
+	"ipu.local/libs/arch"
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/graph"
+	"ipu.local/libs/lower"
+	"ipu.local/libs/prog"
+	"ipu.local/libs/sched"
+	"ipu.local/libs/trace"
+)
+
+// Compiler is the toolchain version the object records.
+const Compiler = "0.2.0"
+
+// NotLoweredError is a plan step the linker does not generate code for.
+type NotLoweredError = lower.NotLoweredError
+
+// Superstep is one superstep of the program with its cost.
+type Superstep struct {
+	Name   string
+	Kind   obj.PhaseKind
+	Cycles int64 // the longest tile's cycles, without the sync
+}
+
+// Stats are the linker's figures for its log lines and the bench.
+type Stats struct {
+	// FinalCycles is the device program's cycles from its first compute
+	// or exchange superstep to its last, syncs included; FinalExchange
+	// the part spent in exchange supersteps.
+	FinalCycles, FinalExchange int64
+	Supersteps                 []Superstep
+	// HostInBytes and HostOutBytes are the bytes the host supersteps move.
+	HostInBytes, HostOutBytes int64
+	Transfers                 int // exchange transfers (multicasts count once)
+	Tiles                     int // tiles with a program
+	// Figures of the tile with the most code.
+	LinkedEnd          uint32 // end of its code
+	CodeAddress        uint32 // its supervisor entry
+	GeneratedCodeBytes int    // worker kernels (code and tables)
+	HostCodeBytes      int    // the supervisor's host supersteps
+	ExchangeTableBytes int    // the supervisor's exchange code (largest over tiles)
+	HostDataBytes      int    // host-delivered buffers (hin targets) on that tile
+	Executable         arch.Range
+	Available          []arch.Range // its free memory after placement
+	// Memory is every tile's peak memory by category.
+	Memory []TileMemory
+}
+
+// Options tune Link.
+type Options struct {
+	// Log receives the phase lines (nil: discard).
+	Log *slog.Logger
+}
+
+// linker holds one Link call.
+type linker struct {
+	p     *arch.Preset
+	pl    *plan.Plan
+	g     *graph.Graph
+	log   *slog.Logger
+	st    Stats
+	prog  *prog.Program
+	model []byte
+	tiles map[int]*tile
+	exch  []*sched.Plan // by superstep (nil for others)
+}
+
+// tile is one tile's code.
+type tile struct {
+	id       int
+	b        *codegen.Builder
+	entries  map[any]codegen.Kernel // emitted kernels by key
+	kernels  []kernelSym            // emitted kernels, in code order
+	code     []byte
+	entry    uint32
+	gen      int // worker code bytes (compile_kernels)
+	launch   int // launch and sync code bytes (link_runtime)
+	hostCode int // host transfer code bytes
+	exCode   int // exchange code bytes
+	hostData int
+}
+
+// kernelSym names an emitted kernel for the object's symbols.
+type kernelSym struct {
+	name  string
+	entry codegen.Label
+}
+
+// Link lowers pl. fingerprint is the plan file's fingerprint, recorded
+// as the object's source.
+func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, error) {
+	log := opt.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p, err := arch.Lookup(pl.Arch)
+	if err != nil {
+		return nil, nil, fmt.Errorf("plan: arch: %w", err)
+	}
+	g, err := graph.Decode(&pl.Graph)
+	if err != nil {
+		return nil, nil, fmt.Errorf("plan: %w", err)
+	}
+	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}}
+	for _, ph := range []struct {
+		name string
+		fn   func(*slog.Logger) error
+	}{
+		{"compile_runtime", l.compileRuntime},
+		{"plan_kernels", l.planKernels},
+		{"compile_kernels", l.compileKernels},
+		{"link_runtime", l.linkRuntime},
+		{"size_tile_code", l.sizeTileCode},
+		{"place_storage", l.placeStorage},
+		{"lower_exchanges", l.lowerExchanges},
+		{"optimize_exchange_placement", l.optimizeExchangePlacement},
+	} {
+		if err := l.phase(ph.name, ph.fn); err != nil {
+			return nil, nil, err
+		}
+	}
+	l.costProgram()
+	l.log.Info("costed final placed program", slog.Int64("final_cycles", l.st.FinalCycles), slog.Int64("final_exchange", l.st.FinalExchange))
+	l.log.Info("costed host supersteps", slog.Int64("host_in_bytes", l.st.HostInBytes), slog.Int64("host_out_bytes", l.st.HostOutBytes),
+		slog.Int64("host_link_cycles", (l.st.HostInBytes+l.st.HostOutBytes+int64(l.p.HostBytesPerCycle)-1)/int64(max(l.p.HostBytesPerCycle, 1))))
+	if err := l.phase("prepare_tile_code", l.prepareTileCode); err != nil {
+		return nil, nil, err
+	}
+	var o *obj.Object
+	err = l.phase("emit_tile_code", func(*slog.Logger) error {
+		var err error
+		o, err = l.emit(fingerprint)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return o, &l.st, nil
+}
+
+func (l *linker) phase(name string, fn func(*slog.Logger) error) error {
+	ph := trace.Phase(l.log, name)
+	return ph.End(fn(ph.Logger()))
+}
+
+// compileRuntime encodes the model section the package carries for the
+// host reference.
+func (l *linker) compileRuntime(*slog.Logger) error {
+	m, err := plan.MarshalGraph(l.pl.Graph)
+	if err != nil {
+		return fmt.Errorf("plan: graph: %w", err)
+	}
+	l.model = m
+	return nil
+}
+
+// planKernels lowers the plan's steps to the program.
+func (l *linker) planKernels(*slog.Logger) error {
+	pr, err := lower.Lower(l.pl, l.g, l.p)
+	if err != nil {
+		return err
+	}
+	l.prog = pr
+	pr.Liveness()
+	for _, s := range pr.Steps {
+		for _, t := range s.Tiles() {
+			l.tile(t)
+		}
+	}
+	if len(l.tiles) == 0 {
+		return fmt.Errorf("plan: no tile has work")
+	}
+	return nil
+}
+
+func (l *linker) tile(t int) *tile {
+	tl := l.tiles[t]
+	if tl == nil {
+		tl = &tile{id: t, entries: map[any]codegen.Kernel{}}
+		l.tiles[t] = tl
+	}
+	return tl
+}
+
+func (l *linker) sortedTiles() []int {
+	ts := make([]int, 0, len(l.tiles))
+	for t := range l.tiles {
+		ts = append(ts, t)
+	}
+	sort.Ints(ts)
+	return ts
+}
+
+// eachTile runs fn for every tile with a program, on all host cores; the
+// first error in tile order wins. fn may touch only its tile's state.
+func (l *linker) eachTile(fn func(t int) error) error {
+	ts := l.sortedTiles()
+	errs := make([]error, len(ts))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(ts) {
+					return
+				}
+				errs[i] = fn(ts[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// probeAddrs places a kernel's buffers at made-up addresses that meet
+// its kernel's rules (interleaved buffers in interleaved memory, the
+// others in non-interleaved memory, one after the other), so that its
+// code can be emitted and measured before storage is placed: a kernel's
+// code length does not depend on its addresses (they live in its
+// tables), only on its shapes.
+func (l *linker) probeAddrs(k *prog.Kernel) {
+	seen := map[*prog.Buffer]uint32{}
+	il, ni := l.p.Interleaved.Lo, l.p.NonInterleaved.Lo+0x8000
+	for _, f := range k.Fixes {
+		b := f.Ref.Buf
+		a, ok := seen[b]
+		if !ok {
+			align := max(b.Align, 32)
+			if b.Region == prog.NonInterleaved {
+				ni = (ni + align - 1) &^ (align - 1)
+				a, ni = ni, ni+b.Size
+			} else {
+				il = (il + align - 1) &^ (align - 1)
+				a, il = il, il+b.Size
+			}
+			seen[b] = a
+		}
+		*f.Field = a + f.Ref.Off
+	}
+}
+
+// compileKernels compiles every tile's distinct kernels to size its
+// code: worker code and tables.
+func (l *linker) compileKernels(*slog.Logger) error {
+	// Kernels of one shape have one code length: measure each shape once.
+	var mu sync.Mutex
+	lengths := map[any]int{}
+	return l.eachTile(func(t int) error {
+		tl := l.tiles[t]
+		seen := map[*prog.Kernel]bool{}
+		keys := map[any]bool{}
+		for _, s := range l.prog.Steps {
+			for _, k := range s.Work[t] {
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				l.probeAddrs(k)
+				key := k.Key()
+				if keys[fixKey(k)] {
+					continue
+				}
+				keys[fixKey(k)] = true
+				mu.Lock()
+				n, ok := lengths[key]
+				mu.Unlock()
+				if !ok {
+					b := codegen.NewBuilder(l.p, l.p.Executable.Lo)
+					if _, err := k.Emit(b); err != nil {
+						return fmt.Errorf("tile %d: %w", t, err)
+					}
+					n = 4 * b.Len()
+					mu.Lock()
+					lengths[key] = n
+					mu.Unlock()
+				}
+				tl.gen += n
+			}
+		}
+		return nil
+	})
+}
+
+// fixKey identifies a kernel before placement: its parameters' type and
+// shape with the buffers it touches (two launches with one fixKey are the
+// same code at the same addresses after placement).
+func fixKey(k *prog.Kernel) any {
+	type ref struct {
+		id  int
+		off uint32
+	}
+	rs := make([]ref, len(k.Fixes))
+	for i, f := range k.Fixes {
+		rs[i] = ref{f.Ref.Buf.ID, f.Ref.Off}
+	}
+	return struct {
+		key  any
+		refs string
+	}{k.Key(), fmt.Sprint(rs)}
+}
+
+// linkRuntime sizes each tile's supervisor calls of the kernels: a launch
+// (li, a run per worker) and a join per launch, and a sync per superstep.
+func (l *linker) linkRuntime(*slog.Logger) error {
+	for _, t := range l.sortedTiles() {
+		tl := l.tiles[t]
+		n := 2 + len(l.prog.Steps) // hsyncs and the loop branch, a sync per superstep
+		for _, s := range l.prog.Steps {
+			for _, k := range s.Work[t] {
+				c, err := k.Cost()
+				if err != nil {
+					return fmt.Errorf("tile %d: %w", t, err)
+				}
+				n += 2 + c.Workers
+			}
+		}
+		tl.launch = 4 * n
+	}
+	return nil
+}
+
+// maxInstrsPerExchangeEvent bounds the supervisor instructions sched
+// spends on one send or receive: three register loads of two
+// instructions, a delay and the event.
+const maxInstrsPerExchangeEvent = 8
+
+// sizeTileCode bounds each tile's supervisor code: host transfers and
+// exchange code.
+func (l *linker) sizeTileCode(log *slog.Logger) error {
+	worstX := 0
+	for _, s := range l.prog.Steps {
+		for t, ops := range s.Host {
+			tl := l.tile(t)
+			for _, op := range ops {
+				tl.hostCode += 4 * (codegen.ConstLen(l.p.Memory.Hi) + codegen.ConstLen(uint32(op.Page)<<24|op.Off) + codegen.ConstLen(op.Bytes) + 1)
+				if op.In {
+					tl.hostData += int(op.Bytes)
+				}
+			}
+		}
+		if s.Kind == obj.Exchange {
+			per := map[int]int{}
+			for _, x := range s.Xfers {
+				per[x.Src]++
+				for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+					per[u]++
+				}
+			}
+			for t, n := range per {
+				b := 4 * (n*maxInstrsPerExchangeEvent + 1)
+				l.tile(t).exCode += b
+				worstX = max(worstX, b)
+			}
+		}
+	}
+	log.Info("exchange table and repeat patch storage", slog.Int("exchange_table_bytes", worstX),
+		slog.Int("maximum_uncompressed_repeat_patch_bytes", 0), slog.Int("maximum_elided_arithmetic_patch_bytes", 0))
+	return nil
+}
+
+// codeBytes is a tile's code bound: kernels, launches, host and exchange
+// code.
+func (tl *tile) codeBytes() int { return tl.gen + tl.launch + tl.hostCode + tl.exCode }

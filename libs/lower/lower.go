@@ -1,0 +1,479 @@
+// Package lower turns a plan into a device program (libs/prog): it reads
+// every tensor's mapping and every step from the plan and derives none of
+// its own. Each step becomes kernels on the tiles that hold its tensors,
+// exchange transfers for the elements that must move, and host
+// transfers for the graph's inputs and outputs. A plan whose tensors do
+// not fit its steps (a piece a kernel needs that its tile does not hold,
+// blocks that are not the product's split, a row that a row operator
+// needs whole split over tiles) is refused with an error naming the
+// tensor.
+//
+// # Supersteps
+//
+// The program starts with the host's fetch superstep and ends with its
+// result superstep. In between, a step whose operands are all on the
+// tiles that compute it adds its kernels to the current compute
+// superstep; a step that moves data between tiles opens an exchange
+// superstep (its transfers) followed by a new compute superstep (its
+// local copies and kernels). Tiles run their kernels in step order.
+//
+// # Rounding counts
+//
+// Each value carries the number of roundings on its longest chain from
+// the graph's inputs, in units of FP32's unit roundoff: an FP32 rounding
+// counts 1, an FP16 rounding 2^13 (FP16's unit roundoff is 2^13 times
+// FP32's), exact operations 0, a sum of L terms L. A graph output's
+// Accumulate is that count (0: every element is one correctly rounded
+// operation, a cast or a copy, and must match bit for bit); ipu-check
+// derives its tolerance from it.
+package lower
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"ipu.local/formats/obj"
+	"ipu.local/formats/plan"
+	"ipu.local/libs/arch"
+	"ipu.local/libs/graph"
+	"ipu.local/libs/layout"
+	"ipu.local/libs/onnx"
+	"ipu.local/libs/prog"
+)
+
+// NotLoweredError is a step the linker does not generate code for.
+type NotLoweredError struct {
+	Node, Op string
+	Why      string
+}
+
+func (e *NotLoweredError) Error() string {
+	return fmt.Sprintf("node %q: operator %s is not lowered: %s", e.Node, e.Op, e.Why)
+}
+
+// PlanError is a plan whose tensors or steps do not hold together.
+type PlanError struct{ Msg string }
+
+func (e *PlanError) Error() string { return "plan: " + e.Msg }
+
+func planErr(format string, args ...any) error {
+	return &PlanError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// F16Rounding is what one FP16 rounding counts in FP32 units.
+const F16Rounding = 1 << 13
+
+// lowerer holds one Lower call.
+type lowerer struct {
+	opt Options
+	p   *arch.Preset
+	pl  *plan.Plan
+	g   *graph.Graph
+	out *prog.Program
+
+	tensors []*layout.Tensor
+	refs    [][]prog.Ref // per tensor, per piece (nil until written)
+	byValue map[int][]int
+	acc     []int64 // rounding count per value
+
+	fetch, cur *prog.Superstep
+	zero       *prog.Buffer // constant zeros (zeros)
+	inIndex    map[*graph.Value]int
+	outIndex   map[*graph.Value]int
+	inBlock    map[int]uint32 // graph input index -> whole row-major block offset
+	// result collects the result superstep's houts.
+	result map[int][]prog.HostOp
+	step   *plan.Step // the step being lowered
+}
+
+// Options tune Lower.
+type Options struct {
+	// NoData leaves constant buffers without their contents: the program
+	// is for pricing only (the planner's), not for code.
+	NoData bool
+}
+
+// Lower builds the program of plan pl, whose graph is g (decoded from
+// pl.Graph), for preset p.
+func Lower(pl *plan.Plan, g *graph.Graph, p *arch.Preset) (*prog.Program, error) {
+	return LowerWith(pl, g, p, Options{})
+}
+
+// LowerWith is Lower with options.
+func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*prog.Program, error) {
+	if pl.Tiles < 1 || pl.Tiles > p.Tiles {
+		return nil, planErr("tiles: %d outside [1, %d] of %s", pl.Tiles, p.Tiles, p.Name)
+	}
+	l := &lowerer{p: p, pl: pl, g: g, opt: opt, out: &prog.Program{Arch: p}, byValue: map[int][]int{},
+		acc: make([]int64, len(g.Values)), inIndex: map[*graph.Value]int{}, outIndex: map[*graph.Value]int{},
+		inBlock: map[int]uint32{}, result: map[int][]prog.HostOp{}}
+	if err := l.readTensors(); err != nil {
+		return nil, err
+	}
+	if err := l.hostTensors(); err != nil {
+		return nil, err
+	}
+	l.fetch = l.add(obj.HostExchange, "fetch")
+	for i := range pl.Steps {
+		st := &pl.Steps[i]
+		l.step = st
+		if err := l.lowerStep(st); err != nil {
+			return nil, err
+		}
+	}
+	l.step = nil
+	if err := l.outputs(); err != nil {
+		return nil, err
+	}
+	// An input no step reads still has a page for the host to fill.
+	for _, v := range l.g.Inputs {
+		if len(l.out.Inputs[l.inIndex[v]].Blocks) == 0 {
+			if _, err := l.inputBlock(v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// An exchange superstep whose moves all stayed on their tiles is no
+	// superstep at all; nor is an empty compute superstep.
+	kept := l.out.Steps[:0]
+	for _, s := range l.out.Steps {
+		if s.Kind == obj.Exchange && len(s.Xfers) == 0 || s.Kind == obj.Compute && len(s.Work) == 0 {
+			continue
+		}
+		kept = append(kept, s)
+	}
+	l.out.Steps = kept
+	l.finishZeros()
+	res := l.add(obj.HostExchange, "result")
+	res.Host = l.result
+	return l.out, nil
+}
+
+// readTensors converts and validates the plan's tensors.
+func (l *lowerer) readTensors() error {
+	for i, pt := range l.pl.Tensors {
+		v := l.g.Values[pt.Value]
+		size := v.DType.ElemSize()
+		if size < 1 {
+			return planErr("tensor %d (%q): element type %s has no size", i, pt.Name, v.DType)
+		}
+		t := &layout.Tensor{ID: pt.ID, Value: pt.Value, Name: pt.Name, Size: size, Transposed: pt.Transposed, Pad: pt.Pad}
+		k, ok := layout.ParseKind(pt.Layout)
+		if !ok {
+			return planErr("tensor %d (%q): unknown layout %q", i, pt.Name, pt.Layout)
+		}
+		t.Kind = k
+		src, ok := layout.ParseSource(pt.Source)
+		if !ok {
+			return planErr("tensor %d (%q): unknown source %q", i, pt.Name, pt.Source)
+		}
+		t.Source = src
+		for _, d := range pt.Shape {
+			t.Shape = append(t.Shape, int(d))
+		}
+		for _, pc := range pt.Pieces {
+			box := make(layout.Box, len(pc.Region))
+			for d, r := range pc.Region {
+				box[d] = layout.Range{Lo: int(r[0]), Hi: int(r[1])}
+			}
+			t.Pieces = append(t.Pieces, layout.Piece{Tile: pc.Tile, Box: box})
+		}
+		if err := t.Validate(l.pl.Tiles); err != nil {
+			return &PlanError{Msg: err.Error()}
+		}
+		switch {
+		case src == layout.FromHost && !hostRooted(v):
+			return planErr("tensor %d (%q): source host, but the value is not a graph input seen through data movement", i, pt.Name)
+		case src == layout.FromConst && !constRooted(v):
+			return planErr("tensor %d (%q): source const, but the value is not a constant seen through data movement", i, pt.Name)
+		}
+		l.tensors = append(l.tensors, t)
+		l.byValue[pt.Value] = append(l.byValue[pt.Value], i)
+	}
+	l.refs = make([][]prog.Ref, len(l.tensors))
+	return nil
+}
+
+// hostTensors sets up the host pages of the graph's inputs and outputs.
+func (l *lowerer) hostTensors() error {
+	if len(l.g.Inputs)+len(l.g.Outputs) > 256 {
+		return planErr("%d graph inputs and outputs exceed the 256 host pages", len(l.g.Inputs)+len(l.g.Outputs))
+	}
+	for i, v := range l.g.Inputs {
+		l.inIndex[v] = i
+		l.out.Inputs = append(l.out.Inputs, obj.Tensor{Name: v.Name, DType: v.DType.String(), Shape: append([]int64{}, v.Shape...), Page: uint8(i)})
+	}
+	for i, v := range l.g.Outputs {
+		l.outIndex[v] = i
+		l.out.Outputs = append(l.out.Outputs, obj.Tensor{Name: v.Name, DType: v.DType.String(), Shape: append([]int64{}, v.Shape...), Page: uint8(len(l.g.Inputs) + i)})
+	}
+	return nil
+}
+
+func (l *lowerer) add(kind obj.PhaseKind, name string) *prog.Superstep {
+	s := prog.NewSuperstep(kind, name)
+	l.out.Steps = append(l.out.Steps, s)
+	return s
+}
+
+// compute returns the compute superstep a step's local work goes to: the
+// current one when nothing has happened since, else a new one.
+func (l *lowerer) compute(name string) *prog.Superstep {
+	if l.cur == nil || l.out.Steps[len(l.out.Steps)-1] != l.cur {
+		l.cur = l.add(obj.Compute, "compute:"+name)
+	}
+	return l.cur
+}
+
+// moves is what a step needs before its kernels: transfers between
+// tiles and local copies.
+type moves struct {
+	xfers  []prog.Transfer
+	copies map[int][]*prog.Kernel
+}
+
+func newMoves() *moves { return &moves{copies: map[int][]*prog.Kernel{}} }
+
+// exchange puts m's transfers in an exchange superstep (when there are
+// any) and returns the compute superstep that follows, with m's copies.
+func (l *lowerer) exchange(name string, m *moves) *prog.Superstep {
+	if len(m.xfers) > 0 {
+		x := l.add(obj.Exchange, "exchange:"+name)
+		x.Xfers = multicast(m.xfers)
+		l.cur = nil
+	}
+	s := l.compute(name)
+	ts := make([]int, 0, len(m.copies))
+	for t := range m.copies {
+		ts = append(ts, t)
+	}
+	sort.Ints(ts)
+	for _, t := range ts {
+		s.Work[t] = append(s.Work[t], m.copies[t]...)
+	}
+	return s
+}
+
+// multicast merges transfers of the same words to the same address into
+// one per run of contiguous destination tiles.
+func multicast(xs []prog.Transfer) []prog.Transfer {
+	type key struct {
+		src   int
+		from  prog.Ref
+		to    prog.Ref
+		words int
+	}
+	dests := map[key][]int{}
+	var keys []key
+	for _, x := range xs {
+		k := key{x.Src, x.From, x.To, x.Words}
+		if _, ok := dests[k]; !ok {
+			keys = append(keys, k)
+		}
+		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+			dests[k] = append(dests[k], u)
+		}
+	}
+	var out []prog.Transfer
+	for _, k := range keys {
+		ts := dests[k]
+		sort.Ints(ts)
+		for a := 0; a < len(ts); {
+			b := a + 1
+			for b < len(ts) && ts[b] == ts[b-1]+1 && !(k.src > ts[a] && k.src < ts[b]) {
+				b++
+			}
+			out = append(out, prog.Transfer{Src: k.src, Dst: ts[a], DstN: b - a, Words: k.words, From: k.from, To: k.to})
+			a = b
+		}
+	}
+	return out
+}
+
+// tensor returns tensor id, checking that it holds value v.
+func (l *lowerer) tensor(id int, v *graph.Value, role string) (*layout.Tensor, error) {
+	if id < 0 || id >= len(l.tensors) {
+		return nil, l.stepErr("%s: no tensor (id %d)", role, id)
+	}
+	t := l.tensors[id]
+	if v != nil && t.Value != v.Index {
+		return nil, l.stepErr("%s: tensor %d holds %q, not %q", role, id, t.Name, v.Name)
+	}
+	return t, nil
+}
+
+// read returns the storage of tensor t, materialising a host or const
+// tensor on first use.
+func (l *lowerer) read(t *layout.Tensor) ([]prog.Ref, error) {
+	if r := l.refs[t.ID]; r != nil {
+		return r, nil
+	}
+	switch t.Source {
+	case layout.FromHost:
+		return l.fromHost(t)
+	case layout.FromConst:
+		return l.fromConst(t)
+	}
+	return nil, planErr("tensor %d (%q) is read before a step writes it", t.ID, t.Name)
+}
+
+// alloc gives tensor t fresh storage: one buffer over its tiles, the
+// pieces of a tile one after the other.
+func (l *lowerer) alloc(t *layout.Tensor, region prog.Region) []prog.Ref {
+	offs, per := t.PieceOffsets()
+	most := 0
+	for _, b := range per {
+		most = max(most, b)
+	}
+	buf := l.out.NewBuffer(fmt.Sprintf("t%d.%s", t.ID, t.Name), t.Tiles(), most, 8, region)
+	refs := make([]prog.Ref, len(t.Pieces))
+	for i := range refs {
+		refs[i] = prog.Ref{Buf: buf, Off: uint32(offs[i])}
+	}
+	l.refs[t.ID] = refs
+	return refs
+}
+
+// write returns the storage of a step's output tensor (allocated here).
+func (l *lowerer) write(t *layout.Tensor) ([]prog.Ref, error) {
+	if l.refs[t.ID] != nil {
+		return nil, planErr("tensor %d (%q) is written twice", t.ID, t.Name)
+	}
+	if t.Source != layout.FromStep {
+		return nil, planErr("tensor %d (%q) has source %s, a step cannot write it", t.ID, t.Name, t.Source)
+	}
+	return l.alloc(t, prog.AnyRegion), nil
+}
+
+// node returns the graph node of a step (nil for an inserted step).
+func (l *lowerer) node(st *plan.Step) *graph.Node {
+	if st.Node < 0 {
+		return nil
+	}
+	return l.g.Nodes[st.Node]
+}
+
+func (l *lowerer) stepErr(format string, args ...any) error {
+	what := "step"
+	if l.step != nil {
+		if l.step.Node >= 0 {
+			what = fmt.Sprintf("node %q", l.step.Name)
+		} else {
+			what = fmt.Sprintf("step %s", l.step.Kernel)
+		}
+	}
+	return planErr("%s: %s", what, fmt.Sprintf(format, args...))
+}
+
+func (l *lowerer) notLowered(n *graph.Node, format string, args ...any) error {
+	if n == nil && l.step == nil {
+		return &NotLoweredError{Node: "(host transfers)", Op: "io", Why: fmt.Sprintf(format, args...)}
+	}
+	if n == nil {
+		return &NotLoweredError{Node: l.step.Name, Op: l.step.Kernel, Why: fmt.Sprintf(format, args...)}
+	}
+	return &NotLoweredError{Node: n.Name, Op: n.Op, Why: fmt.Sprintf(format, args...)}
+}
+
+// lowerStep dispatches one step.
+func (l *lowerer) lowerStep(st *plan.Step) error {
+	n := l.node(st)
+	if st.Kernel == "folded" {
+		if n == nil {
+			return l.stepErr("an inserted step cannot be folded")
+		}
+		return nil
+	}
+	if n == nil {
+		switch st.Kernel {
+		case "relayout":
+			return l.relayout(st)
+		case "pack":
+			return l.pack(st)
+		}
+		return l.stepErr("unknown inserted step kernel %q", st.Kernel)
+	}
+	switch n.Op {
+	case "MatMul", "Gemm":
+		return l.product(st, n)
+	case "Transpose":
+		return l.transpose(st, n)
+	case "Reshape", "Flatten", "Identity", "Squeeze", "Unsqueeze":
+		return l.reshape(st, n)
+	case "Cast":
+		return l.cast(st, n)
+	case "Softmax", "LogSoftmax", "LayerNormalization", "ReduceMean", "ReduceSum":
+		return l.rows(st, n)
+	}
+	if _, ok := unaryOps[n.Op]; ok {
+		return l.unary(st, n)
+	}
+	if _, ok := binaryOps[n.Op]; ok {
+		return l.binary(st, n)
+	}
+	return l.notLowered(n, "no lowering for this operator")
+}
+
+// ioTensors returns a step's input and output tensors (nil for -1),
+// checking their count and values against the node.
+func (l *lowerer) ioTensors(st *plan.Step, n *graph.Node) (ins, outs []*layout.Tensor, err error) {
+	if len(st.Inputs) != len(n.Inputs) || len(st.Outputs) != len(n.Outputs) {
+		return nil, nil, l.stepErr("%d input and %d output tensors for a node of %d inputs and %d outputs", len(st.Inputs), len(st.Outputs), len(n.Inputs), len(n.Outputs))
+	}
+	for k, id := range st.Inputs {
+		if id < 0 {
+			ins = append(ins, nil)
+			continue
+		}
+		t, err := l.tensor(id, n.Inputs[k], fmt.Sprintf("input %d", k))
+		if err != nil {
+			return nil, nil, err
+		}
+		ins = append(ins, t)
+	}
+	for k, id := range st.Outputs {
+		if id < 0 {
+			if k == 0 {
+				return nil, nil, l.stepErr("no tensor for output 0")
+			}
+			outs = append(outs, nil)
+			continue
+		}
+		t, err := l.tensor(id, n.Outputs[k], fmt.Sprintf("output %d", k))
+		if err != nil {
+			return nil, nil, err
+		}
+		outs = append(outs, t)
+	}
+	return ins, outs, nil
+}
+
+// hostRooted reports whether v is a graph input seen through data
+// movement only.
+func hostRooted(v *graph.Value) bool {
+	r := viewRoot(v)
+	return r != nil && r.Producer == nil && r.Const == nil
+}
+
+func constRooted(v *graph.Value) bool {
+	r := viewRoot(v)
+	return r != nil && r.Const != nil
+}
+
+// viewRoot follows v back through data-movement nodes to the value they
+// start from (nil when another node is in the way).
+func viewRoot(v *graph.Value) *graph.Value {
+	for v.Producer != nil {
+		switch v.Producer.Op {
+		case "Reshape", "Flatten", "Identity", "Squeeze", "Unsqueeze", "Transpose":
+			v = v.Producer.Inputs[0]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// elemType names an element type for messages.
+func elemType(d onnx.DataType) string { return strings.ToLower(d.String()) }

@@ -1,0 +1,398 @@
+package lower
+
+// Pack steps: a row-major tensor of a value into a product's panel
+// blocks, converting the element type and transposing the matrix on the
+// way. The output tensor holds a value that the input's value becomes
+// through one cast and transposes of the last two axes (a product
+// operand's chain). Each source piece must start its group axis on a
+// group boundary of the panel kind. Per source piece and batch index:
+// the part a block on the same tile needs is packed straight into that
+// block; for the blocks on other tiles, the piece is packed once into a
+// staging panel on its tile and the panel's group runs travel in the
+// exchange.
+
+import (
+	"ipu.local/formats/plan"
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/graph"
+	"ipu.local/libs/layout"
+	"ipu.local/libs/onnx"
+	"ipu.local/libs/prog"
+)
+
+// packChain follows w back to v through casts and transposes of the last
+// two axes: the number of transposes, the cast node that rounds (nil:
+// none), and ok false when w is not v so transformed.
+func packChain(v, w *graph.Value) (flips int, cast *graph.Node, ok bool) {
+	for w != v {
+		n := w.Producer
+		if n == nil {
+			return 0, nil, false
+		}
+		switch a := n.Attrs.(type) {
+		case *graph.Cast:
+			in := n.Inputs[0]
+			widening := a.To == onnx.Float || a.To == onnx.Float16 && isFP8(in.DType)
+			if !widening {
+				if cast != nil {
+					return 0, nil, false // two roundings: the pack makes one
+				}
+				cast = n
+			}
+		case *graph.Transpose:
+			r := len(a.Perm)
+			if r < 2 || a.Perm[r-1] != r-2 || a.Perm[r-2] != r-1 {
+				return 0, nil, false
+			}
+			for i := 0; i < r-2; i++ {
+				if a.Perm[i] != i {
+					return 0, nil, false
+				}
+			}
+			flips++
+		default:
+			return 0, nil, false
+		}
+		w = n.Inputs[0]
+	}
+	return flips, cast, true
+}
+
+func (l *lowerer) pack(st *plan.Step) error {
+	if len(st.Inputs) != 1 || len(st.Outputs) != 1 {
+		return l.stepErr("a pack reads one tensor and writes one")
+	}
+	x, err := l.tensor(st.Inputs[0], nil, "input")
+	if err != nil {
+		return err
+	}
+	y, err := l.tensor(st.Outputs[0], nil, "output")
+	if err != nil {
+		return err
+	}
+	v, w := l.g.Values[x.Value], l.g.Values[y.Value]
+	if x.Kind != layout.RowMajor || x.Transposed || y.Kind == layout.RowMajor {
+		return l.stepErr("a pack reads a row-major tensor (tensor %d is %s) and writes panels (tensor %d is %s)", x.ID, x.Kind, y.ID, y.Kind)
+	}
+	flips, cast, ok := packChain(v, w)
+	if !ok {
+		return l.stepErr("tensor %d holds %q, which is not %q (tensor %d) through one cast and transposes of the last two axes", y.ID, w.Name, v.Name, x.ID)
+	}
+	transp := (flips%2 == 1) != y.Transposed
+	out, ok := ampType(w.DType)
+	if !ok {
+		return l.notLowered(nil, "a pack into %s panels", w.DType)
+	}
+	if v.DType != onnx.Float && v.DType != onnx.Float16 {
+		return l.notLowered(nil, "a pack from %s (float or float16)", v.DType)
+	}
+	var fp8 codegen.FP8Config
+	if out == codegen.AMPFP8 {
+		fp8.FormatA, _ = graph.FP8Format(w.DType)
+		if cast != nil {
+			fp8.NaNOnOverflow = !cast.Attrs.(*graph.Cast).Saturate
+		}
+	}
+	kind := codegen.APanel
+	if y.Kind == layout.BPanel {
+		kind = codegen.BPanel
+	}
+	base := codegen.Pack{Kind: kind, Transpose: transp, Out: out, FP8: fp8, InF16: v.DType == onnx.Float16, Workers: codegen.Slots}
+	xRefs, err := l.read(x)
+	if err != nil {
+		return err
+	}
+	yRefs, err := l.write(y)
+	if err != nil {
+		return err
+	}
+	if err := l.packPieces(st, x, y, xRefs, yRefs, base, transp); err != nil {
+		return err
+	}
+	acc := l.acc[v.Index]
+	if cast != nil {
+		if w.DType == onnx.Float16 {
+			acc += F16Rounding
+		} else {
+			acc++
+		}
+	}
+	l.acc[w.Index] = acc
+	return nil
+}
+
+// packPieces emits the packs and transfers of a pack step.
+func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []prog.Ref, base codegen.Pack, transp bool) error {
+	r := len(x.Shape)
+	gAx, w := r-2, layout.AGroup
+	if y.Kind == layout.BPanel {
+		gAx, w = r-1, layout.BGroup
+	}
+	esz := y.Size
+	// The staging panels: per source piece, its whole panel, allocated
+	// on the source tiles that send.
+	type stagePiece struct {
+		geo layout.Geometry
+		off int
+	}
+	stage := make([]stagePiece, len(x.Pieces))
+	stageBytes := map[int]int{}
+	var sendTiles []int
+	needed := make([]bool, len(x.Pieces))
+	// Per source piece: the operand box it holds, in y's coordinates.
+	vbox := make([]layout.Box, len(x.Pieces))
+	ix := map[int][]int{} // y pieces by tile
+	for j, p := range y.Pieces {
+		ix[p.Tile] = append(ix[p.Tile], j)
+	}
+	for i, p := range x.Pieces {
+		b := p.Box.Clone()
+		if transp {
+			b[r-2], b[r-1] = b[r-1], b[r-2]
+		}
+		if b[gAx].Lo%w != 0 {
+			return l.stepErr("input tensor %d (%q): piece %s on tile %d starts its %s groups at %d, not a multiple of %d", x.ID, x.Name, p.Box, p.Tile, y.Kind, b[gAx].Lo, w)
+		}
+		vbox[i] = b
+	}
+	m := newMoves()
+	s := l.compute("pack:" + y.Name)
+	var stageBuf *prog.Buffer
+	type pending struct {
+		piece int
+		x     prog.Transfer
+	}
+	var sends []pending
+	yix := layout.NewIndex(y.Pieces)
+	for i, p := range x.Pieces {
+		vg := y.GeometryOf(vbox[i])
+		stage[i].geo = vg
+		var rerr error
+		yix.Each(vbox[i], func(j int, inter layout.Box) {
+			q := y.Pieces[j]
+			if rerr != nil || q.Tile == p.Tile {
+				return // a tile's own part is packed or copied into its block below
+			}
+			needed[i] = true
+			for _, ru := range layout.PanelRunsOf(vg, y.Geometry(j), inter) {
+				bytes := ru.N * esz
+				to := yRefs[j].Add(ru.DstOff * esz)
+				if bytes%4 != 0 || (ru.SrcOff*esz)%4 != 0 || to.Off%4 != 0 {
+					rerr = l.notLowered(nil, "a run of %d %s elements of %q is not whole aligned 32-bit words", ru.N, y.Kind, y.Name)
+					return
+				}
+				sends = append(sends, pending{i, prog.Transfer{Src: p.Tile, Dst: q.Tile, DstN: 1, Words: bytes / 4,
+					From: prog.Ref{Off: uint32(ru.SrcOff * esz)}, To: to}})
+			}
+		})
+		if rerr != nil {
+			return rerr
+		}
+		if needed[i] {
+			stage[i].off = stageBytes[p.Tile]
+			stageBytes[p.Tile] += vg.Bytes()
+			sendTiles = append(sendTiles, p.Tile)
+		}
+	}
+	if len(sendTiles) > 0 {
+		most := 0
+		for _, b := range stageBytes {
+			most = max(most, b)
+		}
+		buf := l.out.NewBuffer(y.Name+".staged", prog.TileSet(sendTiles), most, 8, prog.AnyRegion)
+		stageBuf = buf
+		for _, pd := range sends {
+			x := pd.x
+			x.From = prog.Ref{Buf: buf, Off: uint32(stage[pd.piece].off) + x.From.Off}
+			m.xfers = append(m.xfers, x)
+		}
+		for i, p := range x.Pieces {
+			if !needed[i] {
+				continue
+			}
+			if err := l.packRect(s, y.Name+".pack", p.Tile, x, i, xRefs[i], vbox[i], prog.Ref{Buf: buf, Off: uint32(stage[i].off)}, stage[i].geo, base, transp); err != nil {
+				return err
+			}
+		}
+	}
+	// Local parts: copied from the staging panel when the piece is staged
+	// anyway, else packed straight into the blocks.
+	for i, p := range x.Pieces {
+		for _, j := range ix[p.Tile] {
+			q := y.Pieces[j]
+			inter, ok := layout.Intersect(vbox[i], q.Box)
+			if !ok {
+				continue
+			}
+			dg := y.Geometry(j)
+			if needed[i] {
+				for _, ru := range layout.PanelRunsOf(stage[i].geo, dg, inter) {
+					bytes := ru.N * esz
+					if bytes%4 != 0 || (ru.SrcOff*esz)%4 != 0 || (ru.DstOff*esz)%4 != 0 {
+						return l.notLowered(nil, "a run of %d %s elements of %q is not whole aligned 32-bit words", ru.N, y.Kind, y.Name)
+					}
+					cp := &codegen.Copy{R: 1, W: bytes / 4, XStride: bytes / 4, YStride: bytes / 4, Workers: codegen.Slots}
+					m.copies[p.Tile] = append(m.copies[p.Tile], &prog.Kernel{What: y.Name + ".copy-local", Params: cp, Fixes: []prog.Fix{
+						{Field: &cp.X, Ref: prog.Ref{Buf: stageBuf, Off: uint32(stage[i].off + ru.SrcOff*esz)}}, {Field: &cp.Y, Ref: yRefs[j].Add(ru.DstOff * esz), Write: true}}})
+				}
+				continue
+			}
+			if err := l.packLocal(s, y.Name+".pack-local", p.Tile, x, i, xRefs[i], inter, yRefs[j], dg, base, transp, gAx, w); err != nil {
+				return err
+			}
+		}
+	}
+	for j := range y.Pieces {
+		l.zeroKPad(m, y.Name, y, j, yRefs[j])
+	}
+	if len(m.xfers) > 0 || len(m.copies) > 0 {
+		l.exchange("operands:"+y.Name, m)
+	}
+	return nil
+}
+
+// packRect packs the operand box vb of source piece i (all its batch
+// indices) into a panel with geometry g at dst.
+func (l *lowerer) packRect(s *prog.Superstep, what string, tile int, x *layout.Tensor, i int, xref prog.Ref, vb layout.Box, dst prog.Ref, g layout.Geometry, base codegen.Pack, transp bool) error {
+	r := len(vb)
+	outer := append(vb[:r-2].Clone(), layout.Range{Lo: 0, Hi: 1}, layout.Range{Lo: 0, Hi: 1})
+	var err error
+	eachIndex(outer, func(idx []int) {
+		if err != nil {
+			return
+		}
+		sub := append(layout.Box(nil), vb...)
+		for d := 0; d < r-2; d++ {
+			sub[d] = layout.Range{Lo: idx[d], Hi: idx[d] + 1}
+		}
+		err = l.packOne(s, what, tile, x, i, xref, sub, dst.Add(g.BatchOffset(idx[:r-2])*g.Size), g.KP, base, transp)
+	})
+	return err
+}
+
+// packOne emits one Pack of the operand rectangle sub (one batch index,
+// in y's coordinates) of source piece i, writing a panel of KP k at dst.
+func (l *lowerer) packOne(s *prog.Superstep, what string, tile int, x *layout.Tensor, i int, xref prog.Ref, sub layout.Box, dst prog.Ref, kp int, base codegen.Pack, transp bool) error {
+	r := len(sub)
+	xb := sub.Clone()
+	if transp {
+		xb[r-2], xb[r-1] = xb[r-1], xb[r-2]
+	}
+	xg := x.Geometry(i)
+	lo := make([]int, r)
+	for d := range lo {
+		lo[d] = xb[d].Lo
+	}
+	p := base
+	p.R, p.C = xb[r-2].Len(), xb[r-1].Len()
+	p.XStride = xg.Pitch
+	if r >= 2 {
+		p.XStride = xg.Strides[r-2]
+	}
+	p.KP = kp
+	k := &prog.Kernel{What: what, Params: &p, Fixes: []prog.Fix{
+		{Field: &p.X, Ref: xref.Add(xg.Offset(lo) * x.Size)}, {Field: &p.Y, Ref: dst, Write: true}}}
+	if _, err := k.Cost(); err != nil {
+		return l.notLowered(nil, "%s on tile %d: %v", what, tile, err)
+	}
+	s.Work[tile] = append(s.Work[tile], k)
+	return nil
+}
+
+// packLocal packs the intersection inter of a source piece and a block
+// on the same tile straight into the block: per batch index, one pack
+// of whole groups when the intersection spans the block's k range, else
+// one pack per group (a group's k run is contiguous in the block).
+func (l *lowerer) packLocal(s *prog.Superstep, what string, tile int, x *layout.Tensor, i int, xref prog.Ref, inter layout.Box, dst prog.Ref, dg layout.Geometry, base codegen.Pack, transp bool, gAx, w int) error {
+	r := len(inter)
+	kAx := r - 1
+	if gAx == r-1 {
+		kAx = r - 2
+	}
+	outer := append(inter[:r-2].Clone(), layout.Range{Lo: 0, Hi: 1}, layout.Range{Lo: 0, Hi: 1})
+	var err error
+	eachIndex(outer, func(idx []int) {
+		if err != nil {
+			return
+		}
+		sub := append(layout.Box(nil), inter...)
+		for d := 0; d < r-2; d++ {
+			sub[d] = layout.Range{Lo: idx[d], Hi: idx[d] + 1}
+		}
+		at := make([]int, r)
+		for d := range at {
+			at[d] = sub[d].Lo
+		}
+		if sub[kAx] == dg.Box[kAx] {
+			err = l.packOne(s, what, tile, x, i, xref, sub, dst.Add(dg.Offset(at)*dg.Size), dg.KP, base, transp)
+			return
+		}
+		for g := sub[gAx].Lo; g < sub[gAx].Hi && err == nil; g += w {
+			one := sub.Clone()
+			one[gAx] = layout.Range{Lo: g, Hi: min(g+w, sub[gAx].Hi)}
+			at[gAx] = g
+			err = l.packOne(s, what, tile, x, i, xref, one, dst.Add(dg.Offset(at)*dg.Size), sub[kAx].Len(), base, transp)
+		}
+	})
+	return err
+}
+
+// zeroKPad zeroes the k padding of a panel piece (KP above its k extent)
+// that runs between tiles filled: the product multiplies the padding
+// lanes of A and B, so they must hold zeros. One copy of a zero word
+// slice per group and batch index into m's local work.
+func (l *lowerer) zeroKPad(m *moves, what string, t *layout.Tensor, i int, ref prog.Ref) {
+	g := t.Geometry(i)
+	r := len(g.Box)
+	kAx, gAx, w := r-1, r-2, layout.AGroup
+	if t.Kind == layout.BPanel {
+		kAx, gAx, w = r-2, r-1, layout.BGroup
+	}
+	ext := g.Box[kAx].Len()
+	if g.KP == ext {
+		return
+	}
+	tile := t.Pieces[i].Tile
+	words := w * t.Size * (g.KP - ext) / 4
+	groups := g.GP / w
+	zero := l.zeros(tile, 4*words)
+	outer := append(g.Box[:r-2].Clone(), layout.Range{Lo: 0, Hi: 1}, layout.Range{Lo: 0, Hi: 1})
+	eachIndex(outer, func(idx []int) {
+		at := append(append([]int(nil), idx[:r-2]...), 0, 0)
+		at[gAx], at[kAx] = g.Box[gAx].Lo, g.Box[kAx].Lo+ext
+		off := g.BatchOffset(idx[:r-2]) + w*ext
+		_ = at
+		cp := &codegen.Copy{R: groups, W: words, XStride: 0, YStride: w * g.KP * t.Size / 4, Workers: codegen.Slots}
+		m.copies[tile] = append(m.copies[tile], &prog.Kernel{What: what + ".zero-kpad", Params: cp, Fixes: []prog.Fix{
+			{Field: &cp.X, Ref: prog.Ref{Buf: zero}}, {Field: &cp.Y, Ref: ref.Add(off * t.Size), Write: true}}})
+	})
+}
+
+// zeros returns a buffer of at least n zero bytes on tile t: one buffer
+// of constant zeros for the whole program, on every tile that asks.
+func (l *lowerer) zeros(t, n int) *prog.Buffer {
+	if l.zero == nil {
+		l.zero = l.out.NewBuffer("zeros", nil, 0, 16, prog.AnyRegion)
+		l.zero.Permanent = true
+		l.zero.Data = map[int][]byte{}
+	}
+	z := l.zero
+	z.Size = max(z.Size, uint32(n+15)&^15)
+	if _, ok := z.Data[t]; !ok {
+		z.Tiles = append(z.Tiles, t)
+		z.Data[t] = nil
+	}
+	return z
+}
+
+// finishZeros sizes the zero buffer's data once every tile has asked.
+func (l *lowerer) finishZeros() {
+	z := l.zero
+	if z == nil {
+		return
+	}
+	z.Tiles = prog.TileSet(z.Tiles)
+	for t := range z.Data {
+		z.Data[t] = make([]byte, z.Size)
+	}
+}

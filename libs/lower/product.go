@@ -1,0 +1,565 @@
+package lower
+
+// Matrix products (MatMul of any rank, Gemm). The step's operand tensors
+// are the split's blocks in panel layout (A: APanel, B: BPanel, in the
+// element type the product multiplies), its result tensor the split's
+// result pieces, row-major with rows padded to 16 (the C block's pitch).
+// Per tile and batch index: the product into a C block, then (k split)
+// the reduce-scatter of the partial sums, then the Gemm epilogue and the
+// cast to FP16 when the result is FP16.
+
+import (
+	"fmt"
+	"sort"
+
+	"ipu.local/formats/obj"
+	"ipu.local/formats/plan"
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/graph"
+	"ipu.local/libs/layout"
+	"ipu.local/libs/onnx"
+	"ipu.local/libs/prog"
+)
+
+// OperandOf returns how a product operand's tensor may hold value w: the
+// MatMul's input v traced back through exact casts to float (from FP16 or
+// FP8) and transposes of the last two axes, until w; flips counts the
+// transposes (Gemm's trans attributes included by the caller). ok is
+// false when w is not on that chain.
+func OperandOf(v, w *graph.Value) (flips int, ok bool) {
+	for {
+		if v == w {
+			return flips, true
+		}
+		n := v.Producer
+		if n == nil {
+			return 0, false
+		}
+		switch a := n.Attrs.(type) {
+		case *graph.Cast:
+			in := n.Inputs[0]
+			if a.To != onnx.Float && !(a.To == onnx.Float16 && isFP8(in.DType)) {
+				return 0, false
+			}
+			if in.DType != onnx.Float16 && !isFP8(in.DType) && in.DType != onnx.Float {
+				return 0, false
+			}
+			if in.DType == onnx.Float && a.To == onnx.Float {
+				// an identity cast
+			} else if in.DType == onnx.Float {
+				return 0, false
+			}
+		case *graph.Transpose:
+			r := len(a.Perm)
+			if r < 2 || a.Perm[r-1] != r-2 || a.Perm[r-2] != r-1 || !layout.KeepsInner(append(append([]int(nil), a.Perm[:r-2]...), r-2)) {
+				return 0, false
+			}
+			for i := 0; i < r-2; i++ {
+				if a.Perm[i] != i {
+					return 0, false
+				}
+			}
+			flips++
+		default:
+			return 0, false
+		}
+		v = n.Inputs[0]
+	}
+}
+
+func isFP8(d onnx.DataType) bool {
+	_, ok := graph.FP8Format(d)
+	return ok
+}
+
+// ampType is the product type of an operand tensor's element type.
+func ampType(d onnx.DataType) (codegen.AMPType, bool) {
+	switch {
+	case d == onnx.Float16:
+		return codegen.AMPFP16, true
+	case isFP8(d):
+		return codegen.AMPFP8, true
+	case d == onnx.Float:
+		return codegen.VecFP32, true
+	}
+	return 0, false
+}
+
+// KernelName is a product step's kernel name for a product type.
+func KernelName(t codegen.AMPType) string {
+	if t == codegen.VecFP32 {
+		return "vec-fp32"
+	}
+	return "amp-" + t.String()
+}
+
+// productShape is a product step's operands and shape.
+type productShape struct {
+	a, b, c, y *layout.Tensor
+	mm         layout.MatMul
+	typ        codegen.AMPType
+	fp8        codegen.FP8Config
+	alpha      float32
+	beta       float32
+}
+
+func (l *lowerer) productShape(st *plan.Step, n *graph.Node) (*productShape, error) {
+	ins, outs, err := l.productTensors(st, n)
+	if err != nil {
+		return nil, err
+	}
+	ps := &productShape{a: ins[0], b: ins[1], y: outs[0], alpha: 1, beta: 1}
+	if len(ins) > 2 {
+		ps.c = ins[2]
+	}
+	ta, tb := 0, 0
+	if g, ok := n.Attrs.(*graph.Gemm); ok {
+		ps.alpha, ps.beta = g.Alpha, g.Beta
+		if g.TransA {
+			ta = 1
+		}
+		if g.TransB {
+			tb = 1
+		}
+	}
+	for k, t := range []*layout.Tensor{ps.a, ps.b} {
+		flips, ok := OperandOf(n.Inputs[k], l.g.Values[t.Value])
+		if !ok {
+			return nil, l.stepErr("operand %c: tensor %d holds %q, which is not the operand %q seen through exact casts and transposes", 'a'+k, t.ID, t.Name, n.Inputs[k].Name)
+		}
+		flips += []int{ta, tb}[k]
+		if t.Transposed != (flips%2 == 1) {
+			return nil, l.stepErr("operand %c: tensor %d (%q) has transposed=%v, the operand is %q transposed %d times", 'a'+k, t.ID, t.Name, t.Transposed, t.Name, flips)
+		}
+		if want := []layout.Kind{layout.APanel, layout.BPanel}[k]; t.Kind != want {
+			return nil, l.stepErr("operand %c: tensor %d (%q) is %s, the product reads %s", 'a'+k, t.ID, t.Name, t.Kind, want)
+		}
+	}
+	da, db := l.g.Values[ps.a.Value].DType, l.g.Values[ps.b.Value].DType
+	typ, ok1 := ampType(da)
+	tb2, ok2 := ampType(db)
+	if !ok1 || !ok2 || typ != tb2 {
+		return nil, l.notLowered(n, "operands of types %s and %s (a product multiplies two float16, two FP8 or two float operands)", da, db)
+	}
+	ps.typ = typ
+	if typ == codegen.AMPFP8 {
+		ps.fp8.FormatA, _ = graph.FP8Format(da)
+		ps.fp8.FormatB, _ = graph.FP8Format(db)
+	}
+	if want := KernelName(typ); st.Kernel != want {
+		return nil, l.stepErr("kernel %q, the operands' types make it %q", st.Kernel, want)
+	}
+	as, bs := ps.a.Shape, ps.b.Shape
+	ra, rb := len(as), len(bs)
+	if as[ra-1] != bs[rb-2] {
+		return nil, l.stepErr("operands [.., %d, %d] x [.., %d, %d] do not share K", as[ra-2], as[ra-1], bs[rb-2], bs[rb-1])
+	}
+	ps.mm = layout.MatMul{ABatch: as[:ra-2], BBatch: bs[:rb-2], M: as[ra-2], K: as[ra-1], N: bs[rb-1]}
+	ys := ps.y.Shape
+	ps.mm.Batch = ys[:len(ys)-2]
+	if ys[len(ys)-2] != ps.mm.M || ys[len(ys)-1] != ps.mm.N {
+		return nil, l.stepErr("result tensor %d (%q) of shape %v for a [%d, %d] product", ps.y.ID, ps.y.Name, ys, ps.mm.M, ps.mm.N)
+	}
+	return ps, nil
+}
+
+// productTensors reads a product step's tensors: A, B, optional bias;
+// the result (the node's output, or the FP16 cast of it that the step
+// folds).
+func (l *lowerer) productTensors(st *plan.Step, n *graph.Node) (ins, outs []*layout.Tensor, err error) {
+	if len(st.Inputs) != len(n.Inputs) || len(st.Outputs) != 1 {
+		return nil, nil, l.stepErr("%d input and %d output tensors for a product of %d inputs", len(st.Inputs), len(st.Outputs), len(n.Inputs))
+	}
+	for k, id := range st.Inputs {
+		if id < 0 {
+			if k < 2 {
+				return nil, nil, l.stepErr("no tensor for operand %c", 'a'+k)
+			}
+			continue
+		}
+		var v *graph.Value
+		if k == 2 {
+			v = n.Inputs[2]
+		}
+		t, err := l.tensor(id, v, fmt.Sprintf("input %d", k))
+		if err != nil {
+			return nil, nil, err
+		}
+		ins = append(ins, t)
+	}
+	y, err := l.tensor(st.Outputs[0], nil, "output")
+	if err != nil {
+		return nil, nil, err
+	}
+	out := n.Outputs[0]
+	if y.Value != out.Index {
+		cast := OutputCast(l.g, n)
+		if cast == nil || cast.Outputs[0].Index != y.Value {
+			return nil, nil, l.stepErr("result tensor %d holds %q, not %q or its only reader's cast to float16", y.ID, y.Name, out.Name)
+		}
+	}
+	return ins, []*layout.Tensor{y}, nil
+}
+
+// OutputCast returns the Cast to FP16 that is the only reader of a
+// product's FP32 result, when that result is no graph output: the
+// product may write the FP16 result itself. Nil otherwise.
+func OutputCast(g *graph.Graph, n *graph.Node) *graph.Node {
+	out := n.Outputs[0]
+	if out.DType != onnx.Float {
+		return nil
+	}
+	for _, v := range g.Outputs {
+		if v == out {
+			return nil
+		}
+	}
+	var reader *graph.Node
+	for _, m := range g.Nodes {
+		for _, v := range m.Inputs {
+			if v == out {
+				if reader != nil {
+					return nil
+				}
+				reader = m
+			}
+		}
+	}
+	if reader == nil {
+		return nil
+	}
+	if a, ok := reader.Attrs.(*graph.Cast); ok && a.To == onnx.Float16 {
+		return reader
+	}
+	return nil
+}
+
+// samePieces checks that t's pieces are want's, sorted.
+func (l *lowerer) samePieces(t *layout.Tensor, want []layout.Piece, what string) error {
+	w := &layout.Tensor{Pieces: append([]layout.Piece(nil), want...)}
+	w.SortPieces()
+	if len(w.Pieces) != len(t.Pieces) {
+		return l.stepErr("tensor %d (%q): %d pieces, the split's %s has %d", t.ID, t.Name, len(t.Pieces), what, len(w.Pieces))
+	}
+	for i, p := range w.Pieces {
+		q := t.Pieces[i]
+		if p.Tile != q.Tile || !p.Box.Equal(q.Box) {
+			return l.stepErr("tensor %d (%q): piece %d is tile %d %s, the split's %s has tile %d %s there", t.ID, t.Name, i, q.Tile, q.Box, what, p.Tile, p.Box)
+		}
+	}
+	return nil
+}
+
+// pieceOn returns the index of t's piece on tile tl with box b (-1: none).
+func pieceOn(t *layout.Tensor, tl int, b layout.Box) int {
+	for _, i := range t.OnTile(tl) {
+		if t.Pieces[i].Box.Equal(b) {
+			return i
+		}
+	}
+	return -1
+}
+
+// product lowers a MatMul or Gemm step.
+func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
+	ps, err := l.productShape(st, n)
+	if err != nil {
+		return err
+	}
+	if st.Split == nil {
+		return l.stepErr("a product step without a split")
+	}
+	s := layout.Split{GB: st.Split.B, GM: st.Split.M, GN: st.Split.N, GK: st.Split.K, Align: alignOf(ps.y)}
+	lo := st.Tiles[0]
+	if !s.Fits(ps.mm) || lo+s.Tiles() > st.Tiles[1] {
+		return l.stepErr("split %v over tiles %v does not fit %d products of [%d,%d]x[%d,%d]", s, st.Tiles, ps.mm.Batches(), ps.mm.M, ps.mm.K, ps.mm.K, ps.mm.N)
+	}
+	if err := l.samePieces(ps.a, s.OperandPieces(ps.mm, lo, true), "A blocks"); err != nil {
+		return err
+	}
+	if err := l.samePieces(ps.b, s.OperandPieces(ps.mm, lo, false), "B blocks"); err != nil {
+		return err
+	}
+	if err := l.samePieces(ps.y, s.ResultPieces(ps.mm, lo), "result pieces"); err != nil {
+		return err
+	}
+	if ps.y.Kind != layout.RowMajor || ps.y.Pad != layout.BGroup {
+		return l.stepErr("result tensor %d (%q): %s with pad %d, the product writes row-major rows padded to %d", ps.y.ID, ps.y.Name, ps.y.Kind, ps.y.Pad, layout.BGroup)
+	}
+	ydt := l.g.Values[ps.y.Value].DType
+	if ydt != onnx.Float && ydt != onnx.Float16 {
+		return l.notLowered(n, "result of type %s", ydt)
+	}
+	aRefs, err := l.read(ps.a)
+	if err != nil {
+		return err
+	}
+	bRefs, err := l.read(ps.b)
+	if err != nil {
+		return err
+	}
+	// The AMP reads B from interleaved memory, 32-byte aligned, and A from
+	// another memory element.
+	bBuf := bRefs[0].Buf
+	bBuf.Region, bBuf.Align = prog.Interleaved, max(bBuf.Align, 32)
+	aBuf := aRefs[0].Buf
+	if aBuf.Region == prog.AnyRegion {
+		aBuf.Region = prog.NonInterleaved
+	}
+	aBuf.Apart = append(aBuf.Apart, bBuf)
+
+	blocks := s.Blocks(ps.mm, lo)
+	var mpMax, npMax, nbMax, partMax int
+	for _, tb := range blocks {
+		mpMax = max(mpMax, layout.Pad(tb.M1-tb.M0, layout.AGroup))
+		npMax = max(npMax, layout.Pad(tb.N1-tb.N0, layout.BGroup))
+		nbMax = max(nbMax, tb.B1-tb.B0)
+		partMax = max(partMax, tb.P1-tb.P0)
+	}
+	tiles := make([]int, len(blocks))
+	for i, tb := range blocks {
+		tiles[i] = tb.Tile
+	}
+	blockBytes := mpMax * npMax * 4
+	cBuf := l.out.NewBuffer(n.Name+".c", tiles, nbMax*blockBytes, 16, prog.Interleaved)
+	mmStep := l.compute(n.Name)
+	cRef := func(tb layout.TileBlock, b int) prog.Ref { return prog.Ref{Buf: cBuf, Off: uint32((b - tb.B0) * blockBytes)} }
+	for _, tb := range blocks {
+		mp, np := layout.Pad(tb.M1-tb.M0, layout.AGroup), layout.Pad(tb.N1-tb.N0, layout.BGroup)
+		for b := tb.B0; b < tb.B1; b++ {
+			idx := ps.mm.BatchIndex(b)
+			ab := append(layout.ProjectBatch(idx, ps.mm.ABatch), layout.Range{Lo: tb.M0, Hi: tb.M1}, layout.Range{Lo: tb.K0, Hi: tb.K1})
+			bb := append(layout.ProjectBatch(idx, ps.mm.BBatch), layout.Range{Lo: tb.K0, Hi: tb.K1}, layout.Range{Lo: tb.N0, Hi: tb.N1})
+			ai, bi := pieceOn(ps.a, tb.Tile, ab), pieceOn(ps.b, tb.Tile, bb)
+			kp := ps.a.Geometry(ai).KP
+			k := &prog.Kernel{What: n.Name + ".matmul"}
+			if ps.typ == codegen.VecFP32 {
+				p := &codegen.MatMulF32{M: mp, K: kp, N: np, CStride: np, Workers: codegen.Slots}
+				k.Params = p
+				k.Fixes = []prog.Fix{{Field: &p.A, Ref: aRefs[ai]}, {Field: &p.B, Ref: bRefs[bi]}, {Field: &p.C, Ref: cRef(tb, b), Write: true}}
+			} else {
+				p := &codegen.MatMul{Type: ps.typ, M: mp, K: kp, N: np, CStride: np, FP8: ps.fp8, Workers: codegen.Slots}
+				k.Params = p
+				k.Fixes = []prog.Fix{{Field: &p.A, Ref: aRefs[ai]}, {Field: &p.B, Ref: bRefs[bi]}, {Field: &p.C, Ref: cRef(tb, b), Write: true}}
+			}
+			mmStep.Work[tb.Tile] = append(mmStep.Work[tb.Tile], k)
+		}
+	}
+	final := mmStep
+	if s.GK > 1 {
+		final = l.reduceScatter(n, s, ps, blocks, cBuf, blockBytes, npMax, partMax, nbMax)
+	}
+	return l.productResult(n, ps, blocks, cRef, final)
+}
+
+// alignOf is the row alignment a result tensor's pieces show: the
+// smallest power of two dividing every piece's first row (at least
+// AGroup).
+func alignOf(y *layout.Tensor) int {
+	r := len(y.Shape)
+	a := 1 << 30
+	for _, p := range y.Pieces {
+		if lo := p.Box[r-2].Lo; lo > 0 {
+			a = min(a, lo&-lo)
+		}
+	}
+	if a == 1<<30 || a < layout.AGroup {
+		return layout.AGroup
+	}
+	return min(a, layout.BGroup)
+}
+
+// reduceScatter adds the exchange and compute supersteps that sum a k
+// split's partial products: tile (b, i, j, l) receives row part l of
+// block (b, i, j) from the other k blocks and adds them.
+func (l *lowerer) reduceScatter(n *graph.Node, s layout.Split, ps *productShape, blocks []layout.TileBlock, cBuf *prog.Buffer, blockBytes, npMax, partMax, nbMax int) *prog.Superstep {
+	var tiles []int
+	for _, tb := range blocks {
+		tiles = append(tiles, tb.Tile)
+	}
+	slot := partMax * npMax * 4
+	rb := l.out.NewBuffer(n.Name+".partials", tiles, nbMax*(s.GK-1)*slot, 8, prog.Interleaved)
+	m := newMoves()
+	var adds []struct {
+		tile int
+		k    *prog.Kernel
+	}
+	byCoord := map[[4]int]layout.TileBlock{}
+	for rel, tb := range blocks {
+		b, i, j, lk := s.Coords(rel)
+		byCoord[[4]int{b, i, j, lk}] = tb
+	}
+	for rel, tb := range blocks {
+		b, i, j, lk := s.Coords(rel)
+		if tb.P0 == tb.P1 {
+			continue
+		}
+		np := layout.Pad(tb.N1-tb.N0, layout.BGroup)
+		words := (tb.P1 - tb.P0) * np
+		for bi := tb.B0; bi < tb.B1; bi++ {
+			k := 0
+			for l2 := 0; l2 < s.GK; l2++ {
+				if l2 == lk {
+					continue
+				}
+				from := byCoord[[4]int{b, i, j, l2}]
+				part := prog.Ref{Buf: cBuf, Off: uint32((bi-from.B0)*blockBytes + tb.P0*np*4)}
+				dst := prog.Ref{Buf: rb, Off: uint32(((bi-tb.B0)*(s.GK-1) + k) * slot)}
+				m.xfers = append(m.xfers, prog.Transfer{Src: from.Tile, Dst: tb.Tile, DstN: 1, Words: words, From: part, To: dst})
+				own := prog.Ref{Buf: cBuf, Off: uint32((bi-tb.B0)*blockBytes + tb.P0*np*4)}
+				p := &codegen.Binary{Op: codegen.Add, N: words, Workers: codegen.Slots}
+				kk := &prog.Kernel{What: n.Name + ".reduce-add", Params: p, Fixes: []prog.Fix{
+					{Field: &p.A.Addr, Ref: own}, {Field: &p.B.Addr, Ref: dst}, {Field: &p.Y, Ref: own, Write: true}}}
+				adds = append(adds, struct {
+					tile int
+					k    *prog.Kernel
+				}{tb.Tile, kk})
+				k++
+			}
+		}
+	}
+	step := l.exchangeNamed("reduce:"+n.Name, "reduce-add:"+n.Name, m)
+	for _, a := range adds {
+		step.Work[a.tile] = append(step.Work[a.tile], a.k)
+	}
+	return step
+}
+
+// productResult applies the Gemm epilogue and the FP16 cast to each
+// tile's result part and records the result tensor's storage.
+func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout.TileBlock, cRef func(layout.TileBlock, int) prog.Ref, final *prog.Superstep) error {
+	y := ps.y
+	f16 := l.g.Values[y.Value].DType == onnx.Float16
+	var yRefs []prog.Ref
+	if f16 {
+		var err error
+		if yRefs, err = l.write(y); err != nil {
+			return err
+		}
+	} else {
+		if l.refs[y.ID] != nil {
+			return planErr("tensor %d (%q) is written twice", y.ID, y.Name)
+		}
+		yRefs = make([]prog.Ref, len(y.Pieces))
+	}
+	var bias []prog.Ref
+	if ps.c != nil && ps.beta != 0 {
+		var err error
+		if bias, err = l.read(ps.c); err != nil {
+			return err
+		}
+	}
+	r := len(y.Shape)
+	for _, tb := range blocks {
+		if tb.P0 == tb.P1 {
+			continue
+		}
+		np := layout.Pad(tb.N1-tb.N0, layout.BGroup)
+		for b := tb.B0; b < tb.B1; b++ {
+			box := make(layout.Box, 0, r)
+			for _, i := range ps.mm.BatchIndex(b) {
+				box = append(box, layout.Range{Lo: i, Hi: i + 1})
+			}
+			box = append(box, layout.Range{Lo: tb.M0 + tb.P0, Hi: tb.M0 + tb.P1}, layout.Range{Lo: tb.N0, Hi: tb.N1})
+			yi := pieceOn(y, tb.Tile, box)
+			part := cRef(tb, b).Add(tb.P0 * np * 4)
+			rows := tb.P1 - tb.P0
+			if ps.alpha != 1 {
+				p := &codegen.Binary{Op: codegen.Mul, N: rows * np, B: codegen.Operand{Const: true, Value: ps.alpha}, Workers: codegen.Slots}
+				final.Work[tb.Tile] = append(final.Work[tb.Tile], &prog.Kernel{What: n.Name + ".alpha", Params: p,
+					Fixes: []prog.Fix{{Field: &p.A.Addr, Ref: part}, {Field: &p.Y, Ref: part, Write: true}}})
+			}
+			if bias != nil {
+				if err := l.addBias(n, ps, final, tb.Tile, box, part, np, bias); err != nil {
+					return err
+				}
+			}
+			if f16 {
+				p := &codegen.Cast{Kind: codegen.F32ToF16, N: rows * np, Workers: codegen.Slots}
+				final.Work[tb.Tile] = append(final.Work[tb.Tile], &prog.Kernel{What: n.Name + ".cast-out", Params: p,
+					Fixes: []prog.Fix{{Field: &p.X, Ref: part}, {Field: &p.Y, Ref: yRefs[yi], Write: true}}})
+			} else {
+				yRefs[yi] = part
+			}
+		}
+	}
+	l.refs[y.ID] = yRefs
+	l.acc[y.Value] = l.productAcc(n, ps, f16)
+	return nil
+}
+
+// productAcc is the rounding count of a product's result: the operands'
+// counts (the largest), K FP32 additions, the epilogue's, and the FP16
+// rounding.
+func (l *lowerer) productAcc(n *graph.Node, ps *productShape, f16 bool) int64 {
+	acc := max(l.acc[ps.a.Value], l.acc[ps.b.Value]) + int64(ps.mm.K)
+	if ps.alpha != 1 {
+		acc++
+	}
+	if ps.c != nil && ps.beta != 0 {
+		acc = max(acc, l.acc[ps.c.Value]) + 1
+		if ps.beta != 1 {
+			acc++
+		}
+	}
+	if f16 {
+		acc += F16Rounding
+	}
+	return acc
+}
+
+// addBias adds Beta*C to one result part (rows of pitch np at part).
+func (l *lowerer) addBias(n *graph.Node, ps *productShape, s *prog.Superstep, tile int, box layout.Box, part prog.Ref, np int, bias []prog.Ref) error {
+	c := ps.c
+	ys := ps.y.Shape
+	want := layout.Project(box, c.Shape, ys)
+	ci := pieceOn(c, tile, want)
+	if ci < 0 {
+		return l.stepErr("bias tensor %d (%q) has no piece %s on tile %d, which the result piece %s needs", c.ID, c.Name, want, tile, box)
+	}
+	if c.Kind != layout.RowMajor || l.g.Values[c.Value].DType != onnx.Float {
+		return l.notLowered(n, "bias %q of type %s in a %s layout (a float row-major bias)", c.Name, l.g.Values[c.Value].DType, c.Kind)
+	}
+	out := l.resultGeometry(box)
+	src := bias[ci]
+	if ps.beta != 1 {
+		// Beta*C into a scratch the size of the bias piece.
+		g := c.Geometry(ci)
+		tmp := l.out.NewBuffer(n.Name+".beta", []int{tile}, g.Bytes(), 8, prog.AnyRegion)
+		p := &codegen.Binary{Op: codegen.Mul, N: g.Elems, B: codegen.Operand{Const: true, Value: ps.beta}, Workers: codegen.Slots}
+		s.Work[tile] = append(s.Work[tile], &prog.Kernel{What: n.Name + ".beta", Params: p,
+			Fixes: []prog.Fix{{Field: &p.A.Addr, Ref: src}, {Field: &p.Y, Ref: prog.Ref{Buf: tmp}, Write: true}}})
+		src = prog.Ref{Buf: tmp}
+	}
+	ops := []operand{{geo: out, ref: part, shape: ys}, {geo: c.Geometry(ci), ref: src, shape: c.Shape}}
+	return l.elementwiseLaunches(n.Name+".bias", s, tile, binaryKernel(codegen.Add, codegen.F32), out, part, ys, ops)
+}
+
+// resultGeometry is the storage geometry of an FP32 result part: rows of
+// the C block's pitch.
+func (l *lowerer) resultGeometry(box layout.Box) layout.Geometry {
+	t := &layout.Tensor{Size: 4, Kind: layout.RowMajor, Pad: layout.BGroup}
+	return t.GeometryOf(box)
+}
+
+// exchangeNamed is exchange with separate names for the two supersteps.
+func (l *lowerer) exchangeNamed(xname, cname string, m *moves) *prog.Superstep {
+	if len(m.xfers) > 0 {
+		x := l.add(obj.Exchange, xname)
+		x.Xfers = multicast(m.xfers)
+		l.cur = nil
+	}
+	if l.cur == nil || l.out.Steps[len(l.out.Steps)-1] != l.cur {
+		l.cur = l.add(obj.Compute, cname)
+	}
+	s := l.cur
+	ts := make([]int, 0, len(m.copies))
+	for t := range m.copies {
+		ts = append(ts, t)
+	}
+	sort.Ints(ts)
+	for _, t := range ts {
+		s.Work[t] = append(s.Work[t], m.copies[t]...)
+	}
+	return s
+}

@@ -1,0 +1,277 @@
+package lower
+
+// Data movement: re-layouts (a value from one mapping to another),
+// transposes (any permutation), reshapes and views. The runs of
+// libs/layout become exchange transfers between tiles and copy kernels
+// on a tile; a transpose that moves the innermost axis gathers each
+// destination piece's source box to its tile first, then permutes it
+// there (codegen.Gather).
+
+import (
+	"ipu.local/formats/plan"
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/graph"
+	"ipu.local/libs/layout"
+	"ipu.local/libs/prog"
+)
+
+// runMoves turns runs from src to dst into transfers and local copies.
+func (l *lowerer) runMoves(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref, runs []layout.Run) (*moves, error) {
+	m := newMoves()
+	size := src.Size
+	type local struct {
+		from, to prog.Ref
+		bytes    int
+	}
+	locals := map[int][]local{}
+	for _, r := range runs {
+		s, t := src.Pieces[r.Src].Tile, dst.Pieces[r.Dst].Tile
+		from, to := srcRefs[r.Src].Add(r.SrcOff*size), dstRefs[r.Dst].Add(r.DstOff*size)
+		bytes := r.N * size
+		if from.Off%4 != 0 || to.Off%4 != 0 || bytes%4 != 0 {
+			return nil, l.notLowered(nil, "moving %d elements of %q from element %d of a piece on tile %d to tile %d: not whole aligned 32-bit words (tensor %d to tensor %d)", r.N, src.Name, r.SrcOff, s, t, src.ID, dst.ID)
+		}
+		if s != t {
+			m.xfers = append(m.xfers, prog.Transfer{Src: s, Dst: t, DstN: 1, Words: bytes / 4, From: from, To: to})
+			continue
+		}
+		if from == to {
+			continue
+		}
+		locals[t] = append(locals[t], local{from, to, bytes})
+	}
+	// Local runs: one copy kernel per regular sequence (equal lengths,
+	// constant strides on both sides, within one buffer each).
+	for t, ls := range locals {
+		for i := 0; i < len(ls); {
+			j := i + 1
+			var ds, dd int
+			if j < len(ls) && ls[j].bytes == ls[i].bytes && ls[j].from.Buf == ls[i].from.Buf && ls[j].to.Buf == ls[i].to.Buf {
+				ds = int(ls[j].from.Off) - int(ls[i].from.Off)
+				dd = int(ls[j].to.Off) - int(ls[i].to.Off)
+				for j < len(ls) && ls[j].bytes == ls[i].bytes && ls[j].from.Buf == ls[i].from.Buf && ls[j].to.Buf == ls[i].to.Buf &&
+					int(ls[j].from.Off)-int(ls[j-1].from.Off) == ds && int(ls[j].to.Off)-int(ls[j-1].to.Off) == dd && ds > 0 && dd > 0 && ds%4 == 0 && dd%4 == 0 {
+					j++
+				}
+			}
+			rows := j - i
+			if rows == 1 {
+				ds, dd = ls[i].bytes, ls[i].bytes
+			}
+			p := &codegen.Copy{R: rows, W: ls[i].bytes / 4, XStride: ds / 4, YStride: dd / 4, Workers: codegen.Slots}
+			m.copies[t] = append(m.copies[t], &prog.Kernel{What: "copy:" + dst.Name, Params: p,
+				Fixes: []prog.Fix{{Field: &p.X, Ref: ls[i].from}, {Field: &p.Y, Ref: ls[i].to, Write: true}}})
+			i = j
+		}
+	}
+	return m, nil
+}
+
+// relayout lowers an inserted re-layout step: a value from one tensor to
+// another.
+func (l *lowerer) relayout(st *plan.Step) error {
+	if len(st.Inputs) != 1 || len(st.Outputs) != 1 {
+		return l.stepErr("a re-layout reads one tensor and writes one")
+	}
+	src, err := l.tensor(st.Inputs[0], nil, "input")
+	if err != nil {
+		return err
+	}
+	dst, err := l.tensor(st.Outputs[0], nil, "output")
+	if err != nil {
+		return err
+	}
+	if src.Value != dst.Value || src.Transposed != dst.Transposed || src.Size != dst.Size {
+		return l.stepErr("tensor %d (%q) and tensor %d (%q) are not the same value in the same orientation", src.ID, src.Name, dst.ID, dst.Name)
+	}
+	var runs []layout.Run
+	switch {
+	case src.Kind == layout.RowMajor && dst.Kind == layout.RowMajor:
+		runs, err = layout.PermuteRuns(src, dst, layout.Identity(len(src.Shape)))
+	case src.Kind == dst.Kind:
+		runs, err = layout.PanelRuns(src, dst)
+	default:
+		return l.stepErr("a re-layout from %s to %s (a pack step converts row-major data to panels)", src.Kind, dst.Kind)
+	}
+	if err != nil {
+		return l.stepErr("%v", err)
+	}
+	return l.move("relayout:"+dst.Name, src, dst, runs)
+}
+
+// move runs the transfers and copies that fill dst from src.
+func (l *lowerer) move(name string, src, dst *layout.Tensor, runs []layout.Run) error {
+	srcRefs, err := l.read(src)
+	if err != nil {
+		return err
+	}
+	dstRefs, err := l.write(dst)
+	if err != nil {
+		return err
+	}
+	m, err := l.runMoves(src, dst, srcRefs, dstRefs, runs)
+	if err != nil {
+		return err
+	}
+	if dst.Kind != layout.RowMajor {
+		for j := range dst.Pieces {
+			l.zeroKPad(m, dst.Name, dst, j, dstRefs[j])
+		}
+	}
+	l.exchange(name, m)
+	return nil
+}
+
+// transpose lowers a Transpose node.
+func (l *lowerer) transpose(st *plan.Step, n *graph.Node) error {
+	ins, outs, err := l.ioTensors(st, n)
+	if err != nil {
+		return err
+	}
+	x, y := ins[0], outs[0]
+	if x == nil {
+		return l.stepErr("input 0 has no tensor")
+	}
+	if x.Kind != layout.RowMajor || y.Kind != layout.RowMajor || x.Transposed || y.Transposed {
+		return l.stepErr("a transpose between row-major tensors (tensor %d is %s, tensor %d %s)", x.ID, x.Kind, y.ID, y.Kind)
+	}
+	perm := n.Attrs.(*graph.Transpose).Perm
+	l.acc[n.Outputs[0].Index] = l.acc[n.Inputs[0].Index]
+	if layout.KeepsInner(perm) {
+		runs, err := layout.PermuteRuns(x, y, perm)
+		if err != nil {
+			return l.stepErr("%v", err)
+		}
+		return l.move(n.Name, x, y, runs)
+	}
+	if x.Size != 4 && x.Size != 2 {
+		return l.notLowered(n, "a transpose of %d-byte elements that moves the innermost axis", x.Size)
+	}
+	// Gather each output piece's source box to its tile, then permute.
+	stage := &layout.Tensor{ID: -1, Value: x.Value, Name: x.Name + ".staged", Size: x.Size, Shape: x.Shape, Kind: layout.RowMajor, Pad: layout.DefaultPad(x.Size), Source: layout.FromStep}
+	for _, p := range y.Pieces {
+		stage.Pieces = append(stage.Pieces, layout.Piece{Tile: p.Tile, Box: layout.PermuteBox(p.Box, perm, true)})
+	}
+	stage.SortPieces()
+	runs, err := layout.PermuteRuns(x, stage, layout.Identity(len(x.Shape)))
+	if err != nil {
+		return l.stepErr("%v", err)
+	}
+	xRefs, err := l.read(x)
+	if err != nil {
+		return err
+	}
+	offs, per := stage.PieceOffsets()
+	most := 0
+	for _, b := range per {
+		most = max(most, b)
+	}
+	sbuf := l.out.NewBuffer(n.Name+".staged", stage.Tiles(), most, 8, prog.AnyRegion)
+	sRefs := make([]prog.Ref, len(stage.Pieces))
+	for i := range sRefs {
+		sRefs[i] = prog.Ref{Buf: sbuf, Off: uint32(offs[i])}
+	}
+	m, err := l.runMoves(x, stage, xRefs, sRefs, runs)
+	if err != nil {
+		return err
+	}
+	yRefs, err := l.write(y)
+	if err != nil {
+		return err
+	}
+	s := l.exchange(n.Name, m)
+	r := len(y.Shape)
+	for i, p := range y.Pieces {
+		yg := y.Geometry(i)
+		si := pieceOn(stage, p.Tile, layout.PermuteBox(p.Box, perm, true))
+		sg := stage.Geometry(si)
+		// Y rows along axis r-2, columns along r-1; outer axes launch by
+		// launch.
+		outerBox := append(p.Box[:r-2].Clone(), layout.Range{Lo: 0, Hi: 1}, layout.Range{Lo: 0, Hi: 1})
+		var gerr error
+		eachIndex(outerBox, func(idx []int) {
+			if gerr != nil {
+				return
+			}
+			yi := append(append([]int(nil), idx[:r-2]...), p.Box[r-2].Lo, p.Box[r-1].Lo)
+			xi := make([]int, r)
+			for k, pk := range perm {
+				xi[pk] = yi[k]
+			}
+			g := &codegen.Gather{Size: y.Size, R: p.Box[r-2].Len(), C: p.Box[r-1].Len(), YStride: yg.Strides[r-2],
+				RStride: sg.Strides[perm[r-2]], CStride: sg.Strides[perm[r-1]], Workers: codegen.Slots}
+			k := &prog.Kernel{What: n.Name + ".gather", Params: g, Fixes: []prog.Fix{
+				{Field: &g.X, Ref: sRefs[si].Add(sg.Offset(xi) * x.Size)}, {Field: &g.Y, Ref: yRefs[i].Add(yg.Offset(yi) * y.Size), Write: true}}}
+			if _, err := k.Cost(); err != nil {
+				gerr = l.notLowered(n, "on tile %d: %v", p.Tile, err)
+				return
+			}
+			s.Work[p.Tile] = append(s.Work[p.Tile], k)
+		})
+		if gerr != nil {
+			return gerr
+		}
+	}
+	return nil
+}
+
+// reshape lowers Reshape, Flatten, Identity, Squeeze and Unsqueeze: a
+// view when the output tensor stores every element where the input's
+// does, else a re-layout by the row-major order.
+func (l *lowerer) reshape(st *plan.Step, n *graph.Node) error {
+	ins, outs, err := l.ioTensors(st, n)
+	if err != nil {
+		return err
+	}
+	if ins[0] == nil {
+		return l.stepErr("input 0 has no tensor")
+	}
+	l.acc[n.Outputs[0].Index] = l.acc[n.Inputs[0].Index]
+	return l.copyStep(n, ins[0], outs[0])
+}
+
+// copyStep makes y hold x's elements in y's layout: y's storage is x's
+// when the layouts store every element alike (a view), else a re-layout
+// by the row-major order.
+func (l *lowerer) copyStep(n *graph.Node, x, y *layout.Tensor) error {
+	if x.Kind != layout.RowMajor || y.Kind != layout.RowMajor || x.Transposed || y.Transposed {
+		return l.stepErr("a view of tensor %d (%s) as tensor %d (%s): row-major only", x.ID, x.Kind, y.ID, y.Kind)
+	}
+	if l.acc[y.Value] == 0 {
+		l.acc[y.Value] = l.acc[x.Value]
+	}
+	if ps, ok := layout.Reshaped(x, y.Shape, max(y.Pad, 1)); ok && x.Size == y.Size && len(ps) == len(y.Pieces) {
+		where := make([]int, len(ps))
+		same := true
+		for i := 0; same && i < len(ps); i++ {
+			where[i] = pieceOn(y, ps[i].Tile, ps[i].Box)
+			same = where[i] >= 0
+		}
+		if same {
+			refs, err := l.read(x)
+			if err != nil {
+				return err
+			}
+			if l.refs[y.ID] != nil {
+				return planErr("tensor %d (%q) is written twice", y.ID, y.Name)
+			}
+			if y.Source != layout.FromStep {
+				return planErr("tensor %d (%q) has source %s, a step cannot write it", y.ID, y.Name, y.Source)
+			}
+			yRefs := make([]prog.Ref, len(ps))
+			for i, j := range where {
+				yRefs[j] = refs[i]
+			}
+			l.refs[y.ID] = yRefs
+			return nil
+		}
+	}
+	if st := l.step; st != nil && st.Kernel == "view" {
+		return l.stepErr("kernel view, but tensor %d (%q) does not store its elements where tensor %d (%q) does", y.ID, y.Name, x.ID, x.Name)
+	}
+	runs, err := layout.ReshapeRuns(x, y)
+	if err != nil {
+		return l.stepErr("%v", err)
+	}
+	return l.move(n.Name, x, y, runs)
+}

@@ -1,0 +1,268 @@
+package lower
+
+// Row operators: Softmax, LogSoftmax, LayerNormalization, ReduceSum and
+// ReduceMean over trailing axes, at float and float16 (computed in FP32,
+// see codegen.Rows). Each piece of the input holds whole rows (the
+// trailing axes entire, stored contiguously); the output piece on the
+// same tile holds the same rows (reductions: one value per row).
+
+import (
+	"ipu.local/formats/plan"
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/graph"
+	"ipu.local/libs/layout"
+	"ipu.local/libs/onnx"
+	"ipu.local/libs/prog"
+)
+
+// rowAxis returns the first of the trailing axes a row operator works
+// along, or ok false when its axes are not trailing.
+func rowAxis(n *graph.Node) (axis int, ok bool) {
+	r := len(n.Inputs[0].Shape)
+	switch a := n.Attrs.(type) {
+	case *graph.Softmax:
+		if a.Coerce2D {
+			return a.Axis, true
+		}
+		return a.Axis, a.Axis == r-1
+	case *graph.LayerNorm:
+		return a.Axis, true
+	case *graph.Reduce:
+		if len(a.Axes) == 0 {
+			return r, true
+		}
+		for i, ax := range a.Axes {
+			if ax != r-len(a.Axes)+i {
+				return 0, false
+			}
+		}
+		return a.Axes[0], true
+	}
+	return 0, false
+}
+
+// rowGeometry returns the rows of piece geometry g along axes [axis, r):
+// R rows of C elements, rows stride apart, or ok false when the piece does
+// not hold whole rows contiguously.
+func rowGeometry(g layout.Geometry, shape []int, axis int) (R, C, stride int, ok bool) {
+	r := len(shape)
+	C = 1
+	for d := axis; d < r; d++ {
+		if g.Box[d].Lo != 0 || g.Box[d].Hi != shape[d] {
+			return 0, 0, 0, false
+		}
+		C *= shape[d]
+	}
+	// The trailing axes must be dense: every axis but the last strides
+	// by the product of the inner extents.
+	acc := 1
+	for d := r - 1; d >= axis; d-- {
+		if g.Strides[d] != acc {
+			return 0, 0, 0, false
+		}
+		acc *= shape[d]
+	}
+	R = 1
+	for d := 0; d < axis; d++ {
+		R *= g.Box[d].Len()
+	}
+	stride = layout.Pad(C, 8/g.Size)
+	if axis > 0 {
+		stride = g.Strides[axis-1]
+	}
+	return R, C, stride, true
+}
+
+func (l *lowerer) rows(st *plan.Step, n *graph.Node) error {
+	ins, outs, err := l.ioTensors(st, n)
+	if err != nil {
+		return err
+	}
+	x, y := ins[0], outs[0]
+	if x == nil {
+		return l.stepErr("input 0 has no tensor")
+	}
+	if _, err := l.computeType(n); err != nil {
+		return err
+	}
+	xv := n.Inputs[0]
+	if xv.DType != onnx.Float && xv.DType != onnx.Float16 {
+		return l.notLowered(n, "input of type %s", xv.DType)
+	}
+	axis, ok := rowAxis(n)
+	if !ok {
+		return l.notLowered(n, "along axes that are not the last ones (the planner rewrites those with transposes)")
+	}
+	if red, ok := n.Attrs.(*graph.Reduce); ok && len(red.Axes) == 0 {
+		return l.copyStep(n, x, y)
+	}
+	p := codegen.Rows{InF16: xv.DType == onnx.Float16, OutF16: n.Outputs[0].DType == onnx.Float16, Workers: codegen.Slots}
+	var rounds int64
+	L := 1
+	for _, d := range x.Shape[axis:] {
+		L *= d
+	}
+	switch n.Op {
+	case "Softmax":
+		p.Op, rounds = codegen.Softmax, int64(L)+4
+	case "LogSoftmax":
+		p.Op, rounds = codegen.LogSoftmax, int64(L)+5
+	case "LayerNormalization":
+		p.Op, rounds = codegen.LayerNorm, int64(2*L+7)
+		p.Epsilon = n.Attrs.(*graph.LayerNorm).Epsilon
+	case "ReduceSum":
+		p.Op, rounds = codegen.ReduceSum, int64(L)
+	case "ReduceMean":
+		p.Op, rounds = codegen.ReduceMean, int64(L)+2
+	}
+	xRefs, err := l.read(x)
+	if err != nil {
+		return err
+	}
+	// LayerNorm's scale and bias: the whole normalised shape on every tile
+	// of the input.
+	var vecs [2]*layout.Tensor
+	var vecRefs [2][]prog.Ref
+	if p.Op == codegen.LayerNorm {
+		for k := 1; k < 3 && k < len(ins); k++ {
+			t := ins[k]
+			if t == nil {
+				if n.Inputs[k] != nil {
+					return l.stepErr("input %d has no tensor", k)
+				}
+				continue
+			}
+			if t.Kind != layout.RowMajor {
+				return l.stepErr("tensor %d (%q) is %s: LayerNormalization reads its scale and bias row-major", t.ID, t.Name, t.Kind)
+			}
+			if d := n.Inputs[k].DType; d != xv.DType {
+				return l.notLowered(n, "scale or bias of type %s with input of type %s", d, xv.DType)
+			}
+			vecs[k-1] = t
+			if vecRefs[k-1], err = l.read(t); err != nil {
+				return err
+			}
+		}
+		p.ScaleF16 = xv.DType == onnx.Float16
+	}
+	yRefs, err := l.write(y)
+	if err != nil {
+		return err
+	}
+	var stats [2]*layout.Tensor
+	var statRefs [2][]prog.Ref
+	for k := 1; k < len(outs); k++ {
+		if outs[k] != nil {
+			stats[k-1] = outs[k]
+			if statRefs[k-1], err = l.write(outs[k]); err != nil {
+				return err
+			}
+		}
+	}
+	s := l.compute(n.Name)
+	reduces := p.Op == codegen.ReduceSum || p.Op == codegen.ReduceMean
+	for i, pc := range x.Pieces {
+		xg := x.Geometry(i)
+		R, C, xs, ok := rowGeometry(xg, x.Shape, axis)
+		if !ok {
+			return l.stepErr("input tensor %d (%q): piece %s on tile %d does not hold whole rows of axes %d.. stored contiguously", x.ID, x.Name, pc.Box, pc.Tile, axis)
+		}
+		k := p
+		k.R, k.C, k.XStride = R, C, xs
+		kern := &prog.Kernel{What: n.Name, Params: &k}
+		kern.Fixes = append(kern.Fixes, prog.Fix{Field: &k.X, Ref: xRefs[i]})
+		// The output piece: the same rows.
+		ybox := pc.Box
+		if reduces {
+			ybox = reducedBox(pc.Box, axis, y.Shape)
+		}
+		yi := pieceOn(y, pc.Tile, ybox)
+		if yi < 0 {
+			return l.stepErr("output tensor %d (%q) has no piece %s on tile %d for input piece %s", y.ID, y.Name, ybox, pc.Tile, pc.Box)
+		}
+		yg := y.Geometry(yi)
+		if reduces {
+			if yg.Elems != R && !(R == 1 && yg.Elems >= 1) || !denseRows(yg) {
+				return l.stepErr("output tensor %d (%q): piece %s on tile %d does not store its %d values one after the other", y.ID, y.Name, ybox, pc.Tile, R)
+			}
+		} else {
+			_, _, ys, ok := rowGeometry(yg, y.Shape, axis)
+			if !ok {
+				return l.stepErr("output tensor %d (%q): piece %s on tile %d does not store whole rows contiguously", y.ID, y.Name, ybox, pc.Tile)
+			}
+			k.YStride = ys
+		}
+		kern.Fixes = append(kern.Fixes, prog.Fix{Field: &k.Y, Ref: yRefs[yi], Write: true})
+		for v := 0; v < 2; v++ {
+			if vecs[v] == nil {
+				continue
+			}
+			j := pieceOn(vecs[v], pc.Tile, layout.Full(vecs[v].Shape))
+			if j < 0 {
+				return l.stepErr("tensor %d (%q) has no whole copy on tile %d, where LayerNormalization's rows are", vecs[v].ID, vecs[v].Name, pc.Tile)
+			}
+			f := &k.Scale
+			if v == 1 {
+				f = &k.Bias
+			}
+			kern.Fixes = append(kern.Fixes, prog.Fix{Field: f, Ref: vecRefs[v][j]})
+		}
+		for v := 0; v < 2; v++ {
+			if stats[v] == nil {
+				continue
+			}
+			sbox := reducedBox(pc.Box, axis, stats[v].Shape)
+			j := pieceOn(stats[v], pc.Tile, sbox)
+			if j < 0 || !denseRows(stats[v].Geometry(j)) {
+				return l.stepErr("tensor %d (%q) has no dense piece %s on tile %d", stats[v].ID, stats[v].Name, sbox, pc.Tile)
+			}
+			f := &k.Mean
+			if v == 1 {
+				f = &k.InvStdDev
+			}
+			kern.Fixes = append(kern.Fixes, prog.Fix{Field: f, Ref: statRefs[v][j], Write: true})
+		}
+		if _, err := kern.Cost(); err != nil {
+			return l.notLowered(n, "on tile %d: %v", pc.Tile, err)
+		}
+		s.Work[pc.Tile] = append(s.Work[pc.Tile], kern)
+	}
+	acc := l.acc[xv.Index]
+	for _, v := range n.Inputs[1:] {
+		if v != nil {
+			acc = max(acc, l.acc[v.Index])
+		}
+	}
+	f16 := int64(0)
+	if p.OutF16 {
+		f16 = F16Rounding
+	}
+	l.acc[n.Outputs[0].Index] = acc + rounds + f16
+	if len(n.Outputs) > 1 && n.Outputs[1] != nil {
+		l.acc[n.Outputs[1].Index] = acc + int64(L) + 1
+	}
+	if len(n.Outputs) > 2 && n.Outputs[2] != nil {
+		l.acc[n.Outputs[2].Index] = acc + int64(2*L) + 5
+	}
+	return nil
+}
+
+// reducedBox is box with the axes from axis on reduced, in a shape that
+// keeps them as 1 or drops them.
+func reducedBox(b layout.Box, axis int, shape []int) layout.Box {
+	out := append(layout.Box(nil), b[:axis]...)
+	for len(out) < len(shape) {
+		out = append(out, layout.Range{Lo: 0, Hi: 1})
+	}
+	return out
+}
+
+// denseRows reports whether a geometry stores its elements one after the
+// other (no row padding).
+func denseRows(g layout.Geometry) bool {
+	if len(g.Box) == 0 {
+		return true
+	}
+	r := len(g.Box)
+	return g.Pitch == g.Box[r-1].Len() || g.Elems == g.Box.Volume()
+}

@@ -1,0 +1,193 @@
+package planner
+
+import (
+	"ipu.local/formats/plan"
+	"ipu.local/libs/graph"
+	"ipu.local/libs/layout"
+	"ipu.local/libs/lower"
+)
+
+// split is a decision's split for a product.
+func (pr *product) split(d plan.Decision) layout.Split {
+	return layout.Split{GB: d.Split.B, GM: d.Split.M, GN: d.Split.N, GK: d.Split.K, Align: pr.align}
+}
+
+// product plans a MatMul or Gemm: its operand blocks, its result pieces,
+// the steps that fill the blocks, and the step itself.
+func (b *builder) product(pr *product) error {
+	n := pr.node
+	d := b.dec[n.Index]
+	s := pr.split(d)
+	lo := d.Tiles[0]
+	ins := make([]int, len(n.Inputs))
+	for k, o := range []*operand{&pr.a, &pr.b} {
+		id, err := b.operandTensor(pr, o, k == 0, s, d)
+		if err != nil {
+			return err
+		}
+		ins[k] = id
+	}
+	y := b.add(pr.out, layout.RowMajor, layout.BGroup, layout.FromStep, false, s.ResultPieces(pr.mm, lo))
+	if len(n.Inputs) > 2 {
+		ins[2] = -1
+		if c := n.Inputs[2]; c != nil && gemmBeta(n) != 0 {
+			want := projected(y.Pieces, shapeOf(c), y.Shape)
+			id, err := b.need(c, want, layout.DefaultPad(c.DType.ElemSize()))
+			if err != nil {
+				return err
+			}
+			ins[2] = id
+		}
+	}
+	b.home[pr.out.Index] = y.ID
+	if pr.ocast != nil {
+		b.home[n.Outputs[0].Index] = y.ID // read through the cast only
+	}
+	st := plan.Step{Node: n.Index, Name: n.Name, Kernel: lower.KernelName(pr.typ), Inputs: ins, Outputs: []int{y.ID},
+		Split: &plan.Split{B: d.Split.B, M: d.Split.M, N: d.Split.N, K: d.Split.K}, Tiles: d.Tiles,
+		CastOrder: d.CastOrder, Stationary: d.Stationary}
+	b.steps = append(b.steps, st)
+	return nil
+}
+
+func gemmBeta(n *graph.Node) float32 {
+	if g, ok := n.Attrs.(*graph.Gemm); ok {
+		return g.Beta
+	}
+	return 1
+}
+
+// operandTensor returns the panel tensor of one operand's blocks,
+// adding the steps that fill it: none when the host or the tile images
+// deliver the blocks, a cast on the blocks (cast after the exchange), or
+// a pack from a row-major tensor.
+func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Split, d plan.Decision) (int, error) {
+	lo := d.Tiles[0]
+	kind := layout.BPanel
+	name := "b"
+	if isA {
+		kind, name = layout.APanel, "a"
+	}
+	blocks := s.OperandPieces(pr.mm, lo, isA)
+	transposed := o.flips%2 == 1
+	if sourceOf(o.w) != layout.FromStep {
+		// The host or the tile images hold the blocks' values.
+		return b.external(o.w, kind, 0, transposed, blocks), nil
+	}
+	before := d.CastOrder == plan.BeforeExchange && d.Stationary != name
+	if o.cast != nil && sourceOf(o.x) != layout.FromStep {
+		xflip := (transposesAfter(o, o.x)+gemmTrans(pr.node, isA))%2 == 1
+		if !before {
+			// Delivered in the blocks, cast there.
+			xt := b.external(o.x, kind, 0, xflip, blocks)
+			p := b.add(o.w, kind, 0, layout.FromStep, transposed, blocks)
+			b.steps = append(b.steps, plan.Step{Node: o.cast.Index, Name: o.cast.Name, Kernel: "cast", Inputs: []int{xt}, Outputs: []int{p.ID}})
+			return p.ID, nil
+		}
+		// Delivered in panels spread over the product's tiles, cast
+		// there, then moved to the blocks in the cast type.
+		src := panelSourcePieces(pr, isA, lo, d.Tiles[1]-lo)
+		xt := b.external(o.x, kind, 0, xflip, src)
+		ws := b.add(o.w, kind, 0, layout.FromStep, transposed, src)
+		b.steps = append(b.steps, plan.Step{Node: o.cast.Index, Name: o.cast.Name, Kernel: "cast", Inputs: []int{xt}, Outputs: []int{ws.ID}})
+		p := b.add(o.w, kind, 0, layout.FromStep, transposed, blocks)
+		b.steps = append(b.steps, plan.Step{Node: -1, Name: "relayout:" + o.w.Name, Kernel: "relayout", Inputs: []int{ws.ID}, Outputs: []int{p.ID}})
+		return p.ID, nil
+	}
+	// Packed from the root's row pieces, aligned on the panel's groups.
+	rootFlips := transposesAfter(o, o.root) + gemmTrans(pr.node, isA)
+	r := len(o.root.Shape)
+	gAx := r - 2 // the root axis the panel's groups run along
+	w := layout.AGroup
+	if !isA {
+		gAx, w = r-1, layout.BGroup
+	}
+	if rootFlips%2 == 1 {
+		gAx = 2*r - 3 - gAx
+	}
+	var src int
+	if sourceOf(o.root) != layout.FromStep {
+		src = b.external(o.root, layout.RowMajor, layout.DefaultPad(o.root.DType.ElemSize()), false, sourcePieces(o.root, gAx, w, lo, d.Tiles[1]-lo))
+	} else {
+		h, err := b.input(o.root)
+		if err != nil {
+			return 0, err
+		}
+		src = h
+		if !groupAligned(b.tensors[h], gAx, w) {
+			var err error
+			if src, err = b.need(o.root, b.pl.alignedPieces(o.root, gAx, w), layout.DefaultPad(o.root.DType.ElemSize())); err != nil {
+				return 0, err
+			}
+		}
+	}
+	p := b.add(o.w, kind, 0, layout.FromStep, transposed, blocks)
+	b.steps = append(b.steps, plan.Step{Node: -1, Name: "pack:" + pr.node.Name + "." + name, Kernel: "pack", Inputs: []int{src}, Outputs: []int{p.ID}})
+	return p.ID, nil
+}
+
+func gemmTrans(n *graph.Node, a bool) int {
+	if g, ok := n.Attrs.(*graph.Gemm); ok && (a && g.TransA || !a && g.TransB) {
+		return 1
+	}
+	return 0
+}
+
+// groupAligned reports whether every piece of t starts axis ax on a
+// multiple of w.
+func groupAligned(t *layout.Tensor, ax, w int) bool {
+	for _, p := range t.Pieces {
+		if p.Box[ax].Lo%w != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// sourcePieces spreads the rows of v over n tiles from lo for a pack: the
+// leading axes split, the group axis ax on multiples of w.
+func sourcePieces(v *graph.Value, ax, w, lo, n int) []layout.Piece {
+	shape := shapeOf(v)
+	r := len(shape)
+	aligns := make([]int, r)
+	if ax < r-1 {
+		aligns[ax] = w
+	}
+	return layout.Grid(shape, layout.GridCounts(shape, 1, n, aligns), aligns, lo)
+}
+
+// panelSourcePieces spreads an operand's panels over n tiles from lo for
+// a cast before the exchange: the batch axes and the group axis split
+// (groups whole), the k axis whole, as many pieces as tiles.
+func panelSourcePieces(pr *product, isA bool, lo, n int) []layout.Piece {
+	var shape []int
+	if isA {
+		shape = append(append([]int(nil), pr.mm.ABatch...), pr.mm.M, pr.mm.K)
+	} else {
+		shape = append(append([]int(nil), pr.mm.BBatch...), pr.mm.K, pr.mm.N)
+	}
+	r := len(shape)
+	aligns := make([]int, r)
+	for i := range aligns {
+		aligns[i] = 1
+	}
+	counts := make([]int, r)
+	left := n
+	for d := 0; d < r-2; d++ {
+		counts[d] = min(shape[d], left)
+		left /= counts[d]
+	}
+	if isA {
+		aligns[r-2] = layout.AGroup
+		counts[r-2] = min(layout.Units(shape[r-2], layout.AGroup), left)
+		counts[r-1] = 1
+	} else {
+		aligns[r-1] = layout.BGroup
+		counts[r-1] = min(layout.Units(shape[r-1], layout.BGroup), left)
+		counts[r-2] = 1
+	}
+	for d := range counts {
+		counts[d] = max(counts[d], 1)
+	}
+	return layout.Grid(shape, counts, aligns, lo)
+}

@@ -1,0 +1,403 @@
+// Package planner maps a graph onto the tiles and writes the result as a
+// plan (formats/plan): every value's tensors (tile mappings) and every
+// step of the program, so that the linker only carries them out.
+//
+// The search decides each matrix product's split (batch, rows, columns,
+// k), its tile range, its cast order and its stationary operand; every
+// other layout follows from those decisions by the rules of build.go, so
+// that each point of the search is a complete program. A point is priced
+// by lowering its plan (libs/lower) and costing the program (libs/cost):
+// the same program the linker places, so the estimate is the linked
+// program's cycles up to the exchanges' placed addresses.
+//
+// The search is deterministic for a seed: an analytic start (per
+// product, the best of its screened splits given the ones before it),
+// then MaxAttempts seeded local moves (change one split factor, flip the
+// cast order, swap the stationary operand), keeping improvements and,
+// with a small seeded probability, walking onto a worse point. The state
+// (attempts, RNG, current point, incumbent, visited set) goes to a
+// plan.State, so two runs of N attempts equal one of 2N.
+package planner
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"ipu.local/formats/plan"
+	"ipu.local/libs/arch"
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/cost"
+	"ipu.local/libs/graph"
+	"ipu.local/libs/layout"
+	"ipu.local/libs/lower"
+)
+
+// Options control Plan.
+type Options struct {
+	Tiles       int    // tiles to use (0: the preset's)
+	Seed        uint64 // search seed
+	MaxAttempts int    // local moves this call makes
+	// State resumes an earlier search (nil: fresh).
+	State *plan.State
+	// ModelPath and ModelFingerprint go into the plan and state.
+	ModelPath, ModelFingerprint string
+}
+
+// Stats are the figures of the planner's log lines.
+type Stats struct {
+	Attempts  int  // attempts of this call
+	Resuming  bool // the call continued a saved state
+	Evaluated int  // points costed
+	// Exchange geometry of the incumbent.
+	EstimatedRowBytes        int64 // largest per-tile exchange code, from the transfers
+	HeuristicRowBytes        int64 // the same at the worst case of 5 instructions per transfer
+	GeometryFragmentsPerTile int   // most transfers touching one tile
+	FragmentLimit            int
+	// PaddingClearsRemoved counts FP8 cast outputs whose padding is never
+	// read, so needs no clear.
+	PaddingClearsRemoved int
+	Transfers            int // transfers of every exchange phase of the incumbent
+	// Rewrites are the graph passes' changes.
+	Rewrites []graph.Rewrite
+}
+
+// FragmentLimit is the most exchange fragments one tile's table takes.
+const FragmentLimit = 16384
+
+// acceptWorse is the probability of walking onto a worse point.
+const acceptWorse = 0.05
+
+// planner holds one Plan call.
+type planner struct {
+	g        *graph.Graph
+	p        *arch.Preset
+	tiles    int
+	products []*product
+	prod     map[int]*product     // by node index
+	folded   map[int]*graph.Node  // chain node -> its product node
+	prefs    *prefs
+	cache    map[string]*result   // evaluated points by key
+	evals    int                  // points priced
+}
+
+func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
+	pl := &planner{g: g, p: p, tiles: tiles, prod: map[int]*product{}, folded: map[int]*graph.Node{}, cache: map[string]*result{}}
+	uses := map[*graph.Value]int{}
+	for _, n := range g.Nodes {
+		for _, v := range n.Inputs {
+			if v != nil {
+				uses[v]++
+			}
+		}
+	}
+	for _, v := range g.Outputs {
+		uses[v]++
+	}
+	for _, n := range g.Nodes {
+		if n.Op != "MatMul" && n.Op != "Gemm" {
+			continue
+		}
+		pr := &product{node: n, idx: n.Index, a: trace(n.Inputs[0], uses), b: trace(n.Inputs[1], uses), out: n.Outputs[0]}
+		if err := pr.resolve(); err != nil {
+			return nil, &lower.NotLoweredError{Node: n.Name, Op: n.Op, Why: err.Error()}
+		}
+		if oc := outputCast(g, n, uses); oc != nil {
+			pr.ocast, pr.out = oc, oc.Outputs[0]
+			pl.folded[oc.Index] = n
+		}
+		for _, o := range []operand{pr.a, pr.b} {
+			for _, c := range o.nodes {
+				pl.folded[c.Index] = n
+			}
+		}
+		pl.products = append(pl.products, pr)
+		pl.prod[n.Index] = pr
+	}
+	pl.computePrefs()
+	return pl, nil
+}
+
+// point is one assignment of decisions, by product.
+type point []plan.Decision
+
+func (pt point) key() string {
+	var b strings.Builder
+	for _, d := range pt {
+		fmt.Fprintf(&b, "%d:%d,%d,%d,%d,%s,%s,%d-%d;", d.Node, d.Split.B, d.Split.M, d.Split.N, d.Split.K, d.CastOrder, d.Stationary, d.Tiles[0], d.Tiles[1])
+	}
+	return b.String()
+}
+
+func (pt point) clone() point { return append(point(nil), pt...) }
+
+// result is a costed point.
+type result struct {
+	total, exchange int64
+	transfers       int
+	b               *builder
+	mem             error // the point does not fit the tiles
+}
+
+// eval prices a point: its plan lowered and costed.
+func (pl *planner) eval(pt point) (*result, error) {
+	if r, ok := pl.cache[pt.key()]; ok {
+		return r, nil
+	}
+	pl.evals++
+	b, err := pl.build(pt)
+	if err != nil {
+		return nil, err
+	}
+	r := &result{b: b}
+	pr, err := lower.LowerWith(b.plan(pl, point(pt)), pl.g, pl.p, lower.Options{NoData: true})
+	if err != nil {
+		return nil, err
+	}
+	if err := fits(pl.p, pl.tiles, pr); err != nil {
+		r.mem = err
+		pl.cache[pt.key()] = r
+		return r, nil
+	}
+	c, err := cost.ProgramWith(pr, cost.Options{Bound: true})
+	if err != nil {
+		return nil, err
+	}
+	r.total, r.exchange, r.transfers = c.FinalCycles, c.FinalExchange, c.Transfers
+	pl.cache[pt.key()] = r
+	return r, nil
+}
+
+// ComputeBound is the graph's matrix work at the product rate on every
+// tile: the sum over products of MACs / (rate x tiles), rounded up.
+func (pl *planner) computeBound() int64 {
+	var cy float64
+	for _, pr := range pl.products {
+		rate := pl.p.MACsFP16
+		switch pr.typ {
+		case codegen.AMPFP8:
+			if pl.p.MACsFP8 > 0 {
+				rate = pl.p.MACsFP8
+			}
+		case codegen.VecFP32:
+			rate = pl.p.MACsFP32
+		}
+		macs := float64(pr.mm.Batches()) * float64(pr.mm.M) * float64(pr.mm.K) * float64(pr.mm.N)
+		cy += macs / float64(rate*pl.tiles)
+	}
+	b := int64(cy)
+	if float64(b) < cy {
+		b++
+	}
+	return b
+}
+
+// plan converts a builder's tensors and steps into a plan.
+func (b *builder) plan(pl *planner, pt point) *plan.Plan {
+	out := &plan.Plan{Format: plan.Format, Arch: pl.p.Name, Tiles: pl.tiles, Graph: graph.Encode(pl.g)}
+	for _, t := range b.tensors {
+		pt := plan.Tensor{ID: t.ID, Value: t.Value, Name: t.Name, DType: pl.g.Values[t.Value].DType.String(), Transposed: t.Transposed,
+			Layout: t.Kind.String(), Pad: t.Pad, Source: t.Source.String()}
+		for _, d := range t.Shape {
+			pt.Shape = append(pt.Shape, int64(d))
+		}
+		for _, p := range t.Pieces {
+			reg := make([][2]int64, len(p.Box))
+			for i, r := range p.Box {
+				reg[i] = [2]int64{int64(r.Lo), int64(r.Hi)}
+			}
+			pt.Pieces = append(pt.Pieces, plan.Piece{Tile: p.Tile, Region: reg})
+		}
+		out.Tensors = append(out.Tensors, pt)
+	}
+	out.Steps = append(out.Steps, b.steps...)
+	return out
+}
+
+// Plan maps g onto p's tiles. It returns the plan, the search state to
+// save, and the figures of the planner's log lines.
+func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State, *Stats, error) {
+	tiles := opt.Tiles
+	if tiles == 0 {
+		tiles = p.Tiles
+	}
+	if tiles < 1 || tiles > p.Tiles {
+		return nil, nil, nil, fmt.Errorf("tiles %d out of range [1, %d] of %s", tiles, p.Tiles, p.Name)
+	}
+	if opt.MaxAttempts < 0 {
+		return nil, nil, nil, fmt.Errorf("max attempts %d is negative", opt.MaxAttempts)
+	}
+	g, rewrites := graph.Canonicalize(g)
+	pl, err := newPlanner(g, p, tiles)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st := &Stats{FragmentLimit: FragmentLimit, Rewrites: rewrites}
+	var s *plan.State
+	var cur, inc point
+	var curR, incR *result
+	if opt.State != nil && opt.State.Attempts+len(opt.State.Incumbent.Decisions) > 0 {
+		s = opt.State
+		if s.Model != opt.ModelFingerprint || s.Arch != p.Name || s.Tiles != tiles || s.Seed != opt.Seed {
+			return nil, nil, nil, fmt.Errorf("search state is for model %.12s arch %s tiles %d seed %d, not model %.12s arch %s tiles %d seed %d",
+				s.Model, s.Arch, s.Tiles, s.Seed, opt.ModelFingerprint, p.Name, tiles, opt.Seed)
+		}
+		cur, inc = point(s.Current.Decisions).clone(), point(s.Incumbent.Decisions).clone()
+		if err := pl.checkPoint(cur); err != nil {
+			return nil, nil, nil, fmt.Errorf("search state current: %w", err)
+		}
+		if err := pl.checkPoint(inc); err != nil {
+			return nil, nil, nil, fmt.Errorf("search state incumbent: %w", err)
+		}
+		if curR, err = pl.evalFit(cur); err != nil {
+			return nil, nil, nil, fmt.Errorf("search state current: %w", err)
+		}
+		if incR, err = pl.evalFit(inc); err != nil {
+			return nil, nil, nil, fmt.Errorf("search state incumbent: %w", err)
+		}
+		st.Resuming = true
+	} else {
+		s = plan.NewState(opt.ModelFingerprint, p.Name, tiles, opt.Seed)
+		cur, curR, err = pl.start()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		inc, incR = cur.clone(), curR
+		s.Visited = []string{cur.key()}
+		st.Evaluated++
+	}
+	pcg, err := s.PCG()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("search state rng: %w", err)
+	}
+	rng := rand.New(pcg)
+	visited := map[string]bool{}
+	for _, k := range s.Visited {
+		visited[k] = true
+	}
+	for a := 0; a < opt.MaxAttempts; a++ {
+		nb := pl.move(cur, rng)
+		u := rng.Float64() // drawn every attempt, so the stream does not depend on what was visited
+		k := nb.key()
+		if visited[k] {
+			continue
+		}
+		visited[k] = true
+		r, err := pl.eval(nb)
+		if err != nil {
+			var nl *lower.NotLoweredError
+			if errors.As(err, &nl) {
+				continue // a layout the linker cannot run: not a candidate
+			}
+			return nil, nil, nil, err
+		}
+		st.Evaluated++
+		if r.mem != nil {
+			continue
+		}
+		if r.total < curR.total || u < acceptWorse {
+			cur, curR = nb, r
+		}
+		if r.total < incR.total {
+			inc, incR = nb, r
+		}
+	}
+	st.Attempts = opt.MaxAttempts
+	s.Attempts += opt.MaxAttempts
+	s.SetPCG(pcg)
+	s.Current = plan.Point{Cycles: curR.total, Decisions: cur.clone()}
+	s.Incumbent = plan.Point{Cycles: incR.total, Decisions: inc.clone()}
+	s.Visited = s.Visited[:0]
+	for k := range visited {
+		s.Visited = append(s.Visited, k)
+	}
+	sort.Strings(s.Visited)
+	if len(s.Visited) > plan.MaxVisited {
+		s.Visited = s.Visited[:plan.MaxVisited]
+	}
+	out := incR.b.plan(pl, inc)
+	out.Model = plan.Model{Path: opt.ModelPath, Fingerprint: opt.ModelFingerprint}
+	out.Seed = opt.Seed
+	out.Cost = plan.Cost{FinalCycles: incR.total, FinalExchange: incR.exchange, ComputeBound: pl.computeBound(), Estimated: true}
+	out.Search = plan.Search{Attempts: s.Attempts, IncumbentCycles: incR.total}
+	if err := out.Validate(); err != nil {
+		return nil, nil, nil, fmt.Errorf("internal error: planned %w", err)
+	}
+	pl.stats(incR, st)
+	st.Evaluated = pl.evals
+	return out, s, st, nil
+}
+
+// evalFit is eval for a point that must fit memory.
+func (pl *planner) evalFit(pt point) (*result, error) {
+	r, err := pl.eval(pt)
+	if err != nil {
+		return nil, err
+	}
+	if r.mem != nil {
+		return nil, r.mem
+	}
+	return r, nil
+}
+
+// checkPoint validates a saved point against this graph's products.
+func (pl *planner) checkPoint(pt point) error {
+	if len(pt) != len(pl.products) {
+		return fmt.Errorf("%d decisions for %d products", len(pt), len(pl.products))
+	}
+	for i, d := range pt {
+		pr := pl.products[i]
+		if d.Node != pr.idx {
+			return fmt.Errorf("decision %d is for node %d, want %d", i, d.Node, pr.idx)
+		}
+		s := pr.split(d)
+		if d.Split.M < 1 || d.Split.N < 1 || d.Split.K < 1 || d.Split.B < 0 || !s.Fits(pr.mm) || d.Tiles[0] < 0 || d.Tiles[1] > pl.tiles || d.Tiles[1]-d.Tiles[0] < s.Tiles() {
+			return fmt.Errorf("decision %d: split %+v over tiles %v does not fit", i, d.Split, d.Tiles)
+		}
+	}
+	return nil
+}
+
+// stats fills the log figures from the incumbent.
+func (pl *planner) stats(r *result, st *Stats) {
+	st.Transfers = r.transfers
+}
+
+// layoutOK is used by tests: a built plan's tensors validate.
+func (b *builder) validate(tiles int) error {
+	for _, t := range b.tensors {
+		if err := t.Validate(tiles); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var _ = layout.RowMajor
+
+// Build returns the plan of the given decisions (one per product, in
+// node order) without searching: for tests and tools that pin a split.
+func Build(g *graph.Graph, p *arch.Preset, tiles int, decisions []plan.Decision) (*plan.Plan, error) {
+	g, _ = graph.Canonicalize(g)
+	pl, err := newPlanner(g, p, tiles)
+	if err != nil {
+		return nil, err
+	}
+	pt := point(decisions)
+	if err := pl.checkPoint(pt); err != nil {
+		return nil, err
+	}
+	b, err := pl.build(pt)
+	if err != nil {
+		return nil, err
+	}
+	out := b.plan(pl, pt)
+	out.Cost.ComputeBound = pl.computeBound()
+	out.Cost.Estimated = true
+	if err := out.Validate(); err != nil {
+		return nil, fmt.Errorf("internal error: planned %w", err)
+	}
+	return out, nil
+}

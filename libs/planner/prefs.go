@@ -1,0 +1,180 @@
+package planner
+
+// What readers want of a value's default layout, carried back from them
+// through the nodes that keep the layout's shape: the trailing axes a
+// row operator needs whole (keep), and the alignment of each axis's
+// splits (a product packs a value on groups of 4 rows or 16 columns).
+
+import (
+	"ipu.local/libs/graph"
+	"ipu.local/libs/layout"
+)
+
+// prefs holds the preferences of every value.
+type prefs struct {
+	keep  map[int]int   // value -> trailing axes kept whole (at least 1)
+	align map[int][]int // value -> per axis, splits on multiples of
+}
+
+func (p *prefs) alignOf(v *graph.Value) []int {
+	a := p.align[v.Index]
+	if a == nil {
+		a = make([]int, len(v.Shape))
+		for i := range a {
+			a[i] = 1
+		}
+		p.align[v.Index] = a
+	}
+	return a
+}
+
+func (p *prefs) want(v *graph.Value, axis, w int) {
+	if axis < 0 || axis >= len(v.Shape) {
+		return
+	}
+	a := p.alignOf(v)
+	a[axis] = max(a[axis], w)
+}
+
+// axisMap maps each axis of a reshape's output to the input axis with
+// the same extent and the same elements before it (-1: none).
+func axisMap(out, in []int64) []int {
+	m := make([]int, len(out))
+	po := int64(1)
+	for d := range out {
+		m[d] = -1
+		pi := int64(1)
+		for e := range in {
+			if pi == po && in[e] == out[d] {
+				m[d] = e
+				break
+			}
+			pi *= in[e]
+		}
+		po *= out[d]
+	}
+	return m
+}
+
+// computePrefs carries the readers' wants back through the graph.
+func (pl *planner) computePrefs() {
+	p := &prefs{keep: map[int]int{}, align: map[int][]int{}}
+	pl.prefs = p
+	for i := len(pl.g.Nodes) - 1; i >= 0; i-- {
+		n := pl.g.Nodes[i]
+		out := n.Outputs[0]
+		if pr := pl.prod[n.Index]; pr != nil {
+			for k, o := range []*operand{&pr.a, &pr.b} {
+				if sourceOf(o.root) != 0 {
+					continue
+				}
+				r := len(o.root.Shape)
+				gAx, w := r-2, layout.AGroup
+				if k == 1 {
+					gAx, w = r-1, layout.BGroup
+				}
+				if (transposesAfter(o, o.root)+gemmTrans(n, k == 0))%2 == 1 {
+					gAx = 2*r - 3 - gAx
+				}
+				p.want(o.root, gAx, w)
+			}
+			continue
+		}
+		switch n.Op {
+		case "Softmax", "LogSoftmax", "LayerNormalization", "ReduceMean", "ReduceSum":
+			if axis, ok := rowAxis(n); ok {
+				x := n.Inputs[0]
+				p.keep[x.Index] = max(p.keep[x.Index], len(x.Shape)-axis)
+			}
+			if n.Op == "ReduceMean" || n.Op == "ReduceSum" {
+				continue
+			}
+		case "Transpose":
+			perm := n.Attrs.(*graph.Transpose).Perm
+			if a := p.align[out.Index]; a != nil {
+				for d, w := range a {
+					p.want(n.Inputs[0], perm[d], w)
+				}
+			}
+			continue
+		case "Reshape", "Flatten", "Identity", "Squeeze", "Unsqueeze":
+			if a := p.align[out.Index]; a != nil {
+				for d, e := range axisMap(out.Shape, n.Inputs[0].Shape) {
+					if e >= 0 {
+						p.want(n.Inputs[0], e, a[d])
+					}
+				}
+			}
+			continue
+		}
+		// Elementwise and row operators keep their inputs' layout.
+		for _, v := range n.Inputs {
+			if v == nil || !sameShape(v.Shape, out.Shape) {
+				continue
+			}
+			if a := p.align[out.Index]; a != nil {
+				for d, w := range a {
+					p.want(v, d, w)
+				}
+			}
+			if k := p.keep[out.Index]; k > 0 && n.Op != "LayerNormalization" {
+				p.keep[v.Index] = max(p.keep[v.Index], k)
+			}
+		}
+	}
+	// Products' result alignment.
+	for _, pr := range pl.prod {
+		r := len(pr.out.Shape)
+		pr.align = layout.AGroup
+		if a := p.align[pr.out.Index]; a != nil {
+			pr.align = min(max(pr.align, a[r-2]), layout.BGroup)
+		}
+		if pr.ocast == nil {
+			continue
+		}
+		if a := p.align[pr.node.Outputs[0].Index]; a != nil {
+			pr.align = min(max(pr.align, a[r-2]), layout.BGroup)
+		}
+	}
+}
+
+// minPieceElements is the fewest elements the default layout puts on a
+// tile: below it, a kernel launch and its share of the exchange cost
+// more than the work they spread.
+const minPieceElements = 64
+
+// defaultPieces is a value's default layout over the planner's tiles.
+func (pl *planner) defaultPieces(v *graph.Value) []layout.Piece {
+	return pl.piecesWith(v, pl.prefs.keep[v.Index], pl.prefs.alignOf(v))
+}
+
+// piecesWith spreads v over the tiles, its last keep axes whole, axis d
+// split on multiples of aligns[d] (the last axis at least on 8 bytes,
+// so that pieces start rows 8-byte aligned), at least minPieceElements
+// per tile.
+func (pl *planner) piecesWith(v *graph.Value, keep int, aligns []int) []layout.Piece {
+	shape := shapeOf(v)
+	r := len(shape)
+	if r == 0 {
+		return []layout.Piece{{Tile: 0, Box: layout.Box{}}}
+	}
+	keep = min(keep, r)
+	a := append([]int(nil), aligns...)
+	a[r-1] = max(a[r-1], layout.DefaultPad(v.DType.ElemSize()))
+	n := min(pl.tiles, max(1, layout.Full(shape).Volume()/minPieceElements))
+	return layout.Grid(shape, layout.GridCounts(shape, keep, n, a), a, 0)
+}
+
+// rowPieces is the default layout of a row operator's input: the axes
+// from axis on whole.
+func (pl *planner) rowPieces(v *graph.Value, axis int) []layout.Piece {
+	return pl.piecesWith(v, max(len(v.Shape)-axis, pl.prefs.keep[v.Index], 1), pl.prefs.alignOf(v))
+}
+
+// alignedPieces is the default layout with axis ax split on multiples of
+// w.
+func (pl *planner) alignedPieces(v *graph.Value, ax, w int) []layout.Piece {
+	a := append([]int(nil), pl.prefs.alignOf(v)...)
+	a[ax] = max(a[ax], w)
+	return pl.piecesWith(v, pl.prefs.keep[v.Index], a)
+}

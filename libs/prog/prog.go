@@ -1,0 +1,404 @@
+// Package prog is the device program between lowering and code: the
+// supersteps of one inference, each tile's kernel launches with their
+// parameters, the exchange transfers, the host transfers, and the
+// buffers they read and write. Addresses are buffer references until the
+// linker places the buffers (Buffer.Addr), so that the cost model can
+// price a program without placing it and the linker can place buffers by
+// liveness.
+//
+// libs/lower builds a Program from a plan; libs/cost prices it (every
+// superstep's cycles exactly: kernels from codegen's cost formulas,
+// exchanges from sched); libs/link allocates its buffers, emits the code
+// and schedules the exchanges.
+package prog
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"ipu.local/formats/obj"
+	"ipu.local/libs/arch"
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/sched"
+)
+
+// Region is where a buffer may go.
+type Region uint8
+
+// Regions.
+const (
+	Interleaved    Region = iota // 128-bit loads and AMP B operands work here
+	NonInterleaved               // below the interleaved region; code shares it
+	AnyRegion                    // wherever there is room (interleaved first)
+)
+
+// Buffer is a range of tile memory with one address on every tile of
+// Tiles, so that a multicast lands at one address.
+type Buffer struct {
+	ID     int
+	Name   string
+	Tiles  []int  // sorted
+	Size   uint32 // bytes on each tile (a multiple of 8)
+	Align  uint32 // at least 16
+	Region Region
+	// Data holds constant contents per tile (nil: none). A buffer with
+	// data lives for the whole program (it is in the tile images).
+	Data map[int][]byte
+	// Permanent buffers are never reused (constants, host pages'
+	// targets that persist).
+	Permanent bool
+	// Apart lists buffers this one must not share a 32 KiB interleaved
+	// element pair with (the AMP's A operand and its B operand).
+	Apart []*Buffer
+	// First and Last are the supersteps that first write and last read
+	// the buffer (set by Program.Liveness).
+	First, Last int
+	// Addr is set by the linker's placement.
+	Addr uint32
+	// Placed reports whether Addr is set.
+	Placed bool
+}
+
+// Ref is an address inside a buffer.
+type Ref struct {
+	Buf *Buffer
+	Off uint32
+}
+
+// Addr is the reference's address (once its buffer is placed).
+func (r Ref) Addr() uint32 { return r.Buf.Addr + r.Off }
+
+// Add returns r moved by n bytes.
+func (r Ref) Add(n int) Ref { return Ref{r.Buf, r.Off + uint32(n)} }
+
+// Fix is an address field of a kernel's parameters: the linker writes
+// the reference's address into it once buffers are placed.
+type Fix struct {
+	Field *uint32
+	Ref   Ref
+	Write bool // the kernel writes there (else reads)
+}
+
+// Kernel is one launch on one tile.
+type Kernel struct {
+	What string
+	// Params is one of *codegen.MatMul, *codegen.MatMulF32, *codegen.Cast,
+	// *codegen.Binary, *codegen.Unary, *codegen.Rows, *codegen.Pack,
+	// *codegen.Copy, *codegen.Gather.
+	Params any
+	Fixes  []Fix
+	cost   *codegen.Cost
+	at     [codegen.Slots]int64 // CyclesAt by phase, 0: not yet
+}
+
+// CyclesAt is the kernel's Cost().CyclesAt(phase), cached.
+func (k *Kernel) CyclesAt(phase int) (int64, error) {
+	if c := k.at[phase]; c > 0 {
+		return c, nil
+	}
+	c, err := k.Cost()
+	if err != nil {
+		return 0, err
+	}
+	k.at[phase] = c.CyclesAt(phase)
+	return k.at[phase], nil
+}
+
+// costs caches kernel costs by their parameters, addresses reduced to
+// what a cost depends on (nothing, or their place in a 16-byte line for
+// Copy and Gather).
+var costs sync.Map
+
+// costKey is a kernel's parameters with its addresses reduced.
+func (k *Kernel) costKey() any {
+	saved := make([]uint32, len(k.Fixes))
+	for i, f := range k.Fixes {
+		saved[i] = *f.Field
+		switch k.Params.(type) {
+		case *codegen.Copy, *codegen.Gather:
+			*f.Field = 0x80000 + *f.Field%16
+		default:
+			*f.Field = 0x80000 // not 0: a kernel may skip an absent array (0)
+		}
+	}
+	key := k.Key()
+	for i, f := range k.Fixes {
+		*f.Field = saved[i]
+	}
+	return key
+}
+
+// Cost returns the kernel's cost (cached).
+func (k *Kernel) Cost() (codegen.Cost, error) {
+	if k.cost != nil {
+		return *k.cost, nil
+	}
+	k.provisional()
+	key := k.costKey()
+	if c, ok := costs.Load(key); ok {
+		cc := c.(codegen.Cost)
+		k.cost = &cc
+		return cc, nil
+	}
+	var c codegen.Cost
+	var err error
+	switch p := k.Params.(type) {
+	case *codegen.MatMul:
+		c, err = p.Cost()
+	case *codegen.MatMulF32:
+		c, err = p.Cost()
+	case *codegen.Cast:
+		c, err = p.Cost()
+	case *codegen.Binary:
+		c, err = p.Cost()
+	case *codegen.Unary:
+		c, err = p.Cost()
+	case *codegen.Rows:
+		c, err = p.Cost()
+	case *codegen.Pack:
+		c, err = p.Cost()
+	case *codegen.Copy:
+		c, err = p.Cost()
+	case *codegen.Gather:
+		c, err = p.Cost()
+	default:
+		return codegen.Cost{}, fmt.Errorf("%s: unknown kernel parameters %T", k.What, k.Params)
+	}
+	if err != nil {
+		return codegen.Cost{}, fmt.Errorf("%s: %w", k.What, err)
+	}
+	k.cost = &c
+	costs.Store(key, c)
+	return c, nil
+}
+
+// provisional gives the address fields of buffers not yet placed
+// made-up addresses with their final alignment: every buffer is 16-byte
+// aligned, and some kernels' code (Copy, Gather) depends on where in a
+// 16-byte line their arrays start.
+func (k *Kernel) provisional() {
+	base := map[*Buffer]uint32{}
+	next := uint32(0x80000)
+	for _, f := range k.Fixes {
+		if f.Ref.Buf.Placed {
+			*f.Field = f.Ref.Addr()
+			continue
+		}
+		b, ok := base[f.Ref.Buf]
+		if !ok {
+			b = next
+			next += (f.Ref.Buf.Size + 31) &^ 15
+			base[f.Ref.Buf] = b
+		}
+		*f.Field = b + f.Ref.Off
+	}
+}
+
+// Emit emits the kernel into b (its addresses fixed first).
+func (k *Kernel) Emit(b *codegen.Builder) (codegen.Kernel, error) {
+	var kk codegen.Kernel
+	var err error
+	switch p := k.Params.(type) {
+	case *codegen.MatMul:
+		kk, err = codegen.EmitMatMul(b, *p)
+	case *codegen.MatMulF32:
+		kk, err = codegen.EmitMatMulF32(b, *p)
+	case *codegen.Cast:
+		kk, err = codegen.EmitCast(b, *p)
+	case *codegen.Binary:
+		kk, err = codegen.EmitBinary(b, *p)
+	case *codegen.Unary:
+		kk, err = codegen.EmitUnary(b, *p)
+	case *codegen.Rows:
+		kk, err = codegen.EmitRows(b, *p)
+	case *codegen.Pack:
+		kk, err = codegen.EmitPack(b, *p)
+	case *codegen.Copy:
+		kk, err = codegen.EmitCopy(b, *p)
+	case *codegen.Gather:
+		kk, err = codegen.EmitGather(b, *p)
+	default:
+		return codegen.Kernel{}, fmt.Errorf("%s: unknown kernel parameters %T", k.What, k.Params)
+	}
+	if err != nil {
+		return codegen.Kernel{}, fmt.Errorf("%s: %w", k.What, err)
+	}
+	return kk, nil
+}
+
+// Key identifies the kernel's code (its parameters by value, addresses
+// fixed): two launches with one key share their code on a tile.
+func (k *Kernel) Key() any {
+	switch p := k.Params.(type) {
+	case *codegen.MatMul:
+		return *p
+	case *codegen.MatMulF32:
+		return *p
+	case *codegen.Cast:
+		return *p
+	case *codegen.Binary:
+		return *p
+	case *codegen.Unary:
+		return *p
+	case *codegen.Rows:
+		return *p
+	case *codegen.Pack:
+		return *p
+	case *codegen.Copy:
+		return *p
+	case *codegen.Gather:
+		return *p
+	}
+	return k
+}
+
+// ApplyFixes writes the placed addresses into the parameters.
+func (k *Kernel) ApplyFixes() {
+	for _, f := range k.Fixes {
+		*f.Field = f.Ref.Addr()
+	}
+}
+
+// Transfer is one exchange stream: Words 32-bit words from Src to each
+// tile of [Dst, Dst+DstN).
+type Transfer struct {
+	Src, Dst, DstN int
+	Words          int
+	From, To       Ref
+}
+
+// Dests is the number of receiving tiles.
+func (x Transfer) Dests() int { return max(x.DstN, 1) }
+
+// Sched returns the transfer for the scheduler (addresses placed).
+func (x Transfer) Sched() sched.Transfer {
+	return sched.Transfer{Src: x.Src, Dst: x.Dst, DstN: x.Dests(), Words: x.Words, SrcAddr: x.From.Addr(), DstAddr: x.To.Addr()}
+}
+
+// HostOp is one host transfer of a tile: hin (In) from page offset Off
+// into Ref, or hout from Ref to the page.
+type HostOp struct {
+	In    bool
+	Page  uint8
+	Off   uint32
+	Ref   Ref
+	Bytes uint32
+}
+
+// Superstep is one superstep of every tile.
+type Superstep struct {
+	Kind obj.PhaseKind
+	Name string
+	// Work: a compute superstep's launches by tile, in order.
+	Work map[int][]*Kernel
+	// Xfers: an exchange superstep's transfers.
+	Xfers []Transfer
+	// Host: a host superstep's transfers by tile.
+	Host map[int][]HostOp
+	// Cycles is the longest tile's cycles without the sync (set by the
+	// cost model or the linker).
+	Cycles int64
+}
+
+// NewSuperstep returns an empty superstep.
+func NewSuperstep(kind obj.PhaseKind, name string) *Superstep {
+	return &Superstep{Kind: kind, Name: name, Work: map[int][]*Kernel{}, Host: map[int][]HostOp{}}
+}
+
+// Tiles returns the tiles with work, transfers or host operations in s,
+// sorted.
+func (s *Superstep) Tiles() []int {
+	seen := map[int]bool{}
+	for t := range s.Work {
+		seen[t] = true
+	}
+	for t := range s.Host {
+		seen[t] = true
+	}
+	for _, x := range s.Xfers {
+		seen[x.Src] = true
+		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+			seen[u] = true
+		}
+	}
+	out := make([]int, 0, len(seen))
+	for t := range seen {
+		out = append(out, t)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// Program is one inference on the device: host fetch, the compute and
+// exchange supersteps, host result.
+type Program struct {
+	Arch    *arch.Preset
+	Steps   []*Superstep
+	Buffers []*Buffer
+	// Host side: pages, and the graph inputs' and outputs' page layouts.
+	Pages   []obj.Page
+	Inputs  []obj.Tensor
+	Outputs []obj.Tensor
+}
+
+// NewBuffer adds a buffer of size bytes on tiles.
+func (p *Program) NewBuffer(name string, tiles []int, size int, align uint32, region Region) *Buffer {
+	b := &Buffer{ID: len(p.Buffers), Name: name, Tiles: tiles, Size: uint32(size+7) &^ 7, Align: max(align, 16), Region: region}
+	p.Buffers = append(p.Buffers, b)
+	return b
+}
+
+// TileSet returns the sorted distinct tiles of ts.
+func TileSet(ts []int) []int {
+	out := append([]int(nil), ts...)
+	sort.Ints(out)
+	k := 0
+	for i, t := range out {
+		if i == 0 || t != out[k-1] {
+			out[k] = t
+			k++
+		}
+	}
+	return out[:k]
+}
+
+// Liveness sets every buffer's First and Last supersteps from the
+// kernels, transfers and host operations that touch it; permanent
+// buffers and buffers with data span the whole program.
+func (p *Program) Liveness() {
+	for _, b := range p.Buffers {
+		b.First, b.Last = -1, -1
+	}
+	touch := func(b *Buffer, i int) {
+		if b.First < 0 || i < b.First {
+			b.First = i
+		}
+		if i > b.Last {
+			b.Last = i
+		}
+	}
+	for i, s := range p.Steps {
+		for _, ks := range s.Work {
+			for _, k := range ks {
+				for _, f := range k.Fixes {
+					touch(f.Ref.Buf, i)
+				}
+			}
+		}
+		for _, x := range s.Xfers {
+			touch(x.From.Buf, i)
+			touch(x.To.Buf, i)
+		}
+		for _, ops := range s.Host {
+			for _, op := range ops {
+				touch(op.Ref.Buf, i)
+			}
+		}
+	}
+	for _, b := range p.Buffers {
+		if b.Permanent || b.Data != nil || b.First < 0 {
+			b.First, b.Last = 0, len(p.Steps)
+		}
+	}
+}
