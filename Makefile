@@ -12,7 +12,7 @@ MODULES := formats libs tools scripts
 # the test cache cannot see; never trust a cached pass.
 GOFLAGS_TEST ?= -count=1
 
-.PHONY: gendata all build run run-asm conformance bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run run-asm conformance conformance-64 transformers transformers-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -55,7 +55,7 @@ run-asm: build
 		--profile $(ART)/dot64/dot64.capnp $(ART)/dot64/dot64.ipuexe
 	$(BIN)/ipu-dump $(ART)/dot64/dot64.capnp | head -n 30
 
-test: vet fmt-check deps-capnp test-go conformance run-asm run
+test: vet fmt-check deps-capnp test-go conformance conformance-64 run-asm run
 
 test-go:
 	for m in $(MODULES); do (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...) || exit 1; done
@@ -84,10 +84,32 @@ bench: build
 bench-compile: build
 	$(GO) run ./scripts/benchcompile $(BENCH_COMPILE_FLAGS)
 
-# conformance compiles and checks every case of ../shared/conformance
-# through the pipeline's tools in bin/ (CONFORMANCE_FLAGS: e.g. -run ort/).
+# conformance compiles and checks every case of ../shared/conformance and
+# of the model cases (../shared/models, or their committed copies under
+# testdata/models/shared) through the pipeline's tools in bin/, on all
+# 1472 tiles (CONFORMANCE_FLAGS: e.g. -run ort/); conformance-64 checks
+# the transformer model cases again on 64 tiles.
 conformance: build
 	$(GO) run ./scripts/conformance $(CONFORMANCE_FLAGS)
+
+MODELS_ROOT := $(if $(wildcard ../shared/models),../shared/models,testdata/models/shared)
+conformance-64: build
+	$(GO) run ./scripts/conformance --root $(MODELS_ROOT) --run 'bert_|gpt2_' --tiles 64
+
+# transformers generates the BERT-base-width cases (S=128, H=768, 12
+# heads, FFN 3072, FP32 and FP16, and a 12-layer FP16 encoder; about 260
+# MB under artifacts/transformers, expected outputs from the host
+# reference at FP64) and runs them through the pipeline
+# (TRANSFORMER_FLAGS: e.g. --run encoder --tiles 64).
+TRANSFORMERS := $(ART)/transformers
+TRANSFORMER_FLAGS ?= --timeout 60m
+transformers: build
+	cd scripts && $(GO) run ./genmodels -transformers -size base -v -out ../$(TRANSFORMERS)
+	$(GO) run ./scripts/conformance --root $(TRANSFORMERS) -j 1 $(TRANSFORMER_FLAGS)
+
+# transformers-smoke runs the small committed transformer cases.
+transformers-smoke: build
+	$(GO) run ./scripts/conformance --root testdata/models/transformers $(CONFORMANCE_FLAGS)
 
 FUZZTIME ?= 30s
 # Every fuzz target, FUZZTIME each: module, package, target.
@@ -115,3 +137,4 @@ clean:
 gendata:
 	cd scripts && $(GO) run ./gendata -out ../testdata/asm
 	cd scripts && $(GO) run ./genmodels -out ../testdata/models
+	cd scripts && $(GO) run ./genmodels -transformers -size small -out ../testdata/models/transformers

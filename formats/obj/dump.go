@@ -14,6 +14,11 @@ type DumpOptions struct {
 	// Disasm, when set, writes a code segment's instructions, one per line,
 	// instead of its hex dump. Dump indents its output.
 	Disasm func(w io.Writer, addr uint32, code []byte)
+	// UsableMemory, when non-zero, is the bytes of memory a tile's
+	// program may use (the architecture preset's, which this package
+	// does not know): Dump then ends with the memory report
+	// (DumpMemory) against it.
+	UsableMemory int64
 }
 
 // Dump writes o as canonical text: the same object always gives the same
@@ -37,6 +42,10 @@ func Dump(w io.Writer, o *Object, opt DumpOptions) error {
 	DumpHost(bw, "", &o.Host)
 	fmt.Fprintln(bw)
 	DumpConfig(bw, "", o.Config)
+	if opt.UsableMemory > 0 {
+		fmt.Fprintln(bw)
+		DumpMemory(bw, "", o, opt.UsableMemory)
+	}
 	return bw.Flush()
 }
 

@@ -162,6 +162,10 @@ func disasm(w io.Writer, addr uint32, code []byte) {
 	}
 }
 
+// usableMemory is the ipu21 presets' usable tile memory (libs/arch
+// UsableMemory; formats may not import libs).
+const usableMemory = 0xe8000 - 0x4c000 - 1104
+
 func TestDumpGolden(t *testing.T) {
 	s := samples()
 	for _, name := range order {
@@ -169,8 +173,10 @@ func TestDumpGolden(t *testing.T) {
 			file := name + ".golden"
 			opt := obj.DumpOptions{}
 			if dis {
+				// As ipu-dump writes it: disassembly and the memory report.
 				file = name + ".disasm.golden"
 				opt.Disasm = disasm
+				opt.UsableMemory = usableMemory
 			}
 			t.Run(file, func(t *testing.T) {
 				// Dump what Read returns, so the golden shows the file's content.

@@ -176,12 +176,15 @@ type Step struct {
 }
 
 // Split is the block counts of a matrix product [...,M,K]x[...,K,N]: B
-// batch blocks, M row, N column and K reduction blocks.
+// batch blocks, M row, N column and K reduction blocks; row blocks start
+// at multiples of Align rows (0: 4, the A panels' groups; 16 when a later
+// product packs the result as a transposed B operand).
 type Split struct {
-	B int `json:"b,omitempty"`
-	M int `json:"m"`
-	N int `json:"n"`
-	K int `json:"k"`
+	B     int `json:"b,omitempty"`
+	M     int `json:"m"`
+	N     int `json:"n"`
+	K     int `json:"k"`
+	Align int `json:"align,omitempty"`
 }
 
 // Cost is the plan's cycle figures. With Estimated, FinalCycles comes

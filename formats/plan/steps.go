@@ -124,6 +124,9 @@ func (p *Plan) validateSteps() error {
 		}
 		if s.Split != nil {
 			sp := s.Split
+			if sp.Align != 0 && sp.Align != 4 && sp.Align != 8 && sp.Align != 16 {
+				return errAt(path+".split.align", "%d (want 4, 8 or 16)", sp.Align)
+			}
 			if sp.B < 0 || sp.M < 1 || sp.N < 1 || sp.K < 1 {
 				return errAt(path+".split", "factors %d, %d, %d, %d: want at least 1 (b may be 0)", sp.B, sp.M, sp.N, sp.K)
 			}

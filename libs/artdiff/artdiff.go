@@ -14,7 +14,12 @@
 //     image, compared tile by tile whatever the image numbering, with
 //     the program differences as for objects;
 //   - both: host program changes (phases, pages, inputs, outputs) and
-//     device configuration writes added, removed or changed.
+//     device configuration writes added, removed or changed;
+//   - plans (ipu-plan's JSON): header, graph, cost and search fields;
+//     tensors paired by value, source and rank (not by ID), with their
+//     layout changes and moves (tiles changed, bytes per tile by the
+//     layout rules); steps paired by name and occurrence, with kernel,
+//     split, tiles, cast order and operands (named by tensor role).
 //
 // Tiles with the same differences share their lines ("tiles 0-63,65:
 // segment ..."). Lines come in a fixed order: header, tiles by first
@@ -23,9 +28,9 @@
 //
 // Each kind is a Kind value in the kinds list: how to recognise a file
 // (its magic), decode it, and list the differences of two decoded values.
-// A new kind (the compiler's JSON plans) is one more file with a Kind and
-// an entry in that list; fieldDiffs (go-cmp with a path reporter) gives
-// field-by-field lines for structured values without hand-written code.
+// A new kind is one more file with a Kind and an entry in that list;
+// fieldDiffs (go-cmp with a path reporter) gives field-by-field lines for
+// structured values without hand-written code.
 package artdiff
 
 import (

@@ -66,17 +66,18 @@ func (r *leafReporter) Report(res cmp.Result) {
 	r.lines = append(r.lines, strings.TrimSpace(line))
 }
 
-// pathName spells a path as lower-case field names and indices:
-// "shape", "phases[2].name".
+// pathName spells a path as field names and indices: "shape",
+// "phases[2].name". A field is named as in its JSON form when it has a
+// json tag ("final_cycles", as a plan file spells it), else in lower case.
 func pathName(p cmp.Path) string {
 	var b strings.Builder
-	for _, s := range p {
+	for i, s := range p {
 		switch s := s.(type) {
 		case cmp.StructField:
 			if b.Len() > 0 {
 				b.WriteByte('.')
 			}
-			b.WriteString(strings.ToLower(s.Name()))
+			b.WriteString(fieldName(p[i-1].Type(), s.Name()))
 		case cmp.SliceIndex:
 			kx, ky := s.SplitKeys()
 			k := kx
@@ -89,6 +90,18 @@ func pathName(p cmp.Path) string {
 		}
 	}
 	return b.String()
+}
+
+// fieldName is the name of field name of struct type st in a path.
+func fieldName(st reflect.Type, name string) string {
+	if st.Kind() == reflect.Struct {
+		if f, ok := st.FieldByName(name); ok {
+			if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag != "" && tag != "-" {
+				return tag
+			}
+		}
+	}
+	return strings.ToLower(name)
 }
 
 func formatValue(v reflect.Value) string {

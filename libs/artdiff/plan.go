@@ -3,7 +3,7 @@ package artdiff
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"strings"
 
 	"ipu.local/formats/plan"
 )
@@ -19,10 +19,17 @@ var planKind = &Kind{
 	Diff:   func(a, b any) []string { return Plans(a.(*plan.Plan), b.(*plan.Plan)) },
 }
 
-// Plans lists the differences between two plans: header fields
-// ("header: "), the graph ("graph: "), tensors that moved or changed layout
-// by name ("tensor NAME: "), steps by node name ("step NAME: "), the cost
-// ("cost: ") and the search ("search: ").
+// Plans lists the differences between two plans, in this order: header
+// fields ("header: "), the graph ("graph: "), tensors ("tensor "NAME"
+// SOURCE#K: ", see diffPlanTensors), steps ("step "NAME": ", see
+// diffPlanSteps), the cost ("cost: ") and the search ("search: ").
+//
+// Tensors and steps are paired by what they are for, not by their IDs
+// or positions, which shift whenever the planner inserts one: a step by
+// its name and its rank among the steps of that name; a tensor by its
+// value, its source and the step operand that defines it (pairTensors).
+// A step's operands differ only when it reads or writes a tensor that is
+// not the pair of the one it had, so a renumbering shows no difference.
 func Plans(a, b *plan.Plan) []string {
 	type header struct {
 		Format, Arch string
@@ -34,102 +41,212 @@ func Plans(a, b *plan.Plan) []string {
 		header{a.Format, a.Arch, a.Model, a.Tiles, a.Seed},
 		header{b.Format, b.Arch, b.Model, b.Tiles, b.Seed}))
 	lines = append(lines, prefixed("graph: ", fieldDiffs(a.Graph, b.Graph))...)
-
-	ta, tb := map[string]plan.Tensor{}, map[string]plan.Tensor{}
-	for _, t := range a.Tensors {
-		ta[t.Name] = t
-	}
-	for _, t := range b.Tensors {
-		tb[t.Name] = t
-	}
-	for _, name := range unionKeys(ta, tb) {
-		x, inA := ta[name]
-		y, inB := tb[name]
-		switch {
-		case !inB:
-			lines = append(lines, fmt.Sprintf("tensor %q: removed", name))
-		case !inA:
-			lines = append(lines, fmt.Sprintf("tensor %q: added", name))
-		default:
-			if x.Layout != y.Layout {
-				lines = append(lines, fmt.Sprintf("tensor %q: layout %s -> %s", name, x.Layout, y.Layout))
-			}
-			if tx, ty := pieceTiles(x), pieceTiles(y); tx != ty {
-				lines = append(lines, fmt.Sprintf("tensor %q: moved: tiles %s -> %s", name, tx, ty))
-			} else {
-				x.Layout, y.Layout = "", ""
-				lines = append(lines, prefixed(fmt.Sprintf("tensor %q: ", name), fieldDiffs(x, y))...)
-			}
-		}
-	}
-
-	sa, sb := map[string]plan.Step{}, map[string]plan.Step{}
-	for _, s := range a.Steps {
-		sa[s.Name] = s
-	}
-	for _, s := range b.Steps {
-		sb[s.Name] = s
-	}
-	for _, name := range unionKeys(sa, sb) {
-		x, inA := sa[name]
-		y, inB := sb[name]
-		switch {
-		case !inB:
-			lines = append(lines, fmt.Sprintf("step %q: removed", name))
-		case !inA:
-			lines = append(lines, fmt.Sprintf("step %q: added", name))
-		default:
-			lines = append(lines, prefixed(fmt.Sprintf("step %q: ", name), fieldDiffs(x, y))...)
-		}
-	}
+	pairs := pairTensors(a, b)
+	lines = append(lines, diffPlanTensors(a, b, pairs)...)
+	lines = append(lines, diffPlanSteps(a, b, pairs)...)
 	lines = append(lines, prefixed("cost: ", fieldDiffs(a.Cost, b.Cost))...)
 	lines = append(lines, prefixed("search: ", fieldDiffs(a.Search, b.Search))...)
 	return lines
 }
 
-// pieceTiles is the set of tiles holding pieces of t, as ranges.
-func pieceTiles(t plan.Tensor) string {
-	var tiles []int
-	seen := map[int]bool{}
-	for _, p := range t.Pieces {
-		if !seen[p.Tile] {
-			seen[p.Tile] = true
-			tiles = append(tiles, p.Tile)
-		}
-	}
-	sort.Ints(tiles)
-	if len(tiles) == 0 {
-		return "none"
-	}
-	var buf bytes.Buffer
-	for i := 0; i < len(tiles); {
-		j := i
-		for j+1 < len(tiles) && tiles[j+1] == tiles[j]+1 {
-			j++
-		}
-		if buf.Len() > 0 {
-			buf.WriteByte(',')
-		}
-		if i == j {
-			fmt.Fprintf(&buf, "%d", tiles[i])
-		} else {
-			fmt.Fprintf(&buf, "%d-%d", tiles[i], tiles[j])
-		}
-		i = j + 1
-	}
-	return buf.String()
+// role identifies a tensor or step across plans: a name and its rank
+// among the elements of that name.
+type role struct {
+	name string
+	nth  int
 }
 
-func unionKeys[V any](a, b map[string]V) []string {
-	var keys []string
-	for k := range a {
-		keys = append(keys, k)
+// roles numbers the elements of a list by occurrence of their keys: the
+// k-th element whose key is key gets role{key, k}.
+func roles(n int, key func(i int) string) []role {
+	seen := map[string]int{}
+	out := make([]role, n)
+	for i := range out {
+		k := key(i)
+		out[i] = role{k, seen[k]}
+		seen[k]++
 	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
+	return out
+}
+
+// pairRoles pairs the indices of two lists with the same role: pairs in
+// a's order, then b's unpaired elements in b's order; -1 is the side an
+// element lacks.
+func pairRoles(a, b []role) [][2]int {
+	ib := make(map[role]int, len(b))
+	for j, r := range b {
+		ib[r] = j
+	}
+	ia := make(map[role]bool, len(a))
+	var pairs [][2]int
+	for i, r := range a {
+		ia[r] = true
+		j, ok := ib[r]
+		if !ok {
+			j = -1
+		}
+		pairs = append(pairs, [2]int{i, j})
+	}
+	for j, r := range b {
+		if !ia[r] {
+			pairs = append(pairs, [2]int{-1, j})
 		}
 	}
-	sort.Strings(keys)
-	return keys
+	return pairs
+}
+
+// diffPlanSteps pairs the steps by name and occurrence (a node's step
+// by the node's name; an inserted re-layout or pack by its own name,
+// the k-th "relayout:x" of one plan with the k-th of the other) and
+// lists, in a's program order, then b's steps a lacks in b's order, per
+// step label ("step "mm": ", "step "relayout:x" #1: "):
+//
+//	kernel matmul -> gemm
+//	split m2 n1 k1 -> m4 n1 k1
+//	tiles [0,2) -> [0,4)
+//	cast order none -> before_exchange
+//	stationary a -> b
+//	inputs ["x" host#0, "w" const#0] -> ["x" host#1, "w" const#0]
+//	outputs ["y" step#0] -> ["y" step#1]
+//
+// or that the step was removed or added ("step "relayout:y" added:
+// relayout ["y" step#0] -> ["y" step#1]"); last, when the steps both
+// plans have run in another order, the first that moved ("steps:
+// program order changed: step "b" now runs before step "a"").
+func diffPlanSteps(a, b *plan.Plan, pairs tensorPairs) []string {
+	la, lb := tensorLabels(a.Tensors), tensorLabels(b.Tensors)
+	ra := roles(len(a.Steps), func(i int) string { return a.Steps[i].Name })
+	rb := roles(len(b.Steps), func(i int) string { return b.Steps[i].Name })
+	var lines []string
+	var commonA []role
+	for _, p := range pairRoles(ra, rb) {
+		switch {
+		case p[1] < 0:
+			lines = append(lines, fmt.Sprintf("%s removed: %s", stepLabel(ra[p[0]]), stepDesc(&a.Steps[p[0]], la)))
+		case p[0] < 0:
+			lines = append(lines, fmt.Sprintf("%s added: %s", stepLabel(rb[p[1]]), stepDesc(&b.Steps[p[1]], lb)))
+		default:
+			commonA = append(commonA, ra[p[0]])
+			lines = append(lines, prefixed(stepLabel(ra[p[0]])+": ", diffStep(&a.Steps[p[0]], &b.Steps[p[1]], la, lb, pairs))...)
+		}
+	}
+	common := make(map[role]bool, len(commonA))
+	for _, r := range commonA {
+		common[r] = true
+	}
+	var commonB []role
+	for _, r := range rb {
+		if common[r] {
+			commonB = append(commonB, r)
+		}
+	}
+	for i := range commonA {
+		if commonA[i] != commonB[i] {
+			lines = append(lines, fmt.Sprintf("steps: program order changed: %s now runs before %s", stepLabel(commonB[i]), stepLabel(commonA[i])))
+			break
+		}
+	}
+	return lines
+}
+
+func stepLabel(r role) string {
+	if r.nth == 0 {
+		return fmt.Sprintf("step %q", r.name)
+	}
+	return fmt.Sprintf("step %q #%d", r.name, r.nth)
+}
+
+// diffStep lists the differences of two paired steps. The node index is
+// left out: the graph lines show a renumbering.
+func diffStep(x, y *plan.Step, la, lb []string, pairs tensorPairs) []string {
+	var out []string
+	change := func(what, u, v string) {
+		if u != v {
+			out = append(out, fmt.Sprintf("%s %s -> %s", what, u, v))
+		}
+	}
+	change("kernel", x.Kernel, y.Kernel)
+	change("split", splitDesc(x.Split), splitDesc(y.Split))
+	change("tiles", tileRange(x.Tiles), tileRange(y.Tiles))
+	change("cast order", orNone(x.CastOrder), orNone(y.CastOrder))
+	change("stationary", orNone(x.Stationary), orNone(y.Stationary))
+	if !sameOperands(x.Inputs, y.Inputs, pairs) {
+		out = append(out, fmt.Sprintf("inputs %s -> %s", tensorRefs(x.Inputs, la), tensorRefs(y.Inputs, lb)))
+	}
+	if !sameOperands(x.Outputs, y.Outputs, pairs) {
+		out = append(out, fmt.Sprintf("outputs %s -> %s", tensorRefs(x.Outputs, la), tensorRefs(y.Outputs, lb)))
+	}
+	return out
+}
+
+// sameOperands reports whether two paired steps' operand lists name
+// paired tensors, position by position.
+func sameOperands(x, y []int, pairs tensorPairs) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for k, ia := range x {
+		ib := y[k]
+		if ia >= 0 && ia < len(pairs.ab) && ib >= 0 && ib < len(pairs.ba) {
+			if pairs.ab[ia] != ib {
+				return false
+			}
+		} else if ia != ib {
+			return false
+		}
+	}
+	return true
+}
+
+// stepDesc summarises a step added or removed.
+func stepDesc(s *plan.Step, labels []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s -> %s", s.Kernel, tensorRefs(s.Inputs, labels), tensorRefs(s.Outputs, labels))
+	if s.Split != nil {
+		fmt.Fprintf(&b, ", split %s tiles %s", splitDesc(s.Split), tileRange(s.Tiles))
+	}
+	if s.CastOrder != "" {
+		fmt.Fprintf(&b, ", cast order %s", s.CastOrder)
+	}
+	if s.Stationary != "" {
+		fmt.Fprintf(&b, ", stationary %s", s.Stationary)
+	}
+	return b.String()
+}
+
+func splitDesc(s *plan.Split) string {
+	if s == nil {
+		return "none"
+	}
+	if s.B > 0 {
+		return fmt.Sprintf("b%d m%d n%d k%d", s.B, s.M, s.N, s.K)
+	}
+	return fmt.Sprintf("m%d n%d k%d", s.M, s.N, s.K)
+}
+
+func tileRange(r [2]int) string { return fmt.Sprintf("[%d,%d)", r[0], r[1]) }
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// tensorRefs names a step's operands by their tensors' labels; "-" is an
+// omitted operand. Read has checked the IDs; a plan built in memory may
+// not be, and an unknown ID is shown as such.
+func tensorRefs(ids []int, labels []string) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		switch {
+		case id == -1:
+			parts[i] = "-"
+		case id < 0 || id >= len(labels):
+			parts[i] = fmt.Sprintf("tensor %d?", id)
+		default:
+			parts[i] = labels[id]
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }

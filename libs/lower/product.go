@@ -269,7 +269,7 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 	if st.Split == nil {
 		return l.stepErr("a product step without a split")
 	}
-	s := layout.Split{GB: st.Split.B, GM: st.Split.M, GN: st.Split.N, GK: st.Split.K, Align: alignOf(ps.y)}
+	s := layout.Split{GB: st.Split.B, GM: st.Split.M, GN: st.Split.N, GK: st.Split.K, Align: st.Split.Align}
 	lo := st.Tiles[0]
 	if !s.Fits(ps.mm) || lo+s.Tiles() > st.Tiles[1] {
 		return l.stepErr("split %v over tiles %v does not fit %d products of [%d,%d]x[%d,%d]", s, st.Tiles, ps.mm.Batches(), ps.mm.M, ps.mm.K, ps.mm.K, ps.mm.N)
@@ -350,23 +350,6 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 		final = l.reduceScatter(n, s, ps, blocks, cBuf, blockBytes, npMax, partMax, nbMax)
 	}
 	return l.productResult(n, ps, blocks, cRef, final)
-}
-
-// alignOf is the row alignment a result tensor's pieces show: the
-// smallest power of two dividing every piece's first row (at least
-// AGroup).
-func alignOf(y *layout.Tensor) int {
-	r := len(y.Shape)
-	a := 1 << 30
-	for _, p := range y.Pieces {
-		if lo := p.Box[r-2].Lo; lo > 0 {
-			a = min(a, lo&-lo)
-		}
-	}
-	if a == 1<<30 || a < layout.AGroup {
-		return layout.AGroup
-	}
-	return min(a, layout.BGroup)
 }
 
 // reduceScatter adds the exchange and compute supersteps that sum a k

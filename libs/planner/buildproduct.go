@@ -44,7 +44,7 @@ func (b *builder) product(pr *product) error {
 		b.home[n.Outputs[0].Index] = y.ID // read through the cast only
 	}
 	st := plan.Step{Node: n.Index, Name: n.Name, Kernel: lower.KernelName(pr.typ), Inputs: ins, Outputs: []int{y.ID},
-		Split: &plan.Split{B: d.Split.B, M: d.Split.M, N: d.Split.N, K: d.Split.K}, Tiles: d.Tiles,
+		Split: &plan.Split{B: d.Split.B, M: d.Split.M, N: d.Split.N, K: d.Split.K, Align: pr.align}, Tiles: d.Tiles,
 		CastOrder: d.CastOrder, Stationary: d.Stationary}
 	b.steps = append(b.steps, st)
 	return nil

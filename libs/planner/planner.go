@@ -320,7 +320,13 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	out := incR.b.plan(pl, inc)
 	out.Model = plan.Model{Path: opt.ModelPath, Fingerprint: opt.ModelFingerprint}
 	out.Seed = opt.Seed
-	out.Cost = plan.Cost{FinalCycles: incR.total, FinalExchange: incR.exchange, ComputeBound: pl.computeBound(), Estimated: true}
+	// The estimate: the incumbent's program with every exchange
+	// scheduled (the search ranks points by sched's faster bound).
+	est, err := pl.estimate(out)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out.Cost = plan.Cost{FinalCycles: est.FinalCycles, FinalExchange: est.FinalExchange, ComputeBound: pl.computeBound(), Estimated: true}
 	out.Search = plan.Search{Attempts: s.Attempts, IncumbentCycles: incR.total}
 	if err := out.Validate(); err != nil {
 		return nil, nil, nil, fmt.Errorf("internal error: planned %w", err)
@@ -328,6 +334,15 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	pl.stats(incR, st)
 	st.Evaluated = pl.evals
 	return out, s, st, nil
+}
+
+// estimate prices a plan's program exactly but for placement.
+func (pl *planner) estimate(p *plan.Plan) (*cost.Result, error) {
+	pr, err := lower.LowerWith(p, pl.g, pl.p, lower.Options{NoData: true})
+	if err != nil {
+		return nil, err
+	}
+	return cost.Program(pr)
 }
 
 // evalFit is eval for a point that must fit memory.

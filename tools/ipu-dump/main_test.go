@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"ipu.local/formats/obj"
 )
 
 func TestDump(t *testing.T) {
@@ -17,6 +19,8 @@ func TestDump(t *testing.T) {
 		err    string // substring of stderr
 	}{
 		{"object", []string{"../../formats/obj/testdata/full.ipuobj"}, 0, "segment", ""},
+		{"object memory", []string{"../../formats/obj/testdata/full.ipuobj"}, 0, "\n\nmemory tiles 2 usable 637872 bytes per tile\n" +
+			"  tile 0: code 24 constants 4096 variables 65536 used 69656 free 568216\n", ""},
 		{"package", []string{"../../formats/ipuexe/testdata/full.ipuexe"}, 0, "image 0", ""},
 		{"not an artifact", []string{"main.go"}, 1, "", "not an object, package or profile"},
 		{"missing file", []string{"nope.ipuobj"}, 1, "", "nope.ipuobj"},
@@ -67,5 +71,25 @@ func TestDumpStableAndCorrupt(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "section") {
 		t.Errorf("error %q does not name the section", errb.String())
+	}
+}
+
+// An object for an architecture that has no preset is dumped all the
+// same, with a line instead of the memory report.
+func TestDumpUnknownArch(t *testing.T) {
+	data, err := obj.Marshal(&obj.Object{Arch: "ipu99", Compiler: "0.1.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "x.ipuobj")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if status := run([]string{"ipu-dump", path}, &out, &errb); status != 0 {
+		t.Fatalf("status %d, want 0 (stderr %q)", status, errb.String())
+	}
+	if want := "\n\nmemory: no report: unknown architecture \"ipu99\"\n"; !strings.HasSuffix(out.String(), want) {
+		t.Errorf("stdout does not end with %q:\n%s", want, out.String())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"ipu.local/formats/ipuexe"
 	"ipu.local/formats/obj"
 	"ipu.local/formats/profile"
+	"ipu.local/libs/arch"
 	"ipu.local/libs/asm"
 	"ipu.local/libs/toolrun"
 )
@@ -44,7 +45,7 @@ func dump(path string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		return obj.Dump(w, o, obj.DumpOptions{Disasm: disasm})
+		return dumpObject(w, o)
 	case bytes.HasPrefix(data, []byte(ipuexe.Magic[:len(ipuexe.Magic)-1])):
 		p, err := ipuexe.Read(data)
 		if err != nil {
@@ -58,6 +59,21 @@ func dump(path string, out io.Writer) error {
 		}
 		return profile.Dump(w, p)
 	}
+}
+
+// dumpObject writes an object with its memory report against the usable
+// tile memory of its architecture preset; an object for an unknown
+// architecture is dumped with a line saying there is no report.
+func dumpObject(w io.Writer, o *obj.Object) error {
+	p, err := arch.Lookup(o.Arch)
+	if err != nil {
+		if err := obj.Dump(w, o, obj.DumpOptions{Disasm: disasm}); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(w, "\nmemory: no report: unknown architecture %q\n", o.Arch)
+		return err
+	}
+	return obj.Dump(w, o, obj.DumpOptions{Disasm: disasm, UsableMemory: int64(p.UsableMemory().Size())})
 }
 
 func disasm(w io.Writer, addr uint32, code []byte) {
