@@ -102,6 +102,12 @@ type Rows struct {
 	// FP16 (LayerNorm). The zero values are FP32.
 	InF16, OutF16 bool
 	ScaleF16      bool
+	// A launch of a split sequence (see RowsSplit): Phase 1, 2, ... of
+	// the sequence, each row cut into Chunks chunks of ChunkLen elements
+	// (the last one 1..ChunkLen), FP32 partials at Scratch. The zero
+	// values give the whole-row kernel above.
+	Phase, Chunks, ChunkLen int
+	Scratch                 uint32
 }
 
 // Row kernel registers.
@@ -178,6 +184,9 @@ func (p Rows) check(b *Builder) error {
 	if p.Op != LayerNorm && (p.Scale != 0 || p.Bias != 0 || p.Mean != 0 || p.InvStdDev != 0 || p.ScaleF16) {
 		return fmt.Errorf("scale, bias, mean and inverse standard deviation are LayerNorm's")
 	}
+	if err := p.checkSplit(); err != nil {
+		return err
+	}
 	if b == nil {
 		return nil
 	}
@@ -218,6 +227,9 @@ func (p Rows) check(b *Builder) error {
 		if v.addr != 0 {
 			bufs = append(bufs, v)
 		}
+	}
+	if p.Phase > 0 {
+		bufs = append(bufs, aligned{buffer{"scratch", p.Scratch, uint64(p.ScratchBytes()), true}, 8})
 	}
 	var plain []buffer
 	for _, v := range bufs {
@@ -486,33 +498,7 @@ func (p Rows) row(b *Builder) {
 			}
 			l.v(isa.V2ADD, rwS, rwS, rwT)
 		})
-		// Pass 3.
-		if p.Op == Softmax {
-			b.F1(isa.FRCP, rwZ, rwZ)
-			b.Amov(rwZ+1, rwZ)
-			if ps[2].src == fromX {
-				b.Mov(rwXp, rwX)
-			}
-			b.Mov(rwYp, rwY)
-			p.walk(b, ps[2], rwT2, func(l lanes, st rowStore) {
-				if ps[2].src == fromX {
-					l.v(isa.V2SUB, rwT, rwT, rwM)
-					l.v1(isa.V2EXP, rwT, rwT)
-				}
-				l.v(isa.V2MUL, rwT, rwT, rwZ)
-				st(rwT)
-			})
-			break
-		}
-		b.F1(isa.FLOG, rwZ, rwZ)
-		b.Amov(rwZ+1, rwZ)
-		b.Mov(rwXp, rwX)
-		b.Mov(rwYp, rwY)
-		p.walk(b, ps[2], rwT2, func(l lanes, st rowStore) {
-			l.v(isa.V2SUB, rwT, rwT, rwM)
-			l.v(isa.V2SUB, rwT, rwT, rwZ)
-			st(rwT)
-		})
+		p.softmaxOut(b, ps[2])
 	case ReduceSum, ReduceMean:
 		p.reduce(b, rwT)
 		b.St32P(rwT, rwY, 4)
@@ -542,26 +528,64 @@ func (p Rows) row(b *Builder) {
 		if p.Bias != 0 {
 			b.LoadAddr(rwB, p.Bias)
 		}
-		p.walk(b, ps[2], rwS, func(l lanes, st rowStore) {
-			l.v(isa.V2SUB, rwT, rwT, rwM)
-			l.v(isa.V2MUL, rwT, rwT, rwZ)
-			out := rwT
-			switch {
-			case p.Scale != 0 && p.Bias != 0:
-				p.vector(l, rwT2, rwG)
-				p.vector(l, rwT3, rwB)
-				l.v(isa.V2FMA, rwT3, rwT, rwT2)
-				out = rwT3
-			case p.Scale != 0:
-				p.vector(l, rwT2, rwG)
-				l.v(isa.V2MUL, rwT, rwT, rwT2)
-			case p.Bias != 0:
-				p.vector(l, rwT3, rwB)
-				l.v(isa.V2ADD, rwT, rwT, rwT3)
-			}
-			st(out)
-		})
+		p.layerNormOut(b, ps[2])
 	}
+}
+
+// softmaxOut emits the third pass of Softmax and LogSoftmax from s in
+// $a6 and m in $a0:1: z = rcp(s) (or l = log(s)) in both lanes of $a6:7,
+// then y at Y. The caller sets $m2 and $m3 to the row's start in X and Y.
+func (p Rows) softmaxOut(b *Builder, ps rowPass) {
+	if p.Op == Softmax {
+		b.F1(isa.FRCP, rwZ, rwZ)
+		b.Amov(rwZ+1, rwZ)
+		if ps.src == fromX {
+			b.Mov(rwXp, rwX)
+		}
+		b.Mov(rwYp, rwY)
+		p.walk(b, ps, rwT2, func(l lanes, st rowStore) {
+			if ps.src == fromX {
+				l.v(isa.V2SUB, rwT, rwT, rwM)
+				l.v1(isa.V2EXP, rwT, rwT)
+			}
+			l.v(isa.V2MUL, rwT, rwT, rwZ)
+			st(rwT)
+		})
+		return
+	}
+	b.F1(isa.FLOG, rwZ, rwZ)
+	b.Amov(rwZ+1, rwZ)
+	b.Mov(rwXp, rwX)
+	b.Mov(rwYp, rwY)
+	p.walk(b, ps, rwT2, func(l lanes, st rowStore) {
+		l.v(isa.V2SUB, rwT, rwT, rwM)
+		l.v(isa.V2SUB, rwT, rwT, rwZ)
+		st(rwT)
+	})
+}
+
+// layerNormOut emits LayerNorm's third pass with mu in $a0:1 and r in
+// $a6:7, the pointers set ($m5 X, $m6 Y, $m7 scale, $m8 bias).
+func (p Rows) layerNormOut(b *Builder, ps rowPass) {
+	p.walk(b, ps, rwS, func(l lanes, st rowStore) {
+		l.v(isa.V2SUB, rwT, rwT, rwM)
+		l.v(isa.V2MUL, rwT, rwT, rwZ)
+		out := rwT
+		switch {
+		case p.Scale != 0 && p.Bias != 0:
+			p.vector(l, rwT2, rwG)
+			p.vector(l, rwT3, rwB)
+			l.v(isa.V2FMA, rwT3, rwT, rwT2)
+			out = rwT3
+		case p.Scale != 0:
+			p.vector(l, rwT2, rwG)
+			l.v(isa.V2MUL, rwT, rwT, rwT2)
+		case p.Bias != 0:
+			p.vector(l, rwT3, rwB)
+			l.v(isa.V2ADD, rwT, rwT, rwT3)
+		}
+		st(out)
+	})
 }
 
 // reduce emits one reduction row's value into d.
@@ -663,6 +687,9 @@ func (p Rows) Cost() (Cost, error) {
 	if err := p.check(nil); err != nil {
 		return Cost{}, fmt.Errorf("%s: %w", p.Op, err)
 	}
+	if p.Phase > 0 {
+		return p.splitCost(), nil
+	}
 	return p.cost(), nil
 }
 
@@ -719,6 +746,9 @@ func EmitRows(b *Builder, p Rows) (Kernel, error) {
 	if err := p.check(b); err != nil {
 		return Kernel{}, fmt.Errorf("%s: %w", p.Op, err)
 	}
+	if p.Phase > 0 {
+		return p.emitSplit(b)
+	}
 	k := Kernel{Entry: b.Here(), Cost: p.cost()}
 	table := b.Label()
 	p.prologue(b, table)
@@ -761,11 +791,11 @@ func EmitRows(b *Builder, p Rows) (Kernel, error) {
 	return k, b.Err()
 }
 
-// EmulateRowBytes is EmulateRow on one row's stored bytes: x holds the C
+// EmulateRowBytes is EmulateRowSplit on one row's stored bytes: x holds the C
 // elements of X (FP16 with InF16, else FP32, little-endian), g and bias
 // the C elements of Scale and Bias (FP16 with ScaleF16; nil: none); y
 // receives the row's C elements (a reduction: its one value) as stored at
-// Y (FP16 with OutF16). mu and r are as EmulateRow's. It returns nil when
+// Y (FP16 with OutF16). mu and r are as EmulateRowSplit's. It returns nil when
 // an input is too short.
 func EmulateRowBytes(p Rows, x, g, bias []byte) (y []byte, mu, r float32) {
 	decode := func(b []byte, f16 bool) []float32 {
@@ -793,7 +823,7 @@ func EmulateRowBytes(p Rows, x, g, bias []byte) (y []byte, mu, r float32) {
 	if xv == nil || g != nil && gv == nil || bias != nil && bv == nil {
 		return nil, 0, 0
 	}
-	out, mu, r := EmulateRow(p, xv, gv, bv)
+	out, mu, r := EmulateRowSplit(p, xv, gv, bv)
 	for _, v := range out {
 		if p.OutF16 {
 			y = binary.LittleEndian.AppendUint16(y, numfmt.F32ToF16(math.Float32bits(v)))

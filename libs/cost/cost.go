@@ -123,7 +123,12 @@ func ProgramWith(pr *prog.Program, opt Options) (*Result, error) {
 			c, err = ComputeCycles(s)
 		case obj.Exchange:
 			if opt.Bound {
-				c, err = ExchangeBound(p, s, addr)
+				if s.Bound != nil {
+					c = *s.Bound
+				} else if c, err = ExchangeBound(p, s, addr); err == nil {
+					s.Bound = new(int64)
+					*s.Bound = c
+				}
 			} else {
 				c, err = ExchangeCycles(p, s, addr)
 			}

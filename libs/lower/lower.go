@@ -79,6 +79,9 @@ type lowerer struct {
 
 	fetch, cur *prog.Superstep
 	zero       *prog.Buffer // constant zeros (zeros)
+	// scratch is the row kernels' partials of scratchStep.
+	scratch     *prog.Buffer
+	scratchStep *plan.Step
 	inIndex    map[*graph.Value]int
 	outIndex   map[*graph.Value]int
 	inBlock    map[int]uint32 // graph input index -> whole row-major block offset
@@ -92,6 +95,8 @@ type Options struct {
 	// NoData leaves constant buffers without their contents: the program
 	// is for pricing only (the planner's), not for code.
 	NoData bool
+	// Cache, with NoData, replays steps lowered before (cache.go).
+	Cache *StepCache
 }
 
 // Lower builds the program of plan pl, whose graph is g (decoded from
@@ -118,7 +123,11 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 	for i := range pl.Steps {
 		st := &pl.Steps[i]
 		l.step = st
-		if err := l.lowerStep(st); err != nil {
+		lower := l.lowerStep
+		if opt.Cache != nil && opt.NoData {
+			lower = l.lowerCached
+		}
+		if err := lower(st); err != nil {
 			return nil, err
 		}
 	}

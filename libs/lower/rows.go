@@ -7,6 +7,8 @@ package lower
 // same tile holds the same rows (reductions: one value per row).
 
 import (
+	"fmt"
+
 	"ipu.local/formats/plan"
 	"ipu.local/libs/codegen"
 	"ipu.local/libs/graph"
@@ -222,10 +224,16 @@ func (l *lowerer) rows(st *plan.Step, n *graph.Node) error {
 			}
 			kern.Fixes = append(kern.Fixes, prog.Fix{Field: f, Ref: statRefs[v][j], Write: true})
 		}
-		if _, err := kern.Cost(); err != nil {
-			return l.notLowered(n, "on tile %d: %v", pc.Tile, err)
+		ks, err := l.splitRows(n, kern, &k)
+		if err != nil {
+			return err
 		}
-		s.Work[pc.Tile] = append(s.Work[pc.Tile], kern)
+		for _, kk := range ks {
+			if _, err := kk.Cost(); err != nil {
+				return l.notLowered(n, "on tile %d: %v", pc.Tile, err)
+			}
+		}
+		s.Work[pc.Tile] = append(s.Work[pc.Tile], ks...)
 	}
 	acc := l.acc[xv.Index]
 	for _, v := range n.Inputs[1:] {
@@ -265,4 +273,75 @@ func denseRows(g layout.Geometry) bool {
 	}
 	r := len(g.Box)
 	return g.Pitch == g.Box[r-1].Len() || g.Elems == g.Box.Volume()
+}
+
+// splitRows returns the launches of a row kernel: itself, or, when its
+// rows are fewer than the workers (or do not share out evenly), the
+// sequence of codegen.RowsSplit that splits each row's elements over the
+// workers, with its scratch for the partials.
+func (l *lowerer) splitRows(n *graph.Node, kern *prog.Kernel, p *codegen.Rows) ([]*prog.Kernel, error) {
+	// Made-up addresses with the given arrays non-zero, as the choice
+	// depends only on which arrays are given.
+	probe := *p
+	for _, f := range kern.Fixes {
+		switch f.Field {
+		case &p.X:
+			probe.X = 0x80000
+		case &p.Y:
+			probe.Y = 0xA0000
+		case &p.Scale:
+			probe.Scale = 0xC0000
+		case &p.Bias:
+			probe.Bias = 0xC4000
+		case &p.Mean:
+			probe.Mean = 0xC8000
+		case &p.InvStdDev:
+			probe.InvStdDev = 0xCC000
+		}
+	}
+	seq, scratch, err := codegen.RowsSplit(probe, 0xD0000)
+	if err != nil {
+		return nil, l.notLowered(n, "%v", err)
+	}
+	if len(seq) == 1 {
+		return []*prog.Kernel{kern}, nil
+	}
+	var buf *prog.Buffer
+	out := make([]*prog.Kernel, len(seq))
+	for i := range seq {
+		q := seq[i]
+		k := &prog.Kernel{What: fmt.Sprintf("%s.%d", kern.What, i+1), Params: &q}
+		for _, f := range kern.Fixes {
+			var field *uint32
+			switch f.Field {
+			case &p.X:
+				field = &q.X
+			case &p.Y:
+				field = &q.Y
+			case &p.Scale:
+				field = &q.Scale
+			case &p.Bias:
+				field = &q.Bias
+			case &p.Mean:
+				field = &q.Mean
+			case &p.InvStdDev:
+				field = &q.InvStdDev
+			default:
+				return nil, l.stepErr("internal error: unknown field of a row kernel")
+			}
+			k.Fixes = append(k.Fixes, prog.Fix{Field: field, Ref: f.Ref, Write: f.Write})
+		}
+		if buf == nil {
+			// One scratch per step, over the input's tiles.
+			if l.scratch == nil || l.scratchStep != l.step {
+				l.scratch = l.out.NewBuffer(kern.What+".partials", kern.Fixes[0].Ref.Buf.Tiles, scratch, 16, prog.AnyRegion)
+				l.scratchStep = l.step
+			}
+			buf = l.scratch
+			buf.Size = max(buf.Size, uint32(scratch+15)&^15)
+		}
+		k.Fixes = append(k.Fixes, prog.Fix{Field: &q.Scratch, Ref: prog.Ref{Buf: buf}, Write: true})
+		out[i] = k
+	}
+	return out, nil
 }

@@ -80,11 +80,12 @@ type planner struct {
 	folded   map[int]*graph.Node  // chain node -> its product node
 	prefs    *prefs
 	cache    map[string]*result   // evaluated points by key
+	steps    *lower.StepCache     // lowered steps, across points
 	evals    int                  // points priced
 }
 
 func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
-	pl := &planner{g: g, p: p, tiles: tiles, prod: map[int]*product{}, folded: map[int]*graph.Node{}, cache: map[string]*result{}}
+	pl := &planner{g: g, p: p, tiles: tiles, prod: map[int]*product{}, folded: map[int]*graph.Node{}, cache: map[string]*result{}, steps: lower.NewStepCache()}
 	uses := map[*graph.Value]int{}
 	for _, n := range g.Nodes {
 		for _, v := range n.Inputs {
@@ -152,7 +153,7 @@ func (pl *planner) eval(pt point) (*result, error) {
 		return nil, err
 	}
 	r := &result{b: b}
-	pr, err := lower.LowerWith(b.plan(pl, point(pt)), pl.g, pl.p, lower.Options{NoData: true})
+	pr, err := lower.LowerWith(b.plan(pl, point(pt)), pl.g, pl.p, lower.Options{NoData: true, Cache: pl.steps})
 	if err != nil {
 		return nil, err
 	}

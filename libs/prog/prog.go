@@ -299,6 +299,9 @@ type Superstep struct {
 	// Cycles is the longest tile's cycles without the sync (set by the
 	// cost model or the linker).
 	Cycles int64
+	// Bound caches the cost model's bound of an exchange superstep
+	// (shared by the copies of a replayed superstep); nil: not yet.
+	Bound *int64
 }
 
 // NewSuperstep returns an empty superstep.

@@ -1,0 +1,163 @@
+package lower
+
+// Reusing the lowering of steps across plans (pricing only). The
+// planner prices many plans that differ in a few steps: a step whose
+// kernel, tensors (values and layouts) and inputs' rounding counts are
+// those of a step lowered before gives the same kernels, transfers and
+// buffers, so the second lowering replays the first's (the kernels
+// keep their cached costs). Programs built so are for pricing: their
+// buffers and kernels are shared with other programs.
+
+import (
+	"fmt"
+	"strings"
+
+	"ipu.local/formats/obj"
+	"ipu.local/formats/plan"
+	"ipu.local/libs/prog"
+)
+
+// StepCache holds lowered steps by key.
+type StepCache struct {
+	m map[string]*fragment
+	// Hits and Misses count the lookups.
+	Hits, Misses int
+}
+
+// NewStepCache returns an empty cache.
+func NewStepCache() *StepCache { return &StepCache{m: map[string]*fragment{}} }
+
+// fragment is what one step added to a program.
+type fragment struct {
+	// appended: kernels the step added to the compute superstep that was
+	// current when it started, by tile.
+	appended map[int][]*prog.Kernel
+	name     string
+	// steps: the supersteps it added.
+	steps []*prog.Superstep
+	bufs  []*prog.Buffer
+	outs  [][]prog.Ref // the storage of each output tensor (by position)
+	acc   map[int]int64
+}
+
+// stepKey identifies a step by what its lowering depends on.
+func (l *lowerer) stepKey(st *plan.Step) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d|%s|%s|%+v|%v|%s|%s|", st.Node, st.Name, st.Kernel, st.Split, st.Tiles, st.CastOrder, st.Stationary)
+	for _, id := range st.Inputs {
+		if id < 0 {
+			b.WriteString("-;")
+			continue
+		}
+		t := l.tensors[id]
+		fmt.Fprintf(&b, "%d:%d:%s:%s;", t.Value, l.acc[t.Value], t.Source, t.Key())
+	}
+	b.WriteString("|")
+	for _, id := range st.Outputs {
+		if id < 0 {
+			b.WriteString("-;")
+			continue
+		}
+		t := l.tensors[id]
+		fmt.Fprintf(&b, "%d:%s:%s;", t.Value, t.Source, t.Key())
+	}
+	return b.String()
+}
+
+// lowerCached lowers st, or replays its earlier lowering.
+func (l *lowerer) lowerCached(st *plan.Step) error {
+	c := l.opt.Cache
+	// Inputs from the host or the tile images are materialised first,
+	// so that the step's own lowering is all the fragment holds.
+	for _, id := range st.Inputs {
+		if id >= 0 && l.refs[id] == nil && l.tensors[id].Source != 0 {
+			if _, err := l.read(l.tensors[id]); err != nil {
+				return err
+			}
+		}
+	}
+	key := l.stepKey(st)
+	if f, ok := c.m[key]; ok {
+		c.Hits++
+		l.replay(st, f)
+		return nil
+	}
+	c.Misses++
+	// Capture: the superstep count, the current compute superstep's
+	// kernels by tile, the buffer count.
+	nsteps, nbufs := len(l.out.Steps), len(l.out.Buffers)
+	cur := l.cur
+	if cur != nil && l.out.Steps[len(l.out.Steps)-1] != cur {
+		cur = nil
+	}
+	before := map[int]int{}
+	if cur != nil {
+		for t, ks := range cur.Work {
+			before[t] = len(ks)
+		}
+	}
+	if err := l.lowerStep(st); err != nil {
+		return err
+	}
+	f := &fragment{appended: map[int][]*prog.Kernel{}, acc: map[int]int64{}, name: st.Name}
+	if cur != nil {
+		for t, ks := range cur.Work {
+			if n := before[t]; len(ks) > n {
+				f.appended[t] = append([]*prog.Kernel(nil), ks[n:]...)
+			}
+		}
+	}
+	for _, s := range l.out.Steps[nsteps:] {
+		f.steps = append(f.steps, copyStep(s))
+	}
+	f.bufs = append(f.bufs, l.out.Buffers[nbufs:]...)
+	for _, id := range st.Outputs {
+		if id < 0 {
+			f.outs = append(f.outs, nil)
+			continue
+		}
+		f.outs = append(f.outs, l.refs[id])
+		f.acc[l.tensors[id].Value] = l.acc[l.tensors[id].Value]
+	}
+	c.m[key] = f
+	return nil
+}
+
+// copyStep copies a superstep so that later steps appending kernels to a
+// replayed superstep do not change the cached one.
+func copyStep(s *prog.Superstep) *prog.Superstep {
+	c := *s
+	c.Work = make(map[int][]*prog.Kernel, len(s.Work))
+	for t, ks := range s.Work {
+		c.Work[t] = append([]*prog.Kernel(nil), ks...)
+	}
+	return &c
+}
+
+// replay adds a cached fragment to the program.
+func (l *lowerer) replay(st *plan.Step, f *fragment) {
+	if len(f.appended) > 0 {
+		s := l.compute(f.name)
+		for t, ks := range f.appended {
+			s.Work[t] = append(s.Work[t], ks...)
+		}
+	}
+	for _, s := range f.steps {
+		c := copyStep(s)
+		l.out.Steps = append(l.out.Steps, c)
+		if c.Kind == obj.Compute {
+			l.cur = c
+		} else {
+			l.cur = nil
+		}
+	}
+	l.out.Buffers = append(l.out.Buffers, f.bufs...)
+	for k, id := range st.Outputs {
+		if id >= 0 {
+			l.refs[id] = f.outs[k]
+		}
+	}
+	for v, a := range f.acc {
+		l.acc[v] = a
+	}
+}
