@@ -185,6 +185,14 @@ type Split struct {
 	N     int `json:"n"`
 	K     int `json:"k"`
 	Align int `json:"align,omitempty"`
+	// NAlign: column blocks start at multiples of NAlign columns (0: 16,
+	// the B panels'; a multiple of 16 keeps blocks inside the heads a
+	// later reshape splits the columns into).
+	NAlign int `json:"nalign,omitempty"`
+	// Order "b" numbers the blocks with the row blocks innermost (the
+	// tiles sharing a B block contiguous); "" the column blocks (the tiles
+	// sharing an A block).
+	Order string `json:"order,omitempty"`
 }
 
 // Cost is the plan's cycle figures. With Estimated, FinalCycles comes

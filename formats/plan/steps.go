@@ -127,6 +127,12 @@ func (p *Plan) validateSteps() error {
 			if sp.Align != 0 && sp.Align != 4 && sp.Align != 8 && sp.Align != 16 {
 				return errAt(path+".split.align", "%d (want 4, 8 or 16)", sp.Align)
 			}
+			if sp.Order != "" && sp.Order != "b" {
+				return errAt(path+".split.order", "%q (want \"\" or \"b\")", sp.Order)
+			}
+			if sp.NAlign < 0 || sp.NAlign%16 != 0 || sp.NAlign > 1<<20 {
+				return errAt(path+".split.nalign", "%d (want a multiple of 16)", sp.NAlign)
+			}
 			if sp.B < 0 || sp.M < 1 || sp.N < 1 || sp.K < 1 {
 				return errAt(path+".split", "factors %d, %d, %d, %d: want at least 1 (b may be 0)", sp.B, sp.M, sp.N, sp.K)
 			}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 
 	"ipu.local/libs/isa"
 	"ipu.local/libs/numfmt"
@@ -52,7 +54,11 @@ func (k PanelKind) String() string {
 // Work: the groups (panels), numbered along the operand; worker w takes a
 // contiguous range of them, the first groups mod workers ranges one
 // longer; min(Workers, groups) workers run. The last group may be partial
-// (fewer lanes, the rest written 0): the last worker packs it.
+// (fewer lanes, the rest written 0): the last worker packs it. When a
+// finer split costs fewer cycles (fewer groups than workers, long k
+// extents), Pack runs the split kernel instead: see the split kernel
+// below. Either way every byte of the panel is written once, with the
+// same value.
 //
 // Loops per k, issues per 4 elements (FP32 / FP16 / FP8 outputs): lanes
 // along X's rows (one ld32 per element, 4 lanes at a time) 6 / 7 / 11;
@@ -79,6 +85,34 @@ func (k PanelKind) String() string {
 // between pairs (6 amov) and convert back to f16v4 for f16v4tof8 (the
 // round trip is exact but for a signalling NaN's quiet bit, and any NaN
 // gives NaN).
+//
+// Split kernel. The panel's k positions [0, KP) of every group, data and
+// padding alike, are taken in the operand's order (group 0's k, then
+// group 1's, ...) and cut into at most Workers contiguous ranges, one per
+// worker; a range is a list of segments, a segment being one group's k
+// range [k0, k1). Cuts inside a group fall on multiples of the granule: 2
+// k for FP8 outputs and for FP16 lanes along X's rows (whose 32-bit loads
+// hold two k), else 1; so a segment starts in X as aligned as its group
+// (at a whole word for FP16 lanes along X's rows) and 8-byte aligned in Y
+// (a k of a group is w*e bytes, a multiple of 8 but for FP8 A panels: 4,
+// hence even cuts), and its stores are aligned as the group's. A segment
+// runs its group's code (the same loops and issues per 4 elements as
+// above, rpt on counts from a register) on its data k, [k0, min(k1,
+// extent)), then writes its padding k, [max(k0, extent), k1), as zeros.
+// Its table entry holds its X and Y pointers, the k loop's count, the
+// odd last k's count (FP16 lanes along X's rows, odd extent), the
+// pointer change between blocks of lanes (lanes along X's rows, more
+// than one quad or pair), the padding count and a flag: whether another
+// full-group segment follows. A worker packs its partial-group segment
+// first when it has one, then its full-group segments in a loop.
+//
+// The cuts: for each worker count n in 2..Workers, the smallest bound on
+// a worker's exact issue count with which the workers, each filling its
+// range as far as the bound allows (by granules), cover the panel with n
+// ranges. The split with the fewest cycles (Cost.Cycles, phase 0) runs
+// when it saves more than 1/32 of the whole-group kernel's cycles and the
+// panel has at most 32 groups (the table grows with the groups); else the
+// whole-group kernel runs, as it always did. Choices are cached by shape.
 type Pack struct {
 	Kind      PanelKind
 	Transpose bool
@@ -136,6 +170,12 @@ type packShape struct {
 	groups     int   // full and partial
 	e          int   // output element bytes
 	sb         int64 // X's row stride in bytes
+
+	// split marks the split kernel's code: its loops count from the
+	// registers a segment's table entry loads; cnt, tail and pad are the
+	// counts its cost is taken for (see loop, kLoop and pairLoop).
+	split          bool
+	cnt, tail, pad int
 }
 
 func (p Pack) shape() packShape {
@@ -198,6 +238,65 @@ func (p Pack) chain(s packShape) MReg {
 	return pkP3
 }
 
+// loop emits body as a zero-overhead loop: n times (Repeat, on the count
+// register reg past rpti's counts) in the whole-group kernel; in the split
+// kernel, rpt on reg, which the segment's entry loaded, counted split
+// times for the cost (0 runs nothing).
+func (s packShape) loop(b *Builder, n, split int, reg MReg, body func()) {
+	if !s.split {
+		b.Repeat(n, reg, body)
+		return
+	}
+	end := b.Label()
+	b.Rpt(reg, end)
+	mult := b.mult
+	b.mult *= int64(split)
+	body()
+	b.mult = mult
+	b.Bind(end)
+}
+
+// kLoop emits body once per data k of a group (or segment).
+func (s packShape) kLoop(b *Builder, body func()) { s.loop(b, s.kx, s.cnt, pkCnt, body) }
+
+// pairLoop emits body(true) once per pair of data k, then body(false)
+// for an odd last k: in the split kernel, a loop on the segment's tail
+// count (0 or 1), present when the k extent is odd.
+func (s packShape) pairLoop(b *Builder, body func(two bool)) {
+	s.loop(b, s.kx/2, s.cnt, pkCnt, func() { body(true) })
+	switch {
+	case !s.split && s.kx%2 == 1:
+		body(false)
+	case s.split && s.tails():
+		s.loop(b, 0, s.tail, pkTail, func() { body(false) })
+	}
+}
+
+// tails reports whether a split segment may end with an odd k (FP16 lanes
+// along X's rows, walked in pairs of k, with an odd k extent).
+func (s packShape) tails() bool { return s.f16 && s.rows && s.kx%2 == 1 }
+
+// blockStart sets P0 for block q of a group's lanes (a quad, or a pair)
+// from the previous block's pointer chain: the constant advance in the
+// whole-group kernel; in the split kernel, block 0's P0 is the segment's
+// X (loaded from its entry) and later blocks add the segment's advance.
+func (s packShape) blockStart(b *Builder, q int, chain MReg) {
+	switch {
+	case !s.split:
+		addConst(b, pkX, chain, s.advance(), pkAdv)
+	case q > 0:
+		b.Add(pkX, chain, pkAdv)
+	}
+}
+
+// nextGroup moves the pointer of lanes along X's columns to the next
+// group (the whole-group kernel; a split segment loads its own).
+func (s packShape) nextGroup(b *Builder) {
+	if !s.split {
+		addConst(b, pkX, pkX, s.advance(), pkAdv)
+	}
+}
+
 func (p Pack) check() error {
 	if err := checkWorkers(p.Workers); err != nil {
 		return err
@@ -252,15 +351,25 @@ func (p Pack) Bytes() int {
 	return s.groups * s.w * p.KP * s.e
 }
 
-// Cost is the kernel's exact cost: worker w with n full groups issues the
-// prologue, a brz, n times the group's code and its loop's addi and brnz,
-// a brz, and the partial group's code when it has it; Work[w] is 6 x
+// Cost is the kernel's exact cost. The whole-group kernel: worker w with
+// n full groups issues the prologue, a brz, n times the group's code and
+// its loop's addi and brnz, a brz, and the partial group's code when it
+// has it. The split kernel: the prologue, then per segment its entry's
+// loads, its code (loops at their counts) and its branch. Work[w] is 6 x
 // that.
 func (p Pack) Cost() (Cost, error) {
 	if err := p.check(); err != nil {
 		return Cost{}, fmt.Errorf("pack: %w", err)
 	}
-	s := p.shape()
+	if split := p.splitChoice(); split != nil {
+		// A copy: the choice is cached.
+		return Cost{Workers: split.cost.Workers, Work: slices.Clone(split.cost.Work)}, nil
+	}
+	return p.wholeCost(p.shape()), nil
+}
+
+// wholeCost is the whole-group kernel's cost (p checked).
+func (p Pack) wholeCost(s packShape) Cost {
 	pro := issues(func(b *Builder) { p.prologue(b, s, b.Label()) })
 	group := issues(func(b *Builder) { p.group(b, s, s.w) }) + 2
 	var part int64
@@ -277,7 +386,7 @@ func (p Pack) Cost() (Cost, error) {
 		}
 		c.Work[w] = Slots * (iss + int64(n)*group)
 	}
-	return c, nil
+	return c
 }
 
 // prologue loads the table row and the constants.
@@ -323,7 +432,7 @@ func (p Pack) group(b *Builder, s packShape, lanes int) {
 	default:
 		p.colsGroup(b, s, lanes)
 	}
-	b.Repeat(p.KP-s.kx, pkPad, func() { p.zeros(b, s) })
+	s.loop(b, p.KP-s.kx, s.pad, pkPad, func() { p.zeros(b, s) })
 }
 
 // rowsGroup emits a group whose lanes are rows of X: one pass over k per
@@ -338,7 +447,7 @@ func (p Pack) rowsGroup(b *Builder, s packShape, lanes int) {
 	}
 	ptr := [4]MReg{pkX, pkP1, pkP2, pkP3}
 	for q := 0; q < quads; q++ {
-		addConst(b, pkX, pkP3, s.advance(), pkAdv)
+		s.blockStart(b, q, pkP3)
 		for i := 1; i < 4; i++ {
 			addConst(b, ptr[i], ptr[i-1], s.sb, pkStride)
 		}
@@ -349,7 +458,7 @@ func (p Pack) rowsGroup(b *Builder, s packShape, lanes int) {
 		for l := valid; l < 4; l++ {
 			b.Amov(AReg(l), AZero) // conversions keep zero lanes zero
 		}
-		b.Repeat(s.kx, pkCnt, func() {
+		s.kLoop(b, func() {
 			for l := 0; l < valid; l++ {
 				b.Ld32P(AReg(l), ptr[l], 4)
 			}
@@ -374,7 +483,7 @@ func (p Pack) colsGroup(b *Builder, s packShape, lanes int) {
 	for l := lanes; l < min(8, s.w); l++ {
 		b.Amov(AReg(l), AZero)
 	}
-	b.Repeat(s.kx, pkCnt, func() {
+	s.kLoop(b, func() {
 		for ch := 0; ch < chunks; ch++ {
 			n := min(8, s.w-8*ch)
 			v := min(max(lanes-8*ch, 0), n)
@@ -405,7 +514,7 @@ func (p Pack) colsGroup(b *Builder, s packShape, lanes int) {
 			p.store(b, n, pkY, int32(n*s.e))
 		}
 	})
-	addConst(b, pkX, pkX, s.advance(), pkAdv)
+	s.nextGroup(b)
 }
 
 // store converts n lanes (a multiple of 4) in $a0.. and stores them at
@@ -464,6 +573,10 @@ func EmitPack(b *Builder, p Pack) (Kernel, error) {
 	}
 	s := p.shape()
 	k := Kernel{Entry: b.Here(), Cost: cost}
+	if split := p.splitChoice(); split != nil {
+		p.emitSplit(b, s, split)
+		return k, b.Err()
+	}
 	table := b.Label()
 	p.prologue(b, s, table)
 
@@ -599,7 +712,7 @@ func (p Pack) colsGroup16(b *Builder, s packShape, lanes int) {
 	chunks := s.w / 4
 	full, part := lanes/4, lanes%4
 	post := full > 0 && fitsImm16(s.sb)
-	b.Repeat(s.kx, pkCnt, func() {
+	s.kLoop(b, func() {
 		for c := 1; c < full; c++ {
 			b.Ld64(AReg(2*c), pkX, int32(8*c))
 		}
@@ -623,7 +736,7 @@ func (p Pack) colsGroup16(b *Builder, s packShape, lanes int) {
 			}
 		}
 	})
-	addConst(b, pkX, pkX, s.advance(), pkAdv)
+	s.nextGroup(b)
 }
 
 // partChunk16 loads the u (1..3) valid FP16 lanes at pkX+off into the pair
@@ -687,20 +800,14 @@ func (p Pack) rowsPairs16(b *Builder, s packShape, lanes int) {
 		va, vb := 2*j < lanes, 2*j+1 < lanes
 		b.Addi(pkW, pkY, int32(2*j*s.e))
 		if !va {
-			b.Repeat(s.kx/2, pkCnt, func() { p.zeroPair16(b, s, true) })
-			if s.kx%2 == 1 {
-				p.zeroPair16(b, s, false)
-			}
+			s.pairLoop(b, func(two bool) { p.zeroPair16(b, s, two) })
 			continue
 		}
-		addConst(b, pkX, pkP1, s.advance(), pkAdv)
+		s.blockStart(b, j, pkP1)
 		if vb {
 			addConst(b, pkP1, pkX, s.sb, pkStride)
 		}
-		b.Repeat(s.kx/2, pkCnt, func() { p.lanePair16(b, s, vb, true) })
-		if s.kx%2 == 1 {
-			p.lanePair16(b, s, vb, false)
-		}
+		s.pairLoop(b, func(two bool) { p.lanePair16(b, s, vb, two) })
 	}
 	// The padding starts after the first pair's last k.
 	b.Addi(pkY, pkW, int32(-2*(pairs-1)*s.e))
@@ -793,15 +900,12 @@ func (p Pack) rowsQuads8(b *Builder, s packShape, lanes int) {
 		}
 		valid := min(max(lanes-4*q, 0), 4)
 		if valid > 0 {
-			addConst(b, pkX, pkP3, s.advance(), pkAdv)
+			s.blockStart(b, q, pkP3)
 			for i := 1; i < 4; i++ {
 				addConst(b, ptr[i], ptr[i-1], s.sb, pkStride)
 			}
 		}
-		b.Repeat(s.kx/2, pkCnt, func() { p.quad8(b, s, out, valid, true) })
-		if s.kx%2 == 1 {
-			p.quad8(b, s, out, valid, false)
-		}
+		s.pairLoop(b, func(two bool) { p.quad8(b, s, out, valid, two) })
 	}
 	if quads > 1 {
 		b.Addi(pkY, pkW, int32(-4*(quads-1)*s.e))
@@ -856,4 +960,366 @@ func (p Pack) quad8(b *Builder, s packShape, out MReg, valid int, two bool) {
 	b.F1(isa.CVTH8, A3, A0)
 	b.St32(A3, out, step)
 	b.St32P(A2, out, inc)
+}
+
+// Split kernel (see Pack's doc).
+
+// Split kernel registers: the pointer into the worker's segment entries
+// and a segment's tail count (0 or 1: an odd last k, FP16 lanes along X's
+// rows). Both are free in every group's code.
+const (
+	pkSeg  = M5
+	pkTail = M4
+)
+
+// maxPackSplitGroups bounds the groups of a split Pack: its table holds
+// an entry per segment, about one per group.
+const maxPackSplitGroups = 32
+
+// packSeg is a piece of a split Pack's work: the k range [k0, k1) of
+// group g.
+type packSeg struct{ g, k0, k1 int }
+
+// packSplit is a split Pack: each worker's segments, in the operand's
+// order, and the kernel's cost.
+type packSplit struct {
+	segs [][]packSeg
+	cost Cost
+}
+
+// splitChoice returns the split kernel for p (checked), or nil when the
+// whole-group kernel runs. Choices are cached by shape.
+func (p Pack) splitChoice() *packSplit {
+	key := p
+	key.X, key.Y = 0, 0
+	if c, ok := packChoices.Load(key); ok {
+		return c.(*packSplit)
+	}
+	c, _ := packChoices.LoadOrStore(key, p.chooseSplit())
+	return c.(*packSplit)
+}
+
+// packChoices caches splitChoice by the Pack without its addresses (the
+// costs do not depend on them).
+var packChoices sync.Map
+
+// granule returns the k multiple a cut inside a group falls on.
+func (p Pack) granule(s packShape) int {
+	if p.Out == AMPFP8 || s.f16 && s.rows {
+		return 2
+	}
+	return 1
+}
+
+// segAdv reports whether a segment entry holds the pointer change between
+// blocks of lanes (lanes along X's rows, more than one block: quads, or
+// pairs for FP16 to FP16 or FP32).
+func (p Pack) segAdv(s packShape) bool {
+	if !s.rows {
+		return false
+	}
+	if s.f16 && p.Out != AMPFP8 {
+		return s.w > 2
+	}
+	return s.w > 4
+}
+
+// segCounts returns the register counts of a segment over [k0, k1) (the
+// k loop's count: data k, or pairs of them for FP16 lanes along X's
+// rows; the odd last k; the padding k) and how far a lane pointer walks
+// along X's row over its data (lanes along X's rows).
+func (s packShape) segCounts(k0, k1 int) (cnt, tail, pad int, walk int64) {
+	nd := max(min(k1, s.kx)-k0, 0)
+	pad = max(k1-max(k0, s.kx), 0)
+	cnt = nd
+	if s.f16 && s.rows {
+		cnt, tail = nd/2, nd%2
+	}
+	return cnt, tail, pad, 4 * int64(cnt+tail)
+}
+
+// both reports whether the panel has full groups and a partial one: the
+// split kernel then has both kinds of segment code.
+func (s packShape) both() bool { return s.full > 0 && s.part > 0 }
+
+// splitPrologue loads the worker's segment pointer (and, with both kinds
+// of segment, whether it has a partial-group segment) and the constants.
+func (p Pack) splitPrologue(b *Builder, s packShape, table Label) {
+	words := 1
+	if s.both() {
+		words = 2
+	}
+	emitTableBase(b, table, words, pkEntry)
+	b.Ldm(pkSeg, pkEntry, 0)
+	if s.both() {
+		b.Ldm(pkCnt, pkEntry, 4)
+	}
+	if p.Out == AMPFP8 {
+		emitSetFP8(b, p.FP8, pkT0)
+	}
+	loadBig(b, s.sb, pkStride)
+	if s.f16 && s.rows && p.Out == AMPFP16 {
+		b.LoadConst(pkMask, hiMask) // $m1: the table pointer is no longer needed
+	}
+	b.Amov(A14, AZero)
+}
+
+// segment emits a segment of lanes valid lanes: the loads of its entry
+// (X, Y, the k loop's count, the tail count, the advance, the padding
+// count), the group's code, and with flag the entry's last word, the
+// next flag, into $m11.
+func (p Pack) segment(b *Builder, s packShape, lanes int, flag bool) {
+	b.LdmP(pkX, pkSeg, 4)
+	b.LdmP(pkY, pkSeg, 4)
+	b.LdmP(pkCnt, pkSeg, 4)
+	if s.tails() {
+		b.LdmP(pkTail, pkSeg, 4)
+	}
+	if p.segAdv(s) {
+		b.LdmP(pkAdv, pkSeg, 4)
+	}
+	b.LdmP(pkPad, pkSeg, 4)
+	p.group(b, s, lanes)
+	if flag {
+		b.LdmP(pkCnt, pkSeg, 4)
+	}
+}
+
+// segEntry returns the words of segment sg's entry, without the flag.
+func (p Pack) segEntry(s packShape, sg packSeg) []uint32 {
+	cnt, tail, pad, walk := s.segCounts(sg.k0, sg.k1)
+	x := int64(p.X) + s.ex*int64(sg.g*s.w) + int64(sg.k0)*s.sb
+	if s.rows {
+		x = int64(p.X) + int64(sg.g*s.w)*s.sb + s.ex*int64(sg.k0)
+	}
+	y := int64(p.Y) + int64((sg.g*s.w*p.KP+s.w*sg.k0)*s.e)
+	words := []uint32{uint32(x), uint32(y), uint32(cnt)}
+	if s.tails() {
+		words = append(words, uint32(tail))
+	}
+	if p.segAdv(s) {
+		words = append(words, uint32(s.sb-walk))
+	}
+	return append(words, uint32(pad))
+}
+
+// packSplitter holds the exact costs of a split Pack's code, in issues:
+// a segment's cost is linear in its counts.
+type packSplitter struct {
+	p          Pack
+	s          packShape
+	q          int   // granule
+	pro        int64 // prologue, and the first brz with both kinds
+	full, part [4]int64
+}
+
+// splitter returns the costs of p's split kernel: for each kind of
+// segment, its issues at zero counts with its branch, then the issues
+// per count of each loop.
+func (p Pack) splitter(s packShape) *packSplitter {
+	s.split = true
+	coef := func(lanes int, flag bool, branch int64) [4]int64 {
+		at := func(cnt, tail, pad int) int64 {
+			t := s
+			t.cnt, t.tail, t.pad = cnt, tail, pad
+			return issues(func(b *Builder) { p.segment(b, t, lanes, flag) })
+		}
+		c0 := at(0, 0, 0)
+		return [4]int64{c0 + branch, at(1, 0, 0) - c0, at(0, 1, 0) - c0, at(0, 0, 1) - c0}
+	}
+	sp := &packSplitter{p: p, s: s, q: p.granule(s)}
+	sp.pro = issues(func(b *Builder) { p.splitPrologue(b, s, b.Label()) })
+	if s.both() {
+		sp.pro++
+	}
+	// A full segment closes with brnz, a partial one before full ones
+	// with brz.
+	sp.full = coef(s.w, true, 1)
+	if s.part > 0 {
+		var brz int64
+		if s.both() {
+			brz = 1
+		}
+		sp.part = coef(s.part, s.both(), brz)
+	}
+	return sp
+}
+
+// seg returns the issues of segment [k0, k1) of group g with its branch.
+func (sp *packSplitter) seg(g, k0, k1 int) int64 {
+	c := sp.full
+	if sp.s.part > 0 && g == sp.s.groups-1 {
+		c = sp.part
+	}
+	cnt, tail, pad, _ := sp.s.segCounts(k0, k1)
+	return c[0] + int64(cnt)*c[1] + int64(tail)*c[2] + int64(pad)*c[3]
+}
+
+// fill cuts the panel into at most n ranges, each worker's range as long
+// as bound (issues) allows; nil when they do not cover it.
+func (sp *packSplitter) fill(n int, bound int64) [][]packSeg {
+	s, kp, q := sp.s, sp.p.KP, sp.q
+	g, k := 0, 0
+	var out [][]packSeg
+	for w := 0; w < n && g < s.groups; w++ {
+		work := sp.pro
+		var segs []packSeg
+		for g < s.groups {
+			if c := sp.seg(g, k, kp); work+c <= bound {
+				work += c
+				segs = append(segs, packSeg{g, k, kp})
+				g, k = g+1, 0
+				continue
+			}
+			// The longest [k, m*q) that fits, m*q < KP.
+			lo, hi := k/q, (kp-1)/q
+			for lo < hi {
+				m := lo + (hi-lo+1)/2
+				if work+sp.seg(g, k, m*q) <= bound {
+					lo = m
+				} else {
+					hi = m - 1
+				}
+			}
+			if lo*q > k {
+				segs = append(segs, packSeg{g, k, lo * q})
+				k = lo * q
+			}
+			break
+		}
+		if len(segs) == 0 {
+			return nil
+		}
+		out = append(out, segs)
+	}
+	if g < s.groups {
+		return nil
+	}
+	return out
+}
+
+// cost returns the split kernel's cost for the worker ranges segs.
+func (sp *packSplitter) cost(segs [][]packSeg) Cost {
+	c := Cost{Workers: len(segs), Work: make([]int64, len(segs))}
+	for w, ws := range segs {
+		iss := sp.pro
+		for _, sg := range ws {
+			iss += sp.seg(sg.g, sg.k0, sg.k1)
+		}
+		c.Work[w] = Slots * iss
+	}
+	return c
+}
+
+// chooseSplit returns the split kernel with the fewest cycles when it
+// beats the whole-group kernel (p checked), else nil.
+func (p Pack) chooseSplit() *packSplit {
+	s := p.shape()
+	if p.Workers < 2 || s.groups > maxPackSplitGroups {
+		return nil
+	}
+	sp := p.splitter(s)
+	total := sp.pro
+	for g := 0; g < s.groups; g++ {
+		total += sp.seg(g, 0, p.KP)
+	}
+	// A split must save more than 1/32 of the whole-group kernel's
+	// cycles: its table and segment loads cost memory, and gains below
+	// that come from shifting a few k against the launch's stagger.
+	var best *packSplit
+	whole := p.wholeCost(s).Cycles()
+	bestCycles := whole - whole/32
+	for n := 2; n <= p.Workers; n++ {
+		// The smallest bound with which n ranges cover the panel.
+		lo, hi := int64(0), total
+		for lo+1 < hi {
+			mid := lo + (hi-lo)/2
+			if sp.fill(n, mid) != nil {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		segs := sp.fill(n, hi)
+		cost := sp.cost(segs)
+		if c := cost.Cycles(); c < bestCycles {
+			best, bestCycles = &packSplit{segs: segs, cost: cost}, c
+		}
+	}
+	return best
+}
+
+// emitSplit emits the split kernel: the partial-group segment first when
+// the worker has one, then the full-group segments in a loop.
+func (p Pack) emitSplit(b *Builder, s packShape, split *packSplit) {
+	s.split = true
+	table := b.Label()
+	p.splitPrologue(b, s, table)
+	loop, done := b.Label(), b.Label()
+	if s.part > 0 {
+		if s.both() {
+			b.Brz(pkCnt, loop)
+		}
+		p.segment(b, s, s.part, s.both())
+		if s.both() {
+			b.Brz(pkCnt, done)
+		}
+	}
+	if s.full > 0 {
+		b.Bind(loop)
+		p.segment(b, s, s.w, true)
+		b.Brnz(pkCnt, loop)
+	}
+	b.Bind(done)
+	b.Exit()
+
+	// The table: per worker its entries' address (and whether it has a
+	// partial-group segment), then each worker's entries.
+	words := 1
+	if s.both() {
+		words = 2
+	}
+	b.Bind(table)
+	lists := make([][]uint32, len(split.segs))
+	at := b.PC() + uint32(4*words*len(split.segs))
+	for w, segs := range split.segs {
+		var part, full []packSeg
+		for _, sg := range segs {
+			if s.part > 0 && sg.g == s.groups-1 {
+				part = append(part, sg)
+			} else {
+				full = append(full, sg)
+			}
+		}
+		var l []uint32
+		for _, sg := range part {
+			l = append(l, p.segEntry(s, sg)...)
+			if s.both() {
+				l = append(l, boolWord(len(full) > 0))
+			}
+		}
+		for i, sg := range full {
+			l = append(l, p.segEntry(s, sg)...)
+			l = append(l, boolWord(i+1 < len(full)))
+		}
+		b.Word(at)
+		if s.both() {
+			b.Word(boolWord(len(part) > 0))
+		}
+		lists[w] = l
+		at += uint32(4 * len(l))
+	}
+	for _, l := range lists {
+		for _, v := range l {
+			b.Word(v)
+		}
+	}
+}
+
+// boolWord returns a table flag word.
+func boolWord(v bool) uint32 {
+	if v {
+		return 1
+	}
+	return 0
 }

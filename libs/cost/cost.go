@@ -46,28 +46,31 @@ func ComputeCycles(s *prog.Superstep) (int64, error) {
 }
 
 // Synthetic is synthetic, exported for tests.
-func Synthetic(p *arch.Preset, bufs []*prog.Buffer) func(r prog.Ref) uint32 { return synthetic(p, bufs) }
+func Synthetic(p *arch.Preset, bufs []*prog.Buffer) func(r prog.Ref) uint32 {
+	return synthetic(p, bufs)
+}
 
 // synthetic gives every buffer of a program a made-up address: the
 // buffers one after the other over the usable memory, wrapping.
 func synthetic(p *arch.Preset, bufs []*prog.Buffer) func(r prog.Ref) uint32 {
-	base := make([]uint32, len(bufs))
-	at := p.Interleaved.Lo
-	for i, b := range bufs {
-		if at+b.Size > p.UsableMemory().Hi {
-			at = p.Interleaved.Lo
+	base := make(map[*prog.Buffer]uint32, len(bufs))
+	lo, hi := p.Interleaved.Lo, p.UsableMemory().Hi
+	at := lo
+	for _, b := range bufs {
+		if at+b.Size > hi {
+			at = lo
 		}
-		base[i] = at
+		base[b] = at
 		at += (b.Size + 7) &^ 7
 	}
 	return func(r prog.Ref) uint32 {
-		if r.Buf == nil || r.Buf.ID >= len(base) {
-			return p.Interleaved.Lo + r.Off
-		}
-		if r.Buf.Placed {
+		if r.Buf != nil && r.Buf.Placed {
 			return r.Addr()
 		}
-		return base[r.Buf.ID] + r.Off
+		if a, ok := base[r.Buf]; ok {
+			return a + r.Off
+		}
+		return lo + r.Off
 	}
 }
 

@@ -93,7 +93,6 @@ func encodeAttrs(a any) []plan.Attr {
 	return out
 }
 
-
 // Decode is the inverse of Encode: it rebuilds the graph a plan
 // (or a package's model section) carries, then checks it as Build
 // checks a model (Check: element types, shapes, attributes, every

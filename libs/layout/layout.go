@@ -210,11 +210,11 @@ type Piece struct {
 
 // Tensor is one layout of one value.
 type Tensor struct {
-	ID     int
-	Value  int    // the graph value's index
-	Name   string // the value's name
-	Size   int    // bytes per element
-	Shape  []int
+	ID    int
+	Value int    // the graph value's index
+	Name  string // the value's name
+	Size  int    // bytes per element
+	Shape []int
 	// Transposed: the tensor holds the value with its last two axes
 	// swapped (a matrix product's transposed operand); Shape and the
 	// boxes are in those coordinates.
@@ -222,7 +222,7 @@ type Tensor struct {
 	Kind       Kind
 	Pad        int // RowMajor: the row pitch is a multiple of Pad elements
 	Source     Source
-	Pieces []Piece // sorted by tile, then box
+	Pieces     []Piece // sorted by tile, then box
 }
 
 // Rank is the tensor's rank.

@@ -74,17 +74,32 @@ func project(idx, batch []int) Box {
 //	lo + ((b*GM + i)*GK + l)*GN + j
 //
 // so the GN tiles sharing an A block are contiguous (one multicast).
+// Column blocks start at multiples of NAlign (at least, and a multiple
+// of, BGroup: a reshape that splits the columns into heads keeps each
+// block inside a head).
 // Row blocks start at multiples of the row alignment (Align, at least
 // AGroup; a product whose result a later product packs as a transposed B
 // operand needs BGroup), column blocks at multiples of BGroup. With GK >
 // 1 the partial products are reduce-scattered: tile (b, i, j, l) ends
 // with row part l of block (b, i, j), summed.
-type Split struct{ GB, GM, GN, GK, Align int }
+type Split struct {
+	GB, GM, GN, GK, Align, NAlign int
+	// BOrder numbers the blocks with the row blocks innermost:
+	// lo + ((b*GN + j)*GK + l)*GM + i, so that the GM tiles sharing a B
+	// block are contiguous (one multicast) instead of the GN sharing an A
+	// block.
+	BOrder bool
+}
 
 func (s Split) rowAlign() int { return max(AGroup, s.Align) }
 
 // RowAlign is the row alignment of the split's row blocks.
 func (s Split) RowAlign() int { return s.rowAlign() }
+
+func (s Split) colAlign() int { return max(BGroup, s.NAlign) }
+
+// ColAlign is the column alignment of the split's column blocks.
+func (s Split) ColAlign() int { return s.colAlign() }
 
 // Tiles is the tile count the split uses.
 func (s Split) Tiles() int { return max(s.GB, 1) * s.GM * s.GN * s.GK }
@@ -100,7 +115,7 @@ func (s Split) BBlock(nb, b int) (lo, hi int) { return Block(nb, max(s.GB, 1), b
 func (s Split) MBlock(m, i int) (lo, hi int) { return AlignedBlock(m, s.GM, i, s.rowAlign()) }
 
 // NBlock is the column block j of N columns.
-func (s Split) NBlock(n, j int) (lo, hi int) { return AlignedBlock(n, s.GN, j, BGroup) }
+func (s Split) NBlock(n, j int) (lo, hi int) { return AlignedBlock(n, s.GN, j, s.colAlign()) }
 
 // KBlock is the k block l of K terms.
 func (s Split) KBlock(k, l int) (lo, hi int) { return Block(k, s.GK, l) }
@@ -114,14 +129,28 @@ func (s Split) PartBlock(rows, l int) (lo, hi int) { return AlignedBlock(rows, s
 func (s Split) Fits(mm MatMul) bool {
 	gb := max(s.GB, 1)
 	return gb <= mm.Batches() && s.GM >= 1 && s.GN >= 1 && s.GK >= 1 &&
-		s.GM <= Units(mm.M, s.rowAlign()) && s.GN <= Units(mm.N, BGroup) && s.GK <= mm.K
+		s.GM <= Units(mm.M, s.rowAlign()) && s.GN <= Units(mm.N, s.colAlign()) && s.GK <= mm.K
 }
 
 // Tile returns the tile of block (b, i, j, l) over a range starting at lo.
-func (s Split) Tile(lo, b, i, j, l int) int { return lo + ((b*s.GM+i)*s.GK+l)*s.GN + j }
+func (s Split) Tile(lo, b, i, j, l int) int {
+	if s.BOrder {
+		return lo + ((b*s.GN+j)*s.GK+l)*s.GM + i
+	}
+	return lo + ((b*s.GM+i)*s.GK+l)*s.GN + j
+}
 
 // Coords returns the block of tile lo+rel.
 func (s Split) Coords(rel int) (b, i, j, l int) {
+	if s.BOrder {
+		i = rel % s.GM
+		rel /= s.GM
+		l = rel % s.GK
+		rel /= s.GK
+		j = rel % s.GN
+		b = rel / s.GN
+		return
+	}
 	j = rel % s.GN
 	rel /= s.GN
 	l = rel % s.GK

@@ -11,10 +11,10 @@ const (
 
 // Geometry is how one piece is stored.
 type Geometry struct {
-	Kind Kind
-	Size int   // bytes per element
-	Box  Box   // the piece
-	Pitch int  // RowMajor: elements between rows of the last axis
+	Kind  Kind
+	Size  int // bytes per element
+	Box   Box // the piece
+	Pitch int // RowMajor: elements between rows of the last axis
 	// Strides[d] is the element distance between consecutive indices of
 	// axis d (RowMajor); for panels, of the batch axes only.
 	Strides []int

@@ -82,9 +82,9 @@ type lowerer struct {
 	// scratch is the row kernels' partials of scratchStep.
 	scratch     *prog.Buffer
 	scratchStep *plan.Step
-	inIndex    map[*graph.Value]int
-	outIndex   map[*graph.Value]int
-	inBlock    map[int]uint32 // graph input index -> whole row-major block offset
+	inIndex     map[*graph.Value]int
+	outIndex    map[*graph.Value]int
+	inBlock     map[int]uint32 // graph input index -> whole row-major block offset
 	// result collects the result superstep's houts.
 	result map[int][]prog.HostOp
 	step   *plan.Step // the step being lowered

@@ -269,7 +269,7 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 	if st.Split == nil {
 		return l.stepErr("a product step without a split")
 	}
-	s := layout.Split{GB: st.Split.B, GM: st.Split.M, GN: st.Split.N, GK: st.Split.K, Align: st.Split.Align}
+	s := layout.Split{GB: st.Split.B, GM: st.Split.M, GN: st.Split.N, GK: st.Split.K, Align: st.Split.Align, NAlign: st.Split.NAlign, BOrder: st.Split.Order == "b"}
 	lo := st.Tiles[0]
 	if !s.Fits(ps.mm) || lo+s.Tiles() > st.Tiles[1] {
 		return l.stepErr("split %v over tiles %v does not fit %d products of [%d,%d]x[%d,%d]", s, st.Tiles, ps.mm.Batches(), ps.mm.M, ps.mm.K, ps.mm.K, ps.mm.N)
@@ -323,7 +323,9 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 	blockBytes := mpMax * npMax * 4
 	cBuf := l.out.NewBuffer(n.Name+".c", tiles, nbMax*blockBytes, 16, prog.Interleaved)
 	mmStep := l.compute(n.Name)
-	cRef := func(tb layout.TileBlock, b int) prog.Ref { return prog.Ref{Buf: cBuf, Off: uint32((b - tb.B0) * blockBytes)} }
+	cRef := func(tb layout.TileBlock, b int) prog.Ref {
+		return prog.Ref{Buf: cBuf, Off: uint32((b - tb.B0) * blockBytes)}
+	}
 	for _, tb := range blocks {
 		mp, np := layout.Pad(tb.M1-tb.M0, layout.AGroup), layout.Pad(tb.N1-tb.N0, layout.BGroup)
 		for b := tb.B0; b < tb.B1; b++ {

@@ -9,7 +9,7 @@ import (
 
 // split is a decision's split for a product.
 func (pr *product) split(d plan.Decision) layout.Split {
-	return layout.Split{GB: d.Split.B, GM: d.Split.M, GN: d.Split.N, GK: d.Split.K, Align: pr.align}
+	return layout.Split{GB: d.Split.B, GM: d.Split.M, GN: d.Split.N, GK: d.Split.K, Align: pr.align, NAlign: pr.nalign, BOrder: d.Split.Order == "b"}
 }
 
 // product plans a MatMul or Gemm: its operand blocks, its result pieces,
@@ -44,7 +44,7 @@ func (b *builder) product(pr *product) error {
 		b.home[n.Outputs[0].Index] = y.ID // read through the cast only
 	}
 	st := plan.Step{Node: n.Index, Name: n.Name, Kernel: lower.KernelName(pr.typ), Inputs: ins, Outputs: []int{y.ID},
-		Split: &plan.Split{B: d.Split.B, M: d.Split.M, N: d.Split.N, K: d.Split.K, Align: pr.align}, Tiles: d.Tiles,
+		Split: &plan.Split{B: d.Split.B, M: d.Split.M, N: d.Split.N, K: d.Split.K, Align: pr.align, NAlign: pr.nalign, Order: d.Split.Order}, Tiles: d.Tiles,
 		CastOrder: d.CastOrder, Stationary: d.Stationary}
 	b.steps = append(b.steps, st)
 	return nil
@@ -70,9 +70,25 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 	}
 	blocks := s.OperandPieces(pr.mm, lo, isA)
 	transposed := o.flips%2 == 1
-	if sourceOf(o.w) != layout.FromStep {
+	if sourceOf(o.w) != layout.FromStep && blockView(o.w) {
 		// The host or the tile images hold the blocks' values.
 		return b.external(o.w, kind, 0, transposed, blocks), nil
+	}
+	if sourceOf(o.w) != layout.FromStep {
+		// A view the host cannot deliver in blocks (a reshape that moves
+		// elements between rows): delivered row-major, then packed.
+		r := len(o.w.Shape)
+		gAx, w := r-2, layout.AGroup
+		if !isA {
+			gAx, w = r-1, layout.BGroup
+		}
+		if transposed {
+			gAx = 2*r - 3 - gAx
+		}
+		src := b.external(o.w, layout.RowMajor, layout.DefaultPad(o.w.DType.ElemSize()), false, sourcePieces(o.w, gAx, w, lo, d.Tiles[1]-lo))
+		p := b.add(o.w, kind, 0, layout.FromStep, transposed, blocks)
+		b.steps = append(b.steps, plan.Step{Node: -1, Name: "pack:" + pr.node.Name + "." + name, Kernel: "pack", Inputs: []int{src}, Outputs: []int{p.ID}})
+		return p.ID, nil
 	}
 	before := d.CastOrder == plan.BeforeExchange && d.Stationary != name
 	if o.cast != nil && sourceOf(o.x) != layout.FromStep {
@@ -190,4 +206,27 @@ func panelSourcePieces(pr *product, isA bool, lo, n int) []layout.Piece {
 		counts[d] = max(counts[d], 1)
 	}
 	return layout.Grid(shape, counts, aligns, lo)
+}
+
+// blockView reports whether a graph input or constant seen through data
+// movement keeps its matrix view's blocks: every node on the way swaps
+// the last two axes or reshapes without changing the last axis.
+func blockView(v *graph.Value) bool {
+	for v.Producer != nil {
+		n := v.Producer
+		in := n.Inputs[0]
+		switch a := n.Attrs.(type) {
+		case *graph.Transpose:
+			if !lastTwoSwap(a.Perm) {
+				return false
+			}
+		default:
+			r, ri := len(v.Shape), len(in.Shape)
+			if r == 0 || ri == 0 || v.Shape[r-1] != in.Shape[ri-1] {
+				return false
+			}
+		}
+		v = in
+	}
+	return true
 }

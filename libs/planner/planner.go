@@ -76,12 +76,15 @@ type planner struct {
 	p        *arch.Preset
 	tiles    int
 	products []*product
-	prod     map[int]*product     // by node index
-	folded   map[int]*graph.Node  // chain node -> its product node
+	prod     map[int]*product    // by node index
+	folded   map[int]*graph.Node // chain node -> its product node
 	prefs    *prefs
-	cache    map[string]*result   // evaluated points by key
-	steps    *lower.StepCache     // lowered steps, across points
-	evals    int                  // points priced
+	cache    map[string]*result // evaluated points by key
+	steps    *lower.StepCache   // lowered steps, across points
+	evals    int                // points priced
+	// constShare is the constant bytes per tile one product may take:
+	// the usable memory shared by the products reading constants.
+	constShare int64
 }
 
 func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
@@ -118,6 +121,13 @@ func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
 		pl.prod[n.Index] = pr
 	}
 	pl.computePrefs()
+	n := int64(1)
+	for _, pr := range pl.products {
+		if isConst(pr.a.w) || isConst(pr.b.w) {
+			n++
+		}
+	}
+	pl.constShare = int64(p.UsableMemory().Size()) / n
 	return pl, nil
 }
 

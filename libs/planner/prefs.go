@@ -56,6 +56,38 @@ func axisMap(out, in []int64) []int {
 	return m
 }
 
+// splitAxes returns, for each input axis of a reshape that the reshape
+// splits into several output axes, the product of those axes but the
+// first (0 for the others).
+func splitAxes(in, out []int64) []int {
+	res := make([]int, len(in))
+	o := 0
+	for e := range in {
+		if o >= len(out) {
+			break
+		}
+		// Output axes from o whose product is in[e].
+		p := int64(1)
+		k := o
+		for k < len(out) && p < in[e] {
+			p *= out[k]
+			k++
+		}
+		if p != in[e] {
+			return res
+		}
+		if k-o > 1 {
+			inner := int64(1)
+			for _, d := range out[o+1 : k] {
+				inner *= d
+			}
+			res[e] = int(inner)
+		}
+		o = k
+	}
+	return res
+}
+
 // computePrefs carries the readers' wants back through the graph.
 func (pl *planner) computePrefs() {
 	p := &prefs{keep: map[int]int{}, align: map[int][]int{}}
@@ -105,6 +137,13 @@ func (pl *planner) computePrefs() {
 					}
 				}
 			}
+			// An input axis the reshape splits into several: blocks of it
+			// on multiples of the inner axes' size keep the reshape a view.
+			for e, inner := range splitAxes(n.Inputs[0].Shape, out.Shape) {
+				if inner > 1 {
+					p.want(n.Inputs[0], e, inner)
+				}
+			}
 			continue
 		}
 		// Elementwise and row operators keep their inputs' layout.
@@ -128,6 +167,10 @@ func (pl *planner) computePrefs() {
 		pr.align = layout.AGroup
 		if a := p.align[pr.out.Index]; a != nil {
 			pr.align = min(max(pr.align, a[r-2]), layout.BGroup)
+			// Columns: a multiple of 16 that the readers want.
+			if c := a[r-1]; c > layout.BGroup && c%layout.BGroup == 0 {
+				pr.nalign = c
+			}
 		}
 		if pr.ocast == nil {
 			continue
@@ -153,6 +196,12 @@ func (pl *planner) defaultPieces(v *graph.Value) []layout.Piece {
 // so that pieces start rows 8-byte aligned), at least minPieceElements
 // per tile.
 func (pl *planner) piecesWith(v *graph.Value, keep int, aligns []int) []layout.Piece {
+	return pl.piecesOf(v, keep, aligns, false)
+}
+
+// piecesOf is piecesWith; strict keeps the alignments whatever the
+// tiles it leaves idle.
+func (pl *planner) piecesOf(v *graph.Value, keep int, aligns []int, strict bool) []layout.Piece {
 	shape := shapeOf(v)
 	r := len(shape)
 	if r == 0 {
@@ -162,7 +211,17 @@ func (pl *planner) piecesWith(v *graph.Value, keep int, aligns []int) []layout.P
 	a := append([]int(nil), aligns...)
 	a[r-1] = max(a[r-1], layout.DefaultPad(v.DType.ElemSize()))
 	n := min(pl.tiles, max(1, layout.Full(shape).Volume()/minPieceElements))
-	return layout.Grid(shape, layout.GridCounts(shape, keep, n, a), a, 0)
+	counts := layout.GridCounts(shape, keep, n, a)
+	// An alignment readers want is a preference: when it leaves most of
+	// the tiles idle, spread the rows and let the readers re-lay out.
+	free := append([]int(nil), a...)
+	for d := 0; d < r-1; d++ {
+		free[d] = 1
+	}
+	if fc := layout.GridCounts(shape, keep, n, free); !strict && pieces(fc) >= 4*pieces(counts) {
+		counts, a = fc, free
+	}
+	return layout.Grid(shape, counts, a, 0)
 }
 
 // rowPieces is the default layout of a row operator's input: the axes
@@ -176,5 +235,13 @@ func (pl *planner) rowPieces(v *graph.Value, axis int) []layout.Piece {
 func (pl *planner) alignedPieces(v *graph.Value, ax, w int) []layout.Piece {
 	a := append([]int(nil), pl.prefs.alignOf(v)...)
 	a[ax] = max(a[ax], w)
-	return pl.piecesWith(v, pl.prefs.keep[v.Index], a)
+	return pl.piecesOf(v, pl.prefs.keep[v.Index], a, true)
+}
+
+func pieces(counts []int) int {
+	n := 1
+	for _, c := range counts {
+		n *= c
+	}
+	return n
 }

@@ -123,14 +123,15 @@ done:
 
 // product is a planned MatMul or Gemm.
 type product struct {
-	node  *graph.Node
-	idx   int
-	a, b  operand
-	mm    layout.MatMul
-	typ   codegen.AMPType
-	out   *graph.Value // the value the product writes (its result, or the folded FP16 cast of it)
-	ocast *graph.Node  // the folded output cast, nil: none
-	align int          // row alignment its result's pieces need
+	node   *graph.Node
+	idx    int
+	a, b   operand
+	mm     layout.MatMul
+	typ    codegen.AMPType
+	out    *graph.Value // the value the product writes (its result, or the folded FP16 cast of it)
+	ocast  *graph.Node  // the folded output cast, nil: none
+	align  int          // row alignment its result's pieces need
+	nalign int          // column alignment (0: BGroup)
 }
 
 // resolve sets the product's element type, each operand's panel value w
@@ -286,4 +287,14 @@ func outputCast(g *graph.Graph, n *graph.Node, uses map[*graph.Value]int) *graph
 		}
 	}
 	return nil
+}
+
+// class is what makes two products plan alike: their shape, types,
+// operand chains and sources, alignments and result (a repeated layer's
+// products share classes).
+func (pr *product) class() string {
+	op := func(o operand) string {
+		return fmt.Sprintf("%s/%s/%v/%d/%v", sourceOf(o.root), o.w.DType, o.cast != nil, o.flips, shapeOf(o.w))
+	}
+	return fmt.Sprintf("%s|%+v|%s|%s|%s|%d|%d|%s|%v", pr.node.Op, pr.mm, pr.typ, op(pr.a), op(pr.b), pr.align, pr.nalign, pr.out.DType, pr.ocast != nil)
 }

@@ -87,30 +87,51 @@ func blockCyclesOf(t codegen.AMPType, mb, kb, nb int) (int64, error) {
 // screen ranks the splits of pr using at most budget tiles by the
 // product's compute cycles, a reduction estimate and the words each tile
 // receives, and returns the best few.
-func (pl *planner) screen(pr *product, budget int) []layout.Split {
+func (pl *planner) screen(pr *product, budget int) []layout.Split { return pl.screenN(pr, budget, 0) }
+
+// screenN is screen with the column blocks fixed to gnOnly (0: any).
+func (pl *planner) screenN(pr *product, budget, gnOnly int) []layout.Split {
 	type cand struct {
 		s     layout.Split
 		score int64
 	}
 	var cs []cand
 	ra := max(layout.AGroup, pr.align)
-	mu, nu := layout.Units(pr.mm.M, ra), layout.Units(pr.mm.N, layout.BGroup)
+	ca := max(layout.BGroup, pr.nalign)
+	mu, nu := layout.Units(pr.mm.M, ra), layout.Units(pr.mm.N, ca)
 	nb := pr.mm.Batches()
 	e := int64(pr.typ.Size())
 	usable := int64(pl.p.UsableMemory().Size()) * 3 / 4
-	fed := sourceOf(pr.a.w) == 0 || sourceOf(pr.b.w) == 0
+	fedA, fedB := sourceOf(pr.a.w) == 0, sourceOf(pr.b.w) == 0
+	constA, constB := isConst(pr.a.w), isConst(pr.b.w)
+	var spare []cand // splits that replicate constants more than twice
 	for _, gb := range distinct(nb, budget) {
-		for gk := 1; gk <= min(8, pr.mm.K) && gb*gk <= budget; gk *= 2 {
+		for gk := 1; gk <= min(64, pr.mm.K) && gb*gk <= budget; gk *= 2 {
 			for _, gm := range distinct(mu, budget/(gb*gk)) {
 				for _, gn := range distinct(nu, budget/(gb*gk*gm)) {
+					if gnOnly > 0 && gn != gnOnly {
+						continue
+					}
 					mb := min(pr.mm.M, (mu+gm-1)/gm*ra)
-					nbk := min(pr.mm.N, (nu+gn-1)/gn*layout.BGroup)
+					nbk := min(pr.mm.N, (nu+gn-1)/gn*ca)
 					kb := (pr.mm.K + gk - 1) / gk
 					bb := (nb + gb - 1) / gb
 					// A tile holds its blocks, its C block and partials.
 					bytes := int64(bb) * (int64(layout.Pad(mb, layout.AGroup)*layout.Pad(kb, 2)+layout.Pad(kb, 2)*layout.Pad(nbk, layout.BGroup))*e +
 						int64(layout.Pad(mb, layout.AGroup)*layout.Pad(nbk, layout.BGroup))*4*int64(gk))
 					if bytes > usable {
+						continue
+					}
+					// Every product's constants live at once: each gets
+					// its share of the tiles' memory.
+					var cb int64
+					if constA {
+						cb += int64(bb) * int64(layout.Pad(mb, layout.AGroup)*layout.Pad(kb, 2)) * e
+					}
+					if constB {
+						cb += int64(bb) * int64(layout.Pad(kb, 2)*layout.Pad(nbk, layout.BGroup)) * e
+					}
+					if cb > pl.constShare {
 						continue
 					}
 					c, err := blockCycles(pr.typ, mb, kb, nbk)
@@ -122,14 +143,28 @@ func (pl *planner) screen(pr *product, budget int) []layout.Split {
 						part := int64((mb+gk-1)/gk*nbk) * int64(bb)
 						c += int64(gk-1)*(part+part/2) + int64(pl.p.ExchangeFixedCycles+2*pl.p.SyncCycles)
 					}
-					if fed {
-						// Operands arrive at about a word per cycle.
-						c += int64(bb) * (int64(mb*kb) + int64(kb*nbk)) * e / 4
+					// Operands a node computes arrive at about a word per
+					// cycle.
+					if fedA {
+						c += int64(bb) * int64(mb*kb) * e / 4
 					}
-					cs = append(cs, cand{layout.Split{GB: gb, GM: gm, GN: gn, GK: gk, Align: pr.align}, c})
+					if fedB {
+						c += int64(bb) * int64(kb*nbk) * e / 4
+					}
+					sp := withOrder(layout.Split{GB: gb, GM: gm, GN: gn, GK: gk, Align: pr.align, NAlign: pr.nalign})
+					// Constants stay in the tile images for good: a split
+					// that copies a weight to many tiles fills them.
+					if constA && gn > 2 || constB && gm > 2 {
+						spare = append(spare, cand{sp, c})
+						continue
+					}
+					cs = append(cs, cand{sp, c})
 				}
 			}
 		}
+	}
+	if len(cs) == 0 {
+		cs = spare
 	}
 	sort.SliceStable(cs, func(i, j int) bool {
 		if cs[i].score != cs[j].score {
@@ -137,11 +172,14 @@ func (pl *planner) screen(pr *product, budget int) []layout.Split {
 		}
 		return cs[i].s.Tiles() < cs[j].s.Tiles()
 	})
+	if len(cs) == 0 && gnOnly > 0 {
+		return nil
+	}
 	if len(cs) == 0 {
 		// Nothing fits: price the widest split, whose memory report
 		// says best why.
 		gm := min(mu, budget)
-		cs = append(cs, cand{s: layout.Split{GB: 1, GM: gm, GN: max(1, min(nu, budget/gm)), GK: 1, Align: pr.align}})
+		cs = append(cs, cand{s: layout.Split{GB: 1, GM: gm, GN: max(1, min(nu, budget/gm)), GK: 1, Align: pr.align, NAlign: pr.nalign}})
 	}
 	var out []layout.Split
 	for i := 0; i < len(cs) && i < screenKeep; i++ {
@@ -160,6 +198,13 @@ func (pl *planner) candidates(pr *product) []layout.Split {
 	var lists [][]layout.Split
 	for _, b := range pl.budgets() {
 		lists = append(lists, pl.screen(pr, b))
+	}
+	if pl.prefs.keep[pr.out.Index] > 0 {
+		// A row operator reads the result: whole rows per block spare it
+		// a re-layout.
+		for _, b := range pl.budgets()[:min(3, len(pl.budgets()))] {
+			lists = append([][]layout.Split{pl.screenN(pr, b, 1)}, lists...)
+		}
 	}
 	var out []layout.Split
 	seen := map[layout.Split]bool{}
@@ -182,7 +227,19 @@ func (pl *planner) candidates(pr *product) []layout.Split {
 }
 
 func decision(node int, s layout.Split, castOrder, stationary string) plan.Decision {
-	return plan.Decision{Node: node, Split: plan.Split{B: s.GB, M: s.GM, N: s.GN, K: s.GK}, CastOrder: castOrder, Stationary: stationary, Tiles: [2]int{0, s.Tiles()}}
+	d := plan.Decision{Node: node, Split: plan.Split{B: s.GB, M: s.GM, N: s.GN, K: s.GK}, CastOrder: castOrder, Stationary: stationary, Tiles: [2]int{0, s.Tiles()}}
+	if s.BOrder {
+		d.Split.Order = "b"
+	}
+	return d
+}
+
+// withOrder sets a split's block order: the operand copied to more tiles
+// gets the contiguous tiles (its copies travel as one multicast), the B
+// operand when it is copied GM times and the A operand fewer.
+func withOrder(s layout.Split) layout.Split {
+	s.BOrder = s.GM > s.GN
+	return s
 }
 
 // options returns the cast orders and stationary operands a product
@@ -214,14 +271,29 @@ func (pl *planner) start() (point, *result, error) {
 		}
 		pt[i] = cands[i][0]
 	}
+	// Spread the products' constants over the tiles: each product's tile
+	// range starts where the constants placed so far weigh least.
+	for i := range pt {
+		pl.placeRange(pt, i)
+	}
 	var bestR *result
+	decided := map[string]plan.Decision{} // by product class
 	for i, pr := range pl.products {
 		var best plan.Decision
 		var firstErr error
 		bestR = nil
+		// A product like one decided before (a repeated layer) takes its
+		// split on its own tiles.
+		if d, ok := decided[pr.class()]; ok {
+			d.Node = pr.idx
+			pt[i] = d
+			pl.placeRange(pt, i)
+			continue
+		}
 		for _, d := range cands[i] {
 			cand := pt.clone()
 			cand[i] = d
+			pl.placeRange(cand, i)
 			r, err := pl.eval(cand)
 			if err != nil {
 				var nl *lower.NotLoweredError
@@ -240,7 +312,7 @@ func (pl *planner) start() (point, *result, error) {
 				continue
 			}
 			if bestR == nil || r.total < bestR.total {
-				best, bestR = d, r
+				best, bestR = cand[i], r
 			}
 		}
 		if bestR == nil {
@@ -250,6 +322,20 @@ func (pl *planner) start() (point, *result, error) {
 			return nil, nil, firstErr
 		}
 		pt[i] = best
+		decided[pr.class()] = best
+	}
+	if bestR == nil || len(decided) < len(pl.products) {
+		// The last product copied a decision: price the whole point.
+		if len(pl.products) > 0 {
+			r, err := pl.eval(pt)
+			if err != nil {
+				return nil, nil, err
+			}
+			if r.mem != nil {
+				return nil, nil, r.mem
+			}
+			bestR = r
+		}
 	}
 	if len(pl.products) == 0 {
 		r, err := pl.eval(pt)
@@ -276,7 +362,7 @@ func (pl *planner) move(pt point, rng *rand.Rand) point {
 	switch rng.IntN(4) {
 	case 0, 1: // change one split factor
 		fs := []*int{&d.Split.M, &d.Split.N, &d.Split.K, &d.Split.B}
-		lim := []int{layout.Units(pr.mm.M, max(layout.AGroup, pr.align)), layout.Units(pr.mm.N, layout.BGroup), pr.mm.K, pr.mm.Batches()}
+		lim := []int{layout.Units(pr.mm.M, max(layout.AGroup, pr.align)), layout.Units(pr.mm.N, max(layout.BGroup, pr.nalign)), pr.mm.K, pr.mm.Batches()}
 		k := rng.IntN(4)
 		f := fs[k]
 		if *f == 0 {
@@ -318,7 +404,13 @@ func (pl *planner) move(pt point, rng *rand.Rand) point {
 			}
 		}
 	}
-	d.Tiles = [2]int{0, max(d.Split.B, 1) * d.Split.M * d.Split.N * d.Split.K}
+	d.Split.Order = ""
+	if d.Split.M > d.Split.N {
+		d.Split.Order = "b"
+	}
+	n := max(d.Split.B, 1) * d.Split.M * d.Split.N * d.Split.K
+	lo := min(d.Tiles[0], pl.tiles-n)
+	d.Tiles = [2]int{lo, lo + n}
 	return nb
 }
 
@@ -333,6 +425,8 @@ type MemoryError struct {
 	Tiles  int
 	Usable int64
 	Worst  []TileBytes
+	// Largest names the worst tile's largest buffers.
+	Largest []string
 }
 
 // TileBytes is one tile's data by category.
@@ -349,6 +443,9 @@ func (e *MemoryError) Error() string {
 			b.WriteString("; ")
 		}
 		fmt.Fprintf(&b, "tile %d total %d (constants %d, variables %d at their peak, code %d)", t.Tile, t.Constants+t.Variables+codeAllowance, t.Constants, t.Variables, codeAllowance)
+	}
+	if len(e.Largest) > 0 {
+		fmt.Fprintf(&b, "; largest on tile %d: %s", e.Worst[0].Tile, strings.Join(e.Largest, ", "))
 	}
 	return b.String()
 }
@@ -402,5 +499,80 @@ func fits(p *arch.Preset, tiles int, pr *prog.Program) error {
 		}
 		return over[i].Tile < over[j].Tile
 	})
-	return &MemoryError{Arch: p.Name, Tiles: tiles, Usable: usable, Worst: over[:min(len(over), 3)]}
+	e := &MemoryError{Arch: p.Name, Tiles: tiles, Usable: usable, Worst: over[:min(len(over), 3)]}
+	var onWorst []*prog.Buffer
+	for _, b := range pr.Buffers {
+		for _, t := range b.Tiles {
+			if t == over[0].Tile {
+				onWorst = append(onWorst, b)
+			}
+		}
+	}
+	sort.SliceStable(onWorst, func(i, j int) bool { return onWorst[i].Size > onWorst[j].Size })
+	for _, b := range onWorst[:min(4, len(onWorst))] {
+		kind := "variable"
+		if b.Data != nil || b.Permanent {
+			kind = "constant"
+		}
+		e.Largest = append(e.Largest, fmt.Sprintf("%s %d bytes (%s)", b.Name, b.Size, kind))
+	}
+	return e
+}
+
+// constBytes is the constant bytes per tile of a product's blocks under a
+// decision (its largest blocks).
+func (pl *planner) constBytes(pr *product, d plan.Decision) int64 {
+	s := pr.split(d)
+	ca, cb := isConst(pr.a.w), isConst(pr.b.w)
+	if !ca && !cb {
+		return 0
+	}
+	e := int64(pr.typ.Size())
+	mb := layout.Pad(min(pr.mm.M, layout.Units(pr.mm.M, s.RowAlign())/s.GM*s.RowAlign()+s.RowAlign()), layout.AGroup)
+	nb := layout.Pad(min(pr.mm.N, layout.Units(pr.mm.N, s.ColAlign())/s.GN*s.ColAlign()+s.ColAlign()), layout.BGroup)
+	kb := layout.Pad((pr.mm.K+s.GK-1)/s.GK, 2)
+	bb := int64((pr.mm.Batches() + max(s.GB, 1) - 1) / max(s.GB, 1))
+	var n int64
+	if ca {
+		n += bb * int64(mb*kb) * e
+	}
+	if cb {
+		n += bb * int64(kb*nb) * e
+	}
+	return n
+}
+
+// placeRange moves product i's tile range to where the constants of the
+// other products of pt weigh least (the first such range).
+func (pl *planner) placeRange(pt point, i int) {
+	d := &pt[i]
+	n := d.Tiles[1] - d.Tiles[0]
+	if n >= pl.tiles {
+		return
+	}
+	load := make([]int64, pl.tiles+1)
+	for j, o := range pt {
+		if j == i {
+			continue
+		}
+		if c := pl.constBytes(pl.products[j], o); c > 0 {
+			load[o.Tiles[0]] += c
+			load[o.Tiles[1]] -= c
+		}
+	}
+	for t := 1; t <= pl.tiles; t++ {
+		load[t] += load[t-1]
+	}
+	best, bestLo := int64(-1), 0
+	step := max(1, n/8)
+	for lo := 0; lo+n <= pl.tiles; lo += step {
+		var m int64
+		for t := lo; t < lo+n; t++ {
+			m = max(m, load[t])
+		}
+		if best < 0 || m < best {
+			best, bestLo = m, lo
+		}
+	}
+	d.Tiles = [2]int{bestLo, bestLo + n}
 }

@@ -340,7 +340,9 @@ func (s *scheduler) busFree(src int, end int64) bool {
 			continue
 		}
 		for _, j := range s.pend[q] {
-			if s.done[j] {
+			if s.done[j] || s.quick(s.phase[j]) >= end {
+				// Done, or cannot start before end whatever its loads
+				// (quick bounds earliest from below).
 				continue
 			}
 			var sp opPlan

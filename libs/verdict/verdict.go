@@ -15,7 +15,11 @@
 //
 // An output with Accumulate K > 0 is (at worst) a sum of K terms computed
 // in FP32 on the device, in an order the compiler chose, then rounded once
-// to the output type. Element i passes when
+// to the output type. K counts roundings in units of FP32's unit
+// roundoff: a chain of float16 operations rounds each intermediate to
+// float16, whose unit roundoff is 2^13 times FP32's, so the compiler
+// counts each such rounding as 2^13 (K*u_acc then adds up every rounding's
+// relative error, first order). Element i passes when
 //
 //	|got_i - want_i| <= (gamma_K(u_acc) + 2 u_out) * max_j |want_j|
 //
