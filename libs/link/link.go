@@ -231,22 +231,26 @@ func (l *linker) eachTile(fn func(t int) error) error {
 }
 
 // probeAddrs places a kernel's buffers at made-up addresses that meet
-// its kernel's rules (interleaved buffers in interleaved memory, the
-// others in non-interleaved memory, one after the other), so that its
-// code can be emitted and measured before storage is placed: a kernel's
-// code length does not depend on its addresses (they live in its
-// tables), only on its shapes.
-func (l *linker) probeAddrs(k *prog.Kernel) {
+// its kernel's rules (interleaved buffers up from the interleaved
+// region's start, the others down from the non-interleaved region's end,
+// where storage placement puts them too), so that its code can be
+// emitted and measured before storage is placed: a kernel's code length
+// does not depend on its addresses (they live in its tables), only on
+// its shapes. A buffer too large for its region is a memory error.
+func (l *linker) probeAddrs(k *prog.Kernel) error {
 	seen := map[*prog.Buffer]uint32{}
-	il, ni := l.p.Interleaved.Lo, l.p.NonInterleaved.Lo+0x8000
+	il, ni := l.p.Interleaved.Lo, l.p.NonInterleaved.Hi
 	for _, f := range k.Fixes {
 		b := f.Ref.Buf
 		a, ok := seen[b]
 		if !ok {
 			align := max(b.Align, 32)
 			if b.Region == prog.NonInterleaved {
-				ni = (ni + align - 1) &^ (align - 1)
-				a, ni = ni, ni+b.Size
+				if b.Size > ni-l.p.NonInterleaved.Lo {
+					return fmt.Errorf("buffer %s of %d bytes does not fit in the %d bytes of non-interleaved memory", b.Name, b.Size, l.p.NonInterleaved.Size())
+				}
+				ni = (ni - b.Size) &^ (align - 1)
+				a = ni
 			} else {
 				il = (il + align - 1) &^ (align - 1)
 				a, il = il, il+b.Size
@@ -255,6 +259,7 @@ func (l *linker) probeAddrs(k *prog.Kernel) {
 		}
 		*f.Field = a + f.Ref.Off
 	}
+	return nil
 }
 
 // compileKernels compiles every tile's distinct kernels to size its
@@ -273,7 +278,9 @@ func (l *linker) compileKernels(*slog.Logger) error {
 					continue
 				}
 				seen[k] = true
-				l.probeAddrs(k)
+				if err := l.probeAddrs(k); err != nil {
+					return fmt.Errorf("tile %d: %s: %w", t, k.What, err)
+				}
 				key := k.Key()
 				if keys[fixKey(k)] {
 					continue

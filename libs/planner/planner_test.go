@@ -9,6 +9,7 @@ import (
 	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
 	"ipu.local/libs/graph"
+	"ipu.local/libs/link"
 	"ipu.local/libs/onnx"
 )
 
@@ -82,6 +83,14 @@ func TestModels(t *testing.T) {
 			}
 			if _, err := plan.Read(data); err != nil {
 				t.Fatal(err)
+			}
+			// The plan links, to the cycles the planner estimated.
+			_, lst, err := link.Link(pl, plan.Fingerprint(data), link.Options{})
+			if err != nil {
+				t.Fatalf("link: %v", err)
+			}
+			if lst.FinalCycles != pl.Cost.FinalCycles {
+				t.Errorf("linked %d cycles, estimated %d", lst.FinalCycles, pl.Cost.FinalCycles)
 			}
 		})
 	}

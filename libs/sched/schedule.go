@@ -17,7 +17,7 @@ func Schedule(p *arch.Preset, phase []Transfer, opt Options) (*Plan, error) {
 	}
 	passes := opt.Passes
 	if passes <= 0 {
-		passes = DefaultPasses
+		passes = defaultPasses(phase)
 	}
 	// Greedy schedules are brittle: run a few strategies, keep the
 	// shortest (the first of equals). The first passes are independent
@@ -69,8 +69,25 @@ func Schedule(p *arch.Preset, phase []Transfer, opt Options) (*Plan, error) {
 }
 
 // DefaultPasses is the number of scheduling passes when Options.Passes
-// is 0.
-const DefaultPasses = 4
+// is 0, for phases of up to LargePhase receptions; larger ones get
+// LargePasses (their first two strategies, run side by side: in the
+// transformer layers measured, the later passes never won on a large
+// phase and doubled its time).
+const (
+	DefaultPasses = 4
+	LargePasses   = 2
+	LargePhase    = 1 << 11
+)
+
+func defaultPasses(phase []Transfer) int {
+	n := 0
+	for _, x := range phase {
+		if n += x.Dests(); n > LargePhase {
+			return LargePasses
+		}
+	}
+	return DefaultPasses
+}
 
 // strategy is one pass's heuristic choices.
 type strategy struct {
@@ -164,6 +181,9 @@ type cand struct {
 	pair  bool
 	prio  int64 // the most loaded of its tiles, in remaining words
 	words int
+	// block is the tile that last held the start back (-1: none known):
+	// the first one to check when the candidate is popped again.
+	block int
 }
 
 // before orders candidates: earliest start, then the most loaded tiles,
@@ -234,10 +254,29 @@ func (s *scheduler) run() {
 	}
 	for len(h) > 0 {
 		old := h.pop()
-		if q := s.quick(s.phase[old.x]); q > old.start {
-			old.start = q
+		x := s.phase[old.x]
+		if old.block >= 0 {
+			// The tile that held it back last time usually still does:
+			// one tile's bound screens it before all of them.
+			if q := s.tileBound(x, old.block, old.start); q > old.start {
+				old.start = q
+				h.push(old)
+				continue
+			}
+		}
+		if q, b := s.quick(x); q > old.start {
+			old.start, old.block = q, b
 			h.push(old)
 			continue
+		}
+		// Commits on its tiles only lower their loads: with the
+		// current priority it may no longer come first.
+		if p := s.prio(x); p != old.prio {
+			old.prio = p
+			if len(h) > 0 && h[0].before(&old) {
+				h.push(old)
+				continue
+			}
 		}
 		c := s.eval(old.x)
 		if old.before(&c) {
@@ -267,9 +306,21 @@ func lastArrival(events []Event) int64 {
 	return end
 }
 
+// tileBound is a lower bound on transfer x's start from t on, from tile
+// u's timing alone (u is its sender or one of its receivers).
+func (s *scheduler) tileBound(x Transfer, u int, t int64) int64 {
+	if u == x.Src {
+		src := s.tiles[u]
+		return src.nextSend(t, src.minNeed(sendOps(x), s.mask))
+	}
+	l := int64(s.p.Latency(x.Src, u))
+	return s.tiles[u].nextRecv(t+l, s.tiles[u].minNeed(recvOps(x), s.mask)) - l
+}
+
 // quick is a lower bound on transfer x's start, with send or send2: its
-// tiles' timing with the fewest loads their events could need, no bus.
-func (s *scheduler) quick(x Transfer) int64 {
+// tiles' timing with the fewest loads their events could need. It also
+// returns the tile that raised the bound last (-1 when none did).
+func (s *scheduler) quick(x Transfer) (int64, int) {
 	src := s.tiles[x.Src]
 	ms := src.minNeed(sendOps(x), s.mask)
 	ro := recvOps(x)
@@ -277,17 +328,21 @@ func (s *scheduler) quick(x Transfer) int64 {
 	for u := x.Dst; u < x.Dst+x.Dests(); u++ {
 		s.mns = append(s.mns, s.tiles[u].minNeed(ro, s.mask))
 	}
-	t := int64(0)
+	t, block := int64(0), -1
 	for {
 		t0 := t
-		t = src.nextSend(t, ms)
+		if t = src.nextSend(t, ms); t > t0 {
+			block = x.Src
+		}
 		for k, m := range s.mns {
 			u := x.Dst + k
 			l := int64(s.p.Latency(x.Src, u))
-			t = s.tiles[u].nextRecv(t+l, m) - l
+			if r := s.tiles[u].nextRecv(t+l, m) - l; r > t {
+				t, block = r, u
+			}
 		}
 		if t == t0 {
-			return t
+			return t, block
 		}
 	}
 }
@@ -297,11 +352,8 @@ func (s *scheduler) quick(x Transfer) int64 {
 func (s *scheduler) eval(i int) cand {
 	x := s.phase[i]
 	s.sp, s.rps = s.plans(x, s.rps)
-	prio := s.load(x.Src)
-	for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-		prio = max(prio, s.load(u))
-	}
-	c := cand{x: i, start: s.earliest(x, false, &s.sp, s.rps), prio: prio, words: x.Words}
+	prio := s.prio(x)
+	c := cand{x: i, start: s.earliest(x, false, &s.sp, s.rps), prio: prio, words: x.Words, block: -1}
 	if !s.opt.NoSend2 && x.Words%2 == 0 {
 		// send2 frees the port and the receivers sooner; take it when
 		// the stream ends earlier and the partner tiles had nothing to
@@ -340,7 +392,10 @@ func (s *scheduler) busFree(src int, end int64) bool {
 			continue
 		}
 		for _, j := range s.pend[q] {
-			if s.done[j] || s.quick(s.phase[j]) >= end {
+			if s.done[j] {
+				continue
+			}
+			if q, _ := s.quick(s.phase[j]); q >= end {
 				// Done, or cannot start before end whatever its loads
 				// (quick bounds earliest from below).
 				continue
@@ -479,6 +534,15 @@ func (s *scheduler) commit(c cand) {
 	}
 	s.events[c.x] = ev
 	s.done[c.x] = true
+}
+
+// prio is the load of transfer x's most loaded tile.
+func (s *scheduler) prio(x Transfer) int64 {
+	p := s.load(x.Src)
+	for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		p = max(p, s.load(u))
+	}
+	return p
 }
 
 // issueCost is the issue cycles of an event and its loads when nothing is

@@ -49,13 +49,6 @@ func nextIssue(last int64, m int, t int64) int64 {
 	return t
 }
 
-// reg is one register of a tile's cache.
-type reg struct {
-	val     uint32
-	valid   bool
-	lastUse int64 // issue cycle of the last event reading it (none: never)
-}
-
 // tevent is one send, send2 or recv of a tile.
 type tevent struct {
 	t    int64
@@ -87,9 +80,13 @@ type tileState struct {
 	open      []int // gaps with spare capacity, oldest first
 	spare     int   // their spare capacity, in instructions
 	loads     []load
-	regs      [16]reg
-	sends     []busUse
-	sync      int64 // the sync's issue cycle, set by finish
+	// The register cache: the value of $mr when valid has bit r, and the
+	// issue cycle of the last event reading it (none: never).
+	val     [16]uint32
+	valid   uint16
+	lastUse [16]int64
+	sends   []busUse
+	sync    int64 // the sync's issue cycle, set by finish
 	// future counts the pending events reading each value: a register
 	// whose value no pending event reads is the one to reuse.
 	future map[uint32]int32
@@ -104,7 +101,7 @@ func (s *tileState) evictBefore(r, b int) bool {
 	if dr != db {
 		return dr
 	}
-	return s.regs[r].lastUse < s.regs[b].lastUse
+	return s.lastUse[r] < s.lastUse[b]
 }
 
 func (s *tileState) dead(r int) bool { return s.live&(1<<r) == 0 }
@@ -120,7 +117,7 @@ func (s *tileState) expect(ops [3]uint32, delta int32) {
 		s.future[v] = n
 		if n == 0 {
 			for r := 0; r < 15; r++ {
-				if s.regs[r].valid && s.regs[r].val == v {
+				if s.valid&(1<<r) != 0 && s.val[r] == v {
 					s.live &^= 1 << r
 				}
 			}
@@ -130,8 +127,8 @@ func (s *tileState) expect(ops [3]uint32, delta int32) {
 
 func newTile(id int) *tileState {
 	s := &tileState{id: id, last: firstIssue, portFree: none, listenEnd: none, future: map[uint32]int32{}}
-	for i := range s.regs {
-		s.regs[i].lastUse = none
+	for i := range s.lastUse {
+		s.lastUse[i] = none
 	}
 	return s
 }
@@ -167,12 +164,9 @@ func (s *tileState) plan(ops [3]uint32, mask uint16) opPlan {
 			p.regs[k], cached[k] = uint8(codegen.MZero), true
 			continue
 		}
-		for r := 0; r < 15; r++ {
-			if mask&(1<<r) != 0 && s.regs[r].valid && s.regs[r].val == v {
-				p.regs[k], cached[k] = uint8(r), true
-				pinned |= 1 << r
-				break
-			}
+		if r := s.cached(v, mask); r >= 0 {
+			p.regs[k], cached[k] = uint8(r), true
+			pinned |= 1 << r
 		}
 	}
 	for k, v := range ops {
@@ -200,7 +194,7 @@ func (s *tileState) plan(ops [3]uint32, mask uint16) opPlan {
 		}
 		pinned |= 1 << best
 		p.regs[k] = uint8(best)
-		p.items[p.n] = item{reg: uint8(best), val: v, cost: codegen.ConstLen(v), release: s.regs[best].lastUse, gap: -1}
+		p.items[p.n] = item{reg: uint8(best), val: v, cost: codegen.ConstLen(v), release: s.lastUse[best], gap: -1}
 		p.n++
 	}
 	// Hoist: the most constrained load (latest release) first, each into
@@ -293,7 +287,8 @@ func (s *tileState) add(t int64, op isa.Op, p opPlan) {
 			s.spare -= it.cost
 		}
 		s.loads = append(s.loads, load{gap: at, reg: it.reg, val: it.val})
-		s.regs[it.reg].val, s.regs[it.reg].valid = it.val, true
+		s.val[it.reg] = it.val
+		s.valid |= 1 << it.reg
 		s.live &^= 1 << it.reg
 		if s.future[it.val] > 0 {
 			s.live |= 1 << it.reg
@@ -301,7 +296,7 @@ func (s *tileState) add(t int64, op isa.Op, p opPlan) {
 	}
 	for _, r := range p.regs {
 		if r < 15 {
-			s.regs[r].lastUse = t
+			s.lastUse[r] = t
 		}
 	}
 	s.events = append(s.events, tevent{t: t, op: op, regs: p.regs})
@@ -325,6 +320,17 @@ func (s *tileState) add(t int64, op isa.Op, p opPlan) {
 	}
 }
 
+// cached returns the register of mask holding v, or -1.
+func (s *tileState) cached(v uint32, mask uint16) int {
+	m := s.valid & mask
+	for r := range 15 {
+		if s.val[r] == v && m&(1<<r) != 0 {
+			return r
+		}
+	}
+	return -1
+}
+
 // minNeed is a lower bound on plan(ops, mask).need: the loads of the
 // values not cached, less all the spare room they could be hoisted to.
 func (s *tileState) minNeed(ops [3]uint32, mask uint16) int {
@@ -333,11 +339,7 @@ func (s *tileState) minNeed(ops [3]uint32, mask uint16) int {
 		if v == 0 || (i > 0 && ops[0] == v) || (i > 1 && ops[1] == v) {
 			continue
 		}
-		cached := false
-		for r := 0; r < 15 && !cached; r++ {
-			cached = mask&(1<<r) != 0 && s.regs[r].valid && s.regs[r].val == v
-		}
-		if !cached {
+		if s.cached(v, mask) < 0 {
 			n += codegen.ConstLen(v)
 		}
 	}
