@@ -36,6 +36,7 @@
 package layout
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"strings"
@@ -277,12 +278,23 @@ func (t *Tensor) OnTile(tl int) []int {
 // not its value or ID: two tensors of one value with the same key hold
 // the same elements the same way.
 func (t *Tensor) Key() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s/%d/%d/%v", t.Kind, t.Pad, t.Size, t.Transposed)
-	for _, p := range t.Pieces {
-		fmt.Fprintf(&b, ";%d%s", p.Tile, p.Box)
+	b := make([]byte, 0, 16+len(t.Pieces)*(2+4*len(t.Shape)))
+	tr := uint64(0)
+	if t.Transposed {
+		tr = 1
 	}
-	return b.String()
+	for _, v := range []uint64{uint64(t.Kind), uint64(t.Pad), uint64(t.Size), tr, uint64(len(t.Pieces))} {
+		b = binary.AppendUvarint(b, v)
+	}
+	for _, p := range t.Pieces {
+		b = binary.AppendUvarint(b, uint64(p.Tile))
+		b = binary.AppendUvarint(b, uint64(len(p.Box)))
+		for _, r := range p.Box {
+			b = binary.AppendVarint(b, int64(r.Lo))
+			b = binary.AppendVarint(b, int64(r.Hi))
+		}
+	}
+	return string(b)
 }
 
 // SameLayout reports whether a and b store the same boxes on the same

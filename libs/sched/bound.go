@@ -1,7 +1,6 @@
 package sched
 
 import (
-	"cmp"
 	"slices"
 
 	"ipu.local/libs/arch"
@@ -53,11 +52,15 @@ func bound(p *arch.Preset, phase []Transfer, opt Options) int64 {
 	}
 	send, listen, bus := newAcc(p.Tiles), newAcc(p.Tiles), newAcc(p.Tiles/p.SupertileSize+1)
 	events := make([]int64, p.Tiles)
-	type tv struct {
-		tile int
-		val  uint32
+	// The operand values each tile's events read, bucketed by tile.
+	vals := newBuckets[uint32](p.Tiles)
+	for _, x := range phase {
+		vals.count(x.Src, 3)
+		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+			vals.count(u, 3)
+		}
 	}
-	var vals []tv
+	vals.alloc()
 	// A tile's consecutive sends (and recvs) are instructions 6 cycles
 	// apart at least, and each waits for the previous stream to end.
 	add := func(a *acc, first, dur int64) {
@@ -91,27 +94,25 @@ func bound(p *arch.Preset, phase []Transfer, opt Options) int64 {
 		b.longest = max(b.longest, int64(x.Words)) // a send's time on the bus, at most
 		events[x.Src]++
 		for _, v := range so {
-			vals = append(vals, tv{x.Src, v})
+			vals.put(x.Src, v)
 		}
 		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
 			add(&listen[u], start+int64(p.Latency(x.Src, u)), dur)
 			events[u]++
 			for _, v := range ro {
-				vals = append(vals, tv{u, v})
+				vals.put(u, v)
 			}
 		}
 	}
 	// Distinct non-zero values per tile.
-	slices.SortFunc(vals, func(a, b tv) int {
-		if a.tile != b.tile {
-			return cmp.Compare(a.tile, b.tile)
-		}
-		return cmp.Compare(a.val, b.val)
-	})
 	loads := make([]int64, p.Tiles)
-	for i, v := range vals {
-		if v.val != 0 && (i == 0 || vals[i-1] != v) {
-			loads[v.tile]++
+	for t := range p.Tiles {
+		vs := vals.of(t)
+		slices.Sort(vs)
+		for i, v := range vs {
+			if v != 0 && (i == 0 || vs[i-1] != v) {
+				loads[t]++
+			}
 		}
 	}
 	// end returns the tile cycles after a resource busy from first on:

@@ -41,7 +41,9 @@
 package sched
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 
 	"ipu.local/libs/arch"
@@ -220,38 +222,40 @@ func check(p *arch.Preset, phase []Transfer, opt Options) error {
 			}
 		}
 	}
-	return checkOverlap(phase)
+	return checkOverlap(phase, p.Tiles)
 }
 
 // checkOverlap rejects two transfers writing the same bytes of one tile:
 // the phase would have no single meaning.
-func checkOverlap(phase []Transfer) error {
+func checkOverlap(phase []Transfer, tiles int) error {
 	type buf struct {
-		tile   int
 		lo, hi uint32
 		x      int
 	}
-	var bufs []buf
-	for i, x := range phase {
+	bufs := newBuckets[buf](tiles)
+	for _, x := range phase {
 		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-			bufs = append(bufs, buf{u, x.DstAddr, x.DstAddr + 4*uint32(x.Words), i})
+			bufs.count(u, 1)
 		}
 	}
-	sort.Slice(bufs, func(i, j int) bool {
-		a, b := bufs[i], bufs[j]
-		if a.tile != b.tile {
-			return a.tile < b.tile
+	bufs.alloc()
+	for i, x := range phase {
+		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+			bufs.put(u, buf{x.DstAddr, x.DstAddr + 4*uint32(x.Words), i})
 		}
-		if a.lo != b.lo {
-			return a.lo < b.lo
-		}
-		return a.x < b.x
-	})
-	for i := 1; i < len(bufs); i++ {
-		a, b := bufs[i-1], bufs[i]
-		if a.tile == b.tile && b.lo < a.hi {
-			x, y := min(a.x, b.x), max(a.x, b.x)
-			return fmt.Errorf("sched: transfers %d and %d both write tile %d at %#x", x, y, a.tile, b.lo)
+	}
+	for t := range tiles {
+		bs := bufs.of(t)
+		slices.SortFunc(bs, func(a, b buf) int {
+			if a.lo != b.lo {
+				return cmp.Compare(a.lo, b.lo)
+			}
+			return cmp.Compare(a.x, b.x)
+		})
+		for i := 1; i < len(bs); i++ {
+			if a, b := bs[i-1], bs[i]; b.lo < a.hi {
+				return fmt.Errorf("sched: transfers %d and %d both write tile %d at %#x", min(a.x, b.x), max(a.x, b.x), t, b.lo)
+			}
 		}
 	}
 	return nil
