@@ -150,7 +150,23 @@ func (b *builder) input(v *graph.Value) (int, error) {
 	if sourceOf(v) == layout.FromStep {
 		return 0, fmt.Errorf("value %q is read before a step writes it", v.Name)
 	}
-	return b.external(v, layout.RowMajor, layout.DefaultPad(v.DType.ElemSize()), false, b.pl.defaultPieces(v)), nil
+	return b.external(v, layout.RowMajor, layout.DefaultPad(v.DType.ElemSize()), false, b.pl.defaultPieces(v, 0)), nil
+}
+
+// anchor is the first tile of v's home tensor (0 when it has none): where
+// a default layout of v, or of a value computed from it, starts.
+func (b *builder) anchor(v *graph.Value) int {
+	h, ok := b.home[v.Index]
+	if !ok {
+		return 0
+	}
+	lo := -1
+	for _, p := range b.tensors[h].Pieces {
+		if lo < 0 || p.Tile < lo {
+			lo = p.Tile
+		}
+	}
+	return max(lo, 0)
 }
 
 // build makes the plan's tensors and steps for point pt.
@@ -247,7 +263,16 @@ func (b *builder) elementwise(n *graph.Node) error {
 		}
 	}
 	if pieces == nil {
-		pieces = b.pl.defaultPieces(out)
+		lo := 0
+		for _, v := range n.Inputs {
+			if v != nil {
+				if _, ok := b.home[v.Index]; ok {
+					lo = b.anchor(v)
+					break
+				}
+			}
+		}
+		pieces = b.pl.defaultPieces(out, lo)
 	}
 	y := b.add(out, layout.RowMajor, pad, layout.FromStep, false, pieces)
 	ins := make([]int, len(n.Inputs))
@@ -368,7 +393,7 @@ func (b *builder) rows(n *graph.Node) error {
 	if h, ok := b.home[x.Index]; ok && wholeRows(b.tensors[h], axis) {
 		xt = b.tensors[h]
 	} else {
-		pieces := b.pl.rowPieces(x, axis)
+		pieces := b.pl.rowPieces(x, axis, b.anchor(x))
 		pad := layout.DefaultPad(x.DType.ElemSize())
 		if axis < r-1 {
 			pad = 1
@@ -455,7 +480,7 @@ func (b *builder) view(n *graph.Node) error {
 	if !ok {
 		pad = layout.DefaultPad(y.DType.ElemSize())
 		if pieces, ok = layout.Reshaped(xt, shapeOf(y), pad); !ok {
-			pieces, kernel = b.pl.defaultPieces(y), "reshape"
+			pieces, kernel = b.pl.defaultPieces(y, b.anchor(x)), "reshape"
 		}
 	}
 	yt := b.add(y, layout.RowMajor, pad, layout.FromStep, false, pieces)

@@ -132,7 +132,7 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 		src = h
 		if !groupAligned(b.tensors[h], gAx, w) {
 			var err error
-			if src, err = b.need(o.root, b.pl.alignedPieces(o.root, gAx, w), layout.DefaultPad(o.root.DType.ElemSize())); err != nil {
+			if src, err = b.need(o.root, b.pl.alignedPieces(o.root, gAx, w, d.Tiles[0]), layout.DefaultPad(o.root.DType.ElemSize())); err != nil {
 				return 0, err
 			}
 		}

@@ -44,6 +44,11 @@ type Options struct {
 	State *plan.State
 	// ModelPath and ModelFingerprint go into the plan and state.
 	ModelPath, ModelFingerprint string
+	// SearchEstimate leaves the plan's cost at the search's own price
+	// (every exchange at sched's lower bound) instead of scheduling the
+	// incumbent's exchanges: for a caller that links the plan next and
+	// takes the exact cycles from there (ipu-plan).
+	SearchEstimate bool
 }
 
 // Stats are the figures of the planner's log lines.
@@ -332,12 +337,16 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	out.Model = plan.Model{Path: opt.ModelPath, Fingerprint: opt.ModelFingerprint}
 	out.Seed = opt.Seed
 	// The estimate: the incumbent's program with every exchange
-	// scheduled (the search ranks points by sched's faster bound).
-	est, err := pl.estimate(out)
-	if err != nil {
-		return nil, nil, nil, err
+	// scheduled (the search ranks points by sched's faster bound), unless
+	// the caller links it anyway.
+	out.Cost = plan.Cost{FinalCycles: incR.total, FinalExchange: incR.exchange, ComputeBound: pl.computeBound(), Estimated: true}
+	if !opt.SearchEstimate {
+		est, err := pl.estimate(out)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		out.Cost.FinalCycles, out.Cost.FinalExchange = est.FinalCycles, est.FinalExchange
 	}
-	out.Cost = plan.Cost{FinalCycles: est.FinalCycles, FinalExchange: est.FinalExchange, ComputeBound: pl.computeBound(), Estimated: true}
 	out.Search = plan.Search{Attempts: s.Attempts, IncumbentCycles: incR.total}
 	if err := out.Validate(); err != nil {
 		return nil, nil, nil, fmt.Errorf("internal error: planned %w", err)

@@ -186,22 +186,27 @@ func (pl *planner) computePrefs() {
 // more than the work they spread.
 const minPieceElements = 64
 
-// defaultPieces is a value's default layout over the planner's tiles.
-func (pl *planner) defaultPieces(v *graph.Value) []layout.Piece {
-	return pl.piecesWith(v, pl.prefs.keep[v.Index], pl.prefs.alignOf(v))
+// defaultPieces is a value's default layout over the planner's tiles,
+// from tile lo on (see piecesOf).
+func (pl *planner) defaultPieces(v *graph.Value, lo int) []layout.Piece {
+	return pl.piecesWith(v, pl.prefs.keep[v.Index], pl.prefs.alignOf(v), lo)
 }
 
 // piecesWith spreads v over the tiles, its last keep axes whole, axis d
 // split on multiples of aligns[d] (the last axis at least on 8 bytes,
 // so that pieces start rows 8-byte aligned), at least minPieceElements
 // per tile.
-func (pl *planner) piecesWith(v *graph.Value, keep int, aligns []int) []layout.Piece {
-	return pl.piecesOf(v, keep, aligns, false)
+func (pl *planner) piecesWith(v *graph.Value, keep int, aligns []int, lo int) []layout.Piece {
+	return pl.piecesOf(v, keep, aligns, false, lo)
 }
 
 // piecesOf is piecesWith; strict keeps the alignments whatever the
-// tiles it leaves idle.
-func (pl *planner) piecesOf(v *graph.Value, keep int, aligns []int, strict bool) []layout.Piece {
+// tiles it leaves idle. The pieces take consecutive tiles from lo on, or
+// the last ones when they would run past the planner's tiles: callers
+// pass the first tile of the data the value comes from, so that the
+// layers of a deep model spread over the chip with their products
+// instead of piling their code and buffers on the first tiles.
+func (pl *planner) piecesOf(v *graph.Value, keep int, aligns []int, strict bool, lo int) []layout.Piece {
 	shape := shapeOf(v)
 	r := len(shape)
 	if r == 0 {
@@ -221,21 +226,22 @@ func (pl *planner) piecesOf(v *graph.Value, keep int, aligns []int, strict bool)
 	if fc := layout.GridCounts(shape, keep, n, free); !strict && pieces(fc) >= 4*pieces(counts) {
 		counts, a = fc, free
 	}
-	return layout.Grid(shape, counts, a, 0)
+	lo = max(0, min(lo, pl.tiles-pieces(counts)))
+	return layout.Grid(shape, counts, a, lo)
 }
 
 // rowPieces is the default layout of a row operator's input: the axes
 // from axis on whole.
-func (pl *planner) rowPieces(v *graph.Value, axis int) []layout.Piece {
-	return pl.piecesWith(v, max(len(v.Shape)-axis, pl.prefs.keep[v.Index], 1), pl.prefs.alignOf(v))
+func (pl *planner) rowPieces(v *graph.Value, axis, lo int) []layout.Piece {
+	return pl.piecesWith(v, max(len(v.Shape)-axis, pl.prefs.keep[v.Index], 1), pl.prefs.alignOf(v), lo)
 }
 
 // alignedPieces is the default layout with axis ax split on multiples of
 // w.
-func (pl *planner) alignedPieces(v *graph.Value, ax, w int) []layout.Piece {
+func (pl *planner) alignedPieces(v *graph.Value, ax, w, lo int) []layout.Piece {
 	a := append([]int(nil), pl.prefs.alignOf(v)...)
 	a[ax] = max(a[ax], w)
-	return pl.piecesOf(v, pl.prefs.keep[v.Index], a, true)
+	return pl.piecesOf(v, pl.prefs.keep[v.Index], a, true, lo)
 }
 
 func pieces(counts []int) int {

@@ -172,15 +172,6 @@ func (pl *planner) screenN(pr *product, budget, gnOnly int) []layout.Split {
 		}
 		return cs[i].s.Tiles() < cs[j].s.Tiles()
 	})
-	if len(cs) == 0 && gnOnly > 0 {
-		return nil
-	}
-	if len(cs) == 0 {
-		// Nothing fits: price the widest split, whose memory report
-		// says best why.
-		gm := min(mu, budget)
-		cs = append(cs, cand{s: layout.Split{GB: 1, GM: gm, GN: max(1, min(nu, budget/gm)), GK: 1, Align: pr.align, NAlign: pr.nalign}})
-	}
 	var out []layout.Split
 	for i := 0; i < len(cs) && i < screenKeep; i++ {
 		out = append(out, cs[i].s)
@@ -222,6 +213,14 @@ func (pl *planner) candidates(pr *product) []layout.Split {
 		if !any {
 			break
 		}
+	}
+	if len(out) == 0 {
+		// Nothing fits any budget: price the widest split, whose memory
+		// report says best why.
+		mu := layout.Units(pr.mm.M, max(layout.AGroup, pr.align))
+		nu := layout.Units(pr.mm.N, max(layout.BGroup, pr.nalign))
+		gm := min(mu, pl.tiles)
+		out = append(out, layout.Split{GB: 1, GM: gm, GN: max(1, min(nu, pl.tiles/gm)), GK: 1, Align: pr.align, NAlign: pr.nalign})
 	}
 	return out
 }
@@ -542,8 +541,14 @@ func (pl *planner) constBytes(pr *product, d plan.Decision) int64 {
 	return n
 }
 
-// placeRange moves product i's tile range to where the constants of the
-// other products of pt weigh least (the first such range).
+// codeWeight is what placeRange counts for a product on each of its
+// tiles besides its constants: its kernel's code and tables and its
+// exchanges' code, a few KiB, which pile up on the tiles of every layer
+// of a deep model that puts its products on the same tiles.
+const codeWeight = 4 << 10
+
+// placeRange moves product i's tile range to where the constants and code
+// of the other products of pt weigh least (the first such range).
 func (pl *planner) placeRange(pt point, i int) {
 	d := &pt[i]
 	n := d.Tiles[1] - d.Tiles[0]
@@ -555,10 +560,9 @@ func (pl *planner) placeRange(pt point, i int) {
 		if j == i {
 			continue
 		}
-		if c := pl.constBytes(pl.products[j], o); c > 0 {
-			load[o.Tiles[0]] += c
-			load[o.Tiles[1]] -= c
-		}
+		c := pl.constBytes(pl.products[j], o) + codeWeight
+		load[o.Tiles[0]] += c
+		load[o.Tiles[1]] -= c
 	}
 	for t := 1; t <= pl.tiles; t++ {
 		load[t] += load[t-1]

@@ -114,6 +114,9 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	opt := planner.Options{
 		Tiles: cfg.tiles, Seed: cfg.seed, MaxAttempts: cfg.attempts,
 		ModelPath: recordedPath(cfg.model), ModelFingerprint: fingerprint,
+		// The incumbent is linked below: its exact cycles replace the
+		// search's estimate, which the log line compares them with.
+		SearchEstimate: true,
 	}
 	if cfg.state != "" {
 		s, err := loadState(cfg.state)
