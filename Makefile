@@ -12,7 +12,7 @@ MODULES := formats libs tools scripts
 # the test cache cannot see; never trust a cached pass.
 GOFLAGS_TEST ?= -count=1
 
-.PHONY: gendata all build run run-asm conformance conformance-64 transformers transformers-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run run-asm conformance conformance-64 transformers transformer-models transformers-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -74,14 +74,16 @@ deps-capnp:
 		(sudo apt-get update -qq && sudo apt-get install -y -qq capnproto >/dev/null); }
 
 # bench: the simulator's speed, then the compiler's figures (cycles
-# against the compute bound and the cost model, phase wall times).
-bench: build
+# against the compute bound and the cost model, phase wall times; its
+# rows include the BERT-base-width FP16 layer and 12-layer encoder,
+# generated once by transformer-models).
+bench: build transformer-models
 	$(GO) run ./scripts/bench
 	$(GO) run ./scripts/benchcompile $(BENCH_COMPILE_FLAGS)
 
 # bench-compile: the compiler's figures only (BENCH_COMPILE_FLAGS: e.g.
 # -models testdata/models/qk-early.onnx@64).
-bench-compile: build
+bench-compile: build transformer-models
 	$(GO) run ./scripts/benchcompile $(BENCH_COMPILE_FLAGS)
 
 # conformance compiles and checks every case of ../shared/conformance and
@@ -103,9 +105,15 @@ conformance-64: build
 # (TRANSFORMER_FLAGS: e.g. --run encoder --tiles 64).
 TRANSFORMERS := $(ART)/transformers
 TRANSFORMER_FLAGS ?= --timeout 60m
-transformers: build
-	cd scripts && $(GO) run ./genmodels -transformers -size base -v -out ../$(TRANSFORMERS)
+transformers: build transformer-models
 	$(GO) run ./scripts/conformance --root $(TRANSFORMERS) -j 1 $(TRANSFORMER_FLAGS)
+
+# transformer-models generates the BERT-base-width cases when they are
+# missing or older than their generator.
+transformer-models: $(TRANSFORMERS)/.generated
+$(TRANSFORMERS)/.generated: $(wildcard scripts/genmodels/*.go libs/hostref/*.go)
+	cd scripts && $(GO) run ./genmodels -transformers -size base -v -out ../$(TRANSFORMERS)
+	touch $@
 
 # transformers-smoke runs the small committed transformer cases.
 transformers-smoke: build

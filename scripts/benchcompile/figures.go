@@ -17,6 +17,7 @@ import (
 	"ipu.local/libs/onnx"
 	"ipu.local/libs/planner"
 	"ipu.local/libs/sim"
+	"ipu.local/libs/verdict"
 )
 
 // figures are one row's in-process measurements.
@@ -24,7 +25,8 @@ type figures struct {
 	row
 	err error // the stage that failed; the figures before it are valid
 
-	estimate  int64 // the cost model's final_cycles for the plan
+	search    int64 // the search's price of its incumbent (exchanges at sched's bound)
+	estimate  int64 // the cost model's final_cycles for the plan (exchanges scheduled)
 	bound     int64 // the plan's compute bound
 	final     int64 // the linker's final_cycles
 	simulated int64 // device supersteps' cycles and syncs on the simulator
@@ -32,6 +34,9 @@ type figures struct {
 	// outputs (ok when <= 1), and the output that set it.
 	worstRatio  float64
 	worstOutput string
+	// peak is the largest tile's memory (code, exchange code, constants
+	// and variables at their peak); capacity the usable bytes per tile.
+	peak, capacity int64
 
 	plan, link, sim, ref time.Duration // wall times
 }
@@ -73,7 +78,7 @@ func (f *figures) measure(cfg config) error {
 	if !pl.Cost.Estimated {
 		return fmt.Errorf("plan: cost is not the cost model's estimate")
 	}
-	f.estimate, f.bound = pl.Cost.FinalCycles, pl.Cost.ComputeBound
+	f.search, f.estimate, f.bound = pl.Search.IncumbentCycles, pl.Cost.FinalCycles, pl.Cost.ComputeBound
 	encoded, err := plan.Marshal(pl)
 	if err != nil {
 		return fmt.Errorf("encode plan: %w", err)
@@ -87,6 +92,10 @@ func (f *figures) measure(cfg config) error {
 		return fmt.Errorf("link: %w", err)
 	}
 	f.final = st.FinalCycles
+	for _, m := range st.Memory {
+		f.peak = max(f.peak, m.Total())
+	}
+	f.capacity = int64(cfg.arch.UsableMemory().Size())
 
 	ins := hostref.GenerateInputs(g, 1)
 	raw := make([][]byte, len(ins))
@@ -123,48 +132,32 @@ func (f *figures) measure(cfg config) error {
 	return nil
 }
 
-// compare sets the worst error-to-tolerance ratio of the outputs. The
-// tolerance is libs/link's test's: the bound of a chain of Accumulate
-// FP32 additions plus two roundings, relative to the largest reference
-// magnitude.
+// compare sets the worst error-to-tolerance ratio of the outputs, with
+// ipu-check's tolerances (libs/verdict: from the output's element type
+// and its accumulation length).
 func (f *figures) compare(o *obj.Object, want []*onnx.Tensor, outs [][]byte) error {
 	if len(want) != len(outs) || len(outs) != len(o.Host.Outputs) {
 		return fmt.Errorf("%d outputs simulated, %d in the reference", len(outs), len(want))
 	}
 	f.worstRatio, f.worstOutput = 0, ""
 	for i, w := range want {
-		name := o.Host.Outputs[i].Name
-		wv, err := graph.DecodeFloats(w)
+		out := o.Host.Outputs[i]
+		r, err := verdict.Compare(out.Name, out.DType, out.Accumulate, outs[i], w.Raw)
 		if err != nil {
-			return fmt.Errorf("reference %q: %w", name, err)
+			return err
 		}
-		gv, err := graph.DecodeFloats(&onnx.Tensor{DType: w.DType, Dims: w.Dims, Raw: outs[i]})
-		if err != nil {
-			return fmt.Errorf("output %q: %w", name, err)
-		}
-		if len(gv) != len(wv) {
-			return fmt.Errorf("output %q: %d elements, the reference has %d", name, len(gv), len(wv))
-		}
-		var worst, maxw float64
-		for k := range wv {
-			d := math.Abs(gv[k] - wv[k])
-			if math.IsNaN(d) {
-				d = math.Inf(1)
-			}
-			worst = max(worst, d)
-			maxw = max(maxw, math.Abs(wv[k]))
-		}
-		k := float64(o.Host.Outputs[i].Accumulate)
-		tol := (k*0x1p-24/(1-k*0x1p-24) + 2*0x1p-24) * maxw
-		ratio := math.Inf(1)
+		ratio := 0.0
 		switch {
-		case worst == 0:
-			ratio = 0
-		case tol > 0:
-			ratio = worst / tol
+		case !r.Pass:
+			ratio = math.Inf(1)
+			if r.Tolerance.Abs > 0 {
+				ratio = max(1.001, r.MaxAbsError/r.Tolerance.Abs)
+			}
+		case r.Tolerance.Abs > 0:
+			ratio = r.MaxAbsError / r.Tolerance.Abs
 		}
 		if f.worstOutput == "" || ratio > f.worstRatio {
-			f.worstRatio, f.worstOutput = ratio, name
+			f.worstRatio, f.worstOutput = ratio, out.Name
 		}
 	}
 	return nil
@@ -174,13 +167,14 @@ func (f *figures) compare(o *obj.Object, want []*onnx.Tensor, outs [][]byte) err
 // error.
 func printFigures(w io.Writer, cfg config, rows []figures) {
 	fmt.Fprintf(w, "compiler figures, in process (arch %s, seed %d, %d attempts; estimate: the plan's cost model; "+
-		"simulated: device supersteps with their syncs; bound: MACs at the AMP rate over the plan's tiles)\n",
+		"simulated: device supersteps with their syncs; bound: MACs at the AMP rate over the plan's tiles; "+
+		"search: the search's price, exchanges at their lower bound; peak: the fullest tile's bytes)\n",
 		cfg.arch.Name, seed, attempts)
 	tw := table(w)
-	fmt.Fprintln(tw, "model\ttiles\testimate\tfinal_cycles\tsimulated\tbound\tfinal/bound\test_err\tratio_target\testimate_target\tnumbers\tplan\tlink\tsim\tref\t")
+	fmt.Fprintln(tw, "model\ttiles\tsearch\testimate\tfinal_cycles\tsimulated\tbound\tfinal/bound\test_err\tratio_target\testimate_target\tnumbers\tpeak\tplan\tlink\tsim\tref\t")
 	var errs []string
 	for _, f := range rows {
-		cells := []string{filepath.Base(f.model), fmt.Sprint(f.tiles)}
+		cells := []string{modelName(f.model), fmt.Sprint(f.tiles)}
 		num := func(v int64, ok bool) string {
 			if !ok {
 				return "-"
@@ -190,21 +184,21 @@ func printFigures(w io.Writer, cfg config, rows []figures) {
 		planned := f.estimate > 0 || f.bound > 0
 		linked := f.final > 0
 		simulated := f.simulated > 0
-		cells = append(cells, num(f.estimate, planned), num(f.final, linked), num(f.simulated, simulated), num(f.bound, planned))
+		cells = append(cells, num(f.search, planned), num(f.estimate, planned), num(f.final, linked), num(f.simulated, simulated), num(f.bound, planned))
 
 		ratio, ratioTarget := "-", "-"
 		if linked && f.bound > 0 {
 			rt := float64(f.final) / float64(f.bound)
 			ratio = fmt.Sprintf("%.2f", rt)
-			if lim, ok := ratioTargets[filepath.Base(f.model)]; ok {
-				ratioTarget = fmt.Sprintf("%s (<=%.1f)", verdict(rt <= lim), lim)
+			if lim, ok := ratioTargets[modelName(f.model)]; ok {
+				ratioTarget = fmt.Sprintf("%s (<=%.1f)", passMiss(rt <= lim), lim)
 			}
 		}
 		estErr, estTarget := "-", "-"
 		if planned && simulated {
 			e := float64(f.estimate-f.simulated) / float64(f.simulated)
 			estErr = fmt.Sprintf("%+.1f%%", 100*e)
-			estTarget = fmt.Sprintf("%s (<=%.0f%%)", verdict(math.Abs(e) <= estimateTarget), 100*estimateTarget)
+			estTarget = fmt.Sprintf("%s (<=%.0f%%)", passMiss(math.Abs(e) <= estimateTarget), 100*estimateTarget)
 		}
 		numbers := "-"
 		if f.err == nil {
@@ -213,7 +207,11 @@ func printFigures(w io.Writer, cfg config, rows []figures) {
 				numbers = "mismatch"
 			}
 		}
-		cells = append(cells, ratio, estErr, ratioTarget, estTarget, numbers)
+		peak := "-"
+		if f.peak > 0 {
+			peak = fmt.Sprintf("%d/%d", f.peak, f.capacity)
+		}
+		cells = append(cells, ratio, estErr, ratioTarget, estTarget, numbers, peak)
 		for _, d := range []time.Duration{f.plan, f.link, f.sim, f.ref} {
 			if d == 0 {
 				cells = append(cells, "-")

@@ -18,6 +18,7 @@ func TestParseRows(t *testing.T) {
 	}{
 		{name: "default", models: defaultRows, want: []row{
 			{"testdata/models/matmul2048.onnx", 1472}, {"testdata/models/qk-early.onnx", 1472}, {"testdata/models/qk-early.onnx", 64},
+			{"artifacts/transformers/bert_base_layer_fp16/model.onnx", 1472}, {"artifacts/transformers/bert_base_encoder12_fp16/model.onnx", 1472},
 		}},
 		{name: "tiles flag", models: "a.onnx, b.onnx@8", tiles: 16, want: []row{{"a.onnx", 16}, {"b.onnx", 8}}},
 		{name: "empty row", models: "a.onnx,,b.onnx", wantErr: true},
@@ -34,6 +35,18 @@ func TestParseRows(t *testing.T) {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestModelName(t *testing.T) {
+	for path, want := range map[string]string{
+		"testdata/models/qk-early.onnx":                     "qk-early",
+		"artifacts/transformers/bert_base_layer/model.onnx": "bert_base_layer",
+		"model.onnx": "model",
+	} {
+		if got := modelName(path); got != want {
+			t.Errorf("modelName(%q) = %q, want %q", path, got, want)
+		}
 	}
 }
 

@@ -101,10 +101,10 @@ func lastLine(s, prefix string) string {
 func printPipeline(w io.Writer, cfg config, rows []pipelineRun) {
 	fmt.Fprintf(w, "pipeline wall time (%s/, temporary directory and device file; ipu-check: host reference, 1 inference)\n", filepath.ToSlash(filepath.Clean(cfg.bin)))
 	tw := table(w)
-	fmt.Fprintln(tw, "model\ttiles\t"+strings.Join(pipelineTools, "\t")+"\ttotal\ttarget\t")
+	fmt.Fprintln(tw, "model\ttiles\t"+strings.Join(pipelineTools, "\t")+"\ttotal\ttarget\tplan+link\tplan+link_target\t")
 	var errs []string
 	for _, pr := range rows {
-		cells := []string{filepath.Base(pr.model), fmt.Sprint(pr.tiles)}
+		cells := []string{modelName(pr.model), fmt.Sprint(pr.tiles)}
 		var total time.Duration
 		for i := range pipelineTools {
 			switch {
@@ -118,7 +118,7 @@ func printPipeline(w io.Writer, cfg config, rows []pipelineRun) {
 			}
 		}
 		target := "-"
-		lim, hasTarget := pipelineTargets[filepath.Base(pr.model)]
+		lim, hasTarget := pipelineTargets[modelName(pr.model)]
 		if pr.err != nil {
 			cells = append(cells, seconds(total)+"+")
 			if hasTarget {
@@ -128,10 +128,19 @@ func printPipeline(w io.Writer, cfg config, rows []pipelineRun) {
 		} else {
 			cells = append(cells, seconds(total))
 			if hasTarget {
-				target = fmt.Sprintf("%s (<%s)", verdict(total < lim), seconds(lim))
+				target = fmt.Sprintf("%s (<%s)", passMiss(total < lim), seconds(lim))
 			}
 		}
 		cells = append(cells, target)
+		compile, compileTarget := "-", "-"
+		if len(pr.wall) >= 2 {
+			c := pr.wall[0] + pr.wall[1]
+			compile = seconds(c)
+			if lim, ok := compileTargets[modelName(pr.model)]; ok {
+				compileTarget = fmt.Sprintf("%s (<%s)", passMiss(c < lim), seconds(lim))
+			}
+		}
+		cells = append(cells, compile, compileTarget)
 		fmt.Fprintln(tw, joinCells(cells))
 	}
 	tw.Flush()

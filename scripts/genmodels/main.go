@@ -137,11 +137,12 @@ func main() {
 	size := fs.String("size", "base", "-transformers: the width preset, "+transformerSizeNames())
 	only := fs.String("case", "", "-transformers: only these cases (comma-separated names)")
 	verbose := fs.Bool("v", false, "-transformers: print each case's model size and time")
+	layers := fs.Int("layers", 0, "-transformers: the stacked encoder's depth (0: the preset's)")
 	fs.Parse(os.Args[1:])
 	var err error
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "size", "case", "v":
+		case "size", "case", "v", "layers":
 			if !*transformers {
 				err = fmt.Errorf("-%s: only with -transformers", f.Name)
 			}
@@ -154,7 +155,7 @@ func main() {
 	switch {
 	case err != nil:
 	case *transformers:
-		err = runTransformers(*out, *size, *only, *verbose, os.Stderr)
+		err = runTransformers(*out, *size, *only, *layers, *verbose, os.Stderr)
 	default:
 		if *out == "" {
 			*out = "testdata/models"
@@ -195,8 +196,8 @@ func defaultTransformerOut(size string) string {
 // runTransformers writes the transformer cases of a -size preset (those
 // named in only, or all) under out. With verbose it logs each case's
 // model size and the time it took to log.
-func runTransformers(out, size, only string, verbose bool, log io.Writer) error {
-	cases, err := transformerCases(size)
+func runTransformers(out, size, only string, layers int, verbose bool, log io.Writer) error {
+	cases, err := transformerCases(size, layers)
 	if err != nil {
 		return err
 	}

@@ -66,13 +66,20 @@ func transformerSizeNames() string {
 	return strings.Join(slices.Sorted(maps.Keys(transformerSizes)), ", ")
 }
 
-// transformerCases returns the cases of a -size preset, in the order they
+// transformerCases returns the cases of a -size preset (its encoder
+// layers deep, or the preset's depth when layers is 0), in the order they
 // are written: NAME = FAMILY_SIZE_KIND[_fp16] (bert_base_layer,
 // gpt2_small_block_fp16, bert_base_encoder12_fp16).
-func transformerCases(size string) ([]transformer, error) {
+func transformerCases(size string, layers int) ([]transformer, error) {
 	z, ok := transformerSizes[size]
 	if !ok {
 		return nil, fmt.Errorf("-size %q: want one of %s", size, transformerSizeNames())
+	}
+	switch {
+	case layers < 0 || layers > 96:
+		return nil, fmt.Errorf("-layers %d: want 1 to 96 (0: the preset's %d)", layers, z.layers)
+	case layers > 0:
+		z.layers = layers
 	}
 	var cases []transformer
 	add := func(f family, kind string, layers int, dt onnx.DataType) {

@@ -29,11 +29,11 @@ var caseFiles = []string{
 // and nothing else.
 func TestCommittedTransformersAreGenerated(t *testing.T) {
 	dir := t.TempDir()
-	if err := runTransformers(dir, "small", "", false, io.Discard); err != nil {
+	if err := runTransformers(dir, "small", "", 0, false, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	committed := filepath.Join("..", "..", "testdata", "models", "transformers")
-	cases, err := transformerCases("small")
+	cases, err := transformerCases("small", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func TestTransformerErrors(t *testing.T) {
 	}
 	for _, tt := range flags {
 		t.Run(tt.name, func(t *testing.T) {
-			err := runTransformers(t.TempDir(), tt.size, tt.only, false, io.Discard)
+			err := runTransformers(t.TempDir(), tt.size, tt.only, 0, false, io.Discard)
 			if err == nil || err.Error() != tt.wantErr {
 				t.Errorf("got error %v, want %q", err, tt.wantErr)
 			}
