@@ -126,10 +126,12 @@ func ProgramWith(pr *prog.Program, opt Options) (*Result, error) {
 			c, err = ComputeCycles(s)
 		case obj.Exchange:
 			if opt.Bound {
-				if s.Bound != nil {
+				if s.Bound != nil && *s.Bound >= 0 {
 					c = *s.Bound
 				} else if c, err = ExchangeBound(p, s, addr); err == nil {
-					s.Bound = new(int64)
+					if s.Bound == nil {
+						s.Bound = new(int64)
+					}
 					*s.Bound = c
 				}
 			} else {

@@ -20,12 +20,16 @@ import (
 // StepCache holds lowered steps by key.
 type StepCache struct {
 	m map[string]*fragment
+	// valid holds the tensor layouts validated already.
+	valid map[string]bool
 	// Hits and Misses count the lookups.
 	Hits, Misses int
 }
 
 // NewStepCache returns an empty cache.
-func NewStepCache() *StepCache { return &StepCache{m: map[string]*fragment{}} }
+func NewStepCache() *StepCache {
+	return &StepCache{m: map[string]*fragment{}, valid: map[string]bool{}}
+}
 
 // fragment is what one step added to a program.
 type fragment struct {
@@ -108,6 +112,11 @@ func (l *lowerer) lowerCached(st *plan.Step) error {
 		}
 	}
 	for _, s := range l.out.Steps[nsteps:] {
+		if s.Kind == obj.Exchange && s.Bound == nil {
+			// One bound for every replay (see prog.Superstep.Bound).
+			s.Bound = new(int64)
+			*s.Bound = -1
+		}
 		f.steps = append(f.steps, copyStep(s))
 	}
 	f.bufs = append(f.bufs, l.out.Buffers[nbufs:]...)

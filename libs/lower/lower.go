@@ -188,7 +188,7 @@ func (l *lowerer) readTensors() error {
 			}
 			t.Pieces = append(t.Pieces, layout.Piece{Tile: pc.Tile, Box: box})
 		}
-		if err := t.Validate(l.pl.Tiles); err != nil {
+		if err := l.validate(t); err != nil {
 			return &PlanError{Msg: err.Error()}
 		}
 		switch {
@@ -201,6 +201,24 @@ func (l *lowerer) readTensors() error {
 		l.byValue[pt.Value] = append(l.byValue[pt.Value], i)
 	}
 	l.refs = make([][]prog.Ref, len(l.tensors))
+	return nil
+}
+
+// validate checks a tensor's mapping, once per layout with a step cache
+// (the planner's plans repeat most tensors from point to point).
+func (l *lowerer) validate(t *layout.Tensor) error {
+	c := l.opt.Cache
+	if c == nil {
+		return t.Validate(l.pl.Tiles)
+	}
+	key := fmt.Sprint(t.Value, t.Shape, l.pl.Tiles) + t.Key()
+	if c.valid[key] {
+		return nil
+	}
+	if err := t.Validate(l.pl.Tiles); err != nil {
+		return err
+	}
+	c.valid[key] = true
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"ipu.local/libs/layout"
 	"ipu.local/libs/onnx"
 	"ipu.local/libs/prog"
+	"slices"
 )
 
 // packChain follows w back to v through casts and transposes of the last
@@ -201,6 +202,7 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 		}
 		buf := l.out.NewBuffer(y.Name+".staged", prog.TileSet(sendTiles), most, 8, prog.AnyRegion)
 		stageBuf = buf
+		m.xfers = slices.Grow(m.xfers, len(sends))
 		for _, pd := range sends {
 			x := pd.x
 			x.From = prog.Ref{Buf: buf, Off: uint32(stage[pd.piece].off) + x.From.Off}

@@ -1,9 +1,11 @@
 package planner
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -461,25 +463,35 @@ func fits(p *arch.Preset, tiles int, pr *prog.Program) error {
 		}
 		return per[t]
 	}
-	live := map[int]map[int]int64{}
+	// Each tile's variables at their peak: a sweep over the supersteps
+	// where buffers start and stop living.
+	type event struct {
+		step  int
+		bytes int64
+	}
+	live := map[int][]event{}
 	for _, b := range pr.Buffers {
 		for _, t := range b.Tiles {
 			if b.Data != nil || b.Permanent {
 				at(t).Constants += int64(b.Size)
 				continue
 			}
-			if live[t] == nil {
-				live[t] = map[int]int64{}
-			}
-			for i := b.First; i <= b.Last; i++ {
-				live[t][i] += int64(b.Size)
-			}
+			live[t] = append(live[t], event{b.First, int64(b.Size)}, event{b.Last + 1, -int64(b.Size)})
 		}
 	}
-	for t := range live {
-		for _, v := range live[t] {
-			at(t).Variables = max(at(t).Variables, v)
+	for t, evs := range live {
+		slices.SortFunc(evs, func(a, b event) int {
+			if a.step != b.step {
+				return cmp.Compare(a.step, b.step)
+			}
+			return cmp.Compare(a.bytes, b.bytes) // frees first
+		})
+		var cur, peak int64
+		for _, e := range evs {
+			cur += e.bytes
+			peak = max(peak, cur)
 		}
+		at(t).Variables = peak
 	}
 	usable := int64(p.UsableMemory().Size())
 	var over []TileBytes

@@ -299,8 +299,10 @@ type Superstep struct {
 	// Cycles is the longest tile's cycles without the sync (set by the
 	// cost model or the linker).
 	Cycles int64
-	// Bound caches the cost model's bound of an exchange superstep
-	// (shared by the copies of a replayed superstep); nil: not yet.
+	// Bound caches the cost model's bound of an exchange superstep: nil
+	// when not cached; the copies of a superstep a step cache replays
+	// share one cell (negative until priced), since the bound depends on
+	// the transfers and which addresses are equal, not on their values.
 	Bound *int64
 }
 

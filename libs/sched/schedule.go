@@ -264,11 +264,6 @@ func (s *scheduler) run() {
 				continue
 			}
 		}
-		if q, b := s.quick(x); q > old.start {
-			old.start, old.block = q, b
-			h.push(old)
-			continue
-		}
 		// Commits on its tiles only lower their loads: with the
 		// current priority it may no longer come first.
 		if p := s.prio(x); p != old.prio {
@@ -278,8 +273,8 @@ func (s *scheduler) run() {
 				continue
 			}
 		}
-		c := s.eval(old.x)
-		if old.before(&c) {
+		c, ok := s.evalFrom(old.x, old.start, old.prio)
+		if !ok || old.before(&c) {
 			h.push(c)
 			continue
 		}
@@ -309,12 +304,20 @@ func lastArrival(events []Event) int64 {
 // tileBound is a lower bound on transfer x's start from t on, from tile
 // u's timing alone (u is its sender or one of its receivers).
 func (s *scheduler) tileBound(x Transfer, u int, t int64) int64 {
+	// Without loads first: a tile busy past t needs no register check.
 	if u == x.Src {
 		src := s.tiles[u]
+		if q := src.nextSend(t, 0); q > t {
+			return q
+		}
 		return src.nextSend(t, src.minNeed(sendOps(x), s.mask))
 	}
 	l := int64(s.p.Latency(x.Src, u))
-	return s.tiles[u].nextRecv(t+l, s.tiles[u].minNeed(recvOps(x), s.mask)) - l
+	r := s.tiles[u]
+	if q := r.nextRecv(t+l, 0) - l; q > t {
+		return q
+	}
+	return r.nextRecv(t+l, r.minNeed(recvOps(x), s.mask)) - l
 }
 
 // quick is a lower bound on transfer x's start, with send or send2: its
@@ -350,10 +353,36 @@ func (s *scheduler) quick(x Transfer) (int64, int) {
 // eval plans transfer i's operands on its tiles (left in s.sp and s.rps)
 // and finds its earliest start, with send or send2.
 func (s *scheduler) eval(i int) cand {
+	c, _ := s.evalFrom(i, 0, s.prio(s.phase[i]))
+	return c
+}
+
+// evalFrom is eval for a transfer that cannot start before t0, with
+// priority prio (its current one). It plans
+// the tiles one by one and gives up (ok false) at the first that cannot
+// take the transfer at t0: the candidate then has that tile's bound as
+// its start and the tile as its block, and the plans are not made.
+func (s *scheduler) evalFrom(i int, t0, prio int64) (c cand, ok bool) {
 	x := s.phase[i]
-	s.sp, s.rps = s.plans(x, s.rps)
-	prio := s.prio(x)
-	c := cand{x: i, start: s.earliest(x, false, &s.sp, s.rps), prio: prio, words: x.Words, block: -1}
+	c = cand{x: i, prio: prio, words: x.Words, block: -1}
+	src := s.tiles[x.Src]
+	s.sp = src.plan(sendOps(x), s.mask)
+	if q := src.nextSend(t0, s.sp.need); q > t0 {
+		c.start, c.block = q, x.Src
+		return c, false
+	}
+	ro := recvOps(x)
+	s.rps = s.rps[:0]
+	for u, end := x.Dst, x.Dst+x.Dests(); u < end; u++ {
+		rp := s.tiles[u].plan(ro, s.mask)
+		l := int64(s.p.Latency(x.Src, u))
+		if q := s.tiles[u].nextRecv(t0+l, rp.need) - l; q > t0 {
+			c.start, c.block = q, u
+			return c, false
+		}
+		s.rps = append(s.rps, rp)
+	}
+	c.start = s.earliest(x, false, &s.sp, s.rps)
 	if !s.opt.NoSend2 && x.Words%2 == 0 {
 		// send2 frees the port and the receivers sooner; take it when
 		// the stream ends earlier and the partner tiles had nothing to
@@ -363,7 +392,7 @@ func (s *scheduler) eval(i int) cand {
 			c.start, c.pair = t2, true
 		}
 	}
-	return c
+	return c, true
 }
 
 // plans plans transfer x's operands on its sender and its receivers
@@ -539,7 +568,7 @@ func (s *scheduler) commit(c cand) {
 // prio is the load of transfer x's most loaded tile.
 func (s *scheduler) prio(x Transfer) int64 {
 	p := s.load(x.Src)
-	for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+	for u, end := x.Dst, x.Dst+x.Dests(); u < end; u++ {
 		p = max(p, s.load(u))
 	}
 	return p
