@@ -3,7 +3,9 @@ package link
 import (
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sort"
+	"sync"
 
 	"ipu.local/formats/obj"
 	"ipu.local/libs/arch"
@@ -110,23 +112,44 @@ func (l *linker) lowerExchanges(log *slog.Logger) error {
 	for _, tl := range l.tiles {
 		tl.exCode = 0 // the bound of size_tile_code gives way to the code
 	}
+	// The phases are independent: schedule and validate them side by
+	// side, then log and account for them in program order.
+	errs := make([]error, len(l.prog.Steps))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
 	for i, s := range l.prog.Steps {
 		if s.Kind != obj.Exchange {
 			continue
 		}
-		xs := make([]sched.Transfer, len(s.Xfers))
-		for k, x := range s.Xfers {
-			xs[k] = x.Sched()
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			xs := make([]sched.Transfer, len(s.Xfers))
+			for k, x := range s.Xfers {
+				xs[k] = x.Sched()
+			}
+			sp, err := sched.Schedule(l.p, xs, sched.Options{})
+			if err == nil {
+				err = sched.Validate(l.p, xs, sp)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("superstep %d (%s): %w", i, s.Name, err)
+				return
+			}
+			l.exch[i] = sp
+		}()
+	}
+	wg.Wait()
+	for i, s := range l.prog.Steps {
+		if s.Kind != obj.Exchange {
+			continue
 		}
-		sp, err := sched.Schedule(l.p, xs, sched.Options{})
-		if err != nil {
-			return fmt.Errorf("superstep %d (%s): %w", i, s.Name, err)
+		if errs[i] != nil {
+			return errs[i]
 		}
-		if err := sched.Validate(l.p, xs, sp); err != nil {
-			return fmt.Errorf("superstep %d (%s): %w", i, s.Name, err)
-		}
+		sp := l.exch[i]
 		log.Info("reused exchange optimization after validating relocated rows", slog.Int("phase", i))
-		l.exch[i] = sp
 		s.Cycles = sp.Makespan
 		l.st.Transfers += len(s.Xfers)
 		for _, tc := range sp.Tiles {
