@@ -219,7 +219,7 @@ const (
 
 // dtypeSizes are the element types a plan may hold, with their raw sizes.
 var dtypeSizes = map[string]int{
-	"float": 4, "float16": 2, "int64": 8, "int32": 4,
+	"float": 4, "float16": 2, "int64": 8, "int32": 4, "bool": 1,
 	"float8e4m3fn": 1, "float8e4m3fnuz": 1, "float8e5m2": 1, "float8e5m2fnuz": 1,
 }
 

@@ -33,9 +33,17 @@ type Rewrite struct {
 	What string
 }
 
-// Canonicalize returns g with its row operators on trailing axes, and
-// the rewrites it made (g itself when there are none).
+// Canonicalize runs Simplify (identity removal, dead nodes, fusions),
+// then returns g with its row operators on trailing axes, and the
+// rewrites it made (g itself when there are none).
 func Canonicalize(g *Graph) (*Graph, []Rewrite) {
+	g, simplified := Simplify(g)
+	g, rw := canonicalRows(g)
+	return g, append(simplified, rw...)
+}
+
+// canonicalRows rewrites the row operators onto trailing axes.
+func canonicalRows(g *Graph) (*Graph, []Rewrite) {
 	var rw []Rewrite
 	for _, n := range g.Nodes {
 		if needsCanon(n) {

@@ -57,7 +57,6 @@ func Check(g *Graph) error {
 	}
 	nv := len(g.Values)
 	inValues := func(v *Value) bool { return v != nil && v.Index >= 0 && v.Index < nv && g.Values[v.Index] == v }
-	inNodes := func(n *Node) bool { return n != nil && n.Index >= 0 && n.Index < len(g.Nodes) && g.Nodes[n.Index] == n }
 
 	for i, v := range g.Values {
 		if v == nil {
@@ -106,43 +105,12 @@ func Check(g *Graph) error {
 			defined[i] = true
 		}
 	}
-	for i, n := range g.Nodes {
-		if n == nil {
-			return &CheckError{Node: i, Value: -1, Msg: "nil node"}
-		}
-		if n.Index != i {
-			return nodeErr(&Node{Index: i, Name: n.Name}, "index %d, want %d", n.Index, i)
-		}
-		for k, v := range n.Inputs {
-			if v == nil {
-				continue
-			}
-			if !inValues(v) {
-				return nodeErr(n, "input %d is not a value of the graph", k)
-			}
-			if !defined[v.Index] {
-				return nodeErr(n, "input %d: %q is not defined before the node", k, v.Name)
-			}
-		}
-		if len(n.Outputs) == 0 || n.Outputs[0] == nil {
-			return nodeErr(n, "no output")
-		}
-		for k, v := range n.Outputs {
-			if v == nil {
-				continue
-			}
-			if !inValues(v) || v.Producer != n {
-				return nodeErr(n, "output %d is not a value of the graph that the node produces", k)
-			}
-			if defined[v.Index] {
-				return nodeErr(n, "output %d: %q is defined twice", k, v.Name)
-			}
-			defined[v.Index] = true
-		}
-		if err := checkNode(n); err != nil {
-			return err
-		}
+	ck := &graphCheck{inValues: inValues, ever: slices.Clone(defined), seen: map[*Node]bool{}}
+	if err := ck.nodes(g.Nodes, defined); err != nil {
+		return err
 	}
+	defined = ck.ever
+	inNodes := func(n *Node) bool { return ck.seen[n] }
 	for i, v := range g.Values {
 		if p := v.Producer; p != nil && (!inNodes(p) || !slices.Contains(p.Outputs, v)) {
 			return valueErr(i, v, "its producer is not a node of the graph listing it as an output")
@@ -158,6 +126,88 @@ func Check(g *Graph) error {
 	for k, v := range g.Outputs {
 		if !inValues(v) {
 			return graphErr("output %d is not a value of the graph", k)
+		}
+	}
+	return nil
+}
+
+// graphCheck is the state of checking a graph's node lists.
+type graphCheck struct {
+	inValues func(v *Value) bool
+	ever     []bool         // values defined anywhere so far
+	seen     map[*Node]bool // nodes checked so far
+}
+
+// nodes checks a node list (the graph's or a branch's): defined holds
+// the values defined before its first node, and gains its outputs.
+func (ck *graphCheck) nodes(nodes []*Node, defined []bool) error {
+	for i, n := range nodes {
+		if n == nil {
+			return &CheckError{Node: i, Value: -1, Msg: "nil node"}
+		}
+		if n.Index != i {
+			return nodeErr(&Node{Index: i, Name: n.Name}, "index %d, want %d", n.Index, i)
+		}
+		if ck.seen[n] {
+			return nodeErr(n, "listed twice")
+		}
+		ck.seen[n] = true
+		for k, v := range n.Inputs {
+			if v == nil {
+				continue
+			}
+			if !ck.inValues(v) {
+				return nodeErr(n, "input %d is not a value of the graph", k)
+			}
+			if !defined[v.Index] {
+				return nodeErr(n, "input %d: %q is not defined before the node", k, v.Name)
+			}
+		}
+		if len(n.Outputs) == 0 || n.Outputs[0] == nil {
+			return nodeErr(n, "no output")
+		}
+		for k, v := range n.Outputs {
+			if v == nil {
+				continue
+			}
+			if !ck.inValues(v) || v.Producer != n {
+				return nodeErr(n, "output %d is not a value of the graph that the node produces", k)
+			}
+			if ck.ever[v.Index] {
+				return nodeErr(n, "output %d: %q is defined twice", k, v.Name)
+			}
+			defined[v.Index], ck.ever[v.Index] = true, true
+		}
+		if err := checkNode(n); err != nil {
+			return err
+		}
+		if a, ok := n.Attrs.(*If); ok {
+			if err := ck.branches(n, a, defined); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// branches checks an If's branches: each sees what is defined before the
+// If, and what it defines itself.
+func (ck *graphCheck) branches(n *Node, a *If, defined []bool) error {
+	for _, br := range []struct {
+		name string
+		b    *Branch
+	}{{"then", a.Then}, {"else", a.Else}} {
+		local := slices.Clone(defined)
+		if err := ck.nodes(br.b.Nodes, local); err != nil {
+			return err
+		}
+		for k, v := range br.b.Outputs {
+			if !ck.inValues(v) {
+				return nodeErr(n, "%s branch output %d is not a value of the graph", br.name, k)
+			}
+			if !local[v.Index] {
+				return nodeErr(n, "%s branch output %d: %q is not defined in the branch or before the node", br.name, k, v.Name)
+			}
 		}
 	}
 	return nil
@@ -199,6 +249,18 @@ func (c *irCheck) arith(k int) (*Value, error) {
 		return nil, err
 	}
 	if v.DType != onnx.Float && v.DType != onnx.Float16 {
+		return nil, c.errf("input %d: element type %v of %q is not supported by %s", k, v.DType, v.Name, c.n.Op)
+	}
+	return v, nil
+}
+
+// numeric returns input k, present and of a float or integer type.
+func (c *irCheck) numeric(k int) (*Value, error) {
+	v, err := c.input(k)
+	if err != nil {
+		return nil, err
+	}
+	if !isNumeric(v.DType) {
 		return nil, c.errf("input %d: element type %v of %q is not supported by %s", k, v.DType, v.Name, c.n.Op)
 	}
 	return v, nil
@@ -254,305 +316,28 @@ func one(d onnx.DataType, s []int64) ([]onnx.DataType, [][]int64, error) {
 
 func (c *irCheck) infer() ([]onnx.DataType, [][]int64, error) {
 	n := c.n
-	fail := func(err error) ([]onnx.DataType, [][]int64, error) { return nil, nil, err }
+	if fn, ok := shapeFns[n.Op]; ok {
+		types, shapes, err := fn(n)
+		if err != nil {
+			return failCheck(c.errf("%v", err))
+		}
+		return types, shapes, nil
+	}
+	check, ok := irChecks[n.Op]
+	if !ok {
+		return failCheck(c.errf("unsupported operator %s", printable(n.Op)))
+	}
 	switch n.Op {
-	case "Gemm", "Transpose", "Cast", "Clip", "Softmax", "LogSoftmax", "LayerNormalization", "Gelu",
-		"ReduceMean", "ReduceSum", "Reshape", "Flatten":
 	case "Neg", "Abs", "Relu", "Tanh", "Sigmoid", "Exp", "Sqrt", "Add", "Sub", "Mul", "Div", "Pow",
 		"Max", "Min", "MatMul":
 		if n.Attrs != nil {
-			return fail(c.errf("attributes %T, want none", n.Attrs))
+			return failCheck(c.errf("attributes %T, want none", n.Attrs))
 		}
-	default:
-		return fail(c.errf("unsupported operator %s", printable(n.Op)))
 	}
-	switch n.Op {
-	case "Neg", "Abs", "Relu", "Tanh", "Sigmoid", "Exp", "Sqrt":
-		if err := c.arity(1, 1); err != nil {
-			return fail(err)
-		}
-		x, err := c.arith(0)
-		if err != nil {
-			return fail(err)
-		}
-		return one(x.DType, x.Shape)
-
-	case "Add", "Sub", "Mul", "Div", "Pow":
-		if err := c.arity(2, 2); err != nil {
-			return fail(err)
-		}
-		a, err := c.arith(0)
-		if err != nil {
-			return fail(err)
-		}
-		var b *Value
-		if n.Op == "Pow" { // the exponent's type may differ (opset 12)
-			b, err = c.arith(1)
-		} else {
-			b, err = c.arithSame(1, a)
-		}
-		if err != nil {
-			return fail(err)
-		}
-		s, err := Broadcast(a.Shape, b.Shape)
-		if err != nil {
-			return fail(c.errf("input 1: shape %s does not broadcast with %s", ShapeString(b.Shape), ShapeString(a.Shape)))
-		}
-		return one(a.DType, s)
-
-	case "Max", "Min":
-		if err := c.arity(1, -1); err != nil {
-			return fail(err)
-		}
-		first, err := c.arith(0)
-		if err != nil {
-			return fail(err)
-		}
-		shapes := [][]int64{first.Shape}
-		for k := 1; k < len(n.Inputs); k++ {
-			v, err := c.arithSame(k, first)
-			if err != nil {
-				return fail(err)
-			}
-			shapes = append(shapes, v.Shape)
-		}
-		s, err := Broadcast(shapes...)
-		if err != nil {
-			return fail(c.errf("%v", err))
-		}
-		return one(first.DType, s)
-
-	case "MatMul":
-		if err := c.arity(2, 2); err != nil {
-			return fail(err)
-		}
-		a, err := c.arith(0)
-		if err != nil {
-			return fail(err)
-		}
-		b, err := c.arithSame(1, a)
-		if err != nil {
-			return fail(err)
-		}
-		s, err := MatMulShape(a.Shape, b.Shape)
-		if err != nil {
-			return fail(c.errf("input 1: shape %s does not match %s: %v", ShapeString(b.Shape), ShapeString(a.Shape), err))
-		}
-		return one(a.DType, s)
-
-	case "Gemm":
-		at, err := attrsOf[Gemm](c)
-		if err != nil {
-			return fail(err)
-		}
-		if err := c.arity(3, 3); err != nil {
-			return fail(err)
-		}
-		a, err := c.arith(0)
-		if err != nil {
-			return fail(err)
-		}
-		b, err := c.arithSame(1, a)
-		if err != nil {
-			return fail(err)
-		}
-		if len(a.Shape) != 2 || len(b.Shape) != 2 {
-			return fail(c.errf("shapes %s and %s: want matrices", ShapeString(a.Shape), ShapeString(b.Shape)))
-		}
-		m, k := a.Shape[0], a.Shape[1]
-		if at.TransA {
-			m, k = k, m
-		}
-		k2, nn := b.Shape[0], b.Shape[1]
-		if at.TransB {
-			k2, nn = nn, k2
-		}
-		if k != k2 {
-			return fail(c.errf("input 1: shape %s does not match %s", ShapeString(b.Shape), ShapeString(a.Shape)))
-		}
-		out := []int64{m, nn}
-		if n.Inputs[2] != nil {
-			cv, err := c.arithSame(2, a)
-			if err != nil {
-				return fail(err)
-			}
-			if !Unidirectional(cv.Shape, out) {
-				return fail(c.errf("input 2: shape %s does not broadcast to %s", ShapeString(cv.Shape), ShapeString(out)))
-			}
-		}
-		return one(a.DType, out)
-
-	case "Transpose":
-		at, err := attrsOf[Transpose](c)
-		if err != nil {
-			return fail(err)
-		}
-		if err := c.arity(1, 1); err != nil {
-			return fail(err)
-		}
-		x, err := c.input(0)
-		if err != nil {
-			return fail(err)
-		}
-		r := len(x.Shape)
-		if len(at.Perm) != r {
-			return fail(c.errf("perm %v has %d entries, input rank is %d", at.Perm, len(at.Perm), r))
-		}
-		seen := make([]bool, r)
-		s := make([]int64, r)
-		for i, ax := range at.Perm {
-			if ax < 0 || ax >= r || seen[ax] {
-				return fail(c.errf("perm %v is not a permutation of 0..%d", at.Perm, r-1))
-			}
-			seen[ax] = true
-			s[i] = x.Shape[ax]
-		}
-		return one(x.DType, s)
-
-	case "Cast":
-		at, err := attrsOf[Cast](c)
-		if err != nil {
-			return fail(err)
-		}
-		if err := c.arity(1, 1); err != nil {
-			return fail(err)
-		}
-		x, err := c.input(0)
-		if err != nil {
-			return fail(err)
-		}
-		if !runtimeType(at.To) {
-			return fail(c.errf("cast to %v is not supported", at.To))
-		}
-		return one(at.To, x.Shape)
-
-	case "Clip":
-		if _, err := attrsOf[Clip](c); err != nil {
-			return fail(err)
-		}
-		return c.unaryArith()
-
-	case "Gelu":
-		if _, err := attrsOf[Gelu](c); err != nil {
-			return fail(err)
-		}
-		return c.unaryArith()
-
-	case "Softmax", "LogSoftmax":
-		at, err := attrsOf[Softmax](c)
-		if err != nil {
-			return fail(err)
-		}
-		types, shapes, err := c.unaryArith()
-		if err != nil {
-			return fail(err)
-		}
-		if r := len(shapes[0]); at.Axis < 0 || at.Axis >= r {
-			return fail(c.errf("axis %d out of range [0,%d) for rank %d", at.Axis, r, r))
-		}
-		return types, shapes, nil
-
-	case "LayerNormalization":
-		at, err := attrsOf[LayerNorm](c)
-		if err != nil {
-			return fail(err)
-		}
-		if err := c.arity(3, 3); err != nil {
-			return fail(err)
-		}
-		x, err := c.arith(0)
-		if err != nil {
-			return fail(err)
-		}
-		r := len(x.Shape)
-		if at.Axis < 0 || at.Axis >= r {
-			return fail(c.errf("axis %d out of range [0,%d) for rank %d", at.Axis, r, r))
-		}
-		norm := x.Shape[at.Axis:]
-		for k := 1; k <= 2; k++ {
-			if k == 2 && n.Inputs[k] == nil {
-				continue // no bias
-			}
-			v, err := c.arithSame(k, x)
-			if err != nil {
-				return fail(err)
-			}
-			if !Unidirectional(v.Shape, norm) {
-				return fail(c.errf("input %d: shape %s does not broadcast to the normalized shape %s", k, ShapeString(v.Shape), ShapeString(norm)))
-			}
-		}
-		stat := copyShape(x.Shape)
-		for i := at.Axis; i < r; i++ {
-			stat[i] = 1
-		}
-		return []onnx.DataType{x.DType, onnx.Float, onnx.Float}, [][]int64{x.Shape, stat, stat}, nil
-
-	case "ReduceMean", "ReduceSum":
-		at, err := attrsOf[Reduce](c)
-		if err != nil {
-			return fail(err)
-		}
-		types, shapes, err := c.unaryArith()
-		if err != nil {
-			return fail(err)
-		}
-		in := shapes[0]
-		for i, ax := range at.Axes {
-			if ax < 0 || ax >= len(in) || (i > 0 && at.Axes[i-1] >= ax) {
-				return fail(c.errf("axes %v are not increasing axes of rank %d", at.Axes, len(in)))
-			}
-		}
-		s := []int64{}
-		for i, d := range in {
-			switch {
-			case !slices.Contains(at.Axes, i):
-				s = append(s, d)
-			case at.KeepDims:
-				s = append(s, 1)
-			}
-		}
-		return types, [][]int64{s}, nil
-
-	case "Reshape":
-		at, err := attrsOf[Reshape](c)
-		if err != nil {
-			return fail(err)
-		}
-		if err := c.arity(1, 1); err != nil {
-			return fail(err)
-		}
-		x, err := c.input(0)
-		if err != nil {
-			return fail(err)
-		}
-		got, err := checkedElements(at.Shape)
-		if err != nil {
-			return fail(c.errf("shape: %v", err))
-		}
-		if want := NumElements(x.Shape); got != want {
-			return fail(c.errf("cannot reshape %s (%d elements) to %s (%d elements)", ShapeString(x.Shape), want, ShapeString(at.Shape), got))
-		}
-		return one(x.DType, at.Shape)
-
-	case "Flatten":
-		at, err := attrsOf[Flatten](c)
-		if err != nil {
-			return fail(err)
-		}
-		if err := c.arity(1, 1); err != nil {
-			return fail(err)
-		}
-		x, err := c.input(0)
-		if err != nil {
-			return fail(err)
-		}
-		if r := len(x.Shape); at.Axis < 0 || at.Axis > r {
-			return fail(c.errf("axis %d out of range [0,%d] for rank %d", at.Axis, r, r))
-		}
-		return one(x.DType, []int64{NumElements(x.Shape[:at.Axis]), NumElements(x.Shape[at.Axis:])})
-	}
-	return fail(c.errf("unsupported operator %s", printable(n.Op)))
+	return check(c)
 }
+
+func failCheck(err error) ([]onnx.DataType, [][]int64, error) { return nil, nil, err }
 
 // unaryArith checks one arithmetic input and gives its type and shape.
 func (c *irCheck) unaryArith() ([]onnx.DataType, [][]int64, error) {

@@ -38,7 +38,7 @@ func TestCheckErrors(t *testing.T) {
 		want string
 	}{
 		{"value index", func(g *Graph) { g.Values[1].Index = 0 }, `values[1] ("w"): index 0, want 1`},
-		{"value type", func(g *Graph) { g.Values[0].DType = onnx.Int64 }, `values[0] ("x"): element type int64 is not supported`},
+		{"value type", func(g *Graph) { g.Values[0].DType = onnx.Double }, `values[0] ("x"): element type double is not supported`},
 		{"value shape", func(g *Graph) { g.Values[0].Shape = []int64{-1} }, `values[0] ("x"): negative dimension in [-1]`},
 		{"huge value", func(g *Graph) { g.Values[0].Shape = []int64{1 << 40} }, `values[0] ("x"): shape [1099511627776] has 1099511627776 elements, more than 268435456`},
 		{"const bytes", func(g *Graph) { g.Values[1].Const.Raw = g.Values[1].Const.Raw[:4] }, `values[1] ("w"): constant data of 4 bytes, want 48`},
@@ -93,5 +93,78 @@ func TestCheckErrors(t *testing.T) {
 	}
 	if err := Check(nil); err == nil {
 		t.Error("Check(nil) = nil")
+	}
+}
+
+// moveModel is the graph the data-movement Check cases edit: x float[2,3],
+// ids int64[4]; s = Slice(x, axis 1, 1:3); g = Gather(x, ids, axis 1);
+// a, b = Split(g, axis 1, [1, 3]); c = Concat(a, b, axis 1); p = If(cond)
+// then Neg(c) else c.
+func moveModel(t *testing.T) *Graph {
+	t.Helper()
+	m := newModel(13)
+	input(m, "x", onnx.Float, 2, 3)
+	input(m, "ids", onnx.Int64, 4)
+	input(m, "cond", onnx.Bool)
+	initializer(m, ints64("st", []int64{1}, 1))
+	initializer(m, ints64("en", []int64{1}, 3))
+	initializer(m, ints64("ax", []int64{1}, 1))
+	initializer(m, ints64("sp", []int64{2}, 1, 3))
+	addNode(m, "Slice", "sl", l("x", "st", "en", "ax"), l("s"))
+	addNode(m, "Gather", "ga", l("x", "ids"), l("g"), aInt("axis", 1))
+	addNode(m, "Split", "spl", l("g", "sp"), l("a", "b"), aInt("axis", 1))
+	addNode(m, "Concat", "cat", l("a", "b"), l("c"), aInt("axis", 1))
+	then := &onnx.Graph{Nodes: []onnx.Node{node("Neg", l("c"), "n")}, Outputs: []onnx.ValueInfo{{Name: "n"}}}
+	els := &onnx.Graph{Outputs: []onnx.ValueInfo{{Name: "c"}}}
+	addNode(m, "If", "if", l("cond"), l("p"), aGraph("then_branch", then), aGraph("else_branch", els))
+	output(m, "s", "p")
+	g, err := Build(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(g); err != nil {
+		t.Fatalf("Check of the unedited graph: %v", err)
+	}
+	return g
+}
+
+func TestCheckNewOperators(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(g *Graph)
+		want string
+	}{
+		{"slice unresolved", func(g *Graph) { g.Nodes[0].Attrs.(*Slice).Ends[0] = 7 }, `nodes[0] ("sl"): axis 1 of dimension 3: start 1, end 7, step 1 are not resolved`},
+		{"slice lists", func(g *Graph) { g.Nodes[0].Attrs.(*Slice).Steps = nil }, `nodes[0] ("sl"): 1 axes, 1 starts, 1 ends, 0 steps: want as many of each`},
+		{"slice axis", func(g *Graph) { g.Nodes[0].Attrs.(*Slice).Axes[0] = 5 }, `nodes[0] ("sl"): axis 5 out of range [0,2) for rank 2`},
+		{"gather axis", func(g *Graph) { g.Nodes[1].Attrs = &Gather{Axis: -1} }, `nodes[1] ("ga"): axis -1 out of range [0,2) for rank 2`},
+		{"gather indices type", func(g *Graph) { g.Nodes[1].Inputs[1] = g.Values[0] }, `nodes[1] ("ga"): input 1: element type float of "x" is not supported by Gather`},
+		{"split sizes", func(g *Graph) { g.Nodes[2].Attrs.(*Split).Sizes[0] = 2 }, `nodes[2] ("spl"): sizes [2 3] sum to 5, axis 1 has dimension 4`},
+		{"split count", func(g *Graph) { g.Nodes[2].Attrs.(*Split).Sizes = []int64{4} }, `nodes[2] ("spl"): 1 sizes for 2 outputs`},
+		{"concat shapes", func(g *Graph) { g.Nodes[3].Attrs = &Concat{Axis: 0} }, `nodes[3] ("cat"): input 1: shape [2,3] does not match [2,1] outside axis 0`},
+		{"if branch missing", func(g *Graph) { g.Nodes[4].Attrs.(*If).Else = nil }, `nodes[4] ("if"): a branch is missing`},
+		{"if branch output undefined", func(g *Graph) {
+			a := g.Nodes[4].Attrs.(*If)
+			a.Else.Outputs[0] = a.Then.Outputs[0]
+		}, `nodes[4] ("if"): else branch output 0: "n" is not defined in the branch or before the node`},
+		{"if branch value read outside", func(g *Graph) {
+			g.Outputs[1] = g.Nodes[4].Attrs.(*If).Then.Nodes[0].Outputs[0]
+			g.Nodes[3].Inputs[0] = g.Outputs[1]
+		}, `nodes[3] ("cat"): input 0: "n" is not defined before the node`},
+		{"if node twice", func(g *Graph) {
+			a := g.Nodes[4].Attrs.(*If)
+			a.Else.Nodes = append(a.Else.Nodes, a.Then.Nodes[0])
+		}, `nodes[0] ("n"): listed twice`},
+		{"if outputs", func(g *Graph) { g.Nodes[4].Attrs.(*If).Then.Outputs = nil }, `nodes[4] ("if"): then branch has 0 outputs, else branch 1`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := moveModel(t)
+			tc.edit(g)
+			err := Check(g)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Check error = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -42,10 +42,33 @@ func Encode(g *Graph) plan.Graph {
 		}
 		return out
 	}
-	for _, n := range g.Nodes {
-		pg.Nodes = append(pg.Nodes, plan.Node{Name: n.Name, Op: n.Op, Inputs: idx(n.Inputs), Outputs: idx(n.Outputs), Attrs: encodeAttrs(n.Attrs)})
-	}
+	encodeNodes(&pg, g.Nodes, idx)
 	return pg
+}
+
+// encodeNodes appends nodes to pg.Nodes and returns their positions. An
+// If's branch nodes come just before it, then branch first, and its
+// attributes list them: then_nodes and else_nodes (positions in
+// pg.Nodes), then_outputs and else_outputs (value indices).
+func encodeNodes(pg *plan.Graph, nodes []*Node, idx func([]*Value) []int) []int64 {
+	var at []int64
+	for _, n := range nodes {
+		attrs := encodeAttrs(n.Attrs)
+		if a, ok := n.Attrs.(*If); ok {
+			thenNodes := encodeNodes(pg, a.Then.Nodes, idx)
+			elseNodes := encodeNodes(pg, a.Else.Nodes, idx)
+			attrs = []plan.Attr{
+				{Name: "else_nodes", Ints: elseNodes}, {Name: "else_outputs", Ints: int64s(idx(a.Else.Outputs))},
+				{Name: "then_nodes", Ints: thenNodes}, {Name: "then_outputs", Ints: int64s(idx(a.Then.Outputs))},
+			}
+		}
+		at = append(at, int64(len(pg.Nodes)))
+		pg.Nodes = append(pg.Nodes, plan.Node{Name: n.Name, Op: n.Op, Inputs: idx(n.Inputs), Outputs: idx(n.Outputs), Attrs: attrs})
+	}
+	if at == nil {
+		at = []int64{}
+	}
+	return at
 }
 
 func b2i(b bool) int64 {
@@ -88,6 +111,30 @@ func encodeAttrs(a any) []plan.Attr {
 		out = []plan.Attr{i("axis", int64(a.Axis))}
 	case *Reshape:
 		out = []plan.Attr{i("shape", a.Shape...)}
+	case *Gather:
+		out = []plan.Attr{i("axis", int64(a.Axis))}
+	case *Concat:
+		out = []plan.Attr{i("axis", int64(a.Axis))}
+	case *Slice:
+		out = []plan.Attr{i("axes", int64s(a.Axes)...), i("ends", a.Ends...), i("starts", a.Starts...), i("steps", a.Steps...)}
+	case *Split:
+		out = []plan.Attr{i("axis", int64(a.Axis)), i("sizes", a.Sizes...)}
+	case *Squeeze:
+		out = []plan.Attr{i("axes", int64s(a.Axes)...)}
+	case *Unsqueeze:
+		out = []plan.Attr{i("axes", int64s(a.Axes)...)}
+	case *Expand:
+		out = []plan.Attr{i("shape", a.Shape...)}
+	case *Tile:
+		out = []plan.Attr{i("repeats", a.Repeats...)}
+	case *LeakyRelu:
+		out = []plan.Attr{f("alpha", float64(a.Alpha))}
+	case *Elu:
+		out = []plan.Attr{f("alpha", float64(a.Alpha))}
+	case *Selu:
+		out = []plan.Attr{f("alpha", float64(a.Alpha)), f("gamma", float64(a.Gamma))}
+	case *HardSigmoid:
+		out = []plan.Attr{f("alpha", float64(a.Alpha)), f("beta", float64(a.Beta))}
 	}
 	sort.Slice(out, func(x, y int) bool { return out[x].Name < out[y].Name })
 	return out
@@ -131,6 +178,8 @@ func Decode(pg *plan.Graph) (*Graph, error) {
 	for _, i := range pg.Outputs {
 		g.Outputs = append(g.Outputs, g.Values[i])
 	}
+	nodes := make([]*Node, len(pg.Nodes))
+	owned := make([]bool, len(pg.Nodes)) // listed by an If as a branch node
 	for i, pn := range pg.Nodes {
 		n := &Node{Name: pn.Name, Op: pn.Op, Index: i}
 		for _, k := range pn.Inputs {
@@ -144,11 +193,22 @@ func Decode(pg *plan.Graph) (*Graph, error) {
 			n.Outputs = append(n.Outputs, v)
 		}
 		attrs, err := decodeAttrs(pn.Op, pn.Attrs)
+		if err == nil {
+			if refs, ok := attrs.(*ifRefs); ok {
+				attrs, err = refs.resolve(i, nodes, owned, value, len(g.Values))
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("graph.nodes[%d] (%q): %w", i, pn.Name, err)
 		}
 		n.Attrs = attrs
-		g.Nodes = append(g.Nodes, n)
+		nodes[i] = n
+	}
+	for i, n := range nodes {
+		if !owned[i] {
+			n.Index = len(g.Nodes)
+			g.Nodes = append(g.Nodes, n)
+		}
 	}
 	if err := Check(g); err != nil {
 		var ce *CheckError
@@ -303,16 +363,95 @@ func decodeAttrs(op string, attrs []plan.Attr) (any, error) {
 		a = &LayerNorm{Axis: int(r.int("axis", 0, plan.MaxRank)), Epsilon: r.float32("epsilon")}
 	case "Gelu":
 		a = &Gelu{Tanh: r.bool("tanh")}
-	case "ReduceMean", "ReduceSum":
+	case "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin":
 		a = &Reduce{Axes: r.axes("axes"), KeepDims: r.bool("keepdims")}
 	case "Flatten":
 		a = &Flatten{Axis: int(r.int("axis", 0, plan.MaxRank))}
 	case "Reshape":
 		shape := r.ints("shape")
 		a = &Reshape{Shape: append([]int64{}, shape...)}
+	case "Gather":
+		a = &Gather{Axis: int(r.int("axis", 0, plan.MaxRank))}
+	case "Concat":
+		a = &Concat{Axis: int(r.int("axis", 0, plan.MaxRank))}
+	case "Slice":
+		a = &Slice{Axes: nonNil(r.axes("axes")), Ends: r.list("ends"), Starts: r.list("starts"), Steps: r.list("steps")}
+	case "Split":
+		a = &Split{Axis: int(r.int("axis", 0, plan.MaxRank)), Sizes: r.list("sizes")}
+	case "Squeeze":
+		a = &Squeeze{Axes: nonNil(r.axes("axes"))}
+	case "Unsqueeze":
+		a = &Unsqueeze{Axes: nonNil(r.axes("axes"))}
+	case "Expand":
+		a = &Expand{Shape: r.list("shape")}
+	case "Tile":
+		a = &Tile{Repeats: r.list("repeats")}
+	case "LeakyRelu":
+		a = &LeakyRelu{Alpha: r.float32("alpha")}
+	case "Elu":
+		a = &Elu{Alpha: r.float32("alpha")}
+	case "Selu":
+		a = &Selu{Alpha: r.float32("alpha"), Gamma: r.float32("gamma")}
+	case "HardSigmoid":
+		a = &HardSigmoid{Alpha: r.float32("alpha"), Beta: r.float32("beta")}
+	case "If":
+		a = &ifRefs{thenNodes: r.ints("then_nodes"), thenOutputs: r.ints("then_outputs"),
+			elseNodes: r.ints("else_nodes"), elseOutputs: r.ints("else_outputs")}
 	}
 	if err := r.done(); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// list returns a list of integers, never nil.
+func (r *attrReader) list(name string) []int64 { return append([]int64{}, r.ints(name)...) }
+
+func nonNil(v []int) []int {
+	if v == nil {
+		return []int{}
+	}
+	return v
+}
+
+// ifRefs is an If's encoded attributes: its branches' nodes (positions
+// in the plan's node list) and outputs (value indices).
+type ifRefs struct {
+	thenNodes, thenOutputs, elseNodes, elseOutputs []int64
+}
+
+// resolve builds the If's branches from the nodes before it (at), each
+// of which may belong to one branch only.
+func (r *ifRefs) resolve(at int, nodes []*Node, owned []bool, value func(int) *Value, nv int) (*If, error) {
+	branch := func(name string, idx, outs []int64) (*Branch, error) {
+		br := &Branch{Nodes: []*Node{}, Outputs: []*Value{}}
+		for _, k := range idx {
+			if k < 0 || k >= int64(at) {
+				return nil, fmt.Errorf("attribute %q: node %d is not before the If", name+"_nodes", k)
+			}
+			if owned[k] {
+				return nil, fmt.Errorf("attribute %q: node %d belongs to another branch", name+"_nodes", k)
+			}
+			owned[k] = true
+			n := nodes[k]
+			n.Index = len(br.Nodes)
+			br.Nodes = append(br.Nodes, n)
+		}
+		for _, k := range outs {
+			if k < 0 || k >= int64(nv) {
+				return nil, fmt.Errorf("attribute %q: value %d out of range [0, %d)", name+"_outputs", k, nv)
+			}
+			br.Outputs = append(br.Outputs, value(int(k)))
+		}
+		return br, nil
+	}
+	th, err := branch("then", r.thenNodes, r.thenOutputs)
+	if err != nil {
+		return nil, err
+	}
+	el, err := branch("else", r.elseNodes, r.elseOutputs)
+	if err != nil {
+		return nil, err
+	}
+	return &If{Then: th, Else: el}, nil
 }

@@ -20,7 +20,8 @@ import (
 
 // roundTripModels lists the models of the round-trip test: every
 // conformance model ($IPU_CONFORMANCE or the checkout's sibling
-// shared/conformance) and every test model.
+// shared/conformance), every test model and the committed copies of the
+// PyTorch-exporter cases.
 func roundTripModels(t *testing.T) []string {
 	t.Helper()
 	dir := os.Getenv("IPU_CONFORMANCE")
@@ -30,11 +31,22 @@ func roundTripModels(t *testing.T) []string {
 	files, _ := filepath.Glob(filepath.Join(dir, "*", "*", "model.onnx"))
 	models, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "models", "*.onnx"))
 	files = append(files, models...)
+	// The exporter idioms: folded constants, int64 ids, If branches.
+	torch, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "models", "shared", "torch_*", "model.onnx"))
+	files = append(files, torch...)
 	sort.Strings(files)
 	if len(models) == 0 {
 		t.Fatal("no test models under testdata/models")
 	}
 	return files
+}
+
+// hostrefLacks reports an error of the host reference that says it does
+// not evaluate a graph yet (an operator without a host kernel, an input
+// type it does not generate), as opposed to a wrong evaluation. The
+// graph accepts operators and types before hostref evaluates them all.
+func hostrefLacks(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "no host kernel") || strings.Contains(err.Error(), "no tensor"))
 }
 
 // bytesEqual compares byte slices whole (constants and tensor data are
@@ -109,6 +121,10 @@ func TestDecodeRoundTrip(t *testing.T) {
 			for _, p := range []hostref.Precision{hostref.Device, hostref.FP32, hostref.FP64} {
 				opt := hostref.Options{Precision: p, Threads: 2}
 				wantOut, err := hostref.Eval(g, in, opt)
+				if hostrefLacks(err) {
+					t.Logf("evaluation skipped: %v", err)
+					return
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -158,7 +174,7 @@ func TestDecodeErrors(t *testing.T) {
 		want string
 	}{
 		{"index", func(g *plan.Graph) { g.Nodes[1].Inputs[0] = 9 }, "plan: graph.nodes[1].inputs[0]: value 9 out of range [0, 4)"},
-		{"dtype", func(g *plan.Graph) { g.Values[0].DType = "int64" }, `graph.values[0] ("x"): element type int64 is not supported`},
+		{"dtype", func(g *plan.Graph) { g.Values[0].DType = "int32" }, `graph.nodes[0] ("gemm"): input 0: element type int32 of "x" is not supported by Gemm`},
 		{"missing attr", func(g *plan.Graph) { g.Nodes[0].Attrs = g.Nodes[0].Attrs[1:] }, `graph.nodes[0] ("gemm"): attribute "alpha": missing`},
 		{"extra attr", func(g *plan.Graph) {
 			g.Nodes[1].Attrs = append(g.Nodes[1].Attrs, plan.Attr{Name: "zz", Ints: []int64{1}})
@@ -170,7 +186,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"bool", func(g *plan.Graph) { g.Nodes[0].Attrs[2].Ints = []int64{2} }, `graph.nodes[0] ("gemm"): attribute "trans_a": 2 out of range [0, 1]`},
 		{"ints for float", func(g *plan.Graph) { g.Nodes[0].Attrs[0] = plan.Attr{Name: "alpha", Ints: []int64{1}} }, `graph.nodes[0] ("gemm"): attribute "alpha": 1 integers and 0 floats, want one float`},
 		{"not float32", func(g *plan.Graph) { g.Nodes[0].Attrs[0].Floats = []float64{0.1} }, `graph.nodes[0] ("gemm"): attribute "alpha": 0.1 is not a float32 value`},
-		{"cast to int", func(g *plan.Graph) { g.Nodes[1].Attrs[1].Ints = []int64{7} }, `graph.nodes[1] ("cast"): cast to int64 is not supported`},
+		{"cast to uint8", func(g *plan.Graph) { g.Nodes[1].Attrs[1].Ints = []int64{2} }, `graph.nodes[1] ("cast"): cast to uint8 is not supported`},
 		{"cast to huge", func(g *plan.Graph) { g.Nodes[1].Attrs[1].Ints = []int64{1 << 40} }, `graph.nodes[1] ("cast"): attribute "to": 1099511627776 out of range`},
 		{"inner dims", func(g *plan.Graph) { g.Nodes[0].Attrs[3].Ints = []int64{1} }, `graph.nodes[0] ("gemm"): input 1: shape [3,4] does not match [2,3]`},
 		{"output shape", func(g *plan.Graph) { g.Values[3].Shape = []int64{4, 2} }, `graph.nodes[1] ("cast"): output 0: "h" is float16[4,2], the operator gives float16[2,4]`},
@@ -350,10 +366,10 @@ func TestDecodeMutations(t *testing.T) {
 					t.Fatalf("Eval panics on a decoded graph: %v\n%s", r, mutated)
 				}
 			}()
-			if _, err := hostref.Eval(g, hostref.GenerateInputs(g, 1), hostref.Options{Precision: hostref.Device}); err != nil {
+			if _, err := hostref.Eval(g, hostref.GenerateInputs(g, 1), hostref.Options{Precision: hostref.Device}); err != nil && !hostrefLacks(err) {
 				t.Errorf("Eval of a decoded graph: %v", err)
 			}
-			if _, err := hostref.ErrorBounds(g, hostref.GenerateInputs(g, 1)); err != nil {
+			if _, err := hostref.ErrorBounds(g, hostref.GenerateInputs(g, 1)); err != nil && !hostrefLacks(err) {
 				t.Errorf("ErrorBounds of a decoded graph: %v", err)
 			}
 		}()

@@ -24,6 +24,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sort"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -307,4 +308,75 @@ func (n *Node) AttrTensor(name string) (*Tensor, error) {
 		return nil, err
 	}
 	return a.T, nil
+}
+
+// AttrGraph returns the graph attribute called name (an If branch, a Loop
+// body), or nil when absent.
+func (n *Node) AttrGraph(name string) (*Graph, error) {
+	a, err := n.typed(name, AttrGraph)
+	if a == nil {
+		return nil, err
+	}
+	if a.G == nil {
+		return nil, fmt.Errorf("attribute %q: no graph", name)
+	}
+	return a.G, nil
+}
+
+// OuterRefs returns the names the node's graph attributes read from the
+// enclosing scopes (the implicit inputs of an If or a Loop): names a
+// subgraph, or a graph nested in it, uses without defining them as an
+// input, an initializer or a node output. Sorted, without duplicates.
+func (n *Node) OuterRefs() []string {
+	refs := map[string]bool{}
+	for i := range n.Attrs {
+		a := &n.Attrs[i]
+		if a.G != nil {
+			a.G.outerRefs(refs)
+		}
+		for _, g := range a.Graphs {
+			if g != nil {
+				g.outerRefs(refs)
+			}
+		}
+	}
+	out := make([]string, 0, len(refs))
+	for name := range refs {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// outerRefs adds to refs the names g uses without defining them.
+func (g *Graph) outerRefs(refs map[string]bool) {
+	defined := map[string]bool{}
+	for _, in := range g.Inputs {
+		defined[in.Name] = true
+	}
+	for _, t := range g.Initializers {
+		defined[t.Name] = true
+	}
+	for i := range g.Nodes {
+		for _, out := range g.Nodes[i].Outputs {
+			defined[out] = true
+		}
+	}
+	use := func(name string) {
+		if name != "" && !defined[name] {
+			refs[name] = true
+		}
+	}
+	for i := range g.Nodes {
+		n := &g.Nodes[i]
+		for _, in := range n.Inputs {
+			use(in)
+		}
+		for _, name := range n.OuterRefs() {
+			use(name)
+		}
+	}
+	for _, out := range g.Outputs {
+		use(out.Name)
+	}
 }

@@ -344,7 +344,27 @@ func ReadTensor(data []byte) (*Tensor, error) {
 		}
 		t.Raw = []byte{}
 	}
+	if t.DType == Bool {
+		field, off := "raw_data", rawOff
+		if rawOff < 0 {
+			field, off = typedFieldNames[dataField], firstAt[dataField]
+		}
+		if err := checkBools(t.Raw, field, off); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
+}
+
+// checkBools checks that bool elements are 0 or 1; field and off locate
+// the data for the error.
+func checkBools(raw []byte, field string, off int) error {
+	for i, b := range raw {
+		if b > 1 {
+			return &FormatError{Off: off, Field: field, Msg: fmt.Sprintf("bool element %d is %d, want 0 or 1", i, b)}
+		}
+	}
+	return nil
 }
 
 // ReadTensorFile reads and decodes a serialized TensorProto file.
@@ -609,86 +629,4 @@ func EncodeTensor(t *Tensor) []byte {
 	b = protowire.AppendTag(b, fieldRawData, protowire.BytesType)
 	b = protowire.AppendBytes(b, t.Raw)
 	return b
-}
-
-// checkType returns an error unless t holds elements of type d.
-func (t *Tensor) checkType(d DataType) error {
-	if t.DType != d {
-		return fmt.Errorf("tensor %q: element type %v, want %v", t.Name, t.DType, d)
-	}
-	if len(t.Raw)%d.ElemSize() != 0 {
-		return fmt.Errorf("tensor %q: %d raw bytes is not a whole number of %v elements", t.Name, len(t.Raw), d)
-	}
-	return nil
-}
-
-// Float32s returns the elements of a float tensor.
-func (t *Tensor) Float32s() ([]float32, error) {
-	if err := t.checkType(Float); err != nil {
-		return nil, err
-	}
-	v := make([]float32, len(t.Raw)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Raw[4*i:]))
-	}
-	return v, nil
-}
-
-// Float64s returns the elements of a double tensor.
-func (t *Tensor) Float64s() ([]float64, error) {
-	if err := t.checkType(Double); err != nil {
-		return nil, err
-	}
-	v := make([]float64, len(t.Raw)/8)
-	for i := range v {
-		v[i] = math.Float64frombits(binary.LittleEndian.Uint64(t.Raw[8*i:]))
-	}
-	return v, nil
-}
-
-// Int32s returns the elements of an int32 tensor.
-func (t *Tensor) Int32s() ([]int32, error) {
-	if err := t.checkType(Int32); err != nil {
-		return nil, err
-	}
-	v := make([]int32, len(t.Raw)/4)
-	for i := range v {
-		v[i] = int32(binary.LittleEndian.Uint32(t.Raw[4*i:]))
-	}
-	return v, nil
-}
-
-// Int64s returns the elements of an int64 tensor.
-func (t *Tensor) Int64s() ([]int64, error) {
-	if err := t.checkType(Int64); err != nil {
-		return nil, err
-	}
-	v := make([]int64, len(t.Raw)/8)
-	for i := range v {
-		v[i] = int64(binary.LittleEndian.Uint64(t.Raw[8*i:]))
-	}
-	return v, nil
-}
-
-// Float16Bits returns the elements of a float16 tensor as IEEE binary16
-// bit patterns.
-func (t *Tensor) Float16Bits() ([]uint16, error) {
-	if err := t.checkType(Float16); err != nil {
-		return nil, err
-	}
-	v := make([]uint16, len(t.Raw)/2)
-	for i := range v {
-		v[i] = binary.LittleEndian.Uint16(t.Raw[2*i:])
-	}
-	return v, nil
-}
-
-// NewFloat32 returns a float tensor holding v with the given dims. It does
-// not check that dims match len(v).
-func NewFloat32(name string, dims []int64, v []float32) *Tensor {
-	raw := make([]byte, 0, 4*len(v))
-	for _, x := range v {
-		raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(x))
-	}
-	return &Tensor{Name: name, DType: Float, Dims: append([]int64(nil), dims...), Raw: raw}
 }

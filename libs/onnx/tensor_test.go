@@ -257,6 +257,8 @@ func TestReadTensorErrors(t *testing.T) {
 		{"packed varint cut", proto{}.varint(2, 3).bytes(5, []byte{0x01, 0x80}), "field int32_data at byte 0x5: packed varints end inside a value"},
 		{"dims varint cut", proto{}.bytes(1, []byte{0x80}), "field dims at byte 0x2: unexpected EOF"},
 		{"unknown field cut", proto{}.varint(2, 1)[:2].bytes(99, []byte{1, 2})[:5], "field 99 at byte 0x4: unexpected EOF"},
+		{"bool raw of 2", proto{}.varint(2, 9).varint(1, 2).bytes(9, []byte{1, 2}), "field raw_data at byte 0x4: bool element 1 is 2, want 0 or 1"},
+		{"bool typed of 2", proto{}.varint(2, 9).varint(5, 2), "field int32_data at byte 0x2: bool element 0 is 2, want 0 or 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -354,6 +356,19 @@ func TestAccessors(t *testing.T) {
 	h := &Tensor{DType: Float16, Raw: []byte{0x00, 0x3C}}
 	if v, err := h.Float16Bits(); err != nil || !cmp.Equal(v, []uint16{0x3C00}) {
 		t.Errorf("Float16Bits = %v, %v", v, err)
+	}
+	if v, err := NewInt64("i", []int64{2}, []int64{-1, 1 << 40}).Int64s(); err != nil || !cmp.Equal(v, []int64{-1, 1 << 40}) {
+		t.Errorf("NewInt64 = %v, %v", v, err)
+	}
+	if v, err := NewInt32("i", []int64{2}, []int32{-1, 7}).Int32s(); err != nil || !cmp.Equal(v, []int32{-1, 7}) {
+		t.Errorf("NewInt32 = %v, %v", v, err)
+	}
+	b := NewBool("b", []int64{3}, []bool{true, false, true})
+	if v, err := b.Bools(); err != nil || !cmp.Equal(v, []bool{true, false, true}) || !bytes.Equal(b.Raw, []byte{1, 0, 1}) {
+		t.Errorf("NewBool = %v, %v", v, err)
+	}
+	if back, err := ReadTensor(EncodeTensor(b)); err != nil || !cmp.Equal(back, b) {
+		t.Errorf("bool round trip = %+v, %v", back, err)
 	}
 	odd := &Tensor{DType: Float, Raw: []byte{1, 2, 3}}
 	if _, err := odd.Float32s(); err == nil {

@@ -154,6 +154,10 @@ func FloatsAttr(name string, v ...float32) Attr {
 // TensorAttr returns a tensor attribute (Constant's value).
 func TensorAttr(name string, t *Tensor) Attr { return Attr{Name: name, Type: AttrTensor, T: t} }
 
+// GraphAttr returns a graph attribute (an If branch): g's nodes may read
+// the names of the enclosing graph.
+func GraphAttr(name string, g *Graph) Attr { return Attr{Name: name, Type: AttrGraph, G: g} }
+
 // Marshal encodes the model as a ModelProto. The same builder contents
 // always give the same bytes.
 func (b *ModelBuilder) Marshal() []byte {
@@ -172,20 +176,27 @@ func (b *ModelBuilder) Marshal() []byte {
 }
 
 func (b *ModelBuilder) encodeGraph() []byte {
+	return encodeGraph(&Graph{Name: b.GraphName, Nodes: b.nodes, Initializers: b.inits,
+		Inputs: b.inputs, Outputs: b.outputs, ValueInfo: b.valueInfo})
+}
+
+// encodeGraph writes a GraphProto: nodes, name, initializers, inputs,
+// outputs, value infos (field-number order).
+func encodeGraph(gr *Graph) []byte {
 	var g []byte
-	for i := range b.nodes {
-		g = appendMessage(g, 1, encodeNode(&b.nodes[i]))
+	for i := range gr.Nodes {
+		g = appendMessage(g, 1, encodeNode(&gr.Nodes[i]))
 	}
-	if b.GraphName != "" {
-		g = appendString(g, 2, b.GraphName)
+	if gr.Name != "" {
+		g = appendString(g, 2, gr.Name)
 	}
-	for _, t := range b.inits {
+	for _, t := range gr.Initializers {
 		g = appendMessage(g, 5, EncodeTensor(t))
 	}
 	for _, l := range []struct {
 		num   protowire.Number
 		infos []ValueInfo
-	}{{11, b.inputs}, {12, b.outputs}, {13, b.valueInfo}} {
+	}{{11, gr.Inputs}, {12, gr.Outputs}, {13, gr.ValueInfo}} {
 		for i := range l.infos {
 			g = appendMessage(g, l.num, encodeValueInfo(&l.infos[i]))
 		}
@@ -247,6 +258,16 @@ func encodeAttr(a *Attr) []byte {
 	case AttrStrings:
 		for _, s := range a.Strings {
 			b = appendString(b, 9, s)
+		}
+	case AttrGraph:
+		var g []byte
+		if a.G != nil {
+			g = encodeGraph(a.G)
+		}
+		b = appendMessage(b, 6, g)
+	case AttrGraphs:
+		for _, g := range a.Graphs {
+			b = appendMessage(b, 11, encodeGraph(g))
 		}
 	}
 	if a.Type != AttrUndefined {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"ipu.local/libs/graph"
 	"ipu.local/libs/onnx"
@@ -269,5 +270,80 @@ func TestBuildErrors(t *testing.T) {
 	_, err = graph.Build(m)
 	if err == nil || !strings.Contains(err.Error(), `"mm"`) {
 		t.Errorf("Build: %v, want an error naming node \"mm\"", err)
+	}
+}
+
+// TestGraphAttributes: If branches written with GraphAttr read back as
+// they were, with the names they read from the enclosing graph, and
+// graph.Build builds the If from them.
+func TestGraphAttributes(t *testing.T) {
+	then := &onnx.Graph{Name: "then",
+		Initializers: []*onnx.Tensor{onnx.NewFloat32("two", []int64{}, []float32{2})},
+		Nodes:        []onnx.Node{{Name: "m", OpType: "Mul", Inputs: []string{"x", "two"}, Outputs: []string{"t"}}},
+		Outputs:      []onnx.ValueInfo{{Name: "t", DType: onnx.Float, HasShape: true, Shape: []onnx.Dim{{Value: 2}}}},
+	}
+	inner := &onnx.Graph{Name: "inner",
+		Nodes:   []onnx.Node{{Name: "r", OpType: "Relu", Inputs: []string{"s"}, Outputs: []string{"ri"}}},
+		Outputs: []onnx.ValueInfo{{Name: "ri"}},
+	}
+	els := &onnx.Graph{Name: "else",
+		Nodes: []onnx.Node{{Name: "inner_if", OpType: "If", Inputs: []string{"c"}, Outputs: []string{"e"},
+			Attrs: []onnx.Attr{onnx.GraphAttr("then_branch", inner), onnx.GraphAttr("else_branch", &onnx.Graph{Outputs: []onnx.ValueInfo{{Name: "x"}}})}}},
+		Outputs: []onnx.ValueInfo{{Name: "e"}},
+	}
+	b := onnx.NewModel(13)
+	b.AddInput("x", onnx.Float, []int64{2})
+	b.AddInput("c", onnx.Bool, []int64{1})
+	b.AddNode("Neg", "neg", []string{"x"}, []string{"s"})
+	b.AddNode("If", "if", []string{"c"}, []string{"y"}, onnx.GraphAttr("then_branch", then), onnx.GraphAttr("else_branch", els))
+	b.AddOutput("y", onnx.Float, []int64{2})
+	m, err := onnx.ReadModel(b.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &m.Graph.Nodes[1]
+	for name, want := range map[string]*onnx.Graph{"then_branch": then, "else_branch": els} {
+		got, err := n.AttrGraph(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("%s mismatch (-want +got):\n%s", name, d)
+		}
+	}
+	if d := cmp.Diff([]string{"c", "s", "x"}, n.OuterRefs()); d != "" {
+		t.Errorf("OuterRefs mismatch (-want +got):\n%s", d)
+	}
+	if _, err := n.AttrGraph("absent"); err != nil {
+		t.Errorf("absent graph: %v", err)
+	}
+	if _, err := m.Graph.Nodes[0].AttrGraph("then_branch"); err != nil {
+		t.Errorf("no attribute: %v", err)
+	}
+	g, err := graph.Build(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `graph "main" opset 13
+input x float[2]
+input c bool[1]
+const two float[]
+node "neg" Neg (x) -> s float[2]
+node "if" If (c) -> y float[2]
+  then
+    node "m" Mul (x, two) -> t float[2]
+    output t
+  else
+    node "inner_if" If (c) -> e float[2]
+      then
+        node "r" Relu (s) -> ri float[2]
+        output ri
+      else
+        output x
+    output e
+output y
+`
+	if d := cmp.Diff(want, g.String()); d != "" {
+		t.Errorf("graph mismatch (-want +got):\n%s", d)
 	}
 }

@@ -1,0 +1,209 @@
+package graph
+
+// Folding of arithmetic, comparisons and casts (see fold.go for what
+// folds).
+
+import (
+	"math"
+
+	"ipu.local/libs/numfmt"
+	"ipu.local/libs/onnx"
+)
+
+// div32 is the device's FP32 division (libs/codegen, BinaryOp Div): the
+// reciprocal, a product, and one Newton correction with fused
+// multiply-adds. It is the correctly rounded quotient for normal
+// operands and quotients, and a*(1/b) rounded where the correction gives
+// NaN (Inf and zero operands).
+func div32(a, b float32) float32 {
+	z := float32(1 / b)
+	q := float32(a * z)
+	r := numfmt.FMA32(-q, b, a)
+	q2 := numfmt.FMA32(r, z, q)
+	if q2 != q2 {
+		return q
+	}
+	return q2
+}
+
+// arith32 is one FP32 operation, rounded once (float32 operands give a
+// float32 result in Go; the explicit conversions keep the compiler from
+// fusing anything).
+func arith32(op string, a, b float32) float32 {
+	switch op {
+	case "Add":
+		return float32(a + b)
+	case "Sub":
+		return float32(a - b)
+	case "Mul":
+		return float32(a * b)
+	}
+	return div32(a, b)
+}
+
+// evalArith folds Add, Sub, Mul and Div on integers and float.
+func evalArith(n *Node) ([]*onnx.Tensor, error) {
+	y := n.Outputs[0]
+	ia := BroadcastIndex(n.Inputs[0].Shape, y.Shape)
+	ib := BroadcastIndex(n.Inputs[1].Shape, y.Shape)
+	switch {
+	case isInt(y.DType):
+		a, err := constInts(n.Inputs[0].Const)
+		if err != nil {
+			return nil, inputFail(0, "%v", err)
+		}
+		b, err := constInts(n.Inputs[1].Const)
+		if err != nil {
+			return nil, inputFail(1, "%v", err)
+		}
+		out := make([]int64, len(ia))
+		for i := range out {
+			x, z := a[ia[i]], b[ib[i]]
+			switch n.Op {
+			case "Add":
+				out[i] = x + z
+			case "Sub":
+				out[i] = x - z
+			case "Mul":
+				out[i] = x * z
+			default:
+				if z == 0 {
+					return nil, inputFail(1, "division by zero in constant %q", n.Inputs[1].Name)
+				}
+				out[i] = x / z
+			}
+		}
+		return []*onnx.Tensor{intTensor("", y.DType, y.Shape, out)}, nil
+	case y.DType == onnx.Float && len(ia) <= maxFoldFloats:
+		a, err := n.Inputs[0].Const.Float32s()
+		if err != nil {
+			return nil, inputFail(0, "%v", err)
+		}
+		b, err := n.Inputs[1].Const.Float32s()
+		if err != nil {
+			return nil, inputFail(1, "%v", err)
+		}
+		out := make([]float32, len(ia))
+		for i := range out {
+			out[i] = arith32(n.Op, a[ia[i]], b[ib[i]])
+		}
+		return []*onnx.Tensor{float32Tensor("", y.Shape, out)}, nil
+	}
+	return nil, errNoFold
+}
+
+// numbers decodes a constant as integers (ints, bools) or exact float64
+// values (float types).
+func numbers(t *onnx.Tensor) (ints []int64, floats []float64, err error) {
+	if isInt(t.DType) || t.DType == onnx.Bool {
+		ints, err = constInts(t)
+		return ints, nil, err
+	}
+	floats, err = DecodeFloats(t)
+	return nil, floats, err
+}
+
+// evalCompare folds Equal, Greater, GreaterOrEqual, Less, LessOrEqual,
+// And and Or: bool outputs; a NaN compares false.
+func evalCompare(n *Node) ([]*onnx.Tensor, error) {
+	y := n.Outputs[0]
+	ia := BroadcastIndex(n.Inputs[0].Shape, y.Shape)
+	ib := BroadcastIndex(n.Inputs[1].Shape, y.Shape)
+	ai, af, err := numbers(n.Inputs[0].Const)
+	if err != nil {
+		return nil, inputFail(0, "%v", err)
+	}
+	bi, bf, err := numbers(n.Inputs[1].Const)
+	if err != nil {
+		return nil, inputFail(1, "%v", err)
+	}
+	out := make([]byte, len(ia))
+	for i := range out {
+		var lt, eq, gt bool
+		if ai != nil {
+			x, z := ai[ia[i]], bi[ib[i]]
+			lt, eq, gt = x < z, x == z, x > z
+		} else {
+			x, z := af[ia[i]], bf[ib[i]]
+			lt, eq, gt = x < z, x == z, x > z
+		}
+		var r bool
+		switch n.Op {
+		case "Equal":
+			r = eq
+		case "Greater":
+			r = gt
+		case "GreaterOrEqual":
+			r = gt || eq
+		case "Less":
+			r = lt
+		case "LessOrEqual":
+			r = lt || eq
+		case "And":
+			r = ai[ia[i]] != 0 && bi[ib[i]] != 0
+		case "Or":
+			r = ai[ia[i]] != 0 || bi[ib[i]] != 0
+		}
+		if r {
+			out[i] = 1
+		}
+	}
+	return one1(out), nil
+}
+
+// evalCast folds casts between float, float16, bool, int32 and int64, as
+// onnxruntime computes them: floats to integers truncate toward zero,
+// integers wrap, anything non-zero (NaN included) is true.
+func evalCast(n *Node) ([]*onnx.Tensor, error) {
+	x, y := n.Inputs[0], n.Outputs[0]
+	to := y.DType
+	if !isInt(to) && to != onnx.Bool && !isFloat(to) {
+		return nil, errNoFold
+	}
+	ints, floats, err := numbers(x.Const)
+	if err != nil {
+		return nil, errNoFold // FP8 sources and the like stay on the device
+	}
+	count := len(ints) + len(floats)
+	switch {
+	case isInt(to) || to == onnx.Bool:
+		if floats != nil {
+			ints = make([]int64, count)
+			for i, f := range floats {
+				switch {
+				case to == onnx.Bool:
+					if f != 0 {
+						ints[i] = 1
+					}
+				case f != f || math.Abs(f) >= 1<<63 || (to == onnx.Int32 && math.Abs(f) >= 1<<31):
+					return nil, errNoFold
+				default:
+					ints[i] = int64(f)
+				}
+			}
+		}
+		return []*onnx.Tensor{intTensor("", to, y.Shape, ints)}, nil
+	case to == onnx.Float:
+		out := make([]float32, count)
+		for i := range out {
+			if floats != nil {
+				out[i] = float32(floats[i])
+			} else {
+				out[i] = float32(ints[i])
+			}
+		}
+		t := onnx.NewFloat32("", y.Shape, out)
+		return []*onnx.Tensor{t}, nil
+	}
+	raw := make([]byte, 2*count)
+	for i := 0; i < count; i++ {
+		var h uint16
+		if floats != nil {
+			h = numfmt.F64ToF16(floats[i])
+		} else {
+			h = numfmt.F64ToF16(float64(ints[i]))
+		}
+		raw[2*i], raw[2*i+1] = byte(h), byte(h>>8)
+	}
+	return one1(raw), nil
+}

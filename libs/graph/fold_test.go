@@ -1,0 +1,245 @@
+package graph
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"ipu.local/libs/onnx"
+)
+
+func bools(name string, dims []int64, v ...bool) *onnx.Tensor { return onnx.NewBool(name, dims, v) }
+
+// constModel builds a model whose nodes read only initializers; the graph
+// outputs are "y" and a Split's second output.
+func constModel(v int64, inits []*onnx.Tensor, nodes ...onnx.Node) func() *onnx.Model {
+	return func() *onnx.Model {
+		m := newModel(v)
+		for _, t := range inits {
+			initializer(m, t)
+		}
+		m.Graph.Nodes = nodes
+		output(m, "y")
+		for _, n := range nodes {
+			if n.OpType == "Split" && len(n.Outputs) > 1 {
+				output(m, n.Outputs[1])
+			}
+		}
+		return m
+	}
+}
+
+func nd(op string, ins, outs []string, attrs ...onnx.Attr) onnx.Node {
+	return onnx.Node{Name: op, OpType: op, Inputs: ins, Outputs: outs, Attrs: attrs}
+}
+
+// folded returns the data of a graph's output constant: integers (ints
+// and bools) or float32 values (float and float16).
+func folded(t *testing.T, g *Graph, k int) any {
+	t.Helper()
+	v := g.Outputs[k]
+	if v.Const == nil {
+		t.Fatalf("output %q is not a constant:\n%s", v.Name, g)
+	}
+	switch v.DType {
+	case onnx.Float:
+		f, err := v.Const.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	case onnx.Float16:
+		f, err := DecodeFloats(v.Const)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]float32, len(f))
+		for i, x := range f {
+			out[i] = float32(x)
+		}
+		return out
+	}
+	i, err := constInts(v.Const)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
+}
+
+func TestFold(t *testing.T) {
+	m23 := ints64("m", []int64{2, 3}, 1, 2, 3, 4, 5, 6)
+	f4 := f32("f", []int64{4}, -2.7, 2.5, 0, float32(math.NaN()))
+	tests := []struct {
+		name  string
+		model func() *onnx.Model
+		want  []any // per output
+	}{
+		{"gather negative index on axis 1", constModel(13, []*onnx.Tensor{m23, ints64("i", []int64{2}, -1, 0)},
+			nd("Gather", l("m", "i"), l("y"), aInt("axis", 1))), []any{[]int64{3, 1, 6, 4}}},
+		{"gather scalar index", constModel(13, []*onnx.Tensor{m23, ints64("i", []int64{}, 1)},
+			nd("Gather", l("m", "i"), l("y"))), []any{[]int64{4, 5, 6}}},
+		{"slice negative step", constModel(13, []*onnx.Tensor{m23, ints64("s", []int64{1}, -1), ints64("e", []int64{1}, -100), ints64("a", []int64{1}, 1), ints64("st", []int64{1}, -2)},
+			nd("Slice", l("m", "s", "e", "a", "st"), l("y"))), []any{[]int64{3, 1, 6, 4}}},
+		{"concat", constModel(13, []*onnx.Tensor{m23, ints64("k", []int64{2, 1}, 7, 8)},
+			nd("Concat", l("k", "m"), l("y"), aInt("axis", 1))), []any{[]int64{7, 1, 2, 3, 8, 4, 5, 6}}},
+		{"split", constModel(13, []*onnx.Tensor{m23, ints64("sp", []int64{2}, 2, 1)},
+			nd("Split", l("m", "sp"), l("y", "z"), aInt("axis", 1))), []any{[]int64{1, 2, 4, 5}, []int64{3, 6}}},
+		{"transpose", constModel(13, []*onnx.Tensor{m23}, nd("Transpose", l("m"), l("y"))), []any{[]int64{1, 4, 2, 5, 3, 6}}},
+		{"unsqueeze squeeze reshape flatten identity", constModel(13, []*onnx.Tensor{m23, ints64("a", []int64{1}, 0), ints64("s", []int64{2}, 3, -1)},
+			nd("Unsqueeze", l("m", "a"), l("u")), nd("Squeeze", l("u", "a"), l("q")), nd("Reshape", l("q", "s"), l("r")),
+			nd("Flatten", l("r"), l("f"), aInt("axis", 0)), nd("Identity", l("f"), l("y"))), []any{[]int64{1, 2, 3, 4, 5, 6}}},
+		{"expand", constModel(13, []*onnx.Tensor{ints64("k", []int64{2, 1}, 7, 8), ints64("s", []int64{2}, 2, 3)},
+			nd("Expand", l("k", "s"), l("y"))), []any{[]int64{7, 7, 7, 8, 8, 8}}},
+		{"tile", constModel(13, []*onnx.Tensor{ints64("k", []int64{1, 2}, 7, 8), ints64("r", []int64{2}, 2, 2)},
+			nd("Tile", l("k", "r"), l("y"))), []any{[]int64{7, 8, 7, 8, 7, 8, 7, 8}}},
+		{"where", constModel(13, []*onnx.Tensor{bools("c", []int64{2, 1}, true, false), m23, ints64("z", []int64{}, 0)},
+			nd("Where", l("c", "m", "z"), l("y"))), []any{[]int64{1, 2, 3, 0, 0, 0}}},
+		{"int arithmetic", constModel(13, []*onnx.Tensor{ints64("a", []int64{4}, -7, 7, 7, math.MinInt64), ints64("b", []int64{4}, 2, -2, 2, -1)},
+			nd("Div", l("a", "b"), l("y")), nd("Mul", l("a", "b"), l("z")), nd("Sub", l("a", "b"), l("w"))),
+			[]any{[]int64{-3, -3, 3, math.MinInt64}}},
+		{"int32 wraps", constModel(13, []*onnx.Tensor{onnx.NewInt32("a", []int64{2}, []int32{math.MaxInt32, -5}), onnx.NewInt32("b", []int64{}, []int32{1})},
+			nd("Add", l("a", "b"), l("y"))), []any{[]int64{math.MinInt32, -4}}},
+		{"float arithmetic", constModel(13, []*onnx.Tensor{f32("a", []int64{3}, 1, 0.1, -3), f32("b", []int64{}, 3)},
+			nd("Div", l("a", "b"), l("y")), nd("Sub", l("b", "a"), l("z")), nd("Mul", l("a", "b"), l("w"))),
+			[]any{[]float32{float32(1.0 / 3), 0.1 / 3, -1}}},
+		{"cast float to int64, int32 and bool", constModel(13, []*onnx.Tensor{f32("f", []int64{3}, -2.7, 2.5, 0)},
+			nd("Cast", l("f"), l("y"), aInt("to", int64(onnx.Int64))), nd("Cast", l("f"), l("z"), aInt("to", int64(onnx.Int32))),
+			nd("Cast", l("f"), l("w"), aInt("to", int64(onnx.Bool)))), []any{[]int64{-2, 2, 0}}},
+		{"cast NaN to bool", constModel(13, []*onnx.Tensor{f4}, nd("Cast", l("f"), l("y"), aInt("to", int64(onnx.Bool)))),
+			[]any{[]int64{1, 1, 0, 1}}},
+		{"cast int to float", constModel(13, []*onnx.Tensor{ints64("i", []int64{3}, 1<<24+1, -3, 70000)},
+			nd("Cast", l("i"), l("y"), aInt("to", int64(onnx.Float)))), []any{[]float32{1 << 24, -3, 70000}}},
+		{"cast int to float16", constModel(13, []*onnx.Tensor{ints64("i", []int64{3}, 2049, -3, 70000)},
+			nd("Cast", l("i"), l("y"), aInt("to", int64(onnx.Float16)))), []any{[]float32{2048, -3, float32(math.Inf(1))}}},
+		{"cast float to float16", constModel(13, []*onnx.Tensor{f32("f", []int64{3}, 0.1, 1, 65520)},
+			nd("Cast", l("f"), l("y"), aInt("to", int64(onnx.Float16)))), []any{[]float32{0.0999755859375, 1, float32(math.Inf(1))}}},
+		{"cast int64 to int32 wraps", constModel(13, []*onnx.Tensor{ints64("i", []int64{1}, 1<<32+5)},
+			nd("Cast", l("i"), l("y"), aInt("to", int64(onnx.Int32)))), []any{[]int64{5}}},
+		{"comparisons", constModel(13, []*onnx.Tensor{f4, f32("z", []int64{}, 0)},
+			nd("Less", l("f", "z"), l("y")), nd("GreaterOrEqual", l("f", "z"), l("ge")), nd("Equal", l("f", "f"), l("eq"))),
+			[]any{[]int64{1, 0, 0, 0}}},
+		{"comparisons on ints", constModel(13, []*onnx.Tensor{ints64("a", []int64{3}, 1, 2, 3), ints64("b", []int64{}, 2)},
+			nd("Greater", l("a", "b"), l("g")), nd("LessOrEqual", l("a", "b"), l("le")), nd("Equal", l("a", "b"), l("eq")),
+			nd("Or", l("g", "eq"), l("o")), nd("And", l("o", "le"), l("y"))), []any{[]int64{0, 1, 0}}},
+		{"not", constModel(13, []*onnx.Tensor{bools("c", []int64{2}, true, false)}, nd("Not", l("c"), l("y"))), []any{[]int64{0, 1}}},
+		{"range float accumulates", constModel(13, []*onnx.Tensor{f32("a", []int64{}, 0), f32("b", []int64{}, 1), f32("d", []int64{}, 0.1)},
+			nd("Range", l("a", "b", "d"), l("y"))), []any{rangeF32(0, 0.1, 10)}},
+		{"range int empty", constModel(13, []*onnx.Tensor{ints64("a", []int64{}, 5), ints64("b", []int64{}, 1)},
+			nd("Range", l("a", "b", "a"), l("y"))), []any{[]int64{}}},
+		{"constant of shape bool", constModel(13, []*onnx.Tensor{ints64("s", []int64{1}, 2)},
+			nd("ConstantOfShape", l("s"), l("y"), aTensor("value", bools("", []int64{1}, true)))), []any{[]int64{1, 1}}},
+		{"shape of shape", constModel(13, []*onnx.Tensor{m23}, nd("Shape", l("m"), l("s")), nd("Shape", l("s"), l("y"))), []any{[]int64{2}}},
+		{"if on a constant condition", func() *onnx.Model {
+			m := constModel(13, []*onnx.Tensor{m23, bools("c", []int64{}, false)},
+				nd("If", l("c"), l("y"), aGraph("then_branch", branch(nd("Identity", l("m"), l("t")), "t")),
+					aGraph("else_branch", branch(nd("Neg", l("m"), l("e")), "e"))))()
+			m.Graph.Nodes[0].Attrs[1].G.Nodes[0] = nd("Transpose", l("m"), l("e"))
+			return m
+		}, []any{[]int64{1, 4, 2, 5, 3, 6}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := Build(tc.model())
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGraph(t, g)
+			if len(g.Nodes) != 0 {
+				t.Errorf("%d nodes left:\n%s", len(g.Nodes), g)
+			}
+			for k, want := range tc.want {
+				got := folded(t, g, k)
+				if d := cmp.Diff(want, got, cmp.Comparer(sameFloat)); d != "" {
+					t.Errorf("output %d mismatch (-want +got):\n%s", k, d)
+				}
+			}
+		})
+	}
+}
+
+// sameFloat compares bit for bit, NaN for NaN.
+func sameFloat(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+}
+
+func rangeF32(start, delta float32, n int) []float32 {
+	out := make([]float32, n)
+	acc := start
+	for i := range out {
+		out[i] = acc
+		acc = float32(acc + delta)
+	}
+	return out
+}
+
+// branch is an If branch of nodes giving output out.
+func branch(n onnx.Node, out string) *onnx.Graph {
+	return &onnx.Graph{Name: "b", Nodes: []onnx.Node{n}, Outputs: []onnx.ValueInfo{{Name: out}}}
+}
+
+// TestFoldLeavesAlone: what the folder leaves to the device stays a node,
+// and what it refuses is an error naming the node and input.
+func TestFoldLeavesAlone(t *testing.T) {
+	big := f32("big", []int64{maxFoldFloats + 1}, make([]float32, maxFoldFloats+1)...)
+	h := &onnx.Tensor{Name: "h", DType: onnx.Float16, Dims: []int64{2}, Raw: []byte{0, 0x3c, 0, 0x40}}
+	runBuildCases(t, []buildCase{
+		{name: "float16 arithmetic", model: constModel(13, []*onnx.Tensor{h}, nd("Add", l("h", "h"), l("y"))), want: `
+const h float16[2]
+node "Add" Add (h, h) -> y float16[2]
+output y
+`},
+		{name: "float math beyond the limit", model: constModel(13, []*onnx.Tensor{big}, nd("Mul", l("big", "big"), l("y"))), want: `
+const big float[1048577]
+node "Mul" Mul (big, big) -> y float[1048577]
+output y
+`},
+		{name: "transcendental", model: constModel(13, []*onnx.Tensor{f32("f", []int64{1}, 1)}, nd("Exp", l("f"), l("y"))), want: `
+const f float[1]
+node "Exp" Exp (f) -> y float[1]
+output y
+`},
+		{name: "cast to fp8", model: constModel(19, []*onnx.Tensor{f32("f", []int64{1}, 1)}, nd("Cast", l("f"), l("y"), aInt("to", int64(onnx.Float8E4M3FN)))), want: `
+const f float[1]
+node "Cast" Cast {To:float8e4m3fn Saturate:true} (f) -> y float8e4m3fn[1]
+output y
+`},
+		{name: "cast NaN to int", model: constModel(13, []*onnx.Tensor{f32("f", []int64{1}, float32(math.NaN()))}, nd("Cast", l("f"), l("y"), aInt("to", int64(onnx.Int64)))), want: `
+const f float[1]
+node "Cast" Cast {To:int64 Saturate:true} (f) -> y int64[1]
+output y
+`},
+		{name: "integer division by zero", model: constModel(13, []*onnx.Tensor{ints64("a", []int64{2}, 1, 2), ints64("z", []int64{2}, 1, 0)}, nd("Div", l("a", "z"), l("y"))),
+			err: `node "Div" (Div) input 1: division by zero in constant "z"`},
+		{name: "gather index out of range", model: constModel(13, []*onnx.Tensor{ints64("a", []int64{2}, 1, 2), ints64("i", []int64{1}, 2)}, nd("Gather", l("a", "i"), l("y"))),
+			err: `node "Gather" (Gather) input 1: index 2 of "i" out of range [-2,1] for axis 0 of [2]`},
+	})
+}
+
+// TestDiv32 checks the device's division sequence: the correctly rounded
+// quotient for normal operands and quotients, and the special cases.
+func TestDiv32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 100000; i++ {
+		a := math.Float32frombits(rng.Uint32()&0x3FFFFFFF | 0x20000000) // normal, moderate
+		b := math.Float32frombits(rng.Uint32()&0x3FFFFFFF | 0x20000000)
+		if rng.IntN(2) == 0 {
+			a = -a
+		}
+		if got, want := div32(a, b), float32(float64(a)/float64(b)); got != want {
+			t.Fatalf("div32(%g, %g) = %g, want %g", a, b, got, want)
+		}
+	}
+	inf := float32(math.Inf(1))
+	for _, tc := range []struct{ a, b, want float32 }{
+		{1, 0, inf}, {-1, 0, -inf}, {inf, 2, inf}, {6, inf, 0}, {0, 5, 0},
+	} {
+		if got := div32(tc.a, tc.b); got != tc.want {
+			t.Errorf("div32(%g, %g) = %g, want %g", tc.a, tc.b, got, tc.want)
+		}
+	}
+	if got := div32(0, 0); got == got {
+		t.Errorf("div32(0, 0) = %g, want NaN", got)
+	}
+}
