@@ -10,6 +10,7 @@ package lower
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"ipu.local/formats/obj"
@@ -306,7 +307,12 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 	if aBuf.Region == prog.AnyRegion {
 		aBuf.Region = prog.NonInterleaved
 	}
-	aBuf.Apart = append(aBuf.Apart, bBuf)
+	// Whichever of the two the linker places second keeps out of the
+	// other's element pair.
+	if aBuf != bBuf {
+		aBuf.Apart = appendOnce(aBuf.Apart, bBuf)
+		bBuf.Apart = appendOnce(bBuf.Apart, aBuf)
+	}
 
 	blocks := s.Blocks(ps.mm, lo)
 	var mpMax, npMax, nbMax, partMax int
@@ -547,4 +553,12 @@ func (l *lowerer) exchangeNamed(xname, cname string, m *moves) *prog.Superstep {
 		s.Work[t] = append(s.Work[t], m.copies[t]...)
 	}
 	return s
+}
+
+// appendOnce appends b to list unless it is there.
+func appendOnce(list []*prog.Buffer, b *prog.Buffer) []*prog.Buffer {
+	if slices.Contains(list, b) {
+		return list
+	}
+	return append(list, b)
 }
