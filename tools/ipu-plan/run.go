@@ -99,6 +99,10 @@ func planModel(log *slog.Logger, cfg config) error {
 	}
 
 	build := trace.Span(log, trace.BuildSpan, slog.Int("tile_count", cfg.tiles), slog.Int("operations", len(g.Nodes)))
+	for _, r := range g.Folded {
+		build.Debug("folded node", slog.String("node", r.Node), slog.String("change", r.What))
+	}
+	build.Debug("folded constants", slog.Int("nodes_before", len(g.Folded)+len(g.Nodes)), slog.Int("folded", len(g.Folded)), slog.Int("nodes_after", len(g.Nodes)))
 	// The supervisor's run loop is compiled by the linker; the phase is
 	// kept so that the log has the seed's shape.
 	if err := trace.Phase(build, "compile_runtime").End(nil); err != nil {
