@@ -76,6 +76,9 @@ type Graph struct {
 	Outputs []int   `json:"outputs"`
 	Values  []Value `json:"values"`
 	Nodes   []Node  `json:"nodes"` // topological order
+	// Downcast names the DOUBLE tensors of the model computed as float
+	// (ipu-plan --downcast-fp64), sorted: their test data stays double.
+	Downcast []string `json:"downcast,omitempty"`
 }
 
 // Value is a tensor of the graph. DType is the ONNX element type's name

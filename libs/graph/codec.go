@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"ipu.local/formats/plan"
@@ -18,7 +19,7 @@ import (
 // Encode serializes g for a plan: values by index, constants' raw
 // bytes, nodes with their parsed attributes.
 func Encode(g *Graph) plan.Graph {
-	pg := plan.Graph{Name: g.Name, Opset: g.Opset, Inputs: []int{}, Outputs: []int{}}
+	pg := plan.Graph{Name: g.Name, Opset: g.Opset, Inputs: []int{}, Outputs: []int{}, Downcast: slices.Clone(g.Downcast)}
 	for _, v := range g.Inputs {
 		pg.Inputs = append(pg.Inputs, v.Index)
 	}
@@ -154,7 +155,7 @@ func Decode(pg *plan.Graph) (*Graph, error) {
 	if err := pg.Validate(); err != nil {
 		return nil, err
 	}
-	g := &Graph{Name: pg.Name, Opset: pg.Opset}
+	g := &Graph{Name: pg.Name, Opset: pg.Opset, Downcast: slices.Clone(pg.Downcast)}
 	for i, pv := range pg.Values {
 		d, ok := dataType(pv.DType)
 		if !ok {

@@ -80,9 +80,18 @@ var refusals = []refusal{
 	// default one ("com.microsoft.FusedMatMul").
 	{regexp.MustCompile(`unsupported operator (` + quoted + `|\S+) \(node ` + quoted + `\)`),
 		func(m []string) string { return m[1] }},
-	// graph inputs: `input %q: element type %v is not supported`.
-	{regexp.MustCompile(`input (` + quoted + `): element type (\S+) is not supported$`),
+	// graph inputs: `input %q: element type %v is not supported( by the
+	// device)`.
+	{regexp.MustCompile(`input (` + quoted + `): element type (\S+) is not supported(?: by the device)?$`),
 		func(m []string) string { return "element type " + m[2] + " (input " + m[1] + ")" }},
+	// node outputs (a Cast's target, a Constant): `node %q (%s): output
+	// %q: element type double is not supported by the device`.
+	{regexp.MustCompile(`node (` + quoted + `) \(\S+\): output (` + quoted + `): element type (\S+) is not supported by the device`),
+		func(m []string) string { return "element type " + m[3] + " (node " + m[1] + " output " + m[2] + ")" }},
+	// constants: `constant %q: element type double is not supported by
+	// the device`.
+	{regexp.MustCompile(`constant (` + quoted + `): element type (\S+) is not supported by the device`),
+		func(m []string) string { return "element type " + m[2] + " (constant " + m[1] + ")" }},
 	// constants and initializers: `constant %q: element type %v is not
 	// supported as data`.
 	{regexp.MustCompile(`constant (` + quoted + `): element type (\S+) is not supported as data`),

@@ -91,7 +91,7 @@ func modelConstData() *onnx.ModelBuilder {
 	b := onnx.NewModel(21)
 	b.AddInput("x", onnx.Float, []int64{4})
 	w := onnx.NewFloat32("w", []int64{2}, []float32{1, 2})
-	w.DType = onnx.Int32 // 8 bytes: two int32 elements
+	w.DType = onnx.Uint32 // 8 bytes: two uint32 elements
 	b.AddInitializer(w)
 	b.AddNode("Add", "add0", []string{"x", "w"}, []string{"y"})
 	b.AddOutput("y", onnx.Float, []int64{4})
@@ -118,8 +118,8 @@ func TestClassify(t *testing.T) {
 		wantStatus Status
 		wantDetail string
 	}{
-		{"operator", failure{Tool: toolPlan, Exit: 1, Stderr: logLine + "\n" + planError(t, modelOp("Elu")) + "\n"},
-			Unsupported, "Elu"},
+		{"operator", failure{Tool: toolPlan, Exit: 1, Stderr: logLine + "\n" + planError(t, modelOp("Hardmax")) + "\n"},
+			Unsupported, "Hardmax"},
 		{"operator of another domain", failure{Tool: toolPlan, Exit: 1,
 			Stderr: "ipu-plan: " + (&graph.UnsupportedError{Op: "com.microsoft.FusedMatMul", Node: "fm"}).Error()},
 			Unsupported, "com.microsoft.FusedMatMul"},
@@ -128,8 +128,10 @@ func TestClassify(t *testing.T) {
 			Unsupported, `"My Op"`},
 		{"input type", failure{Tool: toolPlan, Exit: 1, Stderr: planError(t, modelInputType(onnx.Double))},
 			Unsupported, `element type double (input "0")`},
-		{"cast target", failure{Tool: toolPlan, Exit: 1, Stderr: planError(t, modelCast(onnx.Int64))},
-			Unsupported, "Cast to int64"},
+		{"output type", failure{Tool: toolPlan, Exit: 1, Stderr: planError(t, modelCast(onnx.Double))},
+			Unsupported, `element type double (node "cast0" output "y")`},
+		{"cast target", failure{Tool: toolPlan, Exit: 1, Stderr: planError(t, modelCast(onnx.Uint8))},
+			Unsupported, "Cast to uint8"},
 		{"stash_type", failure{Tool: toolPlan, Exit: 1, Stderr: planError(t, modelStash())},
 			Unsupported, "LayerNormalization stash_type double"},
 		{"constant attribute", failure{Tool: toolPlan, Exit: 1, Stderr: planError(t, modelConstantString())},
@@ -137,7 +139,7 @@ func TestClassify(t *testing.T) {
 		{"arithmetic type", failure{Tool: toolPlan, Exit: 1, Stderr: planError(t, modelArith(onnx.Float8E4M3FN))},
 			Unsupported, "Add on element type float8e4m3fn"},
 		{"constant data type", failure{Tool: toolPlan, Exit: 1, Stderr: planError(t, modelConstData())},
-			Unsupported, `element type int32 (constant "w")`},
+			Unsupported, `element type uint32 (constant "w")`},
 		{"legacy broadcast", failure{Tool: toolPlan, Exit: 1, Stderr: planError(t, modelLegacyBroadcast())},
 			Unsupported, "Add legacy broadcast (axis 0)"},
 		{"opset", failure{Tool: toolPlan, Exit: 1, Stderr: planError(t, onnx.NewModel(onnx.MaxOpset+1))},
@@ -154,7 +156,7 @@ func TestClassify(t *testing.T) {
 		{"plan usage", failure{Tool: toolPlan, Exit: 2, Stderr: "ipu-plan: --arch: unknown preset \"x\" (run ipu-plan --help)\n"},
 			Fail, `ipu-plan: --arch: unknown preset "x" (run ipu-plan --help)`},
 		{"plan times out", failure{Tool: toolPlan, Exit: -1, Reason: "timeout after 5m0s",
-			Stderr: planError(t, modelOp("Elu"))},
+			Stderr: planError(t, modelOp("Hardmax"))},
 			Fail, "ipu-plan: timeout after 5m0s"},
 		{"not lowered", failure{Tool: toolLink, Exit: 1,
 			Stderr: logLine + "\nipu-link: model.plan: node \"sm\" (Softmax): operator Softmax is not lowered\n"},
@@ -167,8 +169,8 @@ func TestClassify(t *testing.T) {
 			Fail, "ipu-link: not found in bin/"},
 		{"not lowered from another tool", failure{Tool: toolPack, Exit: 1, Stderr: "ipu-pack: operator Softmax is not lowered\n"},
 			Fail, "ipu-pack: operator Softmax is not lowered"},
-		{"unsupported from another tool", failure{Tool: toolLink, Exit: 1, Stderr: planError(t, modelOp("Elu"))},
-			Fail, `ipu-link: ipu-plan: unsupported operator Elu (node "n0")`},
+		{"unsupported from another tool", failure{Tool: toolLink, Exit: 1, Stderr: planError(t, modelOp("Hardmax"))},
+			Fail, `ipu-link: ipu-plan: unsupported operator Hardmax (node "n0")`},
 		{"check numerical", failure{Tool: toolCheck, Exit: 1,
 			Stdout: "referenceInference=1 numericalTest=FAIL\nreferenceInference=2 numericalTest=FAIL\n" +
 				"referenceMaximumAbsoluteError=0.5 numericalTest=FAIL\npackage=model.ipuexe tiles=4 hardwareTest=PASS\n",

@@ -12,7 +12,7 @@
 // Usage (from the repository, as `make conformance` runs it):
 //
 //	go run ./scripts/conformance [--root DIR]... [--bin DIR] [--work DIR] [--keep]
-//	    [-j N] [--run REGEXP] [--arch NAME] [--tiles N] [--timeout DUR]
+//	    [-j N] [--run REGEXP] [--arch NAME] [--tiles N] [--downcast-fp64] [--timeout DUR]
 //
 // --root names a directory of cases; it may be given more than once, or
 // as a comma-separated list. A root holds cases either in folders,
@@ -133,6 +133,7 @@ func conformance(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	filter := fs.String("run", "", "only the cases whose name (FOLDER/CASE, LABEL/...) matches `REGEXP`")
 	arch := fs.String("arch", "", "architecture preset `NAME` for ipu-plan")
 	tiles := fs.Int("tiles", 0, "plan over `N` tiles (ipu-plan --tiles)")
+	downcast := fs.Bool("downcast-fp64", false, "compute DOUBLE tensors in FP32 (ipu-plan --downcast-fp64)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "time allowed to each case")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -152,7 +153,7 @@ func conformance(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if *timeout <= 0 {
 		return false, usageError{fmt.Errorf("--timeout %v: want a positive duration", *timeout)}
 	}
-	r := &runner{jobs: *jobs, arch: *arch, tiles: *tiles, timeout: *timeout, binName: *bin}
+	r := &runner{jobs: *jobs, arch: *arch, tiles: *tiles, downcast: *downcast, timeout: *timeout, binName: *bin}
 	if *filter != "" {
 		if r.filter, err = regexp.Compile(*filter); err != nil {
 			return false, usageError{fmt.Errorf("--run: %w", err)}

@@ -20,15 +20,16 @@ import (
 
 // runner is one run's configuration.
 type runner struct {
-	roots   []caseRoot
-	bin     string // absolute
-	binName string // --bin as the messages name it
-	work    string // absolute
-	jobs    int
-	filter  *regexp.Regexp // nil: every case
-	arch    string         // "" when not given
-	tiles   int            // 0 when not given
-	timeout time.Duration
+	roots    []caseRoot
+	bin      string // absolute
+	binName  string // --bin as the messages name it
+	work     string // absolute
+	jobs     int
+	filter   *regexp.Regexp // nil: every case
+	arch     string         // "" when not given
+	tiles    int            // 0 when not given
+	downcast bool           // ipu-plan --downcast-fp64
+	timeout  time.Duration
 }
 
 // caseRoot is a directory of cases, in either layout of the ONNX backend
@@ -248,6 +249,9 @@ func (r *runner) runCase(ctx context.Context, c testCase) Result {
 	plan := []string{model, "-o", "model.plan"}
 	if r.arch != "" {
 		plan = append(plan, "--arch", r.arch)
+	}
+	if r.downcast {
+		plan = append(plan, "--downcast-fp64")
 	}
 	if r.tiles != 0 {
 		plan = append(plan, "--tiles", strconv.Itoa(r.tiles))

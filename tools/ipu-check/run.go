@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +18,7 @@ import (
 
 	"ipu.local/formats/ipuexe"
 	"ipu.local/formats/obj"
+	"ipu.local/formats/plan"
 	"ipu.local/formats/profile"
 	"ipu.local/libs/arch"
 	"ipu.local/libs/atomicfile"
@@ -291,9 +294,13 @@ func readPackage(path string) (*ipuexe.Package, string, error) {
 // readData reads DIR/input_N.pb and DIR/output_N.pb for the package's
 // inputs and outputs, checking each against the package's tensor.
 func readData(dir string, pkg *ipuexe.Package) (*expected, error) {
+	downcast, err := downcastNames(pkg)
+	if err != nil {
+		return nil, err
+	}
 	ref := &expected{}
 	for i, t := range pkg.Host.Inputs {
-		raw, err := readTensor(filepath.Join(dir, "input_"+strconv.Itoa(i)+".pb"), "input", t)
+		raw, err := readTensor(filepath.Join(dir, "input_"+strconv.Itoa(i)+".pb"), "input", t, downcast[t.Name])
 		if err != nil {
 			return nil, err
 		}
@@ -301,7 +308,7 @@ func readData(dir string, pkg *ipuexe.Package) (*expected, error) {
 	}
 	for i, t := range pkg.Host.Outputs {
 		path := filepath.Join(dir, "output_"+strconv.Itoa(i)+".pb")
-		raw, err := readTensor(path, "output", t)
+		raw, err := readTensor(path, "output", t, downcast[t.Name])
 		if err != nil {
 			return nil, err
 		}
@@ -326,15 +333,39 @@ func readData(dir string, pkg *ipuexe.Package) (*expected, error) {
 	return ref, nil
 }
 
+// downcastNames returns the DOUBLE tensors the package's model computes
+// as float (ipu-plan --downcast-fp64).
+func downcastNames(pkg *ipuexe.Package) (map[string]bool, error) {
+	if len(pkg.Host.Model) == 0 {
+		return nil, nil
+	}
+	pg, err := plan.ReadGraph(pkg.Host.Model)
+	if err != nil {
+		return nil, fmt.Errorf("model section: %w", err)
+	}
+	names := map[string]bool{}
+	for _, n := range pg.Downcast {
+		names[n] = true
+	}
+	return names, nil
+}
+
 // readTensor reads one test-data tensor and checks its element type and
-// shape against the package's tensor t.
-func readTensor(path, kind string, t obj.Tensor) ([]byte, error) {
+// shape against the package's tensor t. With downcast, t is a DOUBLE
+// tensor computed as float: its data is double, rounded here once to
+// float.
+func readTensor(path, kind string, t obj.Tensor, downcast bool) ([]byte, error) {
 	tp, err := onnx.ReadTensorFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: missing: the package's %s %q needs it", path, kind, t.Name)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if downcast && tp.DType == onnx.Double && t.DType == "float" {
+		if err := roundToFloat(tp); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	if tp.DType.String() != t.DType {
 		return nil, fmt.Errorf("%s: field data_type: %s, package %s %q is %s", path, tp.DType, kind, t.Name, t.DType)
@@ -411,4 +442,19 @@ func phaseKind(k obj.PhaseKind) profile.Kind {
 		return profile.KindHost
 	}
 	return profile.KindUnknown
+}
+
+// roundToFloat rounds a DOUBLE tensor's elements to float (to nearest,
+// ties to even) in place.
+func roundToFloat(t *onnx.Tensor) error {
+	x, err := t.Float64s()
+	if err != nil {
+		return err
+	}
+	raw := make([]byte, 4*len(x))
+	for i, v := range x {
+		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(v)))
+	}
+	t.DType, t.Raw = onnx.Float, raw
+	return nil
 }

@@ -40,6 +40,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.StringFlag{Name: "state", Usage: "load and save the resumable search state in `STATE.json`"},
 			&cli.IntFlag{Name: "max-attempts", Usage: "local search moves this run makes", Value: defaultAttempts},
 			&cli.Uint64Flag{Name: "seed", Usage: "search seed", Value: 1},
+			&cli.BoolFlag{Name: "downcast-fp64", Usage: "compute DOUBLE tensors in FP32 (each one is logged; ipu-check then checks them at FP32)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -48,6 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			cfg := config{
 				model: c.Args().First(), out: c.String("o"), state: c.String("state"),
 				tiles: c.Int("tiles"), attempts: c.Int("max-attempts"), seed: c.Uint64("seed"),
+				downcast: c.Bool("downcast-fp64"),
 			}
 			p, err := arch.Lookup(c.String("arch"))
 			if err != nil {
@@ -75,6 +77,7 @@ type config struct {
 	arch              *arch.Preset
 	tiles, attempts   int
 	seed              uint64
+	downcast          bool // --downcast-fp64
 }
 
 // planModel reads the model, builds its graph, and runs the phases:
@@ -89,7 +92,7 @@ func planModel(log *slog.Logger, cfg config) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.model, err)
 	}
-	g, err := graph.Build(m)
+	g, err := graph.BuildWith(m, graph.BuildOptions{DowncastFP64: cfg.downcast})
 	if err != nil {
 		var unsupported *graph.UnsupportedError
 		if errors.As(err, &unsupported) {
@@ -99,6 +102,9 @@ func planModel(log *slog.Logger, cfg config) error {
 	}
 
 	build := trace.Span(log, trace.BuildSpan, slog.Int("tile_count", cfg.tiles), slog.Int("operations", len(g.Nodes)))
+	for _, name := range g.Downcast {
+		build.Warn("computing a DOUBLE tensor in FP32 (--downcast-fp64)", slog.String("tensor", name))
+	}
 	for _, r := range g.Folded {
 		build.Debug("folded node", slog.String("node", r.Node), slog.String("change", r.What))
 	}
