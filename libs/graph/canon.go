@@ -33,13 +33,14 @@ type Rewrite struct {
 	What string
 }
 
-// Canonicalize runs Simplify (identity removal, dead nodes, fusions),
-// then returns g with its row operators on trailing axes, and the
+// Canonicalize runs Simplify (identity removal, dead nodes, fusions)
+// and PredicateIfs, then returns g with its row operators on trailing axes, and the
 // rewrites it made (g itself when there are none).
 func Canonicalize(g *Graph) (*Graph, []Rewrite) {
 	g, simplified := Simplify(g)
+	g, predicated := PredicateIfs(g)
 	g, rw := canonicalRows(g)
-	return g, append(simplified, rw...)
+	return g, append(append(simplified, predicated...), rw...)
 }
 
 // canonicalRows rewrites the row operators onto trailing axes.

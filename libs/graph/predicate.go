@@ -1,0 +1,85 @@
+package graph
+
+// PredicateIfs lowers every If whose condition is computed by
+// predication, the device's form of an If for now: both branches' nodes
+// run in the enclosing list, where the If was, and each output of the If
+// becomes Where(condition, then output, else output). A branch is a pure
+// function of the values it reads, so the selected value is the one the
+// taken branch gives; the untaken branch's work is the price. The
+// condition (a one-element bool tensor) is first reshaped to a scalar,
+// which Where broadcasts to any output shape.
+
+import "fmt"
+
+// PredicateIfs returns g with no If left, and one Rewrite per If.
+func PredicateIfs(g *Graph) (*Graph, []Rewrite) {
+	var rw []Rewrite
+	for {
+		var out []*Node
+		found := false
+		for _, n := range g.Nodes {
+			a, ok := n.Attrs.(*If)
+			if !ok {
+				out = append(out, n)
+				continue
+			}
+			found = true
+			out = append(out, predicate(g, n, a)...)
+			rw = append(rw, Rewrite{Node: n.Name, What: fmt.Sprintf("If predicated: both branches run (%d and %d nodes), Where selects each of its %d outputs",
+				len(a.Then.Nodes), len(a.Else.Nodes), len(n.Outputs))})
+		}
+		g.Nodes = out
+		if !found {
+			break
+		}
+	}
+	if len(rw) > 0 {
+		g.finishPass()
+	}
+	return g, rw
+}
+
+// predicate returns the nodes replacing If node n: the condition as a
+// scalar, both branches' nodes, and a Where per output.
+func predicate(g *Graph, n *Node, a *If) []*Node {
+	cond := n.Inputs[0]
+	var nodes []*Node
+	if len(cond.Shape) != 0 {
+		scalar := &Value{Name: uniqueValueName(g, n.Name+"_cond"), DType: cond.DType, Shape: []int64{}}
+		g.Values = append(g.Values, scalar)
+		r := &Node{Name: n.Name + "_cond_Reshape", Op: "Reshape", Inputs: []*Value{cond}, Outputs: []*Value{scalar}, Attrs: &Reshape{Shape: []int64{}}}
+		scalar.Producer = r
+		nodes = append(nodes, r)
+		cond = scalar
+	}
+	nodes = append(nodes, a.Then.Nodes...)
+	nodes = append(nodes, a.Else.Nodes...)
+	for k, v := range n.Outputs {
+		if v == nil {
+			continue
+		}
+		w := &Node{Name: fmt.Sprintf("%s_Where%d", n.Name, k), Op: "Where", Inputs: []*Value{cond, a.Then.Outputs[k], a.Else.Outputs[k]}, Outputs: []*Value{v}}
+		v.Producer = w
+		nodes = append(nodes, w)
+	}
+	return nodes
+}
+
+// uniqueValueName returns name, or name with a number appended, so that
+// no value of g has it.
+func uniqueValueName(g *Graph, name string) string {
+	taken := map[string]bool{}
+	for _, v := range g.Values {
+		if v != nil {
+			taken[v.Name] = true
+		}
+	}
+	if !taken[name] {
+		return name
+	}
+	for i := 1; ; i++ {
+		if s := fmt.Sprintf("%s_%d", name, i); !taken[s] {
+			return s
+		}
+	}
+}
