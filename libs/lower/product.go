@@ -397,15 +397,23 @@ func (l *lowerer) reduceScatter(n *graph.Node, s layout.Split, ps *productShape,
 				part := prog.Ref{Buf: cBuf, Off: uint32((bi-from.B0)*blockBytes + tb.P0*np*4)}
 				dst := prog.Ref{Buf: rb, Off: uint32(((bi-tb.B0)*(s.GK-1) + k) * slot)}
 				m.xfers = append(m.xfers, prog.Transfer{Src: from.Tile, Dst: tb.Tile, DstN: 1, Words: words, From: part, To: dst})
-				own := prog.Ref{Buf: cBuf, Off: uint32((bi-tb.B0)*blockBytes + tb.P0*np*4)}
-				p := &codegen.Binary{Op: codegen.Add, N: words, Workers: codegen.Slots}
+				k++
+			}
+			// The received parts, one slot apart, are added to the tile's
+			// own in k order, as many per launch as a load's offset
+			// reaches.
+			own := prog.Ref{Buf: cBuf, Off: uint32((bi-tb.B0)*blockBytes + tb.P0*np*4)}
+			perLaunch := max(1, 0x7FFF/slot+1)
+			for k0 := 0; k0 < s.GK-1; k0 += perLaunch {
+				parts := min(perLaunch, s.GK-1-k0)
+				first := prog.Ref{Buf: rb, Off: uint32(((bi-tb.B0)*(s.GK-1) + k0) * slot)}
+				p := &codegen.SumParts{N: words, Parts: parts, Stride: slot / 4, Workers: codegen.Slots}
 				kk := &prog.Kernel{What: n.Name + ".reduce-add", Params: p, Fixes: []prog.Fix{
-					{Field: &p.A.Addr, Ref: own}, {Field: &p.B.Addr, Ref: dst}, {Field: &p.Y, Ref: own, Write: true}}}
+					{Field: &p.X, Ref: first}, {Field: &p.Y, Ref: own, Write: true}}}
 				adds = append(adds, struct {
 					tile int
 					k    *prog.Kernel
 				}{tb.Tile, kk})
-				k++
 			}
 		}
 	}

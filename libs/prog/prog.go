@@ -152,6 +152,8 @@ func (k *Kernel) Cost() (codegen.Cost, error) {
 		c, err = p.Cost()
 	case *codegen.Binary:
 		c, err = p.Cost()
+	case *codegen.SumParts:
+		c, err = p.Cost()
 	case *codegen.Unary:
 		c, err = p.Cost()
 	case *codegen.Rows:
@@ -208,6 +210,8 @@ func (k *Kernel) Emit(b *codegen.Builder) (codegen.Kernel, error) {
 		kk, err = codegen.EmitCast(b, *p)
 	case *codegen.Binary:
 		kk, err = codegen.EmitBinary(b, *p)
+	case *codegen.SumParts:
+		kk, err = codegen.EmitSumParts(b, *p)
 	case *codegen.Unary:
 		kk, err = codegen.EmitUnary(b, *p)
 	case *codegen.Rows:
@@ -238,6 +242,8 @@ func (k *Kernel) Key() any {
 	case *codegen.Cast:
 		return *p
 	case *codegen.Binary:
+		return *p
+	case *codegen.SumParts:
 		return *p
 	case *codegen.Unary:
 		return *p
