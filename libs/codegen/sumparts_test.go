@@ -65,4 +65,3 @@ func TestSumPartsRefuses(t *testing.T) {
 		}
 	}
 }
-
