@@ -21,9 +21,14 @@
 // non-saturating overflow (numfmt.F32ToF8ORT), which the device adopts so
 // that a model's casts are bit-exact with onnxruntime.
 //
-// Values are held as float64 slices whatever their type; a value of type
+// Values of the float types are held as float64 slices; a value of type
 // float, float16 or FP8 holds exactly representable numbers under FP32 and
-// Device.
+// Device. Values of type int32, int64 and bool are held as int64 slices
+// (bools 0 or 1) and computed exactly, at every precision: integer
+// arithmetic wraps as two's complement in its type, comparisons, logic,
+// selection and data movement are exact, and casts round once, to their
+// target type. An If on a computed condition runs the branch the
+// condition selects.
 package hostref
 
 import (
