@@ -206,6 +206,9 @@ func (bd *bounder) sum(n *graph.Node, y, e []float64) {
 		}
 	}
 	cnt := len(n.Inputs)
+	if cnt == 1 && n.Op == "Sum" {
+		return // a copy
+	}
 	g, div := gamma(cnt-1), 1.0
 	if n.Op == "Mean" {
 		g, div = gamma(cnt), float64(cnt)

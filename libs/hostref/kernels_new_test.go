@@ -363,3 +363,143 @@ func TestKernelErrorsNameTheNode(t *testing.T) {
 		t.Errorf("no attributes: error %v", err)
 	}
 }
+
+func TestActivationKernels(t *testing.T) {
+	e1 := math.Exp(-1)
+	x := f32("x", []int64{3}, -1, 0, 2)
+	const tol = 1e-6
+	run := func(op string, want []float64, attrs ...onnx.Attr) kcase {
+		return kcase{name: op, model: unaryModel(14, op, x, nil, attrs...), in: []*onnx.Tensor{x}, want: want, shape: []int64{3}, dtype: onnx.Float, tol: tol}
+	}
+	selu := func(v float64) float64 {
+		const a, g = 1.6732632423543772, 1.0507009873554805
+		if v > 0 {
+			return g * v
+		}
+		return g * a * (math.Exp(v) - 1)
+	}
+	big := f32("x", []int64{3}, -80, 100, 0)
+	runKernelCases(t, []kcase{
+		run("Erf", []float64{math.Erf(-1), 0, math.Erf(2)}),
+		run("LeakyRelu", []float64{-0.25, 0, 2}, aF("alpha", 0.25)),
+		run("LeakyRelu", []float64{-0.01, 0, 2}),
+		run("Elu", []float64{0.5 * (e1 - 1), 0, 2}, aF("alpha", 0.5)),
+		run("Selu", []float64{selu(-1), 0, selu(2)}),
+		run("HardSigmoid", []float64{0.3, 0.5, 0.9}),
+		run("HardSigmoid", []float64{0, 0.25, 1}, aF("alpha", 1), aF("beta", 0.25)),
+		run("HardSwish", []float64{-1 * (1.0/-6 + 0.5), 0, 2 * (2.0/6 + 0.5)}),
+		run("Softplus", []float64{math.Log1p(e1), math.Ln2, 2 + math.Log1p(math.Exp(-2))}),
+		{name: "Softplus far out", model: unaryModel(13, "Softplus", big, nil), in: []*onnx.Tensor{big},
+			want: []float64{math.Exp(-80), 100, math.Ln2}, shape: []int64{3}, dtype: onnx.Float, tol: tol},
+		{name: "Log", model: unaryModel(13, "Log", f32("x", []int64{3}, 1, 0, -1), nil),
+			in:   []*onnx.Tensor{f32("x", []int64{3}, 1, 0, -1)},
+			want: []float64{0, math.Inf(-1), math.NaN()}, shape: []int64{3}, dtype: onnx.Float, tol: tol},
+		{name: "Clip with bounds", model: unaryModel(13, "Clip", x, []*onnx.Tensor{f32("lo", []int64{}, -0.5), f32("hi", []int64{}, 1)}),
+			in: []*onnx.Tensor{x}, want: []float64{-0.5, 0, 1}, shape: []int64{3}, dtype: onnx.Float},
+	})
+}
+
+func TestVariadicAndReduceKernels(t *testing.T) {
+	nan := float32(math.NaN())
+	ins := []*onnx.Tensor{f32("a", []int64{2, 1}, 1, 2), f32("b", []int64{3}, 10, 20, 30), f32("c", []int64{}, 0.5)}
+	decl := []*onnx.Tensor{f32("a", []int64{2, 1}), f32("b", []int64{3}), f32("c", []int64{})}
+	x := f32("x", []int64{2, 3}, 3, -1, 7, 2, nan, 0)
+	xi := i64("x", []int64{2, 1, 3}, 5, -(1 << 60), 7, 1<<60, 0, -2)
+	runKernelCases(t, []kcase{
+		{name: "Sum broadcast", model: inputsModel(13, "Sum", decl), in: ins,
+			want: []float64{11.5, 21.5, 31.5, 12.5, 22.5, 32.5}, shape: []int64{2, 3}, dtype: onnx.Float, tol: 1e-7},
+		{name: "Mean broadcast", model: inputsModel(13, "Mean", decl), in: ins,
+			want: []float64{11.5 / 3, 21.5 / 3, 31.5 / 3, 12.5 / 3, 22.5 / 3, 32.5 / 3}, shape: []int64{2, 3}, dtype: onnx.Float, tol: 1e-6},
+		{name: "Sum of one", model: inputsModel(13, "Sum", decl[:1]), in: ins[:1],
+			want: []float64{1, 2}, shape: []int64{2, 1}, dtype: onnx.Float},
+		{name: "ReduceMax axis -1 keepdims 0 with NaN", model: unaryModel(13, "ReduceMax", x, nil, aInts("axes", -1), aInt("keepdims", 0)),
+			in: []*onnx.Tensor{x}, want: []float64{7, math.NaN()}, shape: []int64{2}, dtype: onnx.Float},
+		{name: "ReduceMin axis 0", model: unaryModel(13, "ReduceMin", x, nil, aInts("axes", 0)),
+			in: []*onnx.Tensor{x}, want: []float64{2, math.NaN(), 0}, shape: []int64{1, 3}, dtype: onnx.Float},
+		{name: "ReduceMax of int64, axes -1 and 0", model: unaryModel(13, "ReduceMax", xi, nil, aInts("axes", -1, 0), aInt("keepdims", 0)),
+			in: []*onnx.Tensor{xi}, want: []float64{1 << 60}, shape: []int64{1}, dtype: onnx.Int64},
+		{name: "ReduceMin of int64, all axes (opset 18, no axes operand)", model: unaryModel(18, "ReduceMin", xi, nil),
+			in: []*onnx.Tensor{xi}, want: []float64{-(1 << 60)}, shape: []int64{1, 1, 1}, dtype: onnx.Int64},
+		{name: "ReduceMax of an empty axis", model: unaryModel(13, "ReduceMax", f32("x", []int64{2, 0}), nil, aInts("axes", 1)),
+			in: []*onnx.Tensor{f32("x", []int64{2, 0})}, want: []float64{math.Inf(-1), math.Inf(-1)}, shape: []int64{2, 1}, dtype: onnx.Float},
+	})
+}
+
+// ifModel: y = If(c) then x + k (an outer input and a branch constant,
+// with an int64 second output computed from an outer int64 input) else
+// Neg(x) (and the outer int64 input as is); c is computed at run time
+// from the input flag.
+func ifModel() *onnx.Model {
+	m := newModel(13)
+	input(m, "x", onnx.Float, 2, 2)
+	input(m, "ids", onnx.Int64, 2)
+	input(m, "flag", onnx.Float)
+	initT(m, f32("zero", []int64{}, 0))
+	then := &onnx.Graph{Name: "then", Nodes: []onnx.Node{
+		{Name: "k", OpType: "Constant", Outputs: l("k"), Attrs: []onnx.Attr{aT("value", f32("", []int64{2}, 10, 20))}},
+		{Name: "tadd", OpType: "Add", Inputs: l("x", "k"), Outputs: l("t")},
+		{Name: "tone", OpType: "Constant", Outputs: l("one"), Attrs: []onnx.Attr{aT("value", i64("", []int64{}, 1))}},
+		{Name: "tids", OpType: "Add", Inputs: l("ids", "one"), Outputs: l("ti")},
+	}, Outputs: []onnx.ValueInfo{{Name: "t"}, {Name: "ti"}}}
+	els := &onnx.Graph{Name: "else", Nodes: []onnx.Node{
+		{Name: "eneg", OpType: "Neg", Inputs: l("x"), Outputs: l("e")},
+		{Name: "eid", OpType: "Identity", Inputs: l("ids"), Outputs: l("ei")},
+	}, Outputs: []onnx.ValueInfo{{Name: "e"}, {Name: "ei"}}}
+	addNode(m, "Greater", l("flag", "zero"), l("c"))
+	addNode(m, "If", l("c"), l("y", "yi"), aG("then_branch", then), aG("else_branch", els))
+	output(m, "y", "yi")
+	return m
+}
+
+func TestIfRuntimeCondition(t *testing.T) {
+	g := build(t, ifModel())
+	isIf := false
+	for _, n := range g.Nodes {
+		isIf = isIf || n.Op == "If"
+	}
+	if !isIf {
+		t.Fatalf("the If was not kept as a node:\n%s", g)
+	}
+	x := f32("x", []int64{2, 2}, 1, 2, 3, 4)
+	ids := i64("ids", []int64{2}, 1<<60, -1)
+	for _, c := range []struct {
+		flag     float32
+		want     []float64
+		wantInts []int64
+	}{
+		{1, []float64{11, 22, 13, 24}, []int64{1<<60 + 1, 0}},
+		{-1, []float64{-1, -2, -3, -4}, []int64{1 << 60, -1}},
+	} {
+		for _, p := range []Precision{FP32, Device, FP64} {
+			outs, err := Eval(g, []*onnx.Tensor{x, ids, f32("flag", []int64{}, c.flag)}, Options{Precision: p})
+			if err != nil {
+				t.Fatalf("flag %v %v: %v", c.flag, p, err)
+			}
+			y := floats(t, outs[0])
+			v, err := outs[1].Int64s()
+			if err != nil {
+				t.Fatalf("flag %v %v: second output: %v", c.flag, p, err)
+			}
+			if len(y) != len(c.want) || len(v) != len(c.wantInts) {
+				t.Fatalf("flag %v %v: %v %v, want %v %v", c.flag, p, y, v, c.want, c.wantInts)
+			}
+			for i := range c.want {
+				if y[i] != c.want[i] || v[i/2] != c.wantInts[i/2] {
+					t.Fatalf("flag %v %v: %v %v, want %v %v", c.flag, p, y, v, c.want, c.wantInts)
+				}
+			}
+		}
+		b, err := ErrorBounds(g, []*onnx.Tensor{x, ids, f32("flag", []int64{}, c.flag)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range b[1].Err {
+			if e != 0 || b[1].Ref[i] != float64(c.wantInts[i]) {
+				t.Errorf("flag %v: bound of int output %d: %g around %g", c.flag, i, e, b[1].Ref[i])
+			}
+		}
+		if math.IsInf(b[0].Err[0], 1) {
+			t.Errorf("flag %v: the taken branch's output is unbounded", c.flag)
+		}
+	}
+}
