@@ -79,14 +79,25 @@ func ErrorBounds(g *graph.Graph, inputs []*onnx.Tensor) ([]Bound, error) {
 			bd.errs[v.Index] = make([]float64, v.NumElements())
 		}
 	}
-	for _, n := range g.Nodes {
+	bd.nodes(g.Nodes)
+	out := make([]Bound, len(g.Outputs))
+	for i, v := range g.Outputs {
+		out[i] = Bound{Ref: bd.ref(v), Err: bd.errs[v.Index]}
+	}
+	return out, nil
+}
+
+// nodes bounds the outputs of nodes in order (the graph's, or the
+// nodes of the branch an If took).
+func (bd *bounder) nodes(list []*graph.Node) {
+	for _, n := range list {
 		outs := bd.node(n)
 		for i, v := range n.Outputs {
-			if v == nil {
+			if v == nil || i >= len(outs) {
 				continue
 			}
 			e := outs[i]
-			y := ev.vals[v.Index]
+			y := bd.ref(v)
 			if v.DType == onnx.Float16 && n.Op != "Cast" && !movement(n.Op) {
 				for k := range e {
 					e[k] += U16*math.Abs(y[k]) + Tiny16
@@ -100,19 +111,24 @@ func ErrorBounds(g *graph.Graph, inputs []*onnx.Tensor) ([]Bound, error) {
 			bd.errs[v.Index] = e
 		}
 	}
-	out := make([]Bound, len(g.Outputs))
-	for i, v := range g.Outputs {
-		out[i] = Bound{Ref: ev.vals[v.Index], Err: bd.errs[v.Index]}
-	}
-	return out, nil
 }
 
+// ref is a value's reference (FP64) elements, integers converted.
+func (bd *bounder) ref(v *graph.Value) []float64 {
+	if ints := bd.ev.ints[v.Index]; ints != nil {
+		return toFloats(ints)
+	}
+	return bd.ev.vals[v.Index]
+}
+
+// movement reports whether op's results are its inputs' elements
+// (no rounding to the output type).
 func movement(op string) bool {
 	switch op {
-	case "Transpose", "Reshape", "Flatten":
+	case "Where", "If", "ReduceMax", "ReduceMin":
 		return true
 	}
-	return false
+	return isMove(op)
 }
 
 type bounder struct {
@@ -146,13 +162,17 @@ func (bd *bounder) node(n *graph.Node) [][]float64 {
 	val := func(v *graph.Value) []float64 { return ev.vals[v.Index] }
 	er := func(v *graph.Value) []float64 { return bd.errs[v.Index] }
 	out := n.Outputs[0]
-	y := val(out)
+	y := bd.ref(out)
 	e := make([]float64, len(y))
+	if isMove(n.Op) {
+		return bd.move(n)
+	}
+	if outs, ok := bd.more(n, y); ok {
+		return outs
+	}
 	switch n.Op {
-	case "Neg", "Abs", "Relu", "Clip", "Reshape", "Flatten":
+	case "Neg", "Abs", "Relu", "Clip":
 		copy(e, er(n.Inputs[0]))
-	case "Transpose":
-		e = transpose(n.Inputs[0].Shape, n.Attrs.(*graph.Transpose).Perm, er(n.Inputs[0]))
 	case "Tanh", "Sigmoid", "Exp", "Sqrt":
 		bd.unary(n.Op, val(n.Inputs[0]), er(n.Inputs[0]), y, e)
 	case "Add", "Sub", "Mul", "Div", "Pow":

@@ -142,11 +142,11 @@ func TestConformance(t *testing.T) {
 						t.Errorf("output %d %q: element type %v, want %v", i, out.Name, got[i].DType, c.outputs[i].DType)
 						continue
 					}
-					g, err := graph.DecodeFloats(got[i])
+					g, err := valuesOf(got[i])
 					if err != nil {
 						t.Fatal(err)
 					}
-					w, err := graph.DecodeFloats(c.outputs[i])
+					w, err := valuesOf(c.outputs[i])
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -171,4 +171,17 @@ func TestConformance(t *testing.T) {
 			t.Logf("  UNSUPPORTED %s", u)
 		}
 	}
+}
+
+// valuesOf decodes a tensor of any runtime type as float64 (integers
+// converted, exact below 2^53).
+func valuesOf(t *onnx.Tensor) ([]float64, error) {
+	d, err := decode(t)
+	if err != nil {
+		return nil, err
+	}
+	if d.i != nil {
+		return toFloats(d.i), nil
+	}
+	return d.f, nil
 }

@@ -21,9 +21,14 @@
 // non-saturating overflow (numfmt.F32ToF8ORT), which the device adopts so
 // that a model's casts are bit-exact with onnxruntime.
 //
-// Values are held as float64 slices whatever their type; a value of type
+// Values of the float types are held as float64 slices; a value of type
 // float, float16 or FP8 holds exactly representable numbers under FP32 and
-// Device.
+// Device. Values of type int32, int64 and bool are held as int64 slices
+// (bools 0 or 1) and computed exactly, at every precision: integer
+// arithmetic wraps as two's complement in its type, comparisons, logic,
+// selection and data movement are exact, and casts round once, to their
+// target type. An If on a computed condition runs the branch the
+// condition selects.
 package hostref
 
 import (
@@ -80,7 +85,8 @@ type Options struct {
 
 // Eval evaluates g on inputs (in graph input order) and returns the graph
 // outputs in order: of the output's type under FP32 and Device, double
-// under FP64.
+// under FP64. Outputs of type int32, int64 or bool keep their type at
+// every precision (their values are exact integers).
 func Eval(g *graph.Graph, inputs []*onnx.Tensor, opt Options) ([]*onnx.Tensor, error) {
 	ev, err := run(g, inputs, opt)
 	if err != nil {
@@ -88,11 +94,16 @@ func Eval(g *graph.Graph, inputs []*onnx.Tensor, opt Options) ([]*onnx.Tensor, e
 	}
 	outs := make([]*onnx.Tensor, len(g.Outputs))
 	for i, v := range g.Outputs {
-		d := v.DType
-		if opt.Precision == FP64 {
-			d = onnx.Double
+		var t *onnx.Tensor
+		if isIntType(v.DType) {
+			t, err = encodeInts(v.Name, v.DType, v.Shape, ev.ints[v.Index])
+		} else {
+			d := v.DType
+			if opt.Precision == FP64 {
+				d = onnx.Double
+			}
+			t, err = Encode(v.Name, d, v.Shape, ev.vals[v.Index])
 		}
-		t, err := Encode(v.Name, d, v.Shape, ev.vals[v.Index])
 		if err != nil {
 			return nil, err
 		}
@@ -102,13 +113,15 @@ func Eval(g *graph.Graph, inputs []*onnx.Tensor, opt Options) ([]*onnx.Tensor, e
 }
 
 // EvalValues is Eval returning the raw float64 values of every graph
-// value, indexed by graph.Value.Index (nil for values no node reached).
+// value, indexed by graph.Value.Index (nil for values no node reached);
+// int32, int64 and bool values are converted to float64 (exact up to
+// 2^53 in magnitude).
 func EvalValues(g *graph.Graph, inputs []*onnx.Tensor, opt Options) ([][]float64, error) {
 	ev, err := run(g, inputs, opt)
 	if err != nil {
 		return nil, err
 	}
-	return ev.vals, nil
+	return ev.floats(), nil
 }
 
 // InputsByName orders named input tensors as the graph's inputs.
@@ -135,11 +148,26 @@ func InputsByName(g *graph.Graph, named map[string]*onnx.Tensor) ([]*onnx.Tensor
 	return out, nil
 }
 
-// evaluator holds one evaluation's values.
+// evaluator holds one evaluation's values, indexed by Value.Index:
+// vals holds the values of the float types, ints those of int32, int64
+// and bool (see values.go).
 type evaluator struct {
 	opt  Options
 	g    *graph.Graph
 	vals [][]float64
+	ints [][]int64
+}
+
+// floats returns every value as float64, integers converted.
+func (ev *evaluator) floats() [][]float64 {
+	out := make([][]float64, len(ev.vals))
+	for i, v := range ev.vals {
+		out[i] = v
+		if ev.ints[i] != nil {
+			out[i] = toFloats(ev.ints[i])
+		}
+	}
+	return out
 }
 
 func run(g *graph.Graph, inputs []*onnx.Tensor, opt Options) (*evaluator, error) {
@@ -154,7 +182,7 @@ func run(g *graph.Graph, inputs []*onnx.Tensor, opt Options) (*evaluator, error)
 	if len(inputs) != len(g.Inputs) {
 		return nil, fmt.Errorf("%d input tensors, the graph has %d inputs", len(inputs), len(g.Inputs))
 	}
-	ev := &evaluator{opt: opt, g: g, vals: make([][]float64, len(g.Values))}
+	ev := &evaluator{opt: opt, g: g, vals: make([][]float64, len(g.Values)), ints: make([][]int64, len(g.Values))}
 	for i, v := range g.Inputs {
 		t := inputs[i]
 		if t == nil {
@@ -166,44 +194,105 @@ func run(g *graph.Graph, inputs []*onnx.Tensor, opt Options) (*evaluator, error)
 		if graph.ShapeString(t.Dims) != graph.ShapeString(v.Shape) {
 			return nil, fmt.Errorf("input %d %q: shape %s, want %s", i, v.Name, graph.ShapeString(t.Dims), graph.ShapeString(v.Shape))
 		}
-		data, err := graph.DecodeFloats(t)
+		d, err := decode(t)
 		if err != nil {
 			return nil, fmt.Errorf("input %d %q: %w", i, v.Name, err)
 		}
-		if int64(len(data)) != v.NumElements() {
-			return nil, fmt.Errorf("input %d %q: %d elements, want %d", i, v.Name, len(data), v.NumElements())
+		if int64(d.length()) != v.NumElements() {
+			return nil, fmt.Errorf("input %d %q: %d elements, want %d", i, v.Name, d.length(), v.NumElements())
 		}
-		ev.vals[v.Index] = data
+		ev.set(v, d)
 	}
 	for _, v := range g.Values {
 		if v.Const == nil {
 			continue
 		}
-		data, err := graph.DecodeFloats(v.Const)
+		d, err := decode(v.Const)
 		if err != nil {
 			return nil, fmt.Errorf("constant %q: %w", v.Name, err)
 		}
-		ev.vals[v.Index] = data
+		if v.Const.DType != v.DType || int64(d.length()) != v.NumElements() {
+			return nil, fmt.Errorf("constant %q: %v with %d elements, want %v%s", v.Name, v.Const.DType, d.length(), v.DType, graph.ShapeString(v.Shape))
+		}
+		ev.set(v, d)
 	}
-	for _, n := range g.Nodes {
-		in := make([][]float64, len(n.Inputs))
+	if err := ev.nodes(g.Nodes); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// set stores a value's elements.
+func (ev *evaluator) set(v *graph.Value, d data) {
+	if d.i != nil {
+		ev.ints[v.Index] = d.i
+	} else {
+		ev.vals[v.Index] = d.f
+	}
+}
+
+// get returns a value's elements, and whether it has any yet.
+func (ev *evaluator) get(v *graph.Value) (data, bool) {
+	if v.Index < 0 || v.Index >= len(ev.vals) {
+		return data{}, false
+	}
+	d := data{f: ev.vals[v.Index], i: ev.ints[v.Index]}
+	return d, d.f != nil || d.i != nil
+}
+
+// nodes evaluates nodes in order (the graph's, or a branch's).
+func (ev *evaluator) nodes(list []*graph.Node) error {
+	for _, n := range list {
+		if n == nil || len(n.Outputs) == 0 || n.Outputs[0] == nil {
+			return fmt.Errorf("node %q: no output", nodeName(n))
+		}
+		in := make([]data, len(n.Inputs))
 		for i, v := range n.Inputs {
-			if v != nil {
-				in[i] = ev.vals[v.Index]
+			if v == nil {
+				continue
 			}
+			d, ok := ev.get(v)
+			if !ok {
+				return fmt.Errorf("node %q (%s) input %d: value %q is not computed", n.Name, n.Op, i, v.Name)
+			}
+			if isIntType(v.DType) != (d.i != nil) || int64(d.length()) != v.NumElements() {
+				return fmt.Errorf("node %q (%s) input %d: value %q does not hold %d elements of type %v", n.Name, n.Op, i, v.Name, v.NumElements(), v.DType)
+			}
+			in[i] = d
 		}
 		outs, err := ev.node(n, in)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for i, v := range n.Outputs {
 			if v == nil {
 				continue
 			}
-			ev.vals[v.Index] = ev.toType(outs[i], v.DType)
+			if i >= len(outs) {
+				return fmt.Errorf("node %q (%s): no result for output %d %q", n.Name, n.Op, i, v.Name)
+			}
+			d := outs[i]
+			if isIntType(v.DType) != (d.i != nil) || int64(d.length()) != v.NumElements() {
+				return fmt.Errorf("node %q (%s) output %d %q: the kernel gave %d elements, want %d of type %v", n.Name, n.Op, i, v.Name, d.length(), v.NumElements(), v.DType)
+			}
+			if d.i != nil {
+				for k, x := range d.i {
+					d.i[k] = wrapInt(x, v.DType)
+				}
+			} else {
+				d.f = ev.toType(d.f, v.DType)
+			}
+			ev.set(v, d)
 		}
 	}
-	return ev, nil
+	return nil
+}
+
+func nodeName(n *graph.Node) string {
+	if n == nil {
+		return "<nil>"
+	}
+	return n.Name
 }
 
 // r rounds an elementary operation's result to the arithmetic of the
@@ -230,10 +319,20 @@ func (ev *evaluator) toType(v []float64, d onnx.DataType) []float64 {
 
 // Encode returns a tensor of type d holding v, rounding each value to d
 // once (NaNs stay NaNs; values out of an FP8 type's range become its NaN,
-// or Inf for E5M2). Types: double, float, float16 and the FP8 types.
+// or Inf for E5M2). Types: double, float, float16 and the FP8 types;
+// int32, int64 and bool take integral values (bools: v != 0).
 func Encode(name string, d onnx.DataType, shape []int64, v []float64) (*onnx.Tensor, error) {
 	t := &onnx.Tensor{Name: name, DType: d, Dims: append([]int64{}, shape...)}
 	switch d {
+	case onnx.Int32, onnx.Int64, onnx.Bool:
+		ints := make([]int64, len(v))
+		for i, x := range v {
+			if x != math.Trunc(x) || math.Abs(x) >= 1<<63 {
+				return nil, fmt.Errorf("tensor %q: element %d (%g) is not a %v", name, i, x, d)
+			}
+			ints[i] = int64(x)
+		}
+		return encodeInts(name, d, shape, ints)
 	case onnx.Double:
 		t.Raw = make([]byte, 0, 8*len(v))
 		for _, x := range v {

@@ -9,21 +9,45 @@ import (
 	"ipu.local/libs/onnx"
 )
 
-// node computes a node's outputs from its inputs' values.
-func (ev *evaluator) node(n *graph.Node, in [][]float64) ([][]float64, error) {
-	out := n.Outputs[0]
-	one := func(v []float64) ([][]float64, error) { return [][]float64{v}, nil }
+// node computes a node's outputs from its inputs' values (nil data for
+// omitted inputs). Kernels take what Build guarantees (types, shapes,
+// attributes) only after checking it: a graph that did not come from
+// Build gives an error naming the node, never a panic.
+func (ev *evaluator) node(n *graph.Node, in []data) (outs []data, err error) {
+	if err := checkKernelInputs(n, in); err != nil {
+		return nil, err
+	}
+	defer func() {
+		// A kernel indexing out of range on a graph inconsistent with its
+		// own shapes reports it as an error.
+		if p := recover(); p != nil {
+			outs, err = nil, fmt.Errorf("node %q (%s): inconsistent graph: %v", n.Name, n.Op, p)
+		}
+	}()
+	f := make([][]float64, len(in))
+	for i, d := range in {
+		f[i] = d.f
+	}
+	one := func(v []float64) ([]data, error) { return []data{floatData(v)}, nil }
 	switch n.Op {
 	case "Neg", "Abs", "Relu", "Tanh", "Sigmoid", "Exp", "Sqrt":
-		return one(ev.unary(n.Op, in[0]))
-	case "Add", "Sub", "Mul", "Div", "Pow":
-		return one(ev.binary(n, in[0], in[1]))
+		return one(ev.unary(n.Op, f[0]))
+	case "Add", "Sub", "Mul", "Div":
+		if in[0].i != nil {
+			return ev.intArith(n, in)
+		}
+		return one(ev.binary(n, f[0], f[1]))
+	case "Pow":
+		return one(ev.binary(n, f[0], f[1]))
 	case "Max", "Min":
-		return one(ev.variadic(n, in))
+		return one(ev.variadic(n, f))
 	case "Clip":
-		a := n.Attrs.(*graph.Clip)
-		y := make([]float64, len(in[0]))
-		for i, x := range in[0] {
+		a, err := attrs[graph.Clip](n)
+		if err != nil {
+			return nil, err
+		}
+		y := make([]float64, len(f[0]))
+		for i, x := range f[0] {
 			y[i] = math.Min(math.Max(x, a.Min), a.Max)
 			if x != x {
 				y[i] = x
@@ -31,25 +55,89 @@ func (ev *evaluator) node(n *graph.Node, in [][]float64) ([][]float64, error) {
 		}
 		return one(y)
 	case "MatMul":
-		return one(ev.matmul(n.Inputs[0].Shape, n.Inputs[1].Shape, in[0], in[1]))
+		return one(ev.matmul(n.Inputs[0].Shape, n.Inputs[1].Shape, f[0], f[1]))
 	case "Gemm":
-		return one(ev.gemm(n, in))
-	case "Transpose":
-		return one(transpose(n.Inputs[0].Shape, n.Attrs.(*graph.Transpose).Perm, in[0]))
-	case "Reshape", "Flatten":
-		return one(append([]float64(nil), in[0]...))
+		return one(ev.gemm(n, f))
 	case "Cast":
-		return one(ev.cast(n.Inputs[0].DType, n.Attrs.(*graph.Cast), in[0]))
+		return ev.castNode(n, in[0])
 	case "Softmax", "LogSoftmax":
-		return one(ev.softmax(n, in[0]))
+		return one(ev.softmax(n, f[0]))
 	case "LayerNormalization":
-		return ev.layerNorm(n, in), nil
+		var out []data
+		for _, v := range ev.layerNorm(n, f) {
+			out = append(out, floatData(v))
+		}
+		return out, nil
 	case "Gelu":
-		return one(ev.gelu(n.Attrs.(*graph.Gelu).Tanh, in[0]))
+		a, err := attrs[graph.Gelu](n)
+		if err != nil {
+			return nil, err
+		}
+		return one(ev.gelu(a.Tanh, f[0]))
 	case "ReduceMean", "ReduceSum":
-		return one(ev.reduce(n, in[0]))
+		return one(ev.reduce(n, f[0]))
+	case "ReduceMax", "ReduceMin":
+		return ev.reduceExtreme(n, in[0])
+	case "If":
+		return ev.ifNode(n, in)
 	}
-	return nil, fmt.Errorf("node %q (%s): no host kernel (output %q)", n.Name, n.Op, out.Name)
+	if isMove(n.Op) {
+		return ev.move(n, in)
+	}
+	if out, ok, err := ev.logic(n, in); ok {
+		return out, err
+	}
+	if out, ok, err := ev.activation(n, f); ok {
+		return out, err
+	}
+	return nil, fmt.Errorf("node %q (%s): no host kernel (output %q)", n.Name, n.Op, n.Outputs[0].Name)
+}
+
+// attrs returns n.Attrs as *T, or an error naming the node.
+func attrs[T any](n *graph.Node) (*T, error) {
+	a, ok := n.Attrs.(*T)
+	if !ok || a == nil {
+		var want *T
+		return nil, fmt.Errorf("node %q (%s): attributes %T, want %T", n.Name, n.Op, n.Attrs, want)
+	}
+	return a, nil
+}
+
+// checkKernelInputs checks what every kernel relies on: the inputs
+// present where the operator needs them, of one kind (float or integer)
+// per operator family.
+func checkKernelInputs(n *graph.Node, in []data) error {
+	need := 1
+	switch n.Op {
+	case "Add", "Sub", "Mul", "Div", "Pow", "MatMul", "Gemm", "Gather", "LayerNormalization",
+		"Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "And", "Or", "Xor":
+		need = 2
+	case "Where", "Range":
+		need = 3
+	}
+	if len(in) < need {
+		return fmt.Errorf("node %q (%s): %d inputs, want at least %d", n.Name, n.Op, len(in), need)
+	}
+	for i := 0; i < need; i++ {
+		if n.Inputs[i] == nil && !(n.Op == "LayerNormalization" && i > 0) {
+			return fmt.Errorf("node %q (%s): input %d is missing", n.Name, n.Op, i)
+		}
+	}
+	switch n.Op {
+	case "Neg", "Abs", "Relu", "Tanh", "Sigmoid", "Exp", "Sqrt", "Pow", "Max", "Min", "Clip",
+		"MatMul", "Gemm", "Softmax", "LogSoftmax", "LayerNormalization", "Gelu", "ReduceMean", "ReduceSum",
+		"Erf", "Log", "Softplus", "HardSwish", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Sum", "Mean":
+		for i, d := range in {
+			if n.Inputs[i] != nil && d.f == nil {
+				return fmt.Errorf("node %q (%s) input %d: element type %v is not a float type", n.Name, n.Op, i, n.Inputs[i].DType)
+			}
+		}
+	case "Add", "Sub", "Mul", "Div":
+		if (in[0].i == nil) != (in[1].i == nil) {
+			return fmt.Errorf("node %q (%s): element types %v and %v differ", n.Name, n.Op, n.Inputs[0].DType, n.Inputs[1].DType)
+		}
+	}
+	return nil
 }
 
 func (ev *evaluator) unary(op string, x []float64) []float64 {
@@ -128,7 +216,7 @@ func (ev *evaluator) variadic(n *graph.Node, in [][]float64) []float64 {
 }
 
 // transpose permutes x of shape in: output axis i is input axis perm[i].
-func transpose(in []int64, perm []int, x []float64) []float64 {
+func transpose[T any](in []int64, perm []int, x []T) []T {
 	st := graph.Strides(in)
 	out := make([]int64, len(perm))
 	ost := make([]int64, len(perm)) // input stride of each output axis
@@ -136,7 +224,7 @@ func transpose(in []int64, perm []int, x []float64) []float64 {
 		out[i] = in[ax]
 		ost[i] = st[ax]
 	}
-	y := make([]float64, len(x))
+	y := make([]T, len(x))
 	counter := make([]int64, len(out))
 	var src int64
 	for e := range y {
@@ -154,7 +242,8 @@ func transpose(in []int64, perm []int, x []float64) []float64 {
 	return y
 }
 
-func (ev *evaluator) cast(from onnx.DataType, a *graph.Cast, x []float64) []float64 {
+// cast converts float values to a float type (float, float16, FP8).
+func (ev *evaluator) cast(a *graph.Cast, x []float64) []float64 {
 	y := make([]float64, len(x))
 	mode := numfmt.Saturate
 	if !a.Saturate {
