@@ -433,6 +433,9 @@ func (l *lowerer) lowerStep(st *plan.Step) error {
 	case "Softmax", "LogSoftmax", "LayerNormalization", "ReduceMean", "ReduceSum":
 		return l.rows(st, n)
 	}
+	if MoveOps[n.Op] {
+		return l.dataMove(st, n)
+	}
 	if _, ok := unaryOps[n.Op]; ok {
 		return l.unary(st, n)
 	}

@@ -230,6 +230,9 @@ func (b *builder) node(n *graph.Node) error {
 	case "Reshape", "Flatten", "Identity", "Squeeze", "Unsqueeze":
 		return b.view(n)
 	}
+	if lower.MoveOps[n.Op] {
+		return b.move(n)
+	}
 	return b.elementwise(n)
 }
 
@@ -486,5 +489,43 @@ func (b *builder) view(n *graph.Node) error {
 	yt := b.add(y, layout.RowMajor, pad, layout.FromStep, false, pieces)
 	b.home[y.Index] = yt.ID
 	b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: kernel, Inputs: []int{id}, Outputs: []int{yt.ID}})
+	return nil
+}
+
+// move plans a data-movement node (Concat, Split, Slice, Expand, Tile,
+// Gather): its inputs where they are, its outputs on the default layout
+// from the first input's tiles on. A Gather whose indices are computed
+// at run time looks its rows up where the table lies (gatherRows).
+func (b *builder) move(n *graph.Node) error {
+	if n.Op == "Gather" && n.Inputs[1].Const == nil {
+		return b.gatherRows(n)
+	}
+	ins := make([]int, len(n.Inputs))
+	lo := -1
+	for k, v := range n.Inputs {
+		ins[k] = -1
+		if v == nil || n.Op == "Gather" && k == 1 {
+			continue
+		}
+		id, err := b.input(v)
+		if err != nil {
+			return err
+		}
+		ins[k] = id
+		if lo < 0 {
+			lo = b.anchor(v)
+		}
+	}
+	outs := make([]int, len(n.Outputs))
+	for k, v := range n.Outputs {
+		outs[k] = -1
+		if v == nil {
+			continue
+		}
+		t := b.add(v, layout.RowMajor, layout.DefaultPad(lower.DeviceSize(v.DType)), layout.FromStep, false, b.pl.defaultPieces(v, max(lo, 0)))
+		outs[k] = t.ID
+		b.home[v.Index] = t.ID
+	}
+	b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: "move", Inputs: ins, Outputs: outs})
 	return nil
 }
