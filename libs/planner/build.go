@@ -529,3 +529,22 @@ func (b *builder) move(n *graph.Node) error {
 	b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: "move", Inputs: ins, Outputs: outs})
 	return nil
 }
+
+// check checks every tensor's mapping (its pieces partition the
+// value) and names the step that made a faulty one: the planner's own
+// defect, reported as such rather than as a plan the linker refuses.
+func (b *builder) check() error {
+	for _, t := range b.tensors {
+		if err := t.Validate(b.pl.tiles); err != nil {
+			for _, st := range b.steps {
+				for _, id := range append(append([]int(nil), st.Inputs...), st.Outputs...) {
+					if id == t.ID {
+						return fmt.Errorf("internal error: planning step %q (%s) made a tensor of %q that does not hold the value: %v", st.Name, st.Kernel, t.Name, err)
+					}
+				}
+			}
+			return fmt.Errorf("internal error: planned a tensor of %q that does not hold the value: %v", t.Name, err)
+		}
+	}
+	return nil
+}
