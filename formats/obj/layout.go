@@ -5,6 +5,7 @@ package obj
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/bits"
@@ -16,7 +17,42 @@ import (
 // ElemSize is the bytes of one element of the tensor's type (a type a
 // plan may hold: "float" 4, "float16" 2, the float8 types 1, ...), 0 for
 // a type without one here (unknown or sub-byte).
-func (t *Tensor) ElemSize() int { return plan.DTypeSize(t.DType) }
+//
+// The device computes indices in 32 bits: an int64 tensor is held as
+// int32 in its page (4 bytes an element). Scatter narrows its data,
+// refusing a value outside the int32 range with an error naming the
+// tensor; Gather widens it back.
+func (t *Tensor) ElemSize() int {
+	if t.DType == "int64" {
+		return 4
+	}
+	return plan.DTypeSize(t.DType)
+}
+
+// narrow returns int64 data as the int32 the page holds.
+func (t *Tensor) narrow(data []byte) ([]byte, error) {
+	if len(data)%8 != 0 {
+		return nil, layoutErrorf(-1, "%d bytes of int64 data", len(data))
+	}
+	out := make([]byte, len(data)/2)
+	for i := 0; i < len(data)/8; i++ {
+		v := int64(binary.LittleEndian.Uint64(data[8*i:]))
+		if v < math.MinInt32 || v > math.MaxInt32 {
+			return nil, layoutErrorf(-1, "element %d is %d, outside the int32 range the device holds int64 values in", i, v)
+		}
+		binary.LittleEndian.PutUint32(out[4*i:], uint32(int32(v)))
+	}
+	return out, nil
+}
+
+// widen returns the int32 data of an int64 tensor's page as int64.
+func widen(data []byte) []byte {
+	out := make([]byte, 2*len(data))
+	for i := 0; i < len(data)/4; i++ {
+		binary.LittleEndian.PutUint64(out[8*i:], uint64(int64(int32(binary.LittleEndian.Uint32(data[4*i:])))))
+	}
+	return out
+}
 
 // Matrix returns the dimensions of the tensor's matrix view: rows is the
 // product of all axes but the last, cols the last axis; a rank-0 tensor
@@ -338,6 +374,12 @@ func (b *Block) rowAt(r uint32, size int, cols uint64) (page, data, step uint64)
 // host page (the whole page: index 0 is page offset 0): into every block,
 // padding zeroed, or at Offset when there are no blocks.
 func (t *Tensor) Scatter(page, data []byte) error {
+	if t.DType == "int64" {
+		var err error
+		if data, err = t.narrow(data); err != nil {
+			return err
+		}
+	}
 	if len(t.Blocks) == 0 {
 		dst, err := t.flat(page)
 		if err != nil {
@@ -394,6 +436,17 @@ func (t *Tensor) Scatter(page, data []byte) error {
 // host page (the whole page): from its blocks, which must cover every
 // element exactly once, or from Offset when there are no blocks.
 func (t *Tensor) Gather(page []byte) ([]byte, error) {
+	if t.DType == "int64" {
+		out, err := t.gather(page)
+		if err != nil {
+			return nil, err
+		}
+		return widen(out), nil
+	}
+	return t.gather(page)
+}
+
+func (t *Tensor) gather(page []byte) ([]byte, error) {
 	if len(t.Blocks) == 0 {
 		src, err := t.flat(page)
 		if err != nil {

@@ -143,7 +143,7 @@ func TestSpan(t *testing.T) {
 		lo, hi uint64
 	}{
 		{"flat", obj.Tensor{DType: "float", Shape: []int64{3, 5}, Offset: 8}, 8, 68},
-		{"scalar", obj.Tensor{DType: "int64", Offset: 16}, 16, 24},
+		{"scalar", obj.Tensor{DType: "int64", Offset: 16}, 16, 20}, // int64 held as int32
 		{"unknown type", obj.Tensor{DType: "int4", Shape: []int64{8}, Offset: 16}, 16, 16},
 		{"blocks", mixed(), 0, 0x300 + 16*8*2},
 	}
@@ -454,5 +454,32 @@ func TestCoverRandom(t *testing.T) {
 		if !bytes.Equal(got, data) {
 			t.Fatalf("iteration %d: Gather(Scatter(data)) differs", iter)
 		}
+	}
+}
+
+func TestInt64Narrowed(t *testing.T) {
+	tt := obj.Tensor{Name: "ids", DType: "int64", Shape: []int64{3}}
+	page := make([]byte, 16)
+	data := make([]byte, 24)
+	for i, v := range []int64{5, -2, 1 << 31} {
+		for b := 0; b < 8; b++ {
+			data[8*i+b] = byte(uint64(v) >> (8 * b))
+		}
+	}
+	err := tt.Scatter(page, data)
+	if err == nil || !strings.Contains(err.Error(), "element 2 is 2147483648, outside the int32 range") {
+		t.Fatalf("Scatter error %v, want the out-of-range element", err)
+	}
+	data = data[:16]
+	tt.Shape = []int64{2}
+	if err := tt.Scatter(page, data); err != nil {
+		t.Fatal(err)
+	}
+	if got := page[:8]; string(got) != string([]byte{5, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff}) {
+		t.Errorf("page %x, want int32 5, -2", got)
+	}
+	back, err := tt.Gather(page)
+	if err != nil || string(back) != string(data) {
+		t.Errorf("Gather = %x, %v, want %x", back, err, data)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"ipu.local/formats/obj"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
+	"ipu.local/libs/onnx"
 	"ipu.local/libs/prog"
 )
 
@@ -121,6 +122,12 @@ func (l *lowerer) fromConst(t *layout.Tensor) ([]prog.Ref, error) {
 	m := newIndexMap(t, v)
 	raw := m.root.Const.Raw
 	size := t.Size
+	if m.root.DType == onnx.Int64 {
+		var err error
+		if raw, err = narrowInt64(fmt.Sprintf("constant %q", m.root.Name), raw); err != nil {
+			return nil, err
+		}
+	}
 	if len(raw) != int(graph.NumElements(m.root.Shape))*size {
 		return nil, planErr("constant %q: %d bytes of data for %d elements", m.root.Name, len(raw), graph.NumElements(m.root.Shape))
 	}
@@ -159,7 +166,7 @@ func (l *lowerer) inputBlock(v *graph.Value) (uint32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("input %q: %w", v.Name, err)
 	}
-	off, err := l.pageAlloc(in.Page, uint32(rows*cols)*uint32(v.DType.ElemSize()))
+	off, err := l.pageAlloc(in.Page, uint32(rows*cols)*uint32(DeviceSize(v.DType)))
 	if err != nil {
 		return 0, err
 	}

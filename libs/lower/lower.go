@@ -163,7 +163,7 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 func (l *lowerer) readTensors() error {
 	for i, pt := range l.pl.Tensors {
 		v := l.g.Values[pt.Value]
-		size := v.DType.ElemSize()
+		size := DeviceSize(v.DType)
 		if size < 1 {
 			return planErr("tensor %d (%q): element type %s has no size", i, pt.Name, v.DType)
 		}
@@ -432,6 +432,9 @@ func (l *lowerer) lowerStep(st *plan.Step) error {
 		return l.cast(st, n)
 	case "Softmax", "LogSoftmax", "LayerNormalization", "ReduceMean", "ReduceSum":
 		return l.rows(st, n)
+	}
+	if MoveOps[n.Op] {
+		return l.dataMove(st, n)
 	}
 	if _, ok := unaryOps[n.Op]; ok {
 		return l.unary(st, n)

@@ -50,7 +50,7 @@ func (l *lowerer) runMoves(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref,
 				ds = int(ls[j].from.Off) - int(ls[i].from.Off)
 				dd = int(ls[j].to.Off) - int(ls[i].to.Off)
 				for j < len(ls) && ls[j].bytes == ls[i].bytes && ls[j].from.Buf == ls[i].from.Buf && ls[j].to.Buf == ls[i].to.Buf &&
-					int(ls[j].from.Off)-int(ls[j-1].from.Off) == ds && int(ls[j].to.Off)-int(ls[j-1].to.Off) == dd && ds > 0 && dd > 0 && ds%4 == 0 && dd%4 == 0 {
+					int(ls[j].from.Off)-int(ls[j-1].from.Off) == ds && int(ls[j].to.Off)-int(ls[j-1].to.Off) == dd && ds >= 0 && dd > 0 && ds%4 == 0 && dd%4 == 0 {
 					j++
 				}
 			}

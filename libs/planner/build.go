@@ -81,7 +81,7 @@ func (b *builder) add(v *graph.Value, kind layout.Kind, pad int, src layout.Sour
 	if kind != layout.RowMajor {
 		pad = 0
 	}
-	t := &layout.Tensor{ID: len(b.tensors), Value: v.Index, Name: v.Name, Size: v.DType.ElemSize(), Shape: shape,
+	t := &layout.Tensor{ID: len(b.tensors), Value: v.Index, Name: v.Name, Size: lower.DeviceSize(v.DType), Shape: shape,
 		Transposed: transposed, Kind: kind, Pad: pad, Source: src, Pieces: append([]layout.Piece(nil), pieces...)}
 	t.SortPieces()
 	b.tensors = append(b.tensors, t)
@@ -91,7 +91,7 @@ func (b *builder) add(v *graph.Value, kind layout.Kind, pad int, src layout.Sour
 // external returns a host or const tensor of v with the given layout,
 // one per layout.
 func (b *builder) external(v *graph.Value, kind layout.Kind, pad int, transposed bool, pieces []layout.Piece) int {
-	probe := &layout.Tensor{Kind: kind, Pad: pad, Size: v.DType.ElemSize(), Transposed: transposed, Pieces: append([]layout.Piece(nil), pieces...)}
+	probe := &layout.Tensor{Kind: kind, Pad: pad, Size: lower.DeviceSize(v.DType), Transposed: transposed, Pieces: append([]layout.Piece(nil), pieces...)}
 	probe.SortPieces()
 	key := fmt.Sprintf("%d:%s", v.Index, probe.Key())
 	if id, ok := b.cache[key]; ok {
@@ -118,7 +118,7 @@ func (b *builder) need(v *graph.Value, pieces []layout.Piece, pad int) (int, err
 	if samePieces(b.tensors[h].Pieces, probe.Pieces) {
 		return h, nil
 	}
-	probe.Kind, probe.Pad, probe.Size = layout.RowMajor, pad, v.DType.ElemSize()
+	probe.Kind, probe.Pad, probe.Size = layout.RowMajor, pad, lower.DeviceSize(v.DType)
 	key := fmt.Sprintf("%d:%s", v.Index, probe.Key())
 	if id, ok := b.cache[key]; ok {
 		return id, nil
@@ -150,7 +150,7 @@ func (b *builder) input(v *graph.Value) (int, error) {
 	if sourceOf(v) == layout.FromStep {
 		return 0, fmt.Errorf("value %q is read before a step writes it", v.Name)
 	}
-	return b.external(v, layout.RowMajor, layout.DefaultPad(v.DType.ElemSize()), false, b.pl.defaultPieces(v, 0)), nil
+	return b.external(v, layout.RowMajor, layout.DefaultPad(lower.DeviceSize(v.DType)), false, b.pl.defaultPieces(v, 0)), nil
 }
 
 // anchor is the first tile of v's home tensor (0 when it has none): where
@@ -230,6 +230,9 @@ func (b *builder) node(n *graph.Node) error {
 	case "Reshape", "Flatten", "Identity", "Squeeze", "Unsqueeze":
 		return b.view(n)
 	}
+	if lower.MoveOps[n.Op] {
+		return b.move(n)
+	}
 	return b.elementwise(n)
 }
 
@@ -250,7 +253,7 @@ func padFor(pad, size int) int {
 func (b *builder) elementwise(n *graph.Node) error {
 	out := n.Outputs[0]
 	var pieces []layout.Piece
-	pad := layout.DefaultPad(out.DType.ElemSize())
+	pad := layout.DefaultPad(lower.DeviceSize(out.DType))
 	for _, v := range n.Inputs {
 		if v == nil || !sameShape(v.Shape, out.Shape) {
 			continue
@@ -258,7 +261,7 @@ func (b *builder) elementwise(n *graph.Node) error {
 		if h, ok := b.home[v.Index]; ok {
 			t := b.tensors[h]
 			pieces = t.Pieces
-			pad = padFor(t.Pad, out.DType.ElemSize())
+			pad = padFor(t.Pad, lower.DeviceSize(out.DType))
 			break
 		}
 	}
@@ -285,7 +288,7 @@ func (b *builder) elementwise(n *graph.Node) error {
 			continue // an immediate
 		}
 		want := projected(y.Pieces, shapeOf(v), y.Shape)
-		ipad := layout.DefaultPad(v.DType.ElemSize())
+		ipad := layout.DefaultPad(lower.DeviceSize(v.DType))
 		if h, ok := b.home[v.Index]; ok {
 			ipad = b.tensors[h].Pad
 		}
@@ -394,7 +397,7 @@ func (b *builder) rows(n *graph.Node) error {
 		xt = b.tensors[h]
 	} else {
 		pieces := b.pl.rowPieces(x, axis, b.anchor(x))
-		pad := layout.DefaultPad(x.DType.ElemSize())
+		pad := layout.DefaultPad(lower.DeviceSize(x.DType))
 		if axis < r-1 {
 			pad = 1
 		}
@@ -416,7 +419,7 @@ func (b *builder) rows(n *graph.Node) error {
 		for _, t := range xt.Tiles() {
 			pieces = append(pieces, layout.Piece{Tile: t, Box: layout.Full(shapeOf(v))})
 		}
-		id, err := b.need(v, pieces, layout.DefaultPad(v.DType.ElemSize()))
+		id, err := b.need(v, pieces, layout.DefaultPad(lower.DeviceSize(v.DType)))
 		if err != nil {
 			return err
 		}
@@ -459,7 +462,7 @@ func (b *builder) transpose(n *graph.Node) error {
 		return err
 	}
 	perm := n.Attrs.(*graph.Transpose).Perm
-	yt := b.add(y, layout.RowMajor, layout.DefaultPad(y.DType.ElemSize()), layout.FromStep, false, layout.Permuted(b.tensors[id].Pieces, perm))
+	yt := b.add(y, layout.RowMajor, layout.DefaultPad(lower.DeviceSize(y.DType)), layout.FromStep, false, layout.Permuted(b.tensors[id].Pieces, perm))
 	b.home[y.Index] = yt.ID
 	b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: "transpose", Inputs: []int{id}, Outputs: []int{yt.ID}})
 	return nil
@@ -478,7 +481,7 @@ func (b *builder) view(n *graph.Node) error {
 	pad := xt.Pad
 	pieces, ok := layout.Reshaped(xt, shapeOf(y), pad)
 	if !ok {
-		pad = layout.DefaultPad(y.DType.ElemSize())
+		pad = layout.DefaultPad(lower.DeviceSize(y.DType))
 		if pieces, ok = layout.Reshaped(xt, shapeOf(y), pad); !ok {
 			pieces, kernel = b.pl.defaultPieces(y, b.anchor(x)), "reshape"
 		}
@@ -486,5 +489,62 @@ func (b *builder) view(n *graph.Node) error {
 	yt := b.add(y, layout.RowMajor, pad, layout.FromStep, false, pieces)
 	b.home[y.Index] = yt.ID
 	b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: kernel, Inputs: []int{id}, Outputs: []int{yt.ID}})
+	return nil
+}
+
+// move plans a data-movement node (Concat, Split, Slice, Expand, Tile,
+// Gather): its inputs where they are, its outputs on the default layout
+// from the first input's tiles on. A Gather whose indices are computed
+// at run time looks its rows up where the table lies (gatherRows).
+func (b *builder) move(n *graph.Node) error {
+	if n.Op == "Gather" && n.Inputs[1].Const == nil {
+		return b.gatherRows(n)
+	}
+	ins := make([]int, len(n.Inputs))
+	lo := -1
+	for k, v := range n.Inputs {
+		ins[k] = -1
+		if v == nil || n.Op == "Gather" && k == 1 {
+			continue
+		}
+		id, err := b.input(v)
+		if err != nil {
+			return err
+		}
+		ins[k] = id
+		if lo < 0 {
+			lo = b.anchor(v)
+		}
+	}
+	outs := make([]int, len(n.Outputs))
+	for k, v := range n.Outputs {
+		outs[k] = -1
+		if v == nil {
+			continue
+		}
+		t := b.add(v, layout.RowMajor, layout.DefaultPad(lower.DeviceSize(v.DType)), layout.FromStep, false, b.pl.defaultPieces(v, max(lo, 0)))
+		outs[k] = t.ID
+		b.home[v.Index] = t.ID
+	}
+	b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: "move", Inputs: ins, Outputs: outs})
+	return nil
+}
+
+// check checks every tensor's mapping (its pieces partition the
+// value) and names the step that made a faulty one: the planner's own
+// defect, reported as such rather than as a plan the linker refuses.
+func (b *builder) check() error {
+	for _, t := range b.tensors {
+		if err := t.Validate(b.pl.tiles); err != nil {
+			for _, st := range b.steps {
+				for _, id := range append(append([]int(nil), st.Inputs...), st.Outputs...) {
+					if id == t.ID {
+						return fmt.Errorf("internal error: planning step %q (%s) made a tensor of %q that does not hold the value: %v", st.Name, st.Kernel, t.Name, err)
+					}
+				}
+			}
+			return fmt.Errorf("internal error: planned a tensor of %q that does not hold the value: %v", t.Name, err)
+		}
+	}
 	return nil
 }

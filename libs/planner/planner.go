@@ -170,6 +170,12 @@ func (pl *planner) eval(pt point) (*result, error) {
 	r := &result{b: b}
 	pr, err := lower.LowerWith(b.plan(pl, point(pt)), pl.g, pl.p, lower.Options{NoData: true, Cache: pl.steps})
 	if err != nil {
+		var pe *lower.PlanError
+		if errors.As(err, &pe) {
+			if verr := b.check(); verr != nil {
+				return nil, verr
+			}
+		}
 		return nil, err
 	}
 	if err := fits(pl.p, pl.tiles, pr); err != nil {

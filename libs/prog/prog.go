@@ -85,7 +85,7 @@ type Kernel struct {
 	What string
 	// Params is one of *codegen.MatMul, *codegen.MatMulF32, *codegen.Cast,
 	// *codegen.Binary, *codegen.Unary, *codegen.Rows, *codegen.Pack,
-	// *codegen.Copy, *codegen.Gather.
+	// *codegen.Copy, *codegen.Gather, *codegen.RowGather.
 	Params any
 	Fixes  []Fix
 	cost   *codegen.Cost
@@ -116,7 +116,7 @@ func (k *Kernel) costKey() any {
 	for i, f := range k.Fixes {
 		saved[i] = *f.Field
 		switch k.Params.(type) {
-		case *codegen.Copy, *codegen.Gather:
+		case *codegen.Copy, *codegen.Gather, *codegen.RowGather:
 			*f.Field = 0x80000 + *f.Field%16
 		default:
 			*f.Field = 0x80000 // not 0: a kernel may skip an absent array (0)
@@ -163,6 +163,8 @@ func (k *Kernel) Cost() (codegen.Cost, error) {
 	case *codegen.Copy:
 		c, err = p.Cost()
 	case *codegen.Gather:
+		c, err = p.Cost()
+	case *codegen.RowGather:
 		c, err = p.Cost()
 	default:
 		return codegen.Cost{}, fmt.Errorf("%s: unknown kernel parameters %T", k.What, k.Params)
@@ -222,6 +224,8 @@ func (k *Kernel) Emit(b *codegen.Builder) (codegen.Kernel, error) {
 		kk, err = codegen.EmitCopy(b, *p)
 	case *codegen.Gather:
 		kk, err = codegen.EmitGather(b, *p)
+	case *codegen.RowGather:
+		kk, err = codegen.EmitRowGather(b, *p)
 	default:
 		return codegen.Kernel{}, fmt.Errorf("%s: unknown kernel parameters %T", k.What, k.Params)
 	}
@@ -254,6 +258,8 @@ func (k *Kernel) Key() any {
 	case *codegen.Copy:
 		return *p
 	case *codegen.Gather:
+		return *p
+	case *codegen.RowGather:
 		return *p
 	}
 	return k
