@@ -43,7 +43,8 @@ type UnaryOp uint8
 // one FP32 rounding to nearest even, every named function is the FP32
 // instruction of that name (the exact float64 function of the FP32
 // argument, rounded once to FP32), and a NaN result is the canonical NaN
-// 0x7fc00000 (except Neg and Abs, which only touch the sign bit).
+// 0x7fc00000 (except Neg and Abs, which only touch the sign bit, and
+// LeakyRelu, which passes a NaN x through).
 //
 // FP16 (Type F16): x converts exactly to FP32 (f16v2tof32: a NaN keeps
 // its sign and payload, made quiet), y is computed as above and rounded
@@ -55,21 +56,30 @@ type UnaryOp uint8
 // monotone, so RN16(min(max(x, Min), Max)) = min(max(x, RN16(Min)),
 // RN16(Max)) for an FP16 x, signed zeros and NaNs (0x7e00) included.
 const (
-	Neg      UnaryOp = iota // y = -x (sign flip)
-	Abs                     // y = |x| (sign cleared)
-	Relu                    // y = max(x, +0): relu(-0) = +0, NaN stays NaN
-	Exp                     // y = exp(x)
-	Sqrt                    // y = sqrt(x)
-	Tanh                    // y = tanh(x)
-	Sigmoid                 // e = exp(-x); s = RN32(e + 1); y = rcp(s) (= RN32(1/s))
-	GeluErf                 // t = erf(RN32(x * c)), c = RN32(1/sqrt 2); u = RN32(t + 1); h = RN32(x * 0.5); y = RN32(h * u)
-	GeluTanh                // q = RN32(RN32(x*x) * x); v = RN32(x + RN32(q * c1)); t = tanh(RN32(v * c0)); y = RN32(RN32(x*0.5) * RN32(t + 1)), c0 = RN32(sqrt(2/pi)), c1 = RN32(0.044715)
-	PowConst                // y = pow(x, Exponent) (FP32 pow; Exponent 2: y = RN32(x*x), the same value)
-	Clip                    // y = min(max(x, Min), Max) with f32max and f32min (NaN if x is NaN)
+	Neg         UnaryOp = iota // y = -x (sign flip)
+	Abs                        // y = |x| (sign cleared)
+	Relu                       // y = max(x, +0): relu(-0) = +0, NaN stays NaN
+	Exp                        // y = exp(x)
+	Sqrt                       // y = sqrt(x)
+	Tanh                       // y = tanh(x)
+	Sigmoid                    // e = exp(-x); s = RN32(e + 1); y = rcp(s) (= RN32(1/s))
+	GeluErf                    // t = erf(RN32(x * c)), c = RN32(1/sqrt 2); u = RN32(t + 1); h = RN32(x * 0.5); y = RN32(h * u)
+	GeluTanh                   // q = RN32(RN32(x*x) * x); v = RN32(x + RN32(q * c1)); t = tanh(RN32(v * c0)); y = RN32(RN32(x*0.5) * RN32(t + 1)), c0 = RN32(sqrt(2/pi)), c1 = RN32(0.044715)
+	PowConst                   // y = pow(x, Exponent) (FP32 pow; Exponent 2: y = RN32(x*x), the same value)
+	Clip                       // y = min(max(x, Min), Max) with f32max and f32min (NaN if x is NaN)
+	Log                        // y = log(x) (f32log)
+	Erf                        // y = erf(x) (f32erf)
+	Softplus                   // a = |x|; e = exp(-a); l = log(RN32(e + 1)); y = RN32(max(x, +0) + l)
+	LeakyRelu                  // p = RN32(x * Alpha); y = p if x < 0, else x (bits: -0 and a NaN pass through)
+	Elu                        // e = exp(x); p = RN32(Alpha * RN32(e - 1)); y = x if 0 < x, else p
+	Selu                       // e = exp(x); p = RN32(RN32(e * Alpha) - Alpha); y = RN32(Gamma * (x if 0 < x, else p))
+	HardSigmoid                // t = RN32(RN32(x * Alpha) + Beta); y = max(min(t, 1), +0) (f32min, f32max)
+	HardSwish                  // t = RN32(RN32(x * c) + 0.5), c = RN32(1/6); h = max(min(t, 1), +0); y = RN32(x * h)
 	numUnary
 )
 
-var unaryNames = [numUnary]string{"neg", "abs", "relu", "exp", "sqrt", "tanh", "sigmoid", "gelu-erf", "gelu-tanh", "pow", "clip"}
+var unaryNames = [numUnary]string{"neg", "abs", "relu", "exp", "sqrt", "tanh", "sigmoid", "gelu-erf", "gelu-tanh", "pow", "clip",
+	"log", "erf", "softplus", "leaky-relu", "elu", "selu", "hard-sigmoid", "hard-swish"}
 
 func (op UnaryOp) String() string {
 	if op < numUnary {
@@ -100,7 +110,10 @@ type Unary struct {
 	X, Y     uint32
 	Exponent float32 // PowConst
 	Min, Max float32 // Clip
-	Workers  int
+	// Alpha, Beta, Gamma: LeakyRelu (Alpha), Elu (Alpha), Selu (Alpha,
+	// Gamma), HardSigmoid (Alpha, Beta).
+	Alpha, Beta, Gamma float32
+	Workers            int
 
 	Type             ElemType
 	R                int // rows (0, 1: one)
@@ -121,6 +134,7 @@ var (
 	geluErfC  = float32(1 / math.Sqrt2)
 	geluTanh0 = float32(math.Sqrt(2 / math.Pi))
 	geluTanh1 = float32(0.044715)
+	sixth     = float32(1.0 / 6)
 )
 
 // f16Pair loads the FP16 value h into the four lanes of the pair d.
@@ -181,6 +195,30 @@ func (p Unary) setup(b *Builder) {
 	case Clip:
 		pairConst(b, ewK0, p.Min)
 		pairConst(b, ewK1, p.Max)
+	case Softplus:
+		b.LoadA(ewZero, 0)
+		pairConst(b, ewK0, 1)
+	case LeakyRelu:
+		b.LoadA(ewZero, 0)
+		pairConst(b, ewK0, p.Alpha)
+	case Elu:
+		b.LoadA(ewZero, 0)
+		pairConst(b, ewK0, 1)
+		pairConst(b, ewK1, p.Alpha)
+	case Selu:
+		b.LoadA(ewZero, 0)
+		pairConst(b, ewK0, p.Alpha)
+		pairConst(b, ewK1, p.Gamma)
+	case HardSigmoid:
+		b.LoadA(ewZero, 0)
+		pairConst(b, ewK0, p.Alpha)
+		pairConst(b, ewK1, p.Beta)
+		pairConst(b, ewK2, 1)
+	case HardSwish:
+		b.LoadA(ewZero, 0)
+		pairConst(b, ewK0, sixth)
+		pairConst(b, ewK1, 0.5)
+		pairConst(b, ewK2, 1)
 	}
 }
 
@@ -231,6 +269,47 @@ func (p Unary) compute(b *Builder, single bool) {
 	case Clip:
 		l.v(isa.V2MAX, A0, A0, ewK0)
 		l.v(isa.V2MIN, A0, A0, ewK1)
+	case Log:
+		l.each(isa.FLOG, A0, A0, 0, 0)
+	case Erf:
+		l.each(isa.FERF, A0, A0, 0, 0)
+	case Softplus:
+		l.v1(isa.V2ABS, A2, A0)
+		l.v1(isa.V2NEG, A2, A2)
+		l.v1(isa.V2EXP, A2, A2)
+		l.v(isa.V2ADD, A2, A2, ewK0)
+		l.each(isa.FLOG, A2, A2, 0, 0)
+		l.v(isa.V2MAX, A0, A0, ewZero)
+		l.v(isa.V2ADD, A0, A0, A2)
+	case LeakyRelu:
+		// The mask goes to $a12:13 (no constant there).
+		l.v(isa.V2MUL, A2, A0, ewK0)
+		b.F(isa.V2CMPLT, ewK2, A0, ewZero)
+		l.sel(A0, ewK2, A2, A0)
+	case Elu:
+		l.v1(isa.V2EXP, A2, A0)
+		l.v(isa.V2SUB, A2, A2, ewK0)
+		l.v(isa.V2MUL, A2, A2, ewK1)
+		b.F(isa.V2CMPLT, ewK2, ewZero, A0)
+		l.sel(A0, ewK2, A0, A2)
+	case Selu:
+		l.v1(isa.V2EXP, A2, A0)
+		l.v(isa.V2MUL, A2, A2, ewK0)
+		l.v(isa.V2SUB, A2, A2, ewK0)
+		b.F(isa.V2CMPLT, ewK2, ewZero, A0)
+		l.sel(A0, ewK2, A0, A2)
+		l.v(isa.V2MUL, A0, A0, ewK1)
+	case HardSigmoid:
+		l.v(isa.V2MUL, A0, A0, ewK0)
+		l.v(isa.V2ADD, A0, A0, ewK1)
+		l.v(isa.V2MIN, A0, A0, ewK2)
+		l.v(isa.V2MAX, A0, A0, ewZero)
+	case HardSwish:
+		l.v(isa.V2MUL, A2, A0, ewK0)
+		l.v(isa.V2ADD, A2, A2, ewK1)
+		l.v(isa.V2MIN, A2, A2, ewK2)
+		l.v(isa.V2MAX, A2, A2, ewZero)
+		l.v(isa.V2MUL, A0, A0, A2)
 	}
 }
 
@@ -331,6 +410,13 @@ func f16Store(b *Builder, d AReg, rem int) {
 //	pow         10         22          ConstLen(e)
 //	pow (e=2)    3          8          0
 //	clip         4          4          ConstLen(Min)+ConstLen(Max)+2
+//	log, erf     6         14          0
+//	softplus    15         32          4
+//	leaky-relu   5         12          2+ConstLen(Alpha)
+//	elu         10         22          5+ConstLen(Alpha)
+//	selu        11         24          3+ConstLen(Alpha)+ConstLen(Gamma)
+//	hard-sigm.   6         14          6+ConstLen(Alpha)+ConstLen(Beta)
+//	hard-swish   7         16          10
 //
 // (ConstLen of the constants' FP32 bits, 1 below 2^20, else 2; FP16 clip:
 // of the FP16 pair h | h<<16.) The FP32 tail is the body on one element,

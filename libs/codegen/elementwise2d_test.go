@@ -160,6 +160,12 @@ func unaryCases() []Unary {
 			ps = append(ps, Unary{Op: op, Exponent: 1.7}, Unary{Op: op, Exponent: 2})
 		case Clip:
 			ps = append(ps, Unary{Op: op, Min: -1.5, Max: 2.25}, Unary{Op: op, Min: -1e-9, Max: 0.1})
+		case LeakyRelu, Elu:
+			ps = append(ps, Unary{Op: op, Alpha: 0.01}, Unary{Op: op, Alpha: 1.5})
+		case Selu:
+			ps = append(ps, Unary{Op: op, Alpha: 1.6732632, Gamma: 1.050701})
+		case HardSigmoid:
+			ps = append(ps, Unary{Op: op, Alpha: 0.2, Beta: 0.5}, Unary{Op: op, Alpha: -3, Beta: 0.25})
 		default:
 			ps = append(ps, Unary{Op: op})
 		}
@@ -173,6 +179,8 @@ func unaryName(p Unary) string {
 		return fmt.Sprintf("pow%g", p.Exponent)
 	case Clip:
 		return fmt.Sprintf("clip%g,%g", p.Min, p.Max)
+	case LeakyRelu, Elu, Selu, HardSigmoid:
+		return fmt.Sprintf("%s%g,%g,%g", p.Op, p.Alpha, p.Beta, p.Gamma)
 	}
 	return p.Op.String()
 }
@@ -672,6 +680,10 @@ func TestStreamFormulaF16(t *testing.T) {
 		{Unary{Op: Sigmoid}, 26, 3}, {Unary{Op: GeluErf}, 22, 9}, {Unary{Op: GeluTanh}, 30, 12},
 		{Unary{Op: PowConst, Exponent: 1.5}, 22, 2}, {Unary{Op: PowConst, Exponent: 2}, 8, 0},
 		{Unary{Op: Clip, Min: 0, Max: 6}, 4, 1 + 1 + 2 + 1}, // pairs 0 and 0x46004600
+		{Unary{Op: Log}, 14, 0}, {Unary{Op: Erf}, 14, 0}, {Unary{Op: Softplus}, 32, 4},
+		{Unary{Op: LeakyRelu, Alpha: 0.01}, 12, 2 + 2}, {Unary{Op: Elu, Alpha: 1}, 22, 5 + 2},
+		{Unary{Op: Selu, Alpha: 1.67, Gamma: 1.05}, 24, 3 + 2 + 2}, {Unary{Op: HardSigmoid, Alpha: 0.2, Beta: 0}, 14, 6 + 2 + 1},
+		{Unary{Op: HardSwish}, 16, 10},
 	}
 	for _, c := range unary {
 		t.Run(c.p.Op.String(), func(t *testing.T) {

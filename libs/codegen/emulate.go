@@ -134,6 +134,34 @@ func EmulateUnary(p Unary, x float32) float32 {
 		return ipow(x, p.Exponent)
 	case Clip:
 		return imin(imax(x, p.Min), p.Max)
+	case Log:
+		return ilog(x)
+	case Erf:
+		return ierf(x)
+	case Softplus:
+		e := iexp(ineg(iabs(x)))
+		return iadd(imax(x, 0), ilog(iadd(e, 1)))
+	case LeakyRelu:
+		if x < 0 {
+			return imul(x, p.Alpha)
+		}
+		return x
+	case Elu:
+		if 0 < x {
+			return x
+		}
+		return imul(isub(iexp(x), 1), p.Alpha)
+	case Selu:
+		v := isub(imul(iexp(x), p.Alpha), p.Alpha)
+		if 0 < x {
+			v = x
+		}
+		return imul(v, p.Gamma)
+	case HardSigmoid:
+		return imax(imin(iadd(imul(x, p.Alpha), p.Beta), 1), 0)
+	case HardSwish:
+		h := imax(imin(iadd(imul(x, sixth), 0.5), 1), 0)
+		return imul(x, h)
 	}
 	return fb(canonNaN)
 }

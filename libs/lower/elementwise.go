@@ -26,6 +26,8 @@ import (
 var unaryOps = map[string]codegen.UnaryOp{
 	"Neg": codegen.Neg, "Abs": codegen.Abs, "Relu": codegen.Relu, "Tanh": codegen.Tanh,
 	"Sigmoid": codegen.Sigmoid, "Exp": codegen.Exp, "Sqrt": codegen.Sqrt, "Clip": codegen.Clip, "Gelu": codegen.GeluErf,
+	"Log": codegen.Log, "Erf": codegen.Erf, "Softplus": codegen.Softplus, "LeakyRelu": codegen.LeakyRelu,
+	"Elu": codegen.Elu, "Selu": codegen.Selu, "HardSigmoid": codegen.HardSigmoid, "HardSwish": codegen.HardSwish,
 }
 
 var binaryOps = map[string]codegen.BinaryOp{
@@ -43,6 +45,12 @@ var unaryRoundings = map[codegen.UnaryOp]int64{
 	codegen.Neg: 0, codegen.Abs: 0, codegen.Relu: 0, codegen.Clip: 0,
 	codegen.Exp: 2, codegen.Sqrt: 1, codegen.Tanh: 2, codegen.Sigmoid: 4,
 	codegen.GeluErf: 6, codegen.GeluTanh: 10,
+	// log, erf: one transcendental. Softplus: exp, +1, log, + (6);
+	// LeakyRelu: x*alpha; Elu: exp, -1, *alpha (4); Selu: exp, *alpha,
+	// -alpha, *gamma (5); HardSigmoid: *alpha, +beta; HardSwish: the
+	// constant 1/6, *c, +0.5, x*h (4).
+	codegen.Log: 2, codegen.Erf: 2, codegen.Softplus: 6, codegen.LeakyRelu: 1,
+	codegen.Elu: 4, codegen.Selu: 5, codegen.HardSigmoid: 2, codegen.HardSwish: 4,
 }
 
 // operand is one array of an elementwise launch: a piece's storage, or
@@ -454,6 +462,14 @@ func (l *lowerer) unary(st *plan.Step, n *graph.Node) error {
 		if a.Tanh {
 			p.Op = codegen.GeluTanh
 		}
+	case *graph.LeakyRelu:
+		p.Alpha = a.Alpha
+	case *graph.Elu:
+		p.Alpha = a.Alpha
+	case *graph.Selu:
+		p.Alpha, p.Gamma = a.Alpha, a.Gamma
+	case *graph.HardSigmoid:
+		p.Alpha, p.Beta = a.Alpha, a.Beta
 	case *graph.Clip:
 		p.Min, p.Max = float32(a.Min), float32(a.Max)
 		if typ == codegen.F16 {
