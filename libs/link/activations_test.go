@@ -104,3 +104,98 @@ func TestActivations(t *testing.T) {
 }
 
 func y(i int) string { return fmt.Sprint("y", i) }
+
+// bcastIndex returns the flat index into an input of shape in of the
+// output element at flat index i of shape out (numpy broadcasting).
+func bcastIndex(i int, in, out []int64) int {
+	idx, stride := 0, 1
+	for d := len(out) - 1; d >= 0; d-- {
+		c := i % int(out[d])
+		i /= int(out[d])
+		k := d - (len(out) - len(in))
+		if k < 0 {
+			continue
+		}
+		if in[k] != 1 {
+			idx += c * stride
+		}
+		stride *= int(in[k])
+	}
+	return idx
+}
+
+// TestVariadic links Sum and Mean of four broadcast inputs (and of one)
+// at float and float16 and checks them bit for bit against the chain the
+// lowering documents: ((a + b) + c) + d, then (Mean) the quotient by 4.
+func TestVariadic(t *testing.T) {
+	shapes := [][]int64{{2, 3, 5}, {5}, {3, 1}, {2, 1, 5}}
+	out := []int64{2, 3, 5}
+	for _, typ := range []onnx.DataType{onnx.Float, onnx.Float16} {
+		b := onnx.NewModel(13)
+		names := []string{"a", "b", "c", "d"}
+		for i, n := range names {
+			b.AddInput(n, typ, shapes[i])
+		}
+		b.AddNode("Sum", "sum", names, []string{"s"})
+		b.AddNode("Mean", "mean", names, []string{"m"})
+		b.AddNode("Mean", "mean1", []string{"a"}, []string{"m1"})
+		b.AddOutput("s", typ, out)
+		b.AddOutput("m", typ, out)
+		b.AddOutput("m1", typ, out)
+		data := b.Marshal()
+		for _, tiles := range []int{1, 3, 64} {
+			t.Run(fmt.Sprintf("%s@%d", typ, tiles), func(t *testing.T) {
+				o, st, g, err := planLink(t, data, tiles)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ins := hostref.GenerateInputs(g, 3)
+				raw := make([][]byte, len(ins))
+				for i, in := range ins {
+					raw[i] = in.Raw
+				}
+				outs, res := runObject(t, o, raw)
+				es := 4
+				if typ == onnx.Float16 {
+					es = 2
+				}
+				get := func(k, j int) uint32 {
+					if es == 2 {
+						return uint32(binary.LittleEndian.Uint16(raw[k][2*j:]))
+					}
+					return binary.LittleEndian.Uint32(raw[k][4*j:])
+				}
+				add := func(a, b uint32) uint32 {
+					if es == 2 {
+						return uint32(codegen.EmulateBinaryF16(codegen.Add, uint16(a), uint16(b)))
+					}
+					return math.Float32bits(codegen.EmulateBinary(codegen.Add, math.Float32frombits(a), math.Float32frombits(b)))
+				}
+				div4 := func(a uint32) uint32 {
+					if es == 2 {
+						return uint32(codegen.EmulateBinaryF16(codegen.Div, uint16(a), 0x4400))
+					}
+					return math.Float32bits(codegen.EmulateBinary(codegen.Div, math.Float32frombits(a), 4))
+				}
+				for j := 0; j < 30; j++ {
+					s := get(0, j)
+					for k := 1; k < 4; k++ {
+						s = add(s, get(k, bcastIndex(j, shapes[k], out)))
+					}
+					for oi, want := range []uint32{s, div4(s), get(0, j)} {
+						var have uint32
+						if es == 2 {
+							have = uint32(binary.LittleEndian.Uint16(outs[oi][2*j:]))
+						} else {
+							have = binary.LittleEndian.Uint32(outs[oi][4*j:])
+						}
+						if have != want {
+							t.Errorf("output %d element %d: got %#x, want %#x", oi, j, have, want)
+						}
+					}
+				}
+				checkCyclesOnly(t, st, res)
+			})
+		}
+	}
+}

@@ -32,7 +32,7 @@ var unaryOps = map[string]codegen.UnaryOp{
 
 var binaryOps = map[string]codegen.BinaryOp{
 	"Add": codegen.Add, "Sub": codegen.Sub, "Mul": codegen.Mul, "Div": codegen.Div,
-	"Pow": codegen.Pow, "Max": codegen.Max, "Min": codegen.Min, "Sum": codegen.Add,
+	"Pow": codegen.Pow, "Max": codegen.Max, "Min": codegen.Min, "Sum": codegen.Add, "Mean": codegen.Add,
 }
 
 // unaryRoundings is the FP32 roundings of each unary kernel (codegen's
@@ -525,7 +525,7 @@ func (l *lowerer) binary(st *plan.Step, n *graph.Node) error {
 	}
 	y := outs[0]
 	if len(ins) == 1 {
-		// A Sum, Max or Min of one input is a copy of it.
+		// A Sum, Mean, Max or Min of one input is a copy of it.
 		if ins[0] == nil {
 			return l.stepErr("input 0 has no tensor")
 		}
@@ -547,7 +547,36 @@ func (l *lowerer) binary(st *plan.Step, n *graph.Node) error {
 	if typ == codegen.F16 && op != codegen.Max && op != codegen.Min {
 		acc += F16Rounding * int64(max(len(ins)-1, 1))
 	}
+	if n.Op == "Mean" {
+		// The sum divided by the input count in place: one more
+		// rounding (FP16: to FP16 from the FP32 quotient).
+		if err := l.scaleDown(n, y, typ, len(ins)); err != nil {
+			return err
+		}
+		acc++
+		if typ == codegen.F16 {
+			acc += F16Rounding
+		}
+	}
 	l.acc[n.Outputs[0].Index] = acc
+	return nil
+}
+
+// scaleDown divides the output y of a Mean by the count of its inputs,
+// in place (codegen's Div: the correctly rounded quotient).
+func (l *lowerer) scaleDown(n *graph.Node, y *layout.Tensor, typ codegen.ElemType, count int) error {
+	yRefs := l.refs[y.ID]
+	if len(yRefs) != len(y.Pieces) {
+		return l.stepErr("output tensor %d (%q) is not written", y.ID, y.Name)
+	}
+	k := operand{konst: true, value: float32(count)}
+	for i, pc := range y.Pieces {
+		yg := y.Geometry(i)
+		ops := []operand{{geo: yg, ref: yRefs[i], shape: y.Shape}, k}
+		if err := l.elementwiseLaunches(n.Name, l.cur, pc.Tile, binaryKernel(codegen.Div, typ), yg, yRefs[i], y.Shape, ops); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
