@@ -16,7 +16,34 @@ import (
 // ElemSize is the bytes of one element of the tensor's type (a type a
 // plan may hold: "float" 4, "float16" 2, the float8 types 1, ...), 0 for
 // a type without one here (unknown or sub-byte).
-func (t *Tensor) ElemSize() int { return plan.DTypeSize(t.DType) }
+//
+// A "bool" tensor is 4 bytes an element here, FP32 words 0.0 and 1.0
+// (plan.DeviceDTypeSize); Scatter and Gather take and give its raw data,
+// one byte an element, and convert.
+func (t *Tensor) ElemSize() int { return plan.DeviceDTypeSize(t.DType) }
+
+// boolWords returns raw bool bytes as the device's FP32 words.
+func boolWords(raw []byte) []byte {
+	out := make([]byte, 4*len(raw))
+	for i, b := range raw {
+		if b != 0 {
+			out[4*i+2], out[4*i+3] = 0x80, 0x3f // 1.0f little-endian
+		}
+	}
+	return out
+}
+
+// boolBytes returns the device's words as raw bool bytes (1 for a
+// non-zero word).
+func boolBytes(words []byte) []byte {
+	out := make([]byte, len(words)/4)
+	for i := range out {
+		if words[4*i]|words[4*i+1]|words[4*i+2]|words[4*i+3] != 0 {
+			out[i] = 1
+		}
+	}
+	return out
+}
 
 // Matrix returns the dimensions of the tensor's matrix view: rows is the
 // product of all axes but the last, cols the last axis; a rank-0 tensor
@@ -338,6 +365,9 @@ func (b *Block) rowAt(r uint32, size int, cols uint64) (page, data, step uint64)
 // host page (the whole page: index 0 is page offset 0): into every block,
 // padding zeroed, or at Offset when there are no blocks.
 func (t *Tensor) Scatter(page, data []byte) error {
+	if t.DType == "bool" {
+		data = boolWords(data)
+	}
 	if len(t.Blocks) == 0 {
 		dst, err := t.flat(page)
 		if err != nil {
@@ -394,6 +424,17 @@ func (t *Tensor) Scatter(page, data []byte) error {
 // host page (the whole page): from its blocks, which must cover every
 // element exactly once, or from Offset when there are no blocks.
 func (t *Tensor) Gather(page []byte) ([]byte, error) {
+	if t.DType == "bool" {
+		w, err := t.gather(page)
+		if err != nil {
+			return nil, err
+		}
+		return boolBytes(w), nil
+	}
+	return t.gather(page)
+}
+
+func (t *Tensor) gather(page []byte) ([]byte, error) {
 	if len(t.Blocks) == 0 {
 		src, err := t.flat(page)
 		if err != nil {

@@ -223,7 +223,7 @@ func (s *Session) WriteInput(name string, raw []byte) error {
 	if !ok {
 		return fmt.Errorf("package has no input %q", name)
 	}
-	if len(t.Blocks) > 0 {
+	if len(t.Blocks) > 0 || t.DType == "bool" { // bool: converted to device words
 		p, err := s.tensorPage("input", t)
 		if err != nil {
 			return err
@@ -251,7 +251,7 @@ func (s *Session) ReadOutput(name string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("package has no output %q", name)
 	}
-	if len(t.Blocks) > 0 {
+	if len(t.Blocks) > 0 || t.DType == "bool" { // bool: converted from device words
 		p, err := s.tensorPage("output", t)
 		if err != nil {
 			return nil, err

@@ -12,6 +12,7 @@ import (
 	"ipu.local/formats/obj"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
+	"ipu.local/libs/onnx"
 	"ipu.local/libs/prog"
 )
 
@@ -120,6 +121,9 @@ func (l *lowerer) fromConst(t *layout.Tensor) ([]prog.Ref, error) {
 	v := l.g.Values[t.Value]
 	m := newIndexMap(t, v)
 	raw := m.root.Const.Raw
+	if m.root.DType == onnx.Bool {
+		raw = BoolWords(raw)
+	}
 	size := t.Size
 	if len(raw) != int(graph.NumElements(m.root.Shape))*size {
 		return nil, planErr("constant %q: %d bytes of data for %d elements", m.root.Name, len(raw), graph.NumElements(m.root.Shape))
@@ -159,7 +163,7 @@ func (l *lowerer) inputBlock(v *graph.Value) (uint32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("input %q: %w", v.Name, err)
 	}
-	off, err := l.pageAlloc(in.Page, uint32(rows*cols)*uint32(v.DType.ElemSize()))
+	off, err := l.pageAlloc(in.Page, uint32(rows*cols)*uint32(ElemSize(v.DType)))
 	if err != nil {
 		return 0, err
 	}

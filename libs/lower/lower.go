@@ -163,7 +163,7 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 func (l *lowerer) readTensors() error {
 	for i, pt := range l.pl.Tensors {
 		v := l.g.Values[pt.Value]
-		size := v.DType.ElemSize()
+		size := ElemSize(v.DType)
 		if size < 1 {
 			return planErr("tensor %d (%q): element type %s has no size", i, pt.Name, v.DType)
 		}
@@ -500,6 +500,27 @@ func viewRoot(v *graph.Value) *graph.Value {
 		}
 	}
 	return v
+}
+
+// ElemSize is the bytes of one element of type d on the device: the raw
+// size, except BOOL, held as an FP32 word 0.0 or 1.0
+// (plan.DeviceDTypeSize).
+func ElemSize(d onnx.DataType) int {
+	if d == onnx.Bool {
+		return 4
+	}
+	return d.ElemSize()
+}
+
+// BoolWords returns raw BOOL bytes as the device's FP32 words.
+func BoolWords(raw []byte) []byte {
+	out := make([]byte, 4*len(raw))
+	for i, b := range raw {
+		if b != 0 {
+			out[4*i+2], out[4*i+3] = 0x80, 0x3f
+		}
+	}
+	return out
 }
 
 // elemType names an element type for messages.

@@ -81,7 +81,7 @@ func (b *builder) add(v *graph.Value, kind layout.Kind, pad int, src layout.Sour
 	if kind != layout.RowMajor {
 		pad = 0
 	}
-	t := &layout.Tensor{ID: len(b.tensors), Value: v.Index, Name: v.Name, Size: v.DType.ElemSize(), Shape: shape,
+	t := &layout.Tensor{ID: len(b.tensors), Value: v.Index, Name: v.Name, Size: lower.ElemSize(v.DType), Shape: shape,
 		Transposed: transposed, Kind: kind, Pad: pad, Source: src, Pieces: append([]layout.Piece(nil), pieces...)}
 	t.SortPieces()
 	b.tensors = append(b.tensors, t)
@@ -91,7 +91,7 @@ func (b *builder) add(v *graph.Value, kind layout.Kind, pad int, src layout.Sour
 // external returns a host or const tensor of v with the given layout,
 // one per layout.
 func (b *builder) external(v *graph.Value, kind layout.Kind, pad int, transposed bool, pieces []layout.Piece) int {
-	probe := &layout.Tensor{Kind: kind, Pad: pad, Size: v.DType.ElemSize(), Transposed: transposed, Pieces: append([]layout.Piece(nil), pieces...)}
+	probe := &layout.Tensor{Kind: kind, Pad: pad, Size: lower.ElemSize(v.DType), Transposed: transposed, Pieces: append([]layout.Piece(nil), pieces...)}
 	probe.SortPieces()
 	key := fmt.Sprintf("%d:%s", v.Index, probe.Key())
 	if id, ok := b.cache[key]; ok {
@@ -118,7 +118,7 @@ func (b *builder) need(v *graph.Value, pieces []layout.Piece, pad int) (int, err
 	if samePieces(b.tensors[h].Pieces, probe.Pieces) {
 		return h, nil
 	}
-	probe.Kind, probe.Pad, probe.Size = layout.RowMajor, pad, v.DType.ElemSize()
+	probe.Kind, probe.Pad, probe.Size = layout.RowMajor, pad, lower.ElemSize(v.DType)
 	key := fmt.Sprintf("%d:%s", v.Index, probe.Key())
 	if id, ok := b.cache[key]; ok {
 		return id, nil
@@ -150,7 +150,7 @@ func (b *builder) input(v *graph.Value) (int, error) {
 	if sourceOf(v) == layout.FromStep {
 		return 0, fmt.Errorf("value %q is read before a step writes it", v.Name)
 	}
-	return b.external(v, layout.RowMajor, layout.DefaultPad(v.DType.ElemSize()), false, b.pl.defaultPieces(v, 0)), nil
+	return b.external(v, layout.RowMajor, layout.DefaultPad(lower.ElemSize(v.DType)), false, b.pl.defaultPieces(v, 0)), nil
 }
 
 // anchor is the first tile of v's home tensor (0 when it has none): where
@@ -250,7 +250,7 @@ func padFor(pad, size int) int {
 func (b *builder) elementwise(n *graph.Node) error {
 	out := n.Outputs[0]
 	var pieces []layout.Piece
-	pad := layout.DefaultPad(out.DType.ElemSize())
+	pad := layout.DefaultPad(lower.ElemSize(out.DType))
 	for _, v := range n.Inputs {
 		if v == nil || !sameShape(v.Shape, out.Shape) {
 			continue
@@ -258,7 +258,7 @@ func (b *builder) elementwise(n *graph.Node) error {
 		if h, ok := b.home[v.Index]; ok {
 			t := b.tensors[h]
 			pieces = t.Pieces
-			pad = padFor(t.Pad, out.DType.ElemSize())
+			pad = padFor(t.Pad, lower.ElemSize(out.DType))
 			break
 		}
 	}
@@ -285,7 +285,7 @@ func (b *builder) elementwise(n *graph.Node) error {
 			continue // an immediate
 		}
 		want := projected(y.Pieces, shapeOf(v), y.Shape)
-		ipad := layout.DefaultPad(v.DType.ElemSize())
+		ipad := layout.DefaultPad(lower.ElemSize(v.DType))
 		if h, ok := b.home[v.Index]; ok {
 			ipad = b.tensors[h].Pad
 		}
@@ -394,7 +394,7 @@ func (b *builder) rows(n *graph.Node) error {
 		xt = b.tensors[h]
 	} else {
 		pieces := b.pl.rowPieces(x, axis, b.anchor(x))
-		pad := layout.DefaultPad(x.DType.ElemSize())
+		pad := layout.DefaultPad(lower.ElemSize(x.DType))
 		if axis < r-1 {
 			pad = 1
 		}
@@ -416,7 +416,7 @@ func (b *builder) rows(n *graph.Node) error {
 		for _, t := range xt.Tiles() {
 			pieces = append(pieces, layout.Piece{Tile: t, Box: layout.Full(shapeOf(v))})
 		}
-		id, err := b.need(v, pieces, layout.DefaultPad(v.DType.ElemSize()))
+		id, err := b.need(v, pieces, layout.DefaultPad(lower.ElemSize(v.DType)))
 		if err != nil {
 			return err
 		}
@@ -459,7 +459,7 @@ func (b *builder) transpose(n *graph.Node) error {
 		return err
 	}
 	perm := n.Attrs.(*graph.Transpose).Perm
-	yt := b.add(y, layout.RowMajor, layout.DefaultPad(y.DType.ElemSize()), layout.FromStep, false, layout.Permuted(b.tensors[id].Pieces, perm))
+	yt := b.add(y, layout.RowMajor, layout.DefaultPad(lower.ElemSize(y.DType)), layout.FromStep, false, layout.Permuted(b.tensors[id].Pieces, perm))
 	b.home[y.Index] = yt.ID
 	b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: "transpose", Inputs: []int{id}, Outputs: []int{yt.ID}})
 	return nil
@@ -478,7 +478,7 @@ func (b *builder) view(n *graph.Node) error {
 	pad := xt.Pad
 	pieces, ok := layout.Reshaped(xt, shapeOf(y), pad)
 	if !ok {
-		pad = layout.DefaultPad(y.DType.ElemSize())
+		pad = layout.DefaultPad(lower.ElemSize(y.DType))
 		if pieces, ok = layout.Reshaped(xt, shapeOf(y), pad); !ok {
 			pieces, kernel = b.pl.defaultPieces(y, b.anchor(x)), "reshape"
 		}

@@ -32,7 +32,7 @@ func (b *builder) product(pr *product) error {
 		ins[2] = -1
 		if c := n.Inputs[2]; c != nil && gemmBeta(n) != 0 {
 			want := projected(y.Pieces, shapeOf(c), y.Shape)
-			id, err := b.need(c, want, layout.DefaultPad(c.DType.ElemSize()))
+			id, err := b.need(c, want, layout.DefaultPad(lower.ElemSize(c.DType)))
 			if err != nil {
 				return err
 			}
@@ -85,7 +85,7 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 		if transposed {
 			gAx = 2*r - 3 - gAx
 		}
-		src := b.external(o.w, layout.RowMajor, layout.DefaultPad(o.w.DType.ElemSize()), false, sourcePieces(o.w, gAx, w, lo, d.Tiles[1]-lo))
+		src := b.external(o.w, layout.RowMajor, layout.DefaultPad(lower.ElemSize(o.w.DType)), false, sourcePieces(o.w, gAx, w, lo, d.Tiles[1]-lo))
 		p := b.add(o.w, kind, 0, layout.FromStep, transposed, blocks)
 		b.steps = append(b.steps, plan.Step{Node: -1, Name: "pack:" + pr.node.Name + "." + name, Kernel: "pack", Inputs: []int{src}, Outputs: []int{p.ID}})
 		return p.ID, nil
@@ -123,7 +123,7 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 	}
 	var src int
 	if sourceOf(o.root) != layout.FromStep {
-		src = b.external(o.root, layout.RowMajor, layout.DefaultPad(o.root.DType.ElemSize()), false, sourcePieces(o.root, gAx, w, lo, d.Tiles[1]-lo))
+		src = b.external(o.root, layout.RowMajor, layout.DefaultPad(lower.ElemSize(o.root.DType)), false, sourcePieces(o.root, gAx, w, lo, d.Tiles[1]-lo))
 	} else {
 		h, err := b.input(o.root)
 		if err != nil {
@@ -132,7 +132,7 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 		src = h
 		if !groupAligned(b.tensors[h], gAx, w) {
 			var err error
-			if src, err = b.need(o.root, b.pl.alignedPieces(o.root, gAx, w, d.Tiles[0]), layout.DefaultPad(o.root.DType.ElemSize())); err != nil {
+			if src, err = b.need(o.root, b.pl.alignedPieces(o.root, gAx, w, d.Tiles[0]), layout.DefaultPad(lower.ElemSize(o.root.DType))); err != nil {
 				return 0, err
 			}
 		}

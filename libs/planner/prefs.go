@@ -8,6 +8,7 @@ package planner
 import (
 	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
+	"ipu.local/libs/lower"
 )
 
 // prefs holds the preferences of every value.
@@ -214,7 +215,7 @@ func (pl *planner) piecesOf(v *graph.Value, keep int, aligns []int, strict bool,
 	}
 	keep = min(keep, r)
 	a := append([]int(nil), aligns...)
-	a[r-1] = max(a[r-1], layout.DefaultPad(v.DType.ElemSize()))
+	a[r-1] = max(a[r-1], layout.DefaultPad(lower.ElemSize(v.DType)))
 	n := min(pl.tiles, max(1, layout.Full(shape).Volume()/minPieceElements))
 	counts := layout.GridCounts(shape, keep, n, a)
 	// An alignment readers want is a preference: when it leaves most of
