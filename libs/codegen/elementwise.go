@@ -471,6 +471,14 @@ type BinaryOp uint8
 // underflow FP32 there). Div and Pow convert the operands exactly to
 // FP32, compute as above and round once to FP16, as onnxruntime's CPU
 // kernels do (they compute these in float).
+//
+// Comparisons (Equal, Less, LessEq, NotEqual) write BOOL elements: FP32
+// words 1.0 (true) or 0.0 (false), whatever Type is (Y's element size is
+// 4): f32v2cmpeq and f32v2cmplt masks (false for a NaN operand; -0 equals
+// +0) selected onto the constants; LessEq is a < b or a == b, NotEqual
+// not a == b (true for a NaN operand). FP16 operands convert exactly to
+// FP32 first. The comparisons are FP32 only in their output: Type F16
+// reads FP16 operands.
 const (
 	Add BinaryOp = iota
 	Sub
@@ -479,10 +487,25 @@ const (
 	Max
 	Min
 	Pow
+	Equal
+	Less
+	LessEq
+	NotEqual
 	numBinary
 )
 
-var binaryNames = [numBinary]string{"add", "sub", "mul", "div", "max", "min", "pow"}
+var binaryNames = [numBinary]string{"add", "sub", "mul", "div", "max", "min", "pow", "equal", "less", "less-eq", "not-equal"}
+
+// Compare reports whether op writes BOOL words.
+func (op BinaryOp) Compare() bool { return op >= Equal && op <= NotEqual }
+
+// outSize returns the bytes of one Y element.
+func (p Binary) outSize() int {
+	if p.Op.Compare() {
+		return 4
+	}
+	return p.Type.size()
+}
 
 func (op BinaryOp) String() string {
 	if op < numBinary {
@@ -608,7 +631,7 @@ func (p Binary) stream() (*stream, error) {
 		return nil, fmt.Errorf("both operands are broadcasts")
 	}
 	es := p.Type.size()
-	s := &stream{n: p.N, unit: 2, workers: p.Workers, rows: p.R, output: array{"Y", p.Y, es, p.YStride}}
+	s := &stream{n: p.N, unit: 2, workers: p.Workers, rows: p.R, output: array{"Y", p.Y, p.outSize(), p.YStride}}
 	L, R := bL, bR
 	var lPtr, rPtr MReg
 	if A.array() {
@@ -665,8 +688,58 @@ func (p Binary) stream() (*stream, error) {
 		if p.Op == Div && (B.Scalar || B.Const) {
 			b.F1(isa.V2RCP, bZ, bRs)
 		}
+		if p.Op.Compare() {
+			pairConst(b, bZ, 1)
+			b.LoadA(bN, 0)
+			b.Amov(bN+1, bN)
+		}
 	}
 	switch {
+	case p.Type == F16 && p.Op.Compare():
+		// FP16 operands in $a4:5 and $a6:7, each half compared as an
+		// FP32 pair and stored as two words.
+		s.unit = 4
+		half := func(b *Builder, i AReg, single bool) {
+			if A.array() {
+				b.F1(isa.CVTHF, bL, bLs+i)
+			}
+			if B.array() {
+				b.F1(isa.CVTHF, bR, bRs+i)
+			}
+			p.compute(b, L, R, B.array(), single)
+		}
+		s.body = func(b *Builder) {
+			if A.array() {
+				b.Ld64P(bLs, lPtr, 8)
+			}
+			if B.array() {
+				b.Ld64P(bRs, rPtr, 8)
+			}
+			half(b, 0, false)
+			b.St64P(A0, sOut, 8)
+			half(b, 1, false)
+			b.St64P(A0, sOut, 8)
+		}
+		s.tail = func(b *Builder, rem int) {
+			if A.array() {
+				f16Load(b, bLs, lPtr, rem)
+			}
+			if B.array() {
+				f16Load(b, bRs, rPtr, rem)
+			}
+			half(b, 0, rem == 1)
+			if rem == 1 {
+				b.St32(A0, sOut, 0)
+				return
+			}
+			if rem == 2 {
+				b.St64(A0, sOut, 0)
+				return
+			}
+			b.St64P(A0, sOut, 8)
+			half(b, 1, true)
+			b.St32(A0, sOut, 0)
+		}
 	case h4:
 		s.unit = 4
 		s.body = func(b *Builder) {
@@ -825,6 +898,22 @@ func (p Binary) compute(b *Builder, L, R AReg, bArray, single bool) {
 		l.v(isa.V2MIN, A0, L, R)
 	case Pow:
 		l.each(isa.FPOW, A0, L, R, 1)
+	case Equal, NotEqual:
+		// Masks in $a10:11 ($a12:13 is 0, $a8:9 1.0).
+		b.F(isa.V2CMPEQ, bQ, L, R)
+		if p.Op == Equal {
+			l.sel(A0, bQ, bZ, bN)
+		} else {
+			l.sel(A0, bQ, bN, bZ)
+		}
+	case Less:
+		b.F(isa.V2CMPLT, bQ, L, R)
+		l.sel(A0, bQ, bZ, bN)
+	case LessEq:
+		b.F(isa.V2CMPEQ, bQ, L, R)
+		b.F(isa.V2CMPLT, A2, L, R)
+		l.sel(A0, bQ, bZ, bN)
+		l.sel(A0, A2, bZ, A0)
 	case Div:
 		if bArray {
 			l.v1(isa.V2RCP, bZ, R)
@@ -892,9 +981,9 @@ func EmitBinary(b *Builder, p Binary) (Kernel, error) {
 func (p Binary) checkScalars(b *Builder) error {
 	a := b.Arch()
 	es := p.Type.size()
-	y := rowSet{name: "Y", addr: int64(p.Y), size: int64(es) * int64(p.N), rows: 1}
+	y := rowSet{name: "Y", addr: int64(p.Y), size: int64(p.outSize()) * int64(p.N), rows: 1}
 	if p.R > 1 {
-		y.step, y.rows = int64(es)*int64(p.YStride), int64(p.R)
+		y.step, y.rows = int64(p.outSize())*int64(p.YStride), int64(p.R)
 	}
 	for _, x := range []struct {
 		name string

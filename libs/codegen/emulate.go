@@ -181,6 +181,14 @@ func EmulateBinary(op BinaryOp, a, b float32) float32 {
 		return imin(a, b)
 	case Pow:
 		return ipow(a, b)
+	case Equal:
+		return boolF(a == b)
+	case NotEqual:
+		return boolF(a != b)
+	case Less:
+		return boolF(a < b)
+	case LessEq:
+		return boolF(a < b || a == b)
 	case Div:
 		z := ircp(b)
 		q := imul(a, z)
@@ -199,6 +207,20 @@ func EmulateBinary(op BinaryOp, a, b float32) float32 {
 // FP16 (numfmt, as f16v2tof32 and f32v2tof16).
 func EmulateUnaryF16(p Unary, x uint16) uint16 {
 	return numfmt.F32ToF16(math.Float32bits(EmulateUnary(p, fb(numfmt.F16ToF32(x)))))
+}
+
+// boolF is a BOOL element as the device holds it.
+func boolF(c bool) float32 {
+	if c {
+		return 1
+	}
+	return 0
+}
+
+// EmulateCompareF16 returns what a comparison Binary with Type F16
+// computes for one element: a BOOL word (1.0 or 0.0) from FP16 operands.
+func EmulateCompareF16(op BinaryOp, a, b uint16) float32 {
+	return EmulateBinary(op, fb(numfmt.F16ToF32(a)), fb(numfmt.F16ToF32(b)))
 }
 
 // EmulateBinaryF16 returns what Binary with Type F16 computes for one

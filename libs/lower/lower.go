@@ -433,6 +433,12 @@ func (l *lowerer) lowerStep(st *plan.Step) error {
 	case "Softmax", "LogSoftmax", "LayerNormalization", "ReduceMean", "ReduceSum":
 		return l.rows(st, n)
 	}
+	if _, ok := compareOps[n.Op]; ok {
+		return l.compare(st, n)
+	}
+	if n.Op == "Not" {
+		return l.compare(st, n)
+	}
 	if _, ok := unaryOps[n.Op]; ok {
 		return l.unary(st, n)
 	}
