@@ -940,6 +940,8 @@ func (p Binary) compute(b *Builder, L, R AReg, bArray, single bool) {
 //	pow                       11 / 10   25 / 22
 //	div                       14 / 9    31 / 20 (b broadcast)
 //	div (a broadcast)         14        30
+//	equal, less, not-equal    5 / 4     12 / 9
+//	less-eq                   7 / 6     16 / 13
 //
 // and setup, per broadcast operand: from memory (Scalar) ConstLen(Addr)+2,
 // FP16 ConstLen(Addr&^3)+3 (+2 for add, sub, mul, max, min); a constant
@@ -949,7 +951,7 @@ func (p Binary) compute(b *Builder, L, R AReg, bArray, single bool) {
 // an even Stride, 8 with an odd one; +2 at FP16 for add, sub, mul, max,
 // min; +1 when esize*Stride is not an imm16, except FP16 with an odd
 // Stride (and then ConstLen(esize*Stride) per worker); +4 for Div with b
-// PerRow.
+// PerRow. A comparison adds 5 setup issues (the pairs 1.0 and 0).
 func (p Binary) Cost() (Cost, error) {
 	s, err := p.stream()
 	if err == nil {

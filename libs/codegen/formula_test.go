@@ -122,6 +122,8 @@ func TestStreamFormula(t *testing.T) {
 		{Div, Operand{}, Operand{}, 14, 0},
 		{Div, Operand{}, Operand{Scalar: true, Addr: 0x60000}, 9, 3 + 4},
 		{Div, Operand{Scalar: true, Addr: 0x60000}, Operand{}, 14, 3},
+		{Equal, Operand{}, Operand{}, 5, 5}, {Less, Operand{}, Operand{Const: true, Value: 0}, 4, 2 + 5},
+		{LessEq, Operand{}, Operand{}, 7, 5}, {NotEqual, Operand{}, Operand{}, 5, 5},
 	}
 	for i, c := range binary {
 		t.Run(fmt.Sprintf("%s-%d", c.op, i), func(t *testing.T) {
