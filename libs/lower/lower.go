@@ -436,6 +436,12 @@ func (l *lowerer) lowerStep(st *plan.Step) error {
 	if MoveOps[n.Op] {
 		return l.dataMove(st, n)
 	}
+	if _, ok := compareOps[n.Op]; ok {
+		return l.compare(st, n)
+	}
+	if n.Op == "Not" {
+		return l.compare(st, n)
+	}
 	if _, ok := unaryOps[n.Op]; ok {
 		return l.unary(st, n)
 	}
@@ -503,6 +509,17 @@ func viewRoot(v *graph.Value) *graph.Value {
 		}
 	}
 	return v
+}
+
+// BoolWords returns raw BOOL bytes as the device's FP32 words.
+func BoolWords(raw []byte) []byte {
+	out := make([]byte, 4*len(raw))
+	for i, b := range raw {
+		if b != 0 {
+			out[4*i+2], out[4*i+3] = 0x80, 0x3f
+		}
+	}
+	return out
 }
 
 // elemType names an element type for messages.
