@@ -579,6 +579,10 @@ type Binary struct {
 	Type    ElemType
 	R       int // rows (0, 1: one)
 	YStride int // elements, R > 1
+
+	// sel, set only by Select, makes the kernel Y = A != 0 ? B : Y
+	// (selTrue) or Y = A == 0 ? B : Y (selFalse) instead of Op.
+	sel uint8
 }
 
 // Binary registers: the left operand in $a0:1 (array) or $a4:5
@@ -627,7 +631,10 @@ func (p Binary) stream() (*stream, error) {
 		}
 	}
 	A, B := p.A.norm(p.R), p.B.norm(p.R)
-	if !A.array() && !B.array() {
+	if p.sel != 0 && p.Type != F32 {
+		return nil, fmt.Errorf("a selection of %d-byte elements (want 4)", p.Type.size())
+	}
+	if !A.array() && !B.array() && p.sel == 0 {
 		return nil, fmt.Errorf("both operands are broadcasts")
 	}
 	es := p.Type.size()
@@ -813,7 +820,22 @@ func (p Binary) stream() (*stream, error) {
 			if B.array() {
 				l.load(bR, rPtr)
 			}
-			p.compute(b, L, R, B.array(), single)
+			switch p.sel {
+			case 0:
+				p.compute(b, L, R, B.array(), single)
+			default:
+				// Y's own value, kept where the condition says so.
+				if single {
+					b.Ld32(bQ, sOut, 0)
+				} else {
+					b.Ld64(bQ, sOut, 0)
+				}
+				if p.sel == selTrue {
+					l.sel(A0, L, R, bQ)
+				} else {
+					l.sel(A0, L, bQ, R)
+				}
+			}
 			l.store(A0, sOut)
 		}
 		s.body = func(b *Builder) { op(b, false) }
@@ -958,9 +980,17 @@ func (p Binary) Cost() (Cost, error) {
 		err = s.check(nil)
 	}
 	if err != nil {
-		return Cost{}, fmt.Errorf("binary %s: %w", p.Op, err)
+		return Cost{}, fmt.Errorf("%s: %w", p.name(), err)
 	}
 	return s.cost(), nil
+}
+
+// name names the kernel in errors.
+func (p Binary) name() string {
+	if p.sel != 0 {
+		return "select"
+	}
+	return "binary " + p.Op.String()
 }
 
 // EmitBinary emits the kernel at b's current position.
@@ -973,7 +1003,7 @@ func EmitBinary(b *Builder, p Binary) (Kernel, error) {
 		err = p.checkScalars(b)
 	}
 	if err != nil {
-		return Kernel{}, fmt.Errorf("binary %s: %w", p.Op, err)
+		return Kernel{}, fmt.Errorf("%s: %w", p.name(), err)
 	}
 	return s.emit(b)
 }

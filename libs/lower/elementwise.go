@@ -94,8 +94,8 @@ func launches(out layout.Geometry, outRef prog.Ref, outShape []int, ins []operan
 	strides[0] = append([]int(nil), out.Strides...)
 	for k, in := range ins {
 		s := make([]int, r)
-		if in.shape == nil && !in.konst {
-			in.shape = outShape
+		if in.shape == nil && !in.konst && len(in.geo.Box) == len(outShape) {
+			in.shape = outShape // nil: the output's (a rank-0 value keeps its empty shape)
 		}
 		if !in.konst {
 			off := r - len(in.shape)
@@ -308,17 +308,19 @@ func (l *lowerer) elementwiseLaunches(what string, s *prog.Superstep, tile int, 
 		return l.stepErr("%s on tile %d: %v", what, tile, err)
 	}
 	for _, ln := range ls {
-		if len(ln.arrays) == 3 && !ln.arrays[1].isArray() && !ln.arrays[2].isArray() {
+		k := mk(what, ln)
+		_, walksY := k.Params.(*codegen.Select)
+		if len(ln.arrays) == 3 && !ln.arrays[1].isArray() && !ln.arrays[2].isArray() && !walksY {
 			// Both operands broadcast: expand the first into the output,
-			// then work in place.
-			k, err := l.expand(what, ln, out.Size)
+			// then work in place. (A Select walks its output anyway.)
+			x, err := l.expand(what, ln, out.Size)
 			if err != nil {
 				return err
 			}
-			s.Work[tile] = append(s.Work[tile], k)
+			s.Work[tile] = append(s.Work[tile], x)
 			ln.arrays[1] = array{ref: ln.arrays[0].ref, stride: ln.arrays[0].stride}
+			k = mk(what, ln)
 		}
-		k := mk(what, ln)
 		if _, err := k.Cost(); err != nil {
 			return l.notLowered(nil, "%s on tile %d: %v", what, tile, err)
 		}

@@ -448,6 +448,9 @@ func (l *lowerer) lowerStep(st *plan.Step) error {
 	if _, ok := binaryOps[n.Op]; ok {
 		return l.binary(st, n)
 	}
+	if n.Op == "Where" {
+		return l.where(st, n)
+	}
 	return l.notLowered(n, "no lowering for this operator")
 }
 
