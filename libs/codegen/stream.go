@@ -39,6 +39,11 @@ type stream struct {
 	body    func(b *Builder)
 	tail    func(b *Builder, rem int) // rem = n mod unit > 0
 
+	// finish, when set (one-dimensional streams only), runs after the
+	// tail and is counted; after is emitted after the exit, reached only
+	// by finish's branches (a fault), and not counted.
+	finish, after func(b *Builder)
+
 	rows int // <= 1: one row, the kernel above
 	// col is a column-broadcast operand (one element per row, at addr +
 	// esize*r*stride), or nil. perRow, run at the start of every row,
@@ -105,6 +110,9 @@ func (s *stream) cost() Cost {
 	}
 	workers, _, count, tw := s.plan()
 	pro := int64(tableBaseIssues+s.tableWords()) + issues(s.setup) + 1
+	if s.finish != nil {
+		pro += issues(s.finish)
+	}
 	body := issues(s.body)
 	var tail, brz int64
 	if rem := s.n % s.unit; rem != 0 {
@@ -183,7 +191,13 @@ func (s *stream) emit(b *Builder) (Kernel, error) {
 		s.tail(b, rem)
 		b.Bind(skip)
 	}
+	if s.finish != nil {
+		s.finish(b)
+	}
 	b.Exit()
+	if s.after != nil {
+		s.after(b)
+	}
 	rows := make([][]uint32, workers)
 	for w := range rows {
 		for _, x := range s.inputs {

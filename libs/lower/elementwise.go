@@ -496,6 +496,9 @@ func (l *lowerer) unary(st *plan.Step, n *graph.Node) error {
 }
 
 func (l *lowerer) binary(st *plan.Step, n *graph.Node) error {
+	if isInt(n.Outputs[0].DType) {
+		return l.intBinary(st, n)
+	}
 	ins, outs, err := l.ioTensors(st, n)
 	if err != nil {
 		return err

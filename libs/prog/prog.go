@@ -156,6 +156,8 @@ func (k *Kernel) Cost() (codegen.Cost, error) {
 		c, err = p.Cost()
 	case *codegen.Select:
 		c, err = p.Cost()
+	case *codegen.IntBinary:
+		c, err = p.Cost()
 	case *codegen.Unary:
 		c, err = p.Cost()
 	case *codegen.Rows:
@@ -218,6 +220,8 @@ func (k *Kernel) Emit(b *codegen.Builder) (codegen.Kernel, error) {
 		kk, err = codegen.EmitSumParts(b, *p)
 	case *codegen.Select:
 		kk, err = codegen.EmitSelect(b, *p)
+	case *codegen.IntBinary:
+		kk, err = codegen.EmitIntBinary(b, *p)
 	case *codegen.Unary:
 		kk, err = codegen.EmitUnary(b, *p)
 	case *codegen.Rows:
@@ -254,6 +258,8 @@ func (k *Kernel) Key() any {
 	case *codegen.SumParts:
 		return *p
 	case *codegen.Select:
+		return *p
+	case *codegen.IntBinary:
 		return *p
 	case *codegen.Unary:
 		return *p

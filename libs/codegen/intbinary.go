@@ -1,0 +1,219 @@
+package codegen
+
+import (
+	"fmt"
+	"math"
+
+	"ipu.local/libs/isa"
+)
+
+// IntOp is an int32 elementwise operation.
+type IntOp uint8
+
+// Int32 operations: Y = A op B on int32 elements (the device's form of
+// ONNX int32 and int64 tensors, int64 held as int32). A result outside
+// the int32 range faults the device (a load outside tile memory after
+// the worker's elements are written) instead of wrapping: an int64 value
+// the device cannot hold is an error, not a silent wrap.
+const (
+	IntAdd IntOp = iota
+	IntSub
+	IntMul
+	numIntOps
+)
+
+var intOpNames = [numIntOps]string{"add", "sub", "mul"}
+
+func (op IntOp) String() string {
+	if op < numIntOps {
+		return intOpNames[op]
+	}
+	return fmt.Sprintf("int(%d)", uint8(op))
+}
+
+// IntBinary is an int32 elementwise kernel of N elements, one row: A and
+// B are arrays, Scalar (one element in memory) or Const (the int32 in
+// Value's bits: math.Float32frombits(uint32(v))); Y may be an array
+// operand (in place). Per element: the array loads (ldm), the operation,
+// the store, and the overflow test (3 issues: two signed compares and an
+// or into the worker's overflow flag; Add: s < a differs from b < 0;
+// Sub: a < s differs from b < 0). Mul stores the low 32 bits (mul) and
+// tests the magnitudes' 64-bit product from 16-bit halves, branch-free
+// (29 more issues): |a|*|b| must be at most 2^31 - 1, or 2^31 when the
+// signs differ. Work is split over the workers as Binary's, unit 1.
+type IntBinary struct {
+	Op      IntOp
+	N       int
+	A, B    Operand
+	Y       uint32
+	Workers int
+}
+
+// Registers: the operands in $m7 (A) and $m8 (B), the result in $m9,
+// scratch $m10 (Mul also $m0, $m1, $m13, $m14, and 2^31 - 1 in $m6: a
+// unit of 1 has no tail flag), the overflow flag $m12.
+const (
+	ibA, ibB, ibS, ibT, ibF = M7, M8, M9, M10, M12
+	ibMax                   = M6
+)
+
+func (p IntBinary) stream() (*stream, error) {
+	if p.Op >= numIntOps {
+		return nil, fmt.Errorf("unknown int op %d", p.Op)
+	}
+	for _, x := range []struct {
+		name string
+		o    Operand
+	}{{"A", p.A}, {"B", p.B}} {
+		if x.o.PerRow || x.o.Stride != 0 {
+			return nil, fmt.Errorf("operand %s: an int32 kernel takes arrays, Scalar and Const operands of one row", x.name)
+		}
+		if x.o.Scalar && x.o.Const {
+			return nil, fmt.Errorf("operand %s is both Scalar and Const", x.name)
+		}
+	}
+	A, B := p.A, p.B
+	if !A.array() && !B.array() {
+		return nil, fmt.Errorf("both operands are broadcasts")
+	}
+	s := &stream{n: p.N, unit: 1, workers: p.Workers, output: array{"Y", p.Y, 4, 0}}
+	var aPtr, bPtr MReg
+	if A.array() {
+		aPtr = sIn0
+		s.inputs = append(s.inputs, array{"A", A.Addr, 4, 0})
+	}
+	if B.array() {
+		bPtr = sIn0
+		if A.array() {
+			bPtr = sIn1
+		}
+		s.inputs = append(s.inputs, array{"B", B.Addr, 4, 0})
+	}
+	s.setup = func(b *Builder) {
+		for _, x := range []struct {
+			o Operand
+			r MReg
+		}{{A, ibA}, {B, ibB}} {
+			switch {
+			case x.o.Const:
+				b.LoadConst(x.r, math.Float32bits(x.o.Value))
+			case x.o.Scalar:
+				b.LoadAddr(ibT, x.o.Addr)
+				b.Ldm(x.r, ibT, 0)
+			}
+		}
+		b.Add(ibF, MZero, MZero)
+		if p.Op == IntMul {
+			b.LoadConst(ibMax, math.MaxInt32)
+		}
+	}
+	s.body = func(b *Builder) {
+		if A.array() {
+			b.LdmP(ibA, aPtr, 4)
+		}
+		if B.array() {
+			b.LdmP(ibB, bPtr, 4)
+		}
+		if p.Op == IntMul {
+			b.Mul(ibS, ibA, ibB)
+			b.StmP(ibS, sOut, 4)
+			mulOverflow(b)
+			return
+		}
+		switch p.Op {
+		case IntAdd:
+			b.Add(ibS, ibA, ibB)
+			b.r(isa.CMPLT, uint8(ibT), uint8(ibS), uint8(ibA)) // s < a
+		case IntSub:
+			b.Sub(ibS, ibA, ibB)
+			b.r(isa.CMPLT, uint8(ibT), uint8(ibA), uint8(ibS)) // a < s
+		}
+		b.StmP(ibS, sOut, 4)
+		b.r(isa.CMPLT, uint8(ibS), uint8(ibB), uint8(MZero)) // b < 0
+		b.Xor(ibT, ibT, ibS)
+		b.Or(ibF, ibF, ibT)
+	}
+	s.tail = func(*Builder, int) {}
+	var fault Label // a label of the builder finish last ran on
+	s.finish = func(b *Builder) {
+		fault = b.Label()
+		b.Brnz(ibF, fault)
+	}
+	s.after = func(b *Builder) {
+		b.Bind(fault)
+		b.Ldm(ibT, MZero, 0) // an int32 overflow: fault outside tile memory
+	}
+	return s, nil
+}
+
+// mulOverflow ors into the flag whether a*b leaves int32.
+func mulOverflow(b *Builder) {
+	r := func(op isa.Op, d, a, c MReg) { b.r(op, uint8(d), uint8(a), uint8(c)) }
+	const ua, ub, x, y = M13, M14, M0, M1
+	abs := func(d, v MReg) { // d = |v| as uint32 (|MinInt32| = 2^31)
+		b.i(isa.SARI, uint8(ibT), uint8(v), 31)
+		b.Xor(d, v, ibT)
+		b.Sub(d, d, ibT)
+	}
+	abs(ua, ibA)
+	abs(ub, ibB)
+	b.Shri(x, ua, 16)
+	b.Shri(y, ub, 16)
+	b.Mul(ibT, x, y) // both high halves: at least 2^32
+	b.Or(ibF, ibF, ibT)
+	b.Andi(ua, ua, 0xFFFF)
+	b.Andi(ub, ub, 0xFFFF)
+	b.Mul(ibT, x, ub) // the middle terms (one of them 0 unless flagged)
+	b.Mul(x, ua, y)
+	b.Add(ibT, ibT, x)
+	b.Shri(x, ibT, 16) // the middle term times 2^16 reaches 2^32
+	b.Or(ibF, ibF, x)
+	b.Mul(ua, ua, ub) // low halves' product (< 2^32, exact)
+	b.Shli(ibT, ibT, 16)
+	b.Add(ub, ibT, ua)
+	r(isa.CMPULT, x, ub, ua) // carry out of 32 bits
+	b.Or(ibF, ibF, x)
+	b.Xor(x, ibA, ibB)
+	r(isa.CMPLT, x, x, MZero) // the signs differ: 2^31 is in range
+	b.Add(x, x, ibMax)
+	r(isa.CMPULT, x, x, ub) // the magnitude above the limit
+	b.Or(ibF, ibF, x)
+}
+
+// Cost returns the kernel's cost, counted from its code.
+func (p IntBinary) Cost() (Cost, error) {
+	s, err := p.stream()
+	if err == nil {
+		err = s.check(nil)
+	}
+	if err != nil {
+		return Cost{}, fmt.Errorf("int %s: %w", p.Op, err)
+	}
+	return s.cost(), nil
+}
+
+// EmitIntBinary emits the kernel at b's current position.
+func EmitIntBinary(b *Builder, p IntBinary) (Kernel, error) {
+	s, err := p.stream()
+	if err == nil {
+		err = s.check(b)
+	}
+	if err != nil {
+		return Kernel{}, fmt.Errorf("int %s: %w", p.Op, err)
+	}
+	return s.emit(b)
+}
+
+// EmulateIntBinary returns op's int32 result and whether it is in range.
+func EmulateIntBinary(op IntOp, a, b int32) (int32, bool) {
+	var r int64
+	switch op {
+	case IntAdd:
+		r = int64(a) + int64(b)
+	case IntSub:
+		r = int64(a) - int64(b)
+	case IntMul:
+		r = int64(a) * int64(b)
+	}
+	return int32(r), r >= math.MinInt32 && r <= math.MaxInt32
+}
