@@ -19,15 +19,11 @@ import (
 // a type without one here (unknown or sub-byte).
 //
 // The device computes indices in 32 bits: an int64 tensor is held as
-// int32 in its page (4 bytes an element). Scatter narrows its data,
+// int32 in its page (4 bytes an element), and a "bool" tensor as FP32
+// words 0.0 and 1.0 (plan.DeviceDTypeSize). Scatter narrows int64 data,
 // refusing a value outside the int32 range with an error naming the
-// tensor; Gather widens it back.
-func (t *Tensor) ElemSize() int {
-	if t.DType == "int64" {
-		return 4
-	}
-	return plan.DTypeSize(t.DType)
-}
+// tensor, and turns bool bytes into words; Gather converts back.
+func (t *Tensor) ElemSize() int { return plan.DeviceDTypeSize(t.DType) }
 
 // narrow returns int64 data as the int32 the page holds.
 func (t *Tensor) narrow(data []byte) ([]byte, error) {
@@ -50,6 +46,29 @@ func widen(data []byte) []byte {
 	out := make([]byte, 2*len(data))
 	for i := 0; i < len(data)/4; i++ {
 		binary.LittleEndian.PutUint64(out[8*i:], uint64(int64(int32(binary.LittleEndian.Uint32(data[4*i:])))))
+	}
+	return out
+}
+
+// boolWords returns raw bool bytes as the device's FP32 words.
+func boolWords(raw []byte) []byte {
+	out := make([]byte, 4*len(raw))
+	for i, b := range raw {
+		if b != 0 {
+			out[4*i+2], out[4*i+3] = 0x80, 0x3f // 1.0f little-endian
+		}
+	}
+	return out
+}
+
+// boolBytes returns the device's words as raw bool bytes (1 for a
+// non-zero word).
+func boolBytes(words []byte) []byte {
+	out := make([]byte, len(words)/4)
+	for i := range out {
+		if words[4*i]|words[4*i+1]|words[4*i+2]|words[4*i+3] != 0 {
+			out[i] = 1
+		}
 	}
 	return out
 }
@@ -374,11 +393,14 @@ func (b *Block) rowAt(r uint32, size int, cols uint64) (page, data, step uint64)
 // host page (the whole page: index 0 is page offset 0): into every block,
 // padding zeroed, or at Offset when there are no blocks.
 func (t *Tensor) Scatter(page, data []byte) error {
-	if t.DType == "int64" {
+	switch t.DType {
+	case "int64":
 		var err error
 		if data, err = t.narrow(data); err != nil {
 			return err
 		}
+	case "bool":
+		data = boolWords(data)
 	}
 	if len(t.Blocks) == 0 {
 		dst, err := t.flat(page)
@@ -436,12 +458,19 @@ func (t *Tensor) Scatter(page, data []byte) error {
 // host page (the whole page): from its blocks, which must cover every
 // element exactly once, or from Offset when there are no blocks.
 func (t *Tensor) Gather(page []byte) ([]byte, error) {
-	if t.DType == "int64" {
+	switch t.DType {
+	case "int64":
 		out, err := t.gather(page)
 		if err != nil {
 			return nil, err
 		}
 		return widen(out), nil
+	case "bool":
+		w, err := t.gather(page)
+		if err != nil {
+			return nil, err
+		}
+		return boolBytes(w), nil
 	}
 	return t.gather(page)
 }

@@ -175,7 +175,7 @@ func TestScatterGatherErrors(t *testing.T) {
 		{"bad block", bad, 0x800, 12 * 32 * 2, "block 1: cols [20,33) not a non-empty range of the 12x32 matrix view", "block 1: cols"},
 		{"covered twice", over, 0x800, 12 * 32 * 2, "", "block 3: element (4, 16) of the matrix view is also in block 0"},
 		{"flat overrun", obj.Tensor{DType: "float", Shape: []int64{4}, Offset: 8}, 20, 16, "bytes [0x8,0x18) overrun the page of 20 bytes", "overrun"},
-		{"flat unknown type", obj.Tensor{DType: "string", Shape: []int64{4}}, 20, 4, `element type "string" has no size here`, "has no size"},
+		{"flat unknown type", obj.Tensor{DType: "complex64", Shape: []int64{4}}, 20, 4, `element type "complex64" has no size here`, "has no size"},
 		{"blocks unknown type", obj.Tensor{DType: "int8", Shape: []int64{4}, Blocks: []obj.Block{{R1: 1, C1: 4, Rows: 1, Cols: 4}}}, 20, 4, `element type "int8" cannot be laid out in blocks`, "cannot be laid out"},
 	}
 	for _, tt := range tests {
@@ -236,7 +236,7 @@ func TestValidateBlocks(t *testing.T) {
 		{"overrun page", nil, []obj.Tensor{out(with(whole, func(b *obj.Block) { b.Offset = 0xf00 }))}, nil, "block 0: bytes [0xf00,0x1300) overrun the page of 4096 bytes"},
 		{"no page", nil, []obj.Tensor{out(whole)}, []obj.Page{{ID: 0, Bytes: 16}}, `host output "y": page 1 not declared`},
 		{"offset with blocks", nil, []obj.Tensor{func() obj.Tensor { t := out(whole); t.Offset = 4; return t }()}, nil, `host output "y": offset 0x4 with blocks (want 0)`},
-		{"no size", nil, []obj.Tensor{func() obj.Tensor { t := out(whole); t.DType = "string"; return t }()}, nil, `host output "y": element type "string" cannot be laid out in blocks`},
+		{"no size", nil, []obj.Tensor{func() obj.Tensor { t := out(whole); t.DType = "complex64"; return t }()}, nil, `host output "y": element type "complex64" cannot be laid out in blocks`},
 		{"not covered", nil, []obj.Tensor{out(top)}, nil, `host output "y": element (4, 0) of the 8x32 matrix view is not in any block`},
 		{"not covered at start", nil, []obj.Tensor{out(bottom)}, nil, `host output "y": element (0, 0) of the 8x32 matrix view is not in any block`},
 		{"column gap", nil, []obj.Tensor{out(

@@ -235,6 +235,22 @@ var dtypeSizes = map[string]int{
 // DTypeSize returns the raw element size of a dtype name, 0 if unknown.
 func DTypeSize(name string) int { return dtypeSizes[name] }
 
+// DeviceDTypeSize returns the element size of a dtype name on the device
+// and in host pages, 0 if unknown: the raw size, except "bool", which
+// the device holds as an FP32 word, 0.0 (false) or 1.0 (true), so that
+// comparisons, logic and selection are FP32 kernels, and "int64", held
+// as int32 (the device computes indices in 32 bits). The host converts
+// (obj.Tensor.Scatter and Gather): a raw byte b becomes 1.0 when b != 0,
+// a word becomes the byte 1 when it is not 0; an int64 is narrowed,
+// refusing a value outside the int32 range, and widened back.
+func DeviceDTypeSize(name string) int {
+	switch name {
+	case "bool", "int64":
+		return 4
+	}
+	return dtypeSizes[name]
+}
+
 // Error is a plan or state that does not validate: Kind is "plan" or
 // "search state", Path the JSON path at fault.
 type Error struct {

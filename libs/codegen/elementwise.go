@@ -43,7 +43,8 @@ type UnaryOp uint8
 // one FP32 rounding to nearest even, every named function is the FP32
 // instruction of that name (the exact float64 function of the FP32
 // argument, rounded once to FP32), and a NaN result is the canonical NaN
-// 0x7fc00000 (except Neg and Abs, which only touch the sign bit).
+// 0x7fc00000 (except Neg and Abs, which only touch the sign bit, and
+// LeakyRelu, which passes a NaN x through).
 //
 // FP16 (Type F16): x converts exactly to FP32 (f16v2tof32: a NaN keeps
 // its sign and payload, made quiet), y is computed as above and rounded
@@ -55,21 +56,30 @@ type UnaryOp uint8
 // monotone, so RN16(min(max(x, Min), Max)) = min(max(x, RN16(Min)),
 // RN16(Max)) for an FP16 x, signed zeros and NaNs (0x7e00) included.
 const (
-	Neg      UnaryOp = iota // y = -x (sign flip)
-	Abs                     // y = |x| (sign cleared)
-	Relu                    // y = max(x, +0): relu(-0) = +0, NaN stays NaN
-	Exp                     // y = exp(x)
-	Sqrt                    // y = sqrt(x)
-	Tanh                    // y = tanh(x)
-	Sigmoid                 // e = exp(-x); s = RN32(e + 1); y = rcp(s) (= RN32(1/s))
-	GeluErf                 // t = erf(RN32(x * c)), c = RN32(1/sqrt 2); u = RN32(t + 1); h = RN32(x * 0.5); y = RN32(h * u)
-	GeluTanh                // q = RN32(RN32(x*x) * x); v = RN32(x + RN32(q * c1)); t = tanh(RN32(v * c0)); y = RN32(RN32(x*0.5) * RN32(t + 1)), c0 = RN32(sqrt(2/pi)), c1 = RN32(0.044715)
-	PowConst                // y = pow(x, Exponent) (FP32 pow; Exponent 2: y = RN32(x*x), the same value)
-	Clip                    // y = min(max(x, Min), Max) with f32max and f32min (NaN if x is NaN)
+	Neg         UnaryOp = iota // y = -x (sign flip)
+	Abs                        // y = |x| (sign cleared)
+	Relu                       // y = max(x, +0): relu(-0) = +0, NaN stays NaN
+	Exp                        // y = exp(x)
+	Sqrt                       // y = sqrt(x)
+	Tanh                       // y = tanh(x)
+	Sigmoid                    // e = exp(-x); s = RN32(e + 1); y = rcp(s) (= RN32(1/s))
+	GeluErf                    // t = erf(RN32(x * c)), c = RN32(1/sqrt 2); u = RN32(t + 1); h = RN32(x * 0.5); y = RN32(h * u)
+	GeluTanh                   // q = RN32(RN32(x*x) * x); v = RN32(x + RN32(q * c1)); t = tanh(RN32(v * c0)); y = RN32(RN32(x*0.5) * RN32(t + 1)), c0 = RN32(sqrt(2/pi)), c1 = RN32(0.044715)
+	PowConst                   // y = pow(x, Exponent) (FP32 pow; Exponent 2: y = RN32(x*x), the same value)
+	Clip                       // y = min(max(x, Min), Max) with f32max and f32min (NaN if x is NaN)
+	Log                        // y = log(x) (f32log)
+	Erf                        // y = erf(x) (f32erf)
+	Softplus                   // a = |x|; e = exp(-a); l = log(RN32(e + 1)); y = RN32(max(x, +0) + l)
+	LeakyRelu                  // p = RN32(x * Alpha); y = p if x < 0, else x (bits: -0 and a NaN pass through)
+	Elu                        // e = exp(x); p = RN32(Alpha * RN32(e - 1)); y = x if 0 < x, else p
+	Selu                       // e = exp(x); p = RN32(RN32(e * Alpha) - Alpha); y = RN32(Gamma * (x if 0 < x, else p))
+	HardSigmoid                // t = RN32(RN32(x * Alpha) + Beta); y = max(min(t, 1), +0) (f32min, f32max)
+	HardSwish                  // t = RN32(RN32(x * c) + 0.5), c = RN32(1/6); h = max(min(t, 1), +0); y = RN32(x * h)
 	numUnary
 )
 
-var unaryNames = [numUnary]string{"neg", "abs", "relu", "exp", "sqrt", "tanh", "sigmoid", "gelu-erf", "gelu-tanh", "pow", "clip"}
+var unaryNames = [numUnary]string{"neg", "abs", "relu", "exp", "sqrt", "tanh", "sigmoid", "gelu-erf", "gelu-tanh", "pow", "clip",
+	"log", "erf", "softplus", "leaky-relu", "elu", "selu", "hard-sigmoid", "hard-swish"}
 
 func (op UnaryOp) String() string {
 	if op < numUnary {
@@ -100,7 +110,10 @@ type Unary struct {
 	X, Y     uint32
 	Exponent float32 // PowConst
 	Min, Max float32 // Clip
-	Workers  int
+	// Alpha, Beta, Gamma: LeakyRelu (Alpha), Elu (Alpha), Selu (Alpha,
+	// Gamma), HardSigmoid (Alpha, Beta).
+	Alpha, Beta, Gamma float32
+	Workers            int
 
 	Type             ElemType
 	R                int // rows (0, 1: one)
@@ -121,6 +134,7 @@ var (
 	geluErfC  = float32(1 / math.Sqrt2)
 	geluTanh0 = float32(math.Sqrt(2 / math.Pi))
 	geluTanh1 = float32(0.044715)
+	sixth     = float32(1.0 / 6)
 )
 
 // f16Pair loads the FP16 value h into the four lanes of the pair d.
@@ -181,6 +195,30 @@ func (p Unary) setup(b *Builder) {
 	case Clip:
 		pairConst(b, ewK0, p.Min)
 		pairConst(b, ewK1, p.Max)
+	case Softplus:
+		b.LoadA(ewZero, 0)
+		pairConst(b, ewK0, 1)
+	case LeakyRelu:
+		b.LoadA(ewZero, 0)
+		pairConst(b, ewK0, p.Alpha)
+	case Elu:
+		b.LoadA(ewZero, 0)
+		pairConst(b, ewK0, 1)
+		pairConst(b, ewK1, p.Alpha)
+	case Selu:
+		b.LoadA(ewZero, 0)
+		pairConst(b, ewK0, p.Alpha)
+		pairConst(b, ewK1, p.Gamma)
+	case HardSigmoid:
+		b.LoadA(ewZero, 0)
+		pairConst(b, ewK0, p.Alpha)
+		pairConst(b, ewK1, p.Beta)
+		pairConst(b, ewK2, 1)
+	case HardSwish:
+		b.LoadA(ewZero, 0)
+		pairConst(b, ewK0, sixth)
+		pairConst(b, ewK1, 0.5)
+		pairConst(b, ewK2, 1)
 	}
 }
 
@@ -231,6 +269,47 @@ func (p Unary) compute(b *Builder, single bool) {
 	case Clip:
 		l.v(isa.V2MAX, A0, A0, ewK0)
 		l.v(isa.V2MIN, A0, A0, ewK1)
+	case Log:
+		l.each(isa.FLOG, A0, A0, 0, 0)
+	case Erf:
+		l.each(isa.FERF, A0, A0, 0, 0)
+	case Softplus:
+		l.v1(isa.V2ABS, A2, A0)
+		l.v1(isa.V2NEG, A2, A2)
+		l.v1(isa.V2EXP, A2, A2)
+		l.v(isa.V2ADD, A2, A2, ewK0)
+		l.each(isa.FLOG, A2, A2, 0, 0)
+		l.v(isa.V2MAX, A0, A0, ewZero)
+		l.v(isa.V2ADD, A0, A0, A2)
+	case LeakyRelu:
+		// The mask goes to $a12:13 (no constant there).
+		l.v(isa.V2MUL, A2, A0, ewK0)
+		b.F(isa.V2CMPLT, ewK2, A0, ewZero)
+		l.sel(A0, ewK2, A2, A0)
+	case Elu:
+		l.v1(isa.V2EXP, A2, A0)
+		l.v(isa.V2SUB, A2, A2, ewK0)
+		l.v(isa.V2MUL, A2, A2, ewK1)
+		b.F(isa.V2CMPLT, ewK2, ewZero, A0)
+		l.sel(A0, ewK2, A0, A2)
+	case Selu:
+		l.v1(isa.V2EXP, A2, A0)
+		l.v(isa.V2MUL, A2, A2, ewK0)
+		l.v(isa.V2SUB, A2, A2, ewK0)
+		b.F(isa.V2CMPLT, ewK2, ewZero, A0)
+		l.sel(A0, ewK2, A0, A2)
+		l.v(isa.V2MUL, A0, A0, ewK1)
+	case HardSigmoid:
+		l.v(isa.V2MUL, A0, A0, ewK0)
+		l.v(isa.V2ADD, A0, A0, ewK1)
+		l.v(isa.V2MIN, A0, A0, ewK2)
+		l.v(isa.V2MAX, A0, A0, ewZero)
+	case HardSwish:
+		l.v(isa.V2MUL, A2, A0, ewK0)
+		l.v(isa.V2ADD, A2, A2, ewK1)
+		l.v(isa.V2MIN, A2, A2, ewK2)
+		l.v(isa.V2MAX, A2, A2, ewZero)
+		l.v(isa.V2MUL, A0, A0, A2)
 	}
 }
 
@@ -331,6 +410,13 @@ func f16Store(b *Builder, d AReg, rem int) {
 //	pow         10         22          ConstLen(e)
 //	pow (e=2)    3          8          0
 //	clip         4          4          ConstLen(Min)+ConstLen(Max)+2
+//	log, erf     6         14          0
+//	softplus    15         32          4
+//	leaky-relu   5         12          2+ConstLen(Alpha)
+//	elu         10         22          5+ConstLen(Alpha)
+//	selu        11         24          3+ConstLen(Alpha)+ConstLen(Gamma)
+//	hard-sigm.   6         14          6+ConstLen(Alpha)+ConstLen(Beta)
+//	hard-swish   7         16          10
 //
 // (ConstLen of the constants' FP32 bits, 1 below 2^20, else 2; FP16 clip:
 // of the FP16 pair h | h<<16.) The FP32 tail is the body on one element,
@@ -385,6 +471,14 @@ type BinaryOp uint8
 // underflow FP32 there). Div and Pow convert the operands exactly to
 // FP32, compute as above and round once to FP16, as onnxruntime's CPU
 // kernels do (they compute these in float).
+//
+// Comparisons (Equal, Less, LessEq, NotEqual) write BOOL elements: FP32
+// words 1.0 (true) or 0.0 (false), whatever Type is (Y's element size is
+// 4): f32v2cmpeq and f32v2cmplt masks (false for a NaN operand; -0 equals
+// +0) selected onto the constants; LessEq is a < b or a == b, NotEqual
+// not a == b (true for a NaN operand). FP16 operands convert exactly to
+// FP32 first. The comparisons are FP32 only in their output: Type F16
+// reads FP16 operands.
 const (
 	Add BinaryOp = iota
 	Sub
@@ -393,10 +487,25 @@ const (
 	Max
 	Min
 	Pow
+	Equal
+	Less
+	LessEq
+	NotEqual
 	numBinary
 )
 
-var binaryNames = [numBinary]string{"add", "sub", "mul", "div", "max", "min", "pow"}
+var binaryNames = [numBinary]string{"add", "sub", "mul", "div", "max", "min", "pow", "equal", "less", "less-eq", "not-equal"}
+
+// Compare reports whether op writes BOOL words.
+func (op BinaryOp) Compare() bool { return op >= Equal && op <= NotEqual }
+
+// outSize returns the bytes of one Y element.
+func (p Binary) outSize() int {
+	if p.Op.Compare() {
+		return 4
+	}
+	return p.Type.size()
+}
 
 func (op BinaryOp) String() string {
 	if op < numBinary {
@@ -470,6 +579,10 @@ type Binary struct {
 	Type    ElemType
 	R       int // rows (0, 1: one)
 	YStride int // elements, R > 1
+
+	// sel, set only by Select, makes the kernel Y = A != 0 ? B : Y
+	// (selTrue) or Y = A == 0 ? B : Y (selFalse) instead of Op.
+	sel uint8
 }
 
 // Binary registers: the left operand in $a0:1 (array) or $a4:5
@@ -518,11 +631,14 @@ func (p Binary) stream() (*stream, error) {
 		}
 	}
 	A, B := p.A.norm(p.R), p.B.norm(p.R)
-	if !A.array() && !B.array() {
+	if p.sel != 0 && p.Type != F32 {
+		return nil, fmt.Errorf("a selection of %d-byte elements (want 4)", p.Type.size())
+	}
+	if !A.array() && !B.array() && p.sel == 0 {
 		return nil, fmt.Errorf("both operands are broadcasts")
 	}
 	es := p.Type.size()
-	s := &stream{n: p.N, unit: 2, workers: p.Workers, rows: p.R, output: array{"Y", p.Y, es, p.YStride}}
+	s := &stream{n: p.N, unit: 2, workers: p.Workers, rows: p.R, output: array{"Y", p.Y, p.outSize(), p.YStride}}
 	L, R := bL, bR
 	var lPtr, rPtr MReg
 	if A.array() {
@@ -579,8 +695,58 @@ func (p Binary) stream() (*stream, error) {
 		if p.Op == Div && (B.Scalar || B.Const) {
 			b.F1(isa.V2RCP, bZ, bRs)
 		}
+		if p.Op.Compare() {
+			pairConst(b, bZ, 1)
+			b.LoadA(bN, 0)
+			b.Amov(bN+1, bN)
+		}
 	}
 	switch {
+	case p.Type == F16 && p.Op.Compare():
+		// FP16 operands in $a4:5 and $a6:7, each half compared as an
+		// FP32 pair and stored as two words.
+		s.unit = 4
+		half := func(b *Builder, i AReg, single bool) {
+			if A.array() {
+				b.F1(isa.CVTHF, bL, bLs+i)
+			}
+			if B.array() {
+				b.F1(isa.CVTHF, bR, bRs+i)
+			}
+			p.compute(b, L, R, B.array(), single)
+		}
+		s.body = func(b *Builder) {
+			if A.array() {
+				b.Ld64P(bLs, lPtr, 8)
+			}
+			if B.array() {
+				b.Ld64P(bRs, rPtr, 8)
+			}
+			half(b, 0, false)
+			b.St64P(A0, sOut, 8)
+			half(b, 1, false)
+			b.St64P(A0, sOut, 8)
+		}
+		s.tail = func(b *Builder, rem int) {
+			if A.array() {
+				f16Load(b, bLs, lPtr, rem)
+			}
+			if B.array() {
+				f16Load(b, bRs, rPtr, rem)
+			}
+			half(b, 0, rem == 1)
+			if rem == 1 {
+				b.St32(A0, sOut, 0)
+				return
+			}
+			if rem == 2 {
+				b.St64(A0, sOut, 0)
+				return
+			}
+			b.St64P(A0, sOut, 8)
+			half(b, 1, true)
+			b.St32(A0, sOut, 0)
+		}
 	case h4:
 		s.unit = 4
 		s.body = func(b *Builder) {
@@ -654,7 +820,22 @@ func (p Binary) stream() (*stream, error) {
 			if B.array() {
 				l.load(bR, rPtr)
 			}
-			p.compute(b, L, R, B.array(), single)
+			switch p.sel {
+			case 0:
+				p.compute(b, L, R, B.array(), single)
+			default:
+				// Y's own value, kept where the condition says so.
+				if single {
+					b.Ld32(bQ, sOut, 0)
+				} else {
+					b.Ld64(bQ, sOut, 0)
+				}
+				if p.sel == selTrue {
+					l.sel(A0, L, R, bQ)
+				} else {
+					l.sel(A0, L, bQ, R)
+				}
+			}
 			l.store(A0, sOut)
 		}
 		s.body = func(b *Builder) { op(b, false) }
@@ -739,6 +920,22 @@ func (p Binary) compute(b *Builder, L, R AReg, bArray, single bool) {
 		l.v(isa.V2MIN, A0, L, R)
 	case Pow:
 		l.each(isa.FPOW, A0, L, R, 1)
+	case Equal, NotEqual:
+		// Masks in $a10:11 ($a12:13 is 0, $a8:9 1.0).
+		b.F(isa.V2CMPEQ, bQ, L, R)
+		if p.Op == Equal {
+			l.sel(A0, bQ, bZ, bN)
+		} else {
+			l.sel(A0, bQ, bN, bZ)
+		}
+	case Less:
+		b.F(isa.V2CMPLT, bQ, L, R)
+		l.sel(A0, bQ, bZ, bN)
+	case LessEq:
+		b.F(isa.V2CMPEQ, bQ, L, R)
+		b.F(isa.V2CMPLT, A2, L, R)
+		l.sel(A0, bQ, bZ, bN)
+		l.sel(A0, A2, bZ, A0)
 	case Div:
 		if bArray {
 			l.v1(isa.V2RCP, bZ, R)
@@ -765,6 +962,8 @@ func (p Binary) compute(b *Builder, L, R AReg, bArray, single bool) {
 //	pow                       11 / 10   25 / 22
 //	div                       14 / 9    31 / 20 (b broadcast)
 //	div (a broadcast)         14        30
+//	equal, less, not-equal    5 / 4     12 / 9
+//	less-eq                   7 / 6     16 / 13
 //
 // and setup, per broadcast operand: from memory (Scalar) ConstLen(Addr)+2,
 // FP16 ConstLen(Addr&^3)+3 (+2 for add, sub, mul, max, min); a constant
@@ -774,16 +973,24 @@ func (p Binary) compute(b *Builder, L, R AReg, bArray, single bool) {
 // an even Stride, 8 with an odd one; +2 at FP16 for add, sub, mul, max,
 // min; +1 when esize*Stride is not an imm16, except FP16 with an odd
 // Stride (and then ConstLen(esize*Stride) per worker); +4 for Div with b
-// PerRow.
+// PerRow. A comparison adds 5 setup issues (the pairs 1.0 and 0).
 func (p Binary) Cost() (Cost, error) {
 	s, err := p.stream()
 	if err == nil {
 		err = s.check(nil)
 	}
 	if err != nil {
-		return Cost{}, fmt.Errorf("binary %s: %w", p.Op, err)
+		return Cost{}, fmt.Errorf("%s: %w", p.name(), err)
 	}
 	return s.cost(), nil
+}
+
+// name names the kernel in errors.
+func (p Binary) name() string {
+	if p.sel != 0 {
+		return "select"
+	}
+	return "binary " + p.Op.String()
 }
 
 // EmitBinary emits the kernel at b's current position.
@@ -796,7 +1003,7 @@ func EmitBinary(b *Builder, p Binary) (Kernel, error) {
 		err = p.checkScalars(b)
 	}
 	if err != nil {
-		return Kernel{}, fmt.Errorf("binary %s: %w", p.Op, err)
+		return Kernel{}, fmt.Errorf("%s: %w", p.name(), err)
 	}
 	return s.emit(b)
 }
@@ -806,9 +1013,9 @@ func EmitBinary(b *Builder, p Binary) (Kernel, error) {
 func (p Binary) checkScalars(b *Builder) error {
 	a := b.Arch()
 	es := p.Type.size()
-	y := rowSet{name: "Y", addr: int64(p.Y), size: int64(es) * int64(p.N), rows: 1}
+	y := rowSet{name: "Y", addr: int64(p.Y), size: int64(p.outSize()) * int64(p.N), rows: 1}
 	if p.R > 1 {
-		y.step, y.rows = int64(es)*int64(p.YStride), int64(p.R)
+		y.step, y.rows = int64(p.outSize())*int64(p.YStride), int64(p.R)
 	}
 	for _, x := range []struct {
 		name string

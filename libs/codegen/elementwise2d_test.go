@@ -160,6 +160,12 @@ func unaryCases() []Unary {
 			ps = append(ps, Unary{Op: op, Exponent: 1.7}, Unary{Op: op, Exponent: 2})
 		case Clip:
 			ps = append(ps, Unary{Op: op, Min: -1.5, Max: 2.25}, Unary{Op: op, Min: -1e-9, Max: 0.1})
+		case LeakyRelu, Elu:
+			ps = append(ps, Unary{Op: op, Alpha: 0.01}, Unary{Op: op, Alpha: 1.5})
+		case Selu:
+			ps = append(ps, Unary{Op: op, Alpha: 1.6732632, Gamma: 1.050701})
+		case HardSigmoid:
+			ps = append(ps, Unary{Op: op, Alpha: 0.2, Beta: 0.5}, Unary{Op: op, Alpha: -3, Beta: 0.25})
 		default:
 			ps = append(ps, Unary{Op: op})
 		}
@@ -173,6 +179,8 @@ func unaryName(p Unary) string {
 		return fmt.Sprintf("pow%g", p.Exponent)
 	case Clip:
 		return fmt.Sprintf("clip%g,%g", p.Min, p.Max)
+	case LeakyRelu, Elu, Selu, HardSigmoid:
+		return fmt.Sprintf("%s%g,%g,%g", p.Op, p.Alpha, p.Beta, p.Gamma)
 	}
 	return p.Op.String()
 }
@@ -186,6 +194,9 @@ func emulate1(p Unary, x uint32) uint32 {
 }
 
 func emulate2(p Binary, a, b uint32) uint32 {
+	if p.Type == F16 && p.Op.Compare() {
+		return math.Float32bits(EmulateCompareF16(p.Op, uint16(a), uint16(b)))
+	}
 	if p.Type == F16 {
 		return uint32(EmulateBinaryF16(p.Op, uint16(a), uint16(b)))
 	}
@@ -260,6 +271,15 @@ func TestBinary2D(t *testing.T) {
 					al := align(es)
 					p := Binary{Op: op, Type: typ, R: sh[0], N: sh[1], Workers: 1 + i%6, Y: ilBuf + 0x20000}
 					p.YStride = roundUp(p.N, al) + al*(i%2)
+					yes := es
+					if op.Compare() {
+						// BOOL words out; no in-place form across sizes.
+						yes = 4
+						p.YStride = roundUp(p.N, 2) + 2*(i%2)
+						if f.name == "inplace" && typ == F16 {
+							f = binaryForms[0]
+						}
+					}
 					r := rng(int64(1000 + i))
 					// Each operand gets its own area; PerRow strides
 					// and scalar addresses vary in parity (FP16 halves).
@@ -312,12 +332,12 @@ func TestBinary2D(t *testing.T) {
 								tl.fill(r, arr2{o.Addr, o.Stride, es}, p.R, p.N, typ)
 							}
 						}
-						y := arr2{p.Y, p.YStride, es}
+						y := arr2{p.Y, p.YStride, yes}
 						ref := func(mem []byte) {
 							src := append([]byte(nil), mem...)
 							for row := 0; row < max(p.R, 1); row++ {
 								for col := 0; col < p.N; col++ {
-									setElem(mem, tl.p.Memory.Lo, y.at(row, col), es, emulate2(p, get(src, p.A, row, col), get(src, p.B, row, col)))
+									setElem(mem, tl.p.Memory.Lo, y.at(row, col), yes, emulate2(p, get(src, p.A, row, col), get(src, p.B, row, col)))
 								}
 							}
 						}
@@ -544,8 +564,9 @@ func TestBinaryF16Rounding(t *testing.T) {
 			p := Binary{Op: op, Type: F16, N: n, A: Operand{Addr: a.addr}, B: Operand{Addr: b.addr}, Y: ilBuf + 0x20000, Workers: 6}
 			tl.runChecked(t, int(op)%Slots, func(bl *Builder) (Kernel, error) { return EmitBinary(bl, p) }, p.Cost, func(mem []byte) {
 				lo := tl.p.Memory.Lo
+				ys := p.outSize()
 				for i := 0; i < n; i++ {
-					setElem(mem, lo, p.Y+uint32(2*i), 2, emulate2(p, getElem(mem, lo, a.at(0, i), 2), getElem(mem, lo, b.at(0, i), 2)))
+					setElem(mem, lo, p.Y+uint32(ys*i), ys, emulate2(p, getElem(mem, lo, a.at(0, i), 2), getElem(mem, lo, b.at(0, i), 2)))
 				}
 			})
 		})
@@ -672,6 +693,10 @@ func TestStreamFormulaF16(t *testing.T) {
 		{Unary{Op: Sigmoid}, 26, 3}, {Unary{Op: GeluErf}, 22, 9}, {Unary{Op: GeluTanh}, 30, 12},
 		{Unary{Op: PowConst, Exponent: 1.5}, 22, 2}, {Unary{Op: PowConst, Exponent: 2}, 8, 0},
 		{Unary{Op: Clip, Min: 0, Max: 6}, 4, 1 + 1 + 2 + 1}, // pairs 0 and 0x46004600
+		{Unary{Op: Log}, 14, 0}, {Unary{Op: Erf}, 14, 0}, {Unary{Op: Softplus}, 32, 4},
+		{Unary{Op: LeakyRelu, Alpha: 0.01}, 12, 2 + 2}, {Unary{Op: Elu, Alpha: 1}, 22, 5 + 2},
+		{Unary{Op: Selu, Alpha: 1.67, Gamma: 1.05}, 24, 3 + 2 + 2}, {Unary{Op: HardSigmoid, Alpha: 0.2, Beta: 0}, 14, 6 + 2 + 1},
+		{Unary{Op: HardSwish}, 16, 10},
 	}
 	for _, c := range unary {
 		t.Run(c.p.Op.String(), func(t *testing.T) {

@@ -80,6 +80,40 @@ func TestUnary(t *testing.T) {
 		{Unary{Op: PowConst, Exponent: 1.7}, 0, 8, func(x float64) float64 { return math.Pow(x, float64(float32(1.7))) }, one},
 		{Unary{Op: PowConst, Exponent: 2}, -8, 8, func(x float64) float64 { return x * x }, one},
 		{Unary{Op: Clip, Min: -1.5, Max: 2.25}, -4, 4, func(x float64) float64 { return math.Min(math.Max(x, -1.5), 2.25) }, zero},
+		{Unary{Op: Log}, 0.01, 100, math.Log, one},
+		{Unary{Op: Erf}, -4, 4, math.Erf, one},
+		// exp(-|x|) and 1+e err by <= u each on a value <= 2 (log's
+		// argument), log adds u*log 2, the sum u|y|.
+		{Unary{Op: Softplus}, -10, 10, func(x float64) float64 { return math.Max(x, 0) + math.Log1p(math.Exp(-math.Abs(x))) },
+			func(x, y float64) float64 { return 3*u + 1.01*u*math.Abs(y) }},
+		{Unary{Op: LeakyRelu, Alpha: 0.1}, -4, 4, func(x float64) float64 {
+			if x < 0 {
+				return x * float64(float32(0.1))
+			}
+			return x
+		}, one},
+		// e errs by u*e <= u, e-1 by u|e-1| <= u, then *alpha and its
+		// rounding.
+		{Unary{Op: Elu, Alpha: 1.3}, -6, 4, func(x float64) float64 {
+			if x > 0 {
+				return x
+			}
+			return float64(float32(1.3)) * math.Expm1(x)
+		}, func(x, y float64) float64 { return 2.1*u*1.3 + 1.01*u*math.Abs(y) }},
+		{Unary{Op: Selu, Alpha: 1.6732632, Gamma: 1.050701}, -6, 4, func(x float64) float64 {
+			a, g := float64(float32(1.6732632)), float64(float32(1.050701))
+			if x > 0 {
+				return g * x
+			}
+			return g * a * math.Expm1(x)
+		}, func(x, y float64) float64 { return 1.051*1.674*3.1*u + 1.01*u*math.Abs(y) }},
+		{Unary{Op: HardSigmoid, Alpha: 0.2, Beta: 0.5}, -4, 4, func(x float64) float64 {
+			return math.Max(0, math.Min(1, float64(float32(0.2))*x+0.5))
+		}, func(x, y float64) float64 { return u*math.Abs(0.2*x) + 1.01*u*math.Abs(y) }},
+		// c = RN32(1/6) errs by u/6, x*c and +0.5 round: h errs by
+		// <= 2u|x|/6 + u; times x, and the last rounding.
+		{Unary{Op: HardSwish}, -5, 5, func(x float64) float64 { return x * math.Max(0, math.Min(1, x/6+0.5)) },
+			func(x, y float64) float64 { ax := math.Abs(x); return ax*(2*u*ax/6+1.01*u) + 1.01*u*math.Abs(y) }},
 	}
 	for ci, c := range cases {
 		for si, sh := range ewShapes {

@@ -134,6 +134,34 @@ func EmulateUnary(p Unary, x float32) float32 {
 		return ipow(x, p.Exponent)
 	case Clip:
 		return imin(imax(x, p.Min), p.Max)
+	case Log:
+		return ilog(x)
+	case Erf:
+		return ierf(x)
+	case Softplus:
+		e := iexp(ineg(iabs(x)))
+		return iadd(imax(x, 0), ilog(iadd(e, 1)))
+	case LeakyRelu:
+		if x < 0 {
+			return imul(x, p.Alpha)
+		}
+		return x
+	case Elu:
+		if 0 < x {
+			return x
+		}
+		return imul(isub(iexp(x), 1), p.Alpha)
+	case Selu:
+		v := isub(imul(iexp(x), p.Alpha), p.Alpha)
+		if 0 < x {
+			v = x
+		}
+		return imul(v, p.Gamma)
+	case HardSigmoid:
+		return imax(imin(iadd(imul(x, p.Alpha), p.Beta), 1), 0)
+	case HardSwish:
+		h := imax(imin(iadd(imul(x, sixth), 0.5), 1), 0)
+		return imul(x, h)
 	}
 	return fb(canonNaN)
 }
@@ -153,6 +181,14 @@ func EmulateBinary(op BinaryOp, a, b float32) float32 {
 		return imin(a, b)
 	case Pow:
 		return ipow(a, b)
+	case Equal:
+		return boolF(a == b)
+	case NotEqual:
+		return boolF(a != b)
+	case Less:
+		return boolF(a < b)
+	case LessEq:
+		return boolF(a < b || a == b)
 	case Div:
 		z := ircp(b)
 		q := imul(a, z)
@@ -171,6 +207,20 @@ func EmulateBinary(op BinaryOp, a, b float32) float32 {
 // FP16 (numfmt, as f16v2tof32 and f32v2tof16).
 func EmulateUnaryF16(p Unary, x uint16) uint16 {
 	return numfmt.F32ToF16(math.Float32bits(EmulateUnary(p, fb(numfmt.F16ToF32(x)))))
+}
+
+// boolF is a BOOL element as the device holds it.
+func boolF(c bool) float32 {
+	if c {
+		return 1
+	}
+	return 0
+}
+
+// EmulateCompareF16 returns what a comparison Binary with Type F16
+// computes for one element: a BOOL word (1.0 or 0.0) from FP16 operands.
+func EmulateCompareF16(op BinaryOp, a, b uint16) float32 {
+	return EmulateBinary(op, fb(numfmt.F16ToF32(a)), fb(numfmt.F16ToF32(b)))
 }
 
 // EmulateBinaryF16 returns what Binary with Type F16 computes for one

@@ -94,6 +94,10 @@ func TestStreamFormula(t *testing.T) {
 		{Unary{Op: Sigmoid}, 12, 3}, {Unary{Op: GeluErf}, 10, 9}, {Unary{Op: GeluTanh}, 14, 12},
 		{Unary{Op: PowConst, Exponent: 1.5}, 10, 2}, {Unary{Op: PowConst, Exponent: 2}, 3, 0},
 		{Unary{Op: Clip, Min: 0, Max: 6}, 4, (1 + 1) + (2 + 1)}, // ConstLen(0) = 1, ConstLen(6) = 2
+		{Unary{Op: Log}, 6, 0}, {Unary{Op: Erf}, 6, 0}, {Unary{Op: Softplus}, 15, 4},
+		{Unary{Op: LeakyRelu, Alpha: 0.01}, 5, 2 + 2}, {Unary{Op: Elu, Alpha: 1}, 10, 5 + 2},
+		{Unary{Op: Selu, Alpha: 1.67, Gamma: 1.05}, 11, 3 + 2 + 2}, {Unary{Op: HardSigmoid, Alpha: 0.2, Beta: 0}, 6, 6 + 2 + 1},
+		{Unary{Op: HardSwish}, 7, 10},
 	}
 	for _, c := range unary {
 		t.Run(c.p.Op.String(), func(t *testing.T) {
@@ -118,6 +122,8 @@ func TestStreamFormula(t *testing.T) {
 		{Div, Operand{}, Operand{}, 14, 0},
 		{Div, Operand{}, Operand{Scalar: true, Addr: 0x60000}, 9, 3 + 4},
 		{Div, Operand{Scalar: true, Addr: 0x60000}, Operand{}, 14, 3},
+		{Equal, Operand{}, Operand{}, 5, 5}, {Less, Operand{}, Operand{Const: true, Value: 0}, 4, 2 + 5},
+		{LessEq, Operand{}, Operand{}, 7, 5}, {NotEqual, Operand{}, Operand{}, 5, 5},
 	}
 	for i, c := range binary {
 		t.Run(fmt.Sprintf("%s-%d", c.op, i), func(t *testing.T) {

@@ -223,7 +223,7 @@ func (s *Session) WriteInput(name string, raw []byte) error {
 	if !ok {
 		return fmt.Errorf("package has no input %q", name)
 	}
-	if len(t.Blocks) > 0 || t.DType == "int64" { // int64: held as int32, converted by the layout
+	if len(t.Blocks) > 0 || t.DType == "int64" || t.DType == "bool" { // int64 held as int32, bool as words: converted by the layout
 		p, err := s.tensorPage("input", t)
 		if err != nil {
 			return err
@@ -251,7 +251,7 @@ func (s *Session) ReadOutput(name string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("package has no output %q", name)
 	}
-	if len(t.Blocks) > 0 || t.DType == "int64" { // int64: held as int32, converted by the layout
+	if len(t.Blocks) > 0 || t.DType == "int64" || t.DType == "bool" { // int64 held as int32, bool as words: converted by the layout
 		p, err := s.tensorPage("output", t)
 		if err != nil {
 			return nil, err

@@ -8,13 +8,16 @@ import (
 	"ipu.local/libs/onnx"
 )
 
-// DeviceSize is the bytes a tile stores per element of type d. The
-// device computes indices in 32 bits: int64 values (token ids, gather
-// indices) are held as int32, narrowed by the host (graph inputs, see
-// formats/obj) or at compile time (constants), a value outside the
-// int32 range being an error there.
+// DeviceSize is the bytes a tile stores per element of type d
+// (plan.DeviceDTypeSize). The device computes indices in 32 bits: int64
+// values (token ids, gather indices) are held as int32, narrowed by the
+// host (graph inputs, see formats/obj) or at compile time (constants), a
+// value outside the int32 range being an error there. BOOL is an FP32
+// word, 0.0 or 1.0, so that comparisons, logic and selection are FP32
+// kernels.
 func DeviceSize(d onnx.DataType) int {
-	if d == onnx.Int64 {
+	switch d {
+	case onnx.Int64, onnx.Bool:
 		return 4
 	}
 	return d.ElemSize()

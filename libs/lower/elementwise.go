@@ -26,11 +26,13 @@ import (
 var unaryOps = map[string]codegen.UnaryOp{
 	"Neg": codegen.Neg, "Abs": codegen.Abs, "Relu": codegen.Relu, "Tanh": codegen.Tanh,
 	"Sigmoid": codegen.Sigmoid, "Exp": codegen.Exp, "Sqrt": codegen.Sqrt, "Clip": codegen.Clip, "Gelu": codegen.GeluErf,
+	"Log": codegen.Log, "Erf": codegen.Erf, "Softplus": codegen.Softplus, "LeakyRelu": codegen.LeakyRelu,
+	"Elu": codegen.Elu, "Selu": codegen.Selu, "HardSigmoid": codegen.HardSigmoid, "HardSwish": codegen.HardSwish,
 }
 
 var binaryOps = map[string]codegen.BinaryOp{
 	"Add": codegen.Add, "Sub": codegen.Sub, "Mul": codegen.Mul, "Div": codegen.Div,
-	"Pow": codegen.Pow, "Max": codegen.Max, "Min": codegen.Min, "Sum": codegen.Add,
+	"Pow": codegen.Pow, "Max": codegen.Max, "Min": codegen.Min, "Sum": codegen.Add, "Mean": codegen.Add,
 }
 
 // unaryRoundings is the FP32 roundings of each unary kernel (codegen's
@@ -43,6 +45,12 @@ var unaryRoundings = map[codegen.UnaryOp]int64{
 	codegen.Neg: 0, codegen.Abs: 0, codegen.Relu: 0, codegen.Clip: 0,
 	codegen.Exp: 2, codegen.Sqrt: 1, codegen.Tanh: 2, codegen.Sigmoid: 4,
 	codegen.GeluErf: 6, codegen.GeluTanh: 10,
+	// log, erf: one transcendental. Softplus: exp, +1, log, + (6);
+	// LeakyRelu: x*alpha; Elu: exp, -1, *alpha (4); Selu: exp, *alpha,
+	// -alpha, *gamma (5); HardSigmoid: *alpha, +beta; HardSwish: the
+	// constant 1/6, *c, +0.5, x*h (4).
+	codegen.Log: 2, codegen.Erf: 2, codegen.Softplus: 6, codegen.LeakyRelu: 1,
+	codegen.Elu: 4, codegen.Selu: 5, codegen.HardSigmoid: 2, codegen.HardSwish: 4,
 }
 
 // operand is one array of an elementwise launch: a piece's storage, or
@@ -86,8 +94,8 @@ func launches(out layout.Geometry, outRef prog.Ref, outShape []int, ins []operan
 	strides[0] = append([]int(nil), out.Strides...)
 	for k, in := range ins {
 		s := make([]int, r)
-		if in.shape == nil && !in.konst {
-			in.shape = outShape
+		if in.shape == nil && !in.konst && len(in.geo.Box) == len(outShape) {
+			in.shape = outShape // nil: the output's (a rank-0 value keeps its empty shape)
 		}
 		if !in.konst {
 			off := r - len(in.shape)
@@ -300,17 +308,19 @@ func (l *lowerer) elementwiseLaunches(what string, s *prog.Superstep, tile int, 
 		return l.stepErr("%s on tile %d: %v", what, tile, err)
 	}
 	for _, ln := range ls {
-		if len(ln.arrays) == 3 && !ln.arrays[1].isArray() && !ln.arrays[2].isArray() {
+		k := mk(what, ln)
+		_, walksY := k.Params.(*codegen.Select)
+		if len(ln.arrays) == 3 && !ln.arrays[1].isArray() && !ln.arrays[2].isArray() && !walksY {
 			// Both operands broadcast: expand the first into the output,
-			// then work in place.
-			k, err := l.expand(what, ln, out.Size)
+			// then work in place. (A Select walks its output anyway.)
+			x, err := l.expand(what, ln, out.Size)
 			if err != nil {
 				return err
 			}
-			s.Work[tile] = append(s.Work[tile], k)
+			s.Work[tile] = append(s.Work[tile], x)
 			ln.arrays[1] = array{ref: ln.arrays[0].ref, stride: ln.arrays[0].stride}
+			k = mk(what, ln)
 		}
-		k := mk(what, ln)
 		if _, err := k.Cost(); err != nil {
 			return l.notLowered(nil, "%s on tile %d: %v", what, tile, err)
 		}
@@ -454,6 +464,14 @@ func (l *lowerer) unary(st *plan.Step, n *graph.Node) error {
 		if a.Tanh {
 			p.Op = codegen.GeluTanh
 		}
+	case *graph.LeakyRelu:
+		p.Alpha = a.Alpha
+	case *graph.Elu:
+		p.Alpha = a.Alpha
+	case *graph.Selu:
+		p.Alpha, p.Gamma = a.Alpha, a.Gamma
+	case *graph.HardSigmoid:
+		p.Alpha, p.Beta = a.Alpha, a.Beta
 	case *graph.Clip:
 		p.Min, p.Max = float32(a.Min), float32(a.Max)
 		if typ == codegen.F16 {
@@ -509,7 +527,7 @@ func (l *lowerer) binary(st *plan.Step, n *graph.Node) error {
 	}
 	y := outs[0]
 	if len(ins) == 1 {
-		// A Sum, Max or Min of one input is a copy of it.
+		// A Sum, Mean, Max or Min of one input is a copy of it.
 		if ins[0] == nil {
 			return l.stepErr("input 0 has no tensor")
 		}
@@ -531,7 +549,36 @@ func (l *lowerer) binary(st *plan.Step, n *graph.Node) error {
 	if typ == codegen.F16 && op != codegen.Max && op != codegen.Min {
 		acc += F16Rounding * int64(max(len(ins)-1, 1))
 	}
+	if n.Op == "Mean" {
+		// The sum divided by the input count in place: one more
+		// rounding (FP16: to FP16 from the FP32 quotient).
+		if err := l.scaleDown(n, y, typ, len(ins)); err != nil {
+			return err
+		}
+		acc++
+		if typ == codegen.F16 {
+			acc += F16Rounding
+		}
+	}
 	l.acc[n.Outputs[0].Index] = acc
+	return nil
+}
+
+// scaleDown divides the output y of a Mean by the count of its inputs,
+// in place (codegen's Div: the correctly rounded quotient).
+func (l *lowerer) scaleDown(n *graph.Node, y *layout.Tensor, typ codegen.ElemType, count int) error {
+	yRefs := l.refs[y.ID]
+	if len(yRefs) != len(y.Pieces) {
+		return l.stepErr("output tensor %d (%q) is not written", y.ID, y.Name)
+	}
+	k := operand{konst: true, value: float32(count)}
+	for i, pc := range y.Pieces {
+		yg := y.Geometry(i)
+		ops := []operand{{geo: yg, ref: yRefs[i], shape: y.Shape}, k}
+		if err := l.elementwiseLaunches(n.Name, l.cur, pc.Tile, binaryKernel(codegen.Div, typ), yg, yRefs[i], y.Shape, ops); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -574,6 +621,97 @@ func (l *lowerer) variadic(st *plan.Step, n *graph.Node, ins []*layout.Tensor, y
 	return nil
 }
 
+// compareOps are the operators whose output is BOOL, as a comparison
+// kernel (BOOL words 0.0/1.0) and whether the operands swap (a > b is
+// b < a). On BOOL operands (FP32 words 0.0 and 1.0) And is min, Or max
+// and Xor not-equal.
+var compareOps = map[string]struct {
+	op   codegen.BinaryOp
+	swap bool
+}{
+	"Equal": {codegen.Equal, false}, "Less": {codegen.Less, false}, "LessOrEqual": {codegen.LessEq, false},
+	"Greater": {codegen.Less, true}, "GreaterOrEqual": {codegen.LessEq, true},
+	"And": {codegen.Min, false}, "Or": {codegen.Max, false}, "Xor": {codegen.NotEqual, false},
+}
+
+// operandType is the kernel type of a comparison's operands: float and
+// BOOL (FP32 words) F32, float16 F16.
+func (l *lowerer) operandType(n *graph.Node, v *graph.Value) (codegen.ElemType, error) {
+	switch v.DType {
+	case onnx.Float, onnx.Bool:
+		return codegen.F32, nil
+	case onnx.Float16:
+		return codegen.F16, nil
+	}
+	return 0, l.notLowered(n, "input %q of type %s (comparisons read float, float16 and bool)", v.Name, v.DType)
+}
+
+// compare lowers a comparison, a logical operator, Not (x == 0) or a
+// cast to BOOL (x != 0): exact, Accumulate 0.
+func (l *lowerer) compare(st *plan.Step, n *graph.Node) error {
+	ins, outs, err := l.ioTensors(st, n)
+	if err != nil {
+		return err
+	}
+	if len(n.Inputs) == 0 || n.Inputs[0] == nil {
+		return l.stepErr("no input")
+	}
+	typ, err := l.operandType(n, n.Inputs[0])
+	if err != nil {
+		return err
+	}
+	for _, v := range n.Inputs[1:] {
+		t2, err := l.operandType(n, v)
+		if err != nil {
+			return err
+		}
+		if t2 != typ || (v.DType == onnx.Bool) != (n.Inputs[0].DType == onnx.Bool) {
+			return l.stepErr("inputs of types %s and %s", n.Inputs[0].DType, v.DType)
+		}
+	}
+	var op codegen.BinaryOp
+	var swap bool
+	imm := make([]operand, len(ins))
+	switch n.Op {
+	case "Not", "Cast":
+		// One input, against the immediate 0.
+		op = codegen.Equal
+		if n.Op == "Cast" {
+			op = codegen.NotEqual
+		}
+		ins = append(ins, nil)
+		imm = append(imm, operand{konst: true, value: 0})
+	default:
+		c := compareOps[n.Op]
+		op, swap = c.op, c.swap
+		if (op == codegen.Min || op == codegen.Max || op == codegen.NotEqual) && n.Inputs[0].DType != onnx.Bool {
+			return l.notLowered(n, "input %q of type %s (logical operators read bool)", n.Inputs[0].Name, n.Inputs[0].DType)
+		}
+		for k, t := range ins {
+			if t == nil {
+				if imm[k], err = l.immediate(n, k, typ); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if len(ins) != 2 {
+		return l.stepErr("%d inputs, want 2", len(ins))
+	}
+	if swap {
+		ins[0], ins[1] = ins[1], ins[0]
+		imm[0], imm[1] = imm[1], imm[0]
+	}
+	if ins[0] == nil && ins[1] == nil {
+		return l.notLowered(n, "both inputs are immediates")
+	}
+	if err := l.elementwise(st, n, ins, outs[0], binaryKernel(op, typ), imm); err != nil {
+		return err
+	}
+	l.acc[n.Outputs[0].Index] = 0
+	return nil
+}
+
 // castKind returns the cast kernel of a conversion.
 func castKind(from, to onnx.DataType) (codegen.CastKind, bool) {
 	f8, t8 := isFP8(from), isFP8(to)
@@ -602,8 +740,19 @@ func (l *lowerer) cast(st *plan.Step, n *graph.Node) error {
 	if ins[0] == nil {
 		return l.stepErr("input 0 has no tensor")
 	}
-	if x.DType == a.To {
+	if x.DType == a.To || x.DType == onnx.Bool && a.To == onnx.Float {
+		// BOOL is held as FP32 0.0 and 1.0: to float it is a copy.
 		return l.copyStep(n, ins[0], outs[0])
+	}
+	if a.To == onnx.Bool {
+		return l.compare(st, n)
+	}
+	if x.DType == onnx.Bool && a.To == onnx.Float16 {
+		if err := l.elementwise(st, n, ins, outs[0], castKernel(codegen.Cast{Kind: codegen.F32ToF16}), nil); err != nil {
+			return err
+		}
+		l.acc[out.Index] = 0 // 0 and 1 are FP16 values
+		return nil
 	}
 	kind, ok := castKind(x.DType, a.To)
 	if !ok {

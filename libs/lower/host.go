@@ -121,6 +121,9 @@ func (l *lowerer) fromConst(t *layout.Tensor) ([]prog.Ref, error) {
 	v := l.g.Values[t.Value]
 	m := newIndexMap(t, v)
 	raw := m.root.Const.Raw
+	if m.root.DType == onnx.Bool {
+		raw = BoolWords(raw)
+	}
 	size := t.Size
 	if m.root.DType == onnx.Int64 {
 		var err error

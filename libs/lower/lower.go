@@ -450,11 +450,20 @@ func (l *lowerer) lowerStep(st *plan.Step) error {
 	if MoveOps[n.Op] {
 		return l.dataMove(st, n)
 	}
+	if _, ok := compareOps[n.Op]; ok {
+		return l.compare(st, n)
+	}
+	if n.Op == "Not" {
+		return l.compare(st, n)
+	}
 	if _, ok := unaryOps[n.Op]; ok {
 		return l.unary(st, n)
 	}
 	if _, ok := binaryOps[n.Op]; ok {
 		return l.binary(st, n)
+	}
+	if n.Op == "Where" {
+		return l.where(st, n)
 	}
 	return l.notLowered(n, "no lowering for this operator")
 }
@@ -517,6 +526,17 @@ func viewRoot(v *graph.Value) *graph.Value {
 		}
 	}
 	return v
+}
+
+// BoolWords returns raw BOOL bytes as the device's FP32 words.
+func BoolWords(raw []byte) []byte {
+	out := make([]byte, 4*len(raw))
+	for i, b := range raw {
+		if b != 0 {
+			out[4*i+2], out[4*i+3] = 0x80, 0x3f
+		}
+	}
+	return out
 }
 
 // elemType names an element type for messages.

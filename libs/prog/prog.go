@@ -154,6 +154,8 @@ func (k *Kernel) Cost() (codegen.Cost, error) {
 		c, err = p.Cost()
 	case *codegen.SumParts:
 		c, err = p.Cost()
+	case *codegen.Select:
+		c, err = p.Cost()
 	case *codegen.Unary:
 		c, err = p.Cost()
 	case *codegen.Rows:
@@ -214,6 +216,8 @@ func (k *Kernel) Emit(b *codegen.Builder) (codegen.Kernel, error) {
 		kk, err = codegen.EmitBinary(b, *p)
 	case *codegen.SumParts:
 		kk, err = codegen.EmitSumParts(b, *p)
+	case *codegen.Select:
+		kk, err = codegen.EmitSelect(b, *p)
 	case *codegen.Unary:
 		kk, err = codegen.EmitUnary(b, *p)
 	case *codegen.Rows:
@@ -248,6 +252,8 @@ func (k *Kernel) Key() any {
 	case *codegen.Binary:
 		return *p
 	case *codegen.SumParts:
+		return *p
+	case *codegen.Select:
 		return *p
 	case *codegen.Unary:
 		return *p
