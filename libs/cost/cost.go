@@ -26,8 +26,8 @@ type Result struct {
 	Supersteps    []int64 // each superstep's cycles without the sync
 	// Sides are each branch's (prog.Program.Branches) then and else
 	// sides' cycles, syncs included; FinalCycles counts the longer.
-	Sides [][2]int64
-	Transfers     int
+	Sides     [][2]int64
+	Transfers int
 }
 
 // ComputeCycles is a compute superstep's cycles: the longest tile's

@@ -92,7 +92,7 @@ type lowerer struct {
 	marks    map[*prog.Superstep]*branchPlan
 	keep     map[*prog.Superstep]bool
 	branches []*branchPlan
-	step   *plan.Step // the step being lowered
+	step     *plan.Step // the step being lowered
 }
 
 // Options tune Lower.
