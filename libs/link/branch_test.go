@@ -102,6 +102,8 @@ func checkBranchRun(t *testing.T, o *obj.Object, st *Stats, g *graph.Graph, cond
 		raw[i] = in.Raw
 	}
 	outs, res := runObject(t, o, raw)
+	t.Logf("If %q: then %d cycles (phases %v), else %d (phases %v), final %d; ran %d of %d phases, %d cycles",
+		st.Branches[0].If, st.Branches[0].Then, st.Branches[0].ThenSteps, st.Branches[0].Else, st.Branches[0].ElseSteps, st.FinalCycles, len(res.Phases), len(st.Supersteps), res.Cycles)
 	want, err := hostref.Eval(g, ins, hostref.Options{Precision: hostref.Device, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
