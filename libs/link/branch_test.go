@@ -54,6 +54,25 @@ var branchModels = []struct {
 		b.AddOutput("p", onnx.Float, []int64{8, 32})
 		b.AddOutput("r", onnx.Float, []int64{8, 32})
 	}},
+	// Two Ifs one after the other, the second's condition an input and
+	// its then side reading the first's output; an If nested in the
+	// first's else side (predicated inside it).
+	{"sequence-nested", []int{4, 64}, func(b *onnx.ModelBuilder) {
+		b.AddInput("x", onnx.Float, []int64{4, 24})
+		b.AddInput("c", onnx.Bool, []int64{})
+		b.AddInput("c1", onnx.Bool, []int64{1})
+		b.AddInput("d", onnx.Bool, []int64{})
+		inner := &onnx.Graph{Name: "inner", Nodes: []onnx.Node{{Name: "inner", OpType: "If", Inputs: []string{"d"}, Outputs: []string{"w"}, Attrs: []onnx.Attr{
+			onnx.GraphAttr("then_branch", &onnx.Graph{Name: "t2", Nodes: []onnx.Node{{Name: "ex", OpType: "Exp", Inputs: []string{"x"}, Outputs: []string{"ex"}}}, Outputs: []onnx.ValueInfo{{Name: "ex"}}}),
+			onnx.GraphAttr("else_branch", &onnx.Graph{Name: "e2", Nodes: []onnx.Node{{Name: "sq", OpType: "Mul", Inputs: []string{"x", "x"}, Outputs: []string{"sq"}}}, Outputs: []onnx.ValueInfo{{Name: "sq"}}}),
+		}}}, Outputs: []onnx.ValueInfo{{Name: "w"}}}
+		then := &onnx.Graph{Name: "then", Nodes: []onnx.Node{{Name: "ng", OpType: "Neg", Inputs: []string{"x"}, Outputs: []string{"ng"}}}, Outputs: []onnx.ValueInfo{{Name: "ng"}}}
+		b.AddNode("If", "first", []string{"c"}, []string{"p"}, onnx.GraphAttr("then_branch", then), onnx.GraphAttr("else_branch", inner))
+		then2 := &onnx.Graph{Name: "then2", Nodes: []onnx.Node{{Name: "sg", OpType: "Sigmoid", Inputs: []string{"p"}, Outputs: []string{"sg"}}}, Outputs: []onnx.ValueInfo{{Name: "sg"}}}
+		else2 := &onnx.Graph{Name: "else2", Nodes: []onnx.Node{{Name: "ad", OpType: "Add", Inputs: []string{"p", "x"}, Outputs: []string{"ad"}}}, Outputs: []onnx.ValueInfo{{Name: "ad"}}}
+		b.AddNode("If", "second", []string{"c1"}, []string{"q"}, onnx.GraphAttr("then_branch", then2), onnx.GraphAttr("else_branch", else2))
+		b.AddOutput("q", onnx.Float, []int64{4, 24})
+	}},
 }
 
 // TestBranch links Ifs the device branches on and runs both sides: the
@@ -70,16 +89,31 @@ func TestBranch(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(st.Branches) != 1 || len(o.Host.Branches) != 1 {
-					t.Fatalf("%d branches costed, %d in the object, want 1", len(st.Branches), len(o.Host.Branches))
+				var conds []string
+				for _, v := range g.Inputs {
+					if v.DType == onnx.Bool {
+						conds = append(conds, v.Name)
+					}
 				}
-				br := st.Branches[0]
-				if want := st.PathCycles([]bool{br.Then >= br.Else}); st.FinalCycles != want {
-					t.Errorf("final cycles %d, the longer side's path %d (then %d, else %d)", st.FinalCycles, want, br.Then, br.Else)
+				// Every If but a nested one branches.
+				nb := min(len(conds), 2)
+				if len(st.Branches) != nb || len(o.Host.Branches) != nb {
+					t.Fatalf("%d branches costed, %d in the object, want %d", len(st.Branches), len(o.Host.Branches), nb)
 				}
-				for _, cond := range []bool{true, false} {
-					t.Run(fmt.Sprint(cond), func(t *testing.T) {
-						checkBranchRun(t, o, st, g, cond)
+				var longer []bool
+				for _, br := range st.Branches {
+					longer = append(longer, br.Then >= br.Else)
+				}
+				if want := st.PathCycles(longer); st.FinalCycles != want {
+					t.Errorf("final cycles %d, the longer sides' path %d (%+v)", st.FinalCycles, want, st.Branches)
+				}
+				for mask := 0; mask < 1<<len(conds); mask++ {
+					set := map[string]bool{}
+					for k, c := range conds {
+						set[c] = mask&(1<<k) != 0
+					}
+					t.Run(fmt.Sprint(set), func(t *testing.T) {
+						checkBranchRun(t, o, st, g, set)
 					})
 				}
 			})
@@ -87,14 +121,19 @@ func TestBranch(t *testing.T) {
 	}
 }
 
-// checkBranchRun runs o with condition input "c" set to cond and checks
-// outputs and cycles against the taken side.
-func checkBranchRun(t *testing.T, o *obj.Object, st *Stats, g *graph.Graph, cond bool) {
+// checkBranchRun runs o with its bool inputs set to conds and checks
+// outputs and cycles against the sides taken (branch k, program order,
+// is the k-th bool input's If).
+func checkBranchRun(t *testing.T, o *obj.Object, st *Stats, g *graph.Graph, conds map[string]bool) {
 	t.Helper()
 	ins := hostref.GenerateInputs(g, 1)
+	var path []bool
 	for i, v := range g.Inputs {
-		if v.Name == "c" {
-			ins[i] = onnx.NewBool("c", v.Shape, []bool{cond})
+		if c, ok := conds[v.Name]; ok {
+			ins[i] = onnx.NewBool(v.Name, v.Shape, []bool{c})
+			if len(path) < len(st.Branches) {
+				path = append(path, c)
+			}
 		}
 	}
 	raw := make([][]byte, len(ins))
@@ -102,8 +141,7 @@ func checkBranchRun(t *testing.T, o *obj.Object, st *Stats, g *graph.Graph, cond
 		raw[i] = in.Raw
 	}
 	outs, res := runObject(t, o, raw)
-	t.Logf("If %q: then %d cycles (phases %v), else %d (phases %v), final %d; ran %d of %d phases, %d cycles",
-		st.Branches[0].If, st.Branches[0].Then, st.Branches[0].ThenSteps, st.Branches[0].Else, st.Branches[0].ElseSteps, st.FinalCycles, len(res.Phases), len(st.Supersteps), res.Cycles)
+	t.Logf("branches %+v, final %d; ran %d of %d phases, %d cycles", st.Branches, st.FinalCycles, len(res.Phases), len(st.Supersteps), res.Cycles)
 	want, err := hostref.Eval(g, ins, hostref.Options{Precision: hostref.Device, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +156,6 @@ func checkBranchRun(t *testing.T, o *obj.Object, st *Stats, g *graph.Graph, cond
 			t.Errorf("output %q: %d of %d elements wrong, first %d: got %s want %s", ot.Name, r.Bad, r.Elements, r.FirstBad, r.Got, r.Want)
 		}
 	}
-	path := []bool{cond}
 	var ran []int
 	for i := range st.Supersteps {
 		if st.onPath(i, path) {
