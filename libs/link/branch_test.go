@@ -183,3 +183,29 @@ func checkBranchRun(t *testing.T, o *obj.Object, st *Stats, g *graph.Graph, cond
 		t.Errorf("object's phase path: mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// A plan without branch tags (written before branching) lowers the
+// Wheres as nodes: both sides run, the results are the same.
+func TestBranchUntaggedPlan(t *testing.T) {
+	b := onnx.NewModel(13)
+	branchModels[0].build(b)
+	pl, _, _, g, err := planLinkN(t, b.Marshal(), 4, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range pl.Graph.Nodes {
+		pl.Graph.Nodes[i].If, pl.Graph.Nodes[i].Side = "", ""
+	}
+	o, st, err := Link(pl, "test", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Branches) != 0 || len(o.Host.Branches) != 0 {
+		t.Fatalf("%d branches from an untagged plan", len(st.Branches))
+	}
+	for _, c := range []bool{true, false} {
+		t.Run(fmt.Sprint(c), func(t *testing.T) {
+			checkBranchRun(t, o, st, g, map[string]bool{"c": c})
+		})
+	}
+}
