@@ -238,7 +238,24 @@ func EncodeHost(e *wire.Encoder, h *HostProgram) {
 		}
 	}
 	e.Bytes(h.Model)
+	// Branches last, only when there are any: a host program written
+	// before branching ends with the model.
+	if len(h.Branches) > 0 {
+		e.U32(uint32(len(h.Branches)))
+		for _, b := range h.Branches {
+			e.String(b.If)
+			e.U32(uint32(b.CondTile))
+			e.U32(b.CondAddr)
+			e.U8(b.CondBytes)
+			for _, v := range []int{b.Then[0], b.Then[1], b.Else[0], b.Else[1]} {
+				e.U32(uint32(v))
+			}
+		}
+	}
 }
+
+// minBranch is the smallest encoded branch.
+const minBranch = 4 + 4 + 4 + 1 + 16
 
 // Block flags.
 const blockTranspose = 1
@@ -272,6 +289,21 @@ func DecodeHost(d *wire.Decoder) HostProgram {
 		d.Failf(modelOff, "host model: %d bytes, more than %d", len(model), MaxModelBytes)
 	} else if len(model) > 0 {
 		h.Model = append([]byte(nil), model...)
+	}
+	if d.Left() > 0 {
+		if n := d.Count("host branch", minBranch); n > 0 {
+			h.Branches = make([]Branch, n)
+			for i := range h.Branches {
+				b := &h.Branches[i]
+				b.If = d.String("host branch if")
+				b.CondTile = int(d.U32("host branch condition tile"))
+				b.CondAddr = d.U32("host branch condition address")
+				b.CondBytes = d.U8("host branch condition bytes")
+				for _, v := range []*int{&b.Then[0], &b.Then[1], &b.Else[0], &b.Else[1]} {
+					*v = int(d.U32("host branch phase"))
+				}
+			}
+		}
 	}
 	if d.Err() == nil {
 		if err := ValidateHost(&h); err != nil {

@@ -111,6 +111,10 @@ func DumpHost(w io.Writer, indent string, h *HostProgram) {
 			}
 		}
 	}
+	for _, b := range h.Branches {
+		fmt.Fprintf(w, "%s  branch If %q: condition %d bytes on tile %d at %#x; then phases [%d, %d) else [%d, %d)\n",
+			indent, b.If, b.CondBytes, b.CondTile, b.CondAddr, b.Then[0], b.Then[1], b.Else[0], b.Else[1])
+	}
 	if len(h.Model) > 0 {
 		sum := sha256.Sum256(h.Model)
 		fmt.Fprintf(w, "%s  model: %d bytes sha256 %x\n", indent, len(h.Model), sum[:8])

@@ -238,6 +238,12 @@ func TestWriteRejects(t *testing.T) {
 		{"negative cycle", obj.Object{Tiles: []obj.Tile{{Exchange: []obj.Transfer{{Cycle: -1}}}}}, "transfer 0: cycle -1 is negative"},
 		{"host phase kind", obj.Object{Host: obj.HostProgram{Phases: []obj.Phase{{Kind: 7, Name: "p"}}}}, `host phase 0 "p": unknown kind 7`},
 		{"negative dim", obj.Object{Host: obj.HostProgram{Inputs: []obj.Tensor{{Name: "x", Shape: []int64{-2}}}}}, `host input 0 "x": dimension 0 is -2`},
+		{"branch sides apart", obj.Object{Host: obj.HostProgram{Phases: make([]obj.Phase, 5), Branches: []obj.Branch{{If: "g", CondBytes: 4, Then: [2]int{1, 2}, Else: [2]int{3, 4}}}}},
+			`host branch 0 (If "g"): phases then [1, 2) else [3, 4) are not consecutive ranges`},
+		{"branch past the phases", obj.Object{Host: obj.HostProgram{Phases: make([]obj.Phase, 3), Branches: []obj.Branch{{If: "g", CondBytes: 4, Then: [2]int{1, 2}, Else: [2]int{2, 4}}}}},
+			"within the 3 phases"},
+		{"branch condition size", obj.Object{Host: obj.HostProgram{Phases: make([]obj.Phase, 3), Branches: []obj.Branch{{If: "g", CondBytes: 3, Then: [2]int{0, 1}, Else: [2]int{1, 2}}}}},
+			`host branch 0 (If "g"): condition of 3 bytes`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -417,5 +423,41 @@ func checkRead(t *testing.T, data []byte) {
 	}
 	if err := obj.Dump(io.Discard, o, obj.DumpOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Branches go through the host program; an object without them has the
+// bytes it had before branches existed (the list is left out).
+func TestBranchesRoundTrip(t *testing.T) {
+	o := samples()["full"]
+	before := marshal(t, o)
+	o.Host.Phases = []obj.Phase{{Kind: obj.HostExchange, Name: "fetch"}, {Kind: obj.Exchange, Name: "branch:g"}, {Kind: obj.Compute, Name: "then:g"},
+		{Kind: obj.Compute, Name: "else:g"}, {Kind: obj.Compute, Name: "else-end:g"}, {Kind: obj.HostExchange, Name: "result"}}
+	o.Host.Branches = []obj.Branch{{If: "g", CondTile: 3, CondAddr: 0x80010, CondBytes: 4, Then: [2]int{2, 3}, Else: [2]int{3, 5}}}
+	got, err := obj.Read(marshal(t, o))
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if diff := cmp.Diff(o, got, equate); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{0, 1, 2, 5}, got.Host.PhasePath([]bool{true})); diff != "" {
+		t.Errorf("then path: mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{0, 1, 3, 4, 5}, got.Host.PhasePath([]bool{false})); diff != "" {
+		t.Errorf("else path: mismatch (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct {
+		word []byte
+		want bool
+	}{{[]byte{0, 0, 0x80, 0x3f}, true}, {[]byte{0, 0, 0, 0}, false}, {[]byte{0, 0, 0, 0x80}, false}} {
+		if got := o.Host.Branches[0].Taken(tc.word); got != tc.want {
+			t.Errorf("Taken(% x) = %v, want %v", tc.word, got, tc.want)
+		}
+	}
+	o.Host.Branches = nil
+	o.Host.Phases = samples()["full"].Host.Phases
+	if !bytes.Equal(marshal(t, o), before) {
+		t.Errorf("an object without branches changed its bytes")
 	}
 }

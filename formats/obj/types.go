@@ -96,6 +96,61 @@ type HostProgram struct {
 	// ipu-check: the plan's graph encoded as JSON (formats/plan Graph);
 	// empty for hand-written assembly. At most MaxModelBytes.
 	Model []byte
+	// Branches are the Ifs the device branches on, in phase order: a run
+	// call executes the phases of one side of each and skips the other's.
+	Branches []Branch
+}
+
+// Branch is an If the tiles branch on: every tile loads the condition
+// (after it was multicast to them) and runs the phases of Then when it
+// is nonzero, else those of Else. CondTile holds the condition at
+// CondAddr (CondBytes bytes: a bool element) for the whole program, so
+// that the host can read which side ran.
+type Branch struct {
+	If        string
+	CondTile  int
+	CondAddr  uint32
+	CondBytes uint8
+	// Then and Else are phase index ranges [lo, hi) of Phases; Else
+	// starts where Then ends.
+	Then, Else [2]int
+}
+
+// Taken reports whether a condition's bytes (CondBytes of them, little
+// endian, as read from CondTile's memory at CondAddr) select the then
+// side: a bool element that is not zero (a 4-byte bool is a float word,
+// of which -0.0 is false).
+func (b *Branch) Taken(word []byte) bool {
+	var v uint32
+	for i := 0; i < int(b.CondBytes) && i < len(word); i++ {
+		v |= uint32(word[i]) << (8 * i)
+	}
+	if b.CondBytes == 4 {
+		v <<= 1
+	}
+	return v != 0
+}
+
+// PhasePath returns the indices into Phases of the phases a run call
+// executes when each branch k takes its then side exactly when then[k]
+// (the run's phases in order are these ones).
+func (h *HostProgram) PhasePath(then []bool) []int {
+	var out []int
+	for i := range h.Phases {
+		on := true
+		for k, b := range h.Branches {
+			switch {
+			case i >= b.Then[0] && i < b.Then[1]:
+				on = k < len(then) && then[k]
+			case i >= b.Else[0] && i < b.Else[1]:
+				on = k < len(then) && !then[k]
+			}
+		}
+		if on {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // PhaseKind is the kind of one BSP phase.

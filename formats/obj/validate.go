@@ -160,6 +160,19 @@ func ValidateHost(h *HostProgram) error {
 	if len(h.Model) > MaxModelBytes {
 		return fmt.Errorf("host model: %d bytes, more than %d", len(h.Model), MaxModelBytes)
 	}
+	end := 0
+	for i, b := range h.Branches {
+		switch {
+		case b.CondBytes != 1 && b.CondBytes != 2 && b.CondBytes != 4:
+			return fmt.Errorf("host branch %d (If %q): condition of %d bytes, want 1, 2 or 4", i, b.If, b.CondBytes)
+		case b.CondAddr%4 != 0:
+			return fmt.Errorf("host branch %d (If %q): condition address %#x is not word aligned", i, b.If, b.CondAddr)
+		case b.Then[0] < end || b.Then[0] >= b.Then[1] || b.Then[1] != b.Else[0] || b.Else[0] >= b.Else[1] || b.Else[1] > len(h.Phases):
+			return fmt.Errorf("host branch %d (If %q): phases then [%d, %d) else [%d, %d) are not consecutive ranges after the previous branch within the %d phases",
+				i, b.If, b.Then[0], b.Then[1], b.Else[0], b.Else[1], len(h.Phases))
+		}
+		end = b.Else[1]
+	}
 	return nil
 }
 

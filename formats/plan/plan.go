@@ -99,6 +99,12 @@ type Node struct {
 	Inputs  []int  `json:"inputs"`
 	Outputs []int  `json:"outputs"`
 	Attrs   []Attr `json:"attrs,omitempty"`
+	// If and Side tag a node spliced out of an If the device branches on
+	// (the If node's name; "then", "else", or "select" for the Where
+	// taking an If output from the side that ran); both empty otherwise.
+	// Plans written before branching have neither.
+	If   string `json:"if,omitempty"`
+	Side string `json:"side,omitempty"`
 }
 
 // Attr is one parsed attribute: integers (booleans as 0 or 1, element

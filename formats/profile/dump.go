@@ -62,6 +62,14 @@ func Dump(w io.Writer, p *Profile) error {
 		return err
 	}
 
+	for _, b := range p.Branches {
+		side := "else"
+		if b.ThenRan {
+			side = "then"
+		}
+		fmt.Fprintf(bw, "branch If %q: the %s side ran, %d cycles\n", b.If, side, b.Cycles)
+	}
+
 	perTile := make([]int64, tileCount(p))
 	for _, ph := range p.Phases {
 		for t, c := range ph.TileCycles {

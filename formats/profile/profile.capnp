@@ -20,6 +20,13 @@ struct Profile {
   inferences   @7 :UInt32;        # inferences the profile covers
   phases       @8 :List(Phase);   # supersteps in execution order
   samples      @9 :List(Sample);  # sampled supervisor PCs, in recording order
+  branches     @10 :List(Branch); # the Ifs the tiles branched on, in program order
+}
+
+struct Branch {
+  ifName  @0 :Text;    # the If node
+  thenRan @1 :Bool;    # true: the then side ran; false: the else side
+  cycles  @2 :UInt64;  # cycles of the side that ran (its phases, syncs included)
 }
 
 enum PhaseKind {

@@ -81,6 +81,16 @@ type Profile struct {
 	Inferences   int     // inferences the profile covers
 	Phases       []Phase
 	Samples      []Sample
+	// Branches are the Ifs the tiles branched on, in program order, with
+	// the side that ran (absent from profiles of programs without them).
+	Branches []Branch
+}
+
+// Branch is the side one If took in the profiled run.
+type Branch struct {
+	If      string
+	ThenRan bool  // true: the then side ran; false: the else side
+	Cycles  int64 // the side's phases, syncs included
 }
 
 // Phase is one superstep.
@@ -106,7 +116,8 @@ type Sample struct {
 
 // Layout of the schema's structs, as the capnp compiler assigns it.
 var (
-	profileSize = capnp.ObjectSize{DataSize: 40, PointerCount: 4}
+	profileSize = capnp.ObjectSize{DataSize: 40, PointerCount: 5}
+	branchSize  = capnp.ObjectSize{DataSize: 16, PointerCount: 1}
 	phaseSize   = capnp.ObjectSize{DataSize: 40, PointerCount: 3}
 	sampleSize  = capnp.ObjectSize{DataSize: 24, PointerCount: 0}
 )
@@ -123,6 +134,11 @@ const (
 	profFingerprintPtr  uint16           = 1
 	profPhasesPtr       uint16           = 2
 	profSamplesPtr      uint16           = 3
+	profBranchesPtr     uint16           = 4
+
+	branchIfPtr      uint16           = 0
+	branchThenRanBit capnp.BitOffset  = 0
+	branchCyclesOff  capnp.DataOffset = 8
 
 	phaseIndexOff         capnp.DataOffset = 0
 	phaseKindOff          capnp.DataOffset = 4
@@ -223,6 +239,14 @@ func (p *Profile) validate() error {
 			}
 		}
 	}
+	if len(p.Branches) > maxListLen {
+		return errorf("branches", "%d branches is too many", len(p.Branches))
+	}
+	for i, b := range p.Branches {
+		if b.Cycles < 0 {
+			return errorf(fmt.Sprintf("branches[%d].cycles", i), "%d out of range", b.Cycles)
+		}
+	}
 	for i, s := range p.Samples {
 		at := fmt.Sprintf("samples[%d]", i)
 		if s.Tile < 0 || s.Tile >= p.Tiles {
@@ -290,6 +314,24 @@ func Marshal(p *Profile) ([]byte, error) {
 		st.SetUint32(samplePhaseOff, uint32(s.Phase))
 		st.SetUint64(sampleCycleOff, uint64(s.Cycle))
 		st.SetUint32(samplePCOff, s.PC)
+	}
+
+	if len(p.Branches) > 0 {
+		brs, err := capnp.NewCompositeList(seg, branchSize, int32(len(p.Branches)))
+		if err != nil {
+			return nil, fmt.Errorf("profile: branches: %w", err)
+		}
+		if err := root.SetPtr(profBranchesPtr, brs.ToPtr()); err != nil {
+			return nil, fmt.Errorf("profile: branches: %w", err)
+		}
+		for i, b := range p.Branches {
+			st := brs.Struct(i)
+			st.SetBit(branchThenRanBit, b.ThenRan)
+			st.SetUint64(branchCyclesOff, uint64(b.Cycles))
+			if err := st.SetText(branchIfPtr, b.If); err != nil {
+				return nil, fmt.Errorf("profile: branches[%d]: ifName: %w", i, err)
+			}
+		}
 	}
 
 	data, err := msg.Marshal()
@@ -426,6 +468,21 @@ func Read(data []byte) (*Profile, error) {
 			Cycle: int64(st.Uint64(sampleCycleOff)),
 			PC:    st.Uint32(samplePCOff),
 		}
+	}
+	brs, err := readList(root, profBranchesPtr)
+	if err != nil {
+		return nil, errorf("branches", "%s", oneLine(err))
+	}
+	for i := 0; i < brs.Len(); i++ {
+		st := brs.Struct(i)
+		b := Branch{ThenRan: st.Bit(branchThenRanBit), Cycles: int64(st.Uint64(branchCyclesOff))}
+		if b.Cycles < 0 {
+			return nil, errorf(fmt.Sprintf("branches[%d].cycles", i), "%d out of range", uint64(b.Cycles))
+		}
+		if b.If, err = readText(st, branchIfPtr); err != nil {
+			return nil, errorf(fmt.Sprintf("branches[%d].ifName", i), "%s", oneLine(err))
+		}
+		p.Branches = append(p.Branches, b)
 	}
 	if err := p.validate(); err != nil {
 		return nil, err

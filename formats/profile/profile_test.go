@@ -53,6 +53,11 @@ func TestRoundTrip(t *testing.T) {
 		{"full", sampleProfile()},
 		{"minimal", &Profile{Tiles: 1}},
 		{"no samples", func() *Profile { p := sampleProfile(); p.Samples = nil; p.SamplePeriod = 0; return p }()},
+		{"branches", func() *Profile {
+			p := sampleProfile()
+			p.Branches = []Branch{{If: "gate", ThenRan: true, Cycles: 754}, {If: "skip", Cycles: 90}}
+			return p
+		}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -245,6 +250,11 @@ func TestSchemaLayout(t *testing.T) {
 		"Profile.inferences":   bits(profInferencesOff, 32),
 		"Profile.phases":       ptr(profPhasesPtr),
 		"Profile.samples":      ptr(profSamplesPtr),
+		"Profile.branches":     ptr(profBranchesPtr),
+		"Branch":               fmt.Sprintf("%d bytes, %d ptrs", branchSize.DataSize, branchSize.PointerCount),
+		"Branch.ifName":        ptr(branchIfPtr),
+		"Branch.thenRan":       fmt.Sprintf("bits[%d, %d)", branchThenRanBit, branchThenRanBit+1),
+		"Branch.cycles":        bits(branchCyclesOff, 64),
 		"Phase":                fmt.Sprintf("%d bytes, %d ptrs", phaseSize.DataSize, phaseSize.PointerCount),
 		"Phase.index":          bits(phaseIndexOff, 32),
 		"Phase.kind":           bits(phaseKindOff, 16),

@@ -13,7 +13,7 @@ import (
 
 // diffHost lists the host program's differences, each line starting
 // "host: ": phases (as an edit script), pages by ID, inputs and outputs
-// by name.
+// by name, branches by position.
 func diffHost(a, b *obj.HostProgram) []string {
 	var lines []string
 	lines = append(lines, diffPhases(a.Phases, b.Phases)...)
@@ -22,6 +22,19 @@ func diffHost(a, b *obj.HostProgram) []string {
 	lines = append(lines, diffTensors("output", a.Outputs, b.Outputs)...)
 	if !bytes.Equal(a.Model, b.Model) {
 		lines = append(lines, fmt.Sprintf("model: %s -> %s", modelDesc(a.Model), modelDesc(b.Model)))
+	}
+	for i := 0; i < max(len(a.Branches), len(b.Branches)); i++ {
+		desc := func(bs []obj.Branch) string {
+			if i >= len(bs) {
+				return "none"
+			}
+			x := bs[i]
+			return fmt.Sprintf("If %q condition %d bytes on tile %d at %#x, then phases [%d, %d) else [%d, %d)",
+				x.If, x.CondBytes, x.CondTile, x.CondAddr, x.Then[0], x.Then[1], x.Else[0], x.Else[1])
+		}
+		if da, db := desc(a.Branches), desc(b.Branches); da != db {
+			lines = append(lines, fmt.Sprintf("branch %d: %s -> %s", i, da, db))
+		}
 	}
 	for i := range lines {
 		lines[i] = "host: " + lines[i]

@@ -5,7 +5,7 @@
 // over made-up addresses (each buffer its own range, as placement would
 // give it). final_cycles sums the supersteps between the host's fetch and
 // result, each with the preset's sync, as the linker counts the placed
-// program; the two differ only where the placed addresses change how many
+// program (of a branch, the longer side's); the two differ only where the placed addresses change how many
 // register loads an exchange needs.
 package cost
 
@@ -24,15 +24,19 @@ type Result struct {
 	FinalCycles   int64
 	FinalExchange int64
 	Supersteps    []int64 // each superstep's cycles without the sync
-	Transfers     int
+	// Sides are each branch's (prog.Program.Branches) then and else
+	// sides' cycles, syncs included; FinalCycles counts the longer.
+	Sides     [][2]int64
+	Transfers int
 }
 
 // ComputeCycles is a compute superstep's cycles: the longest tile's
-// launches, plus the sync's issue.
+// launches, after and before the supervisor's own cycles (a branch's
+// test and jump: Pre, Post), plus the sync's issue.
 func ComputeCycles(s *prog.Superstep) (int64, error) {
-	var worst int64
+	worst := s.Pre
 	for t, ks := range s.Work {
-		var at int64
+		at := s.Pre
 		for _, k := range ks {
 			c, err := k.CyclesAt(int(at % codegen.Slots))
 			if err != nil {
@@ -42,7 +46,7 @@ func ComputeCycles(s *prog.Superstep) (int64, error) {
 		}
 		worst = max(worst, at)
 	}
-	return worst + 1, nil
+	return worst + s.Post + 1, nil
 }
 
 // Synthetic is synthetic, exported for tests.
@@ -118,6 +122,7 @@ func ProgramWith(pr *prog.Program, opt Options) (*Result, error) {
 	p := pr.Arch
 	addr := synthetic(p, pr.Buffers)
 	r := &Result{}
+	sync := make([]int64, len(pr.Steps))
 	for i, s := range pr.Steps {
 		var c int64
 		var err error
@@ -146,9 +151,14 @@ func ProgramWith(pr *prog.Program, opt Options) (*Result, error) {
 			return nil, fmt.Errorf("superstep %d (%s): %w", i, s.Name, err)
 		}
 		r.Supersteps = append(r.Supersteps, c)
-		r.FinalCycles += c + int64(p.SyncCycles)
-		if s.Kind == obj.Exchange {
-			r.FinalExchange += c + int64(p.SyncCycles)
+		sync[i] = int64(p.SyncCycles)
+	}
+	// A branch counts its longer side.
+	r.FinalCycles, r.Sides = pr.Longest(r.Supersteps, func(i int) int64 { return sync[i] })
+	path := prog.LongerThen(r.Sides)
+	for i, s := range pr.Steps {
+		if s.Kind == obj.Exchange && pr.OnPath(i, path) {
+			r.FinalExchange += r.Supersteps[i] + sync[i]
 		}
 	}
 	return r, nil

@@ -319,3 +319,18 @@ func (s *Session) Call(call string, command uint32, opt sim.Options) (*sim.RunRe
 	s.log.Info("invoking host exchange call", slog.String("call", call), slog.Uint64("command", uint64(command)), slog.Int("phases", len(res.Phases)))
 	return res, nil
 }
+
+// ReadTile returns a copy of n bytes of tile t's memory from address
+// addr, as the last call left it (ipu-check reads which side of a
+// branch ran from the condition's word).
+func (s *Session) ReadTile(t int, addr uint32, n int) ([]byte, error) {
+	p := s.d.g.preset
+	if t < 0 || t >= p.Tiles {
+		return nil, fmt.Errorf("tile %d outside the %d tiles of %s", t, p.Tiles, p.Name)
+	}
+	if n < 0 || addr < p.Memory.Lo || uint64(addr)+uint64(n) > uint64(p.Memory.Hi) {
+		return nil, fmt.Errorf("tile %d: %d bytes at %#x outside tile memory %s", t, n, addr, p.Memory)
+	}
+	off := addr - p.Memory.Lo
+	return append([]byte(nil), s.d.tileMem(t)[off:off+uint32(n)]...), nil
+}

@@ -61,6 +61,7 @@ func canonicalRows(g *Graph) (*Graph, []Rewrite) {
 			e.keep(n)
 			continue
 		}
+		e.from = n
 		x, y := n.Inputs[0], n.Outputs[0]
 		r := len(x.Shape)
 		if axis, ok := trailingRow(n); ok {
@@ -259,6 +260,9 @@ type editor struct {
 	nodes []*Node
 	extra []*Value
 	names map[string]bool
+	// from is the node being rewritten: the nodes added for it take its
+	// If tag.
+	from *Node
 }
 
 func newEditor(g *Graph) *editor {
@@ -272,6 +276,9 @@ func newEditor(g *Graph) *editor {
 func (e *editor) keep(n *Node) { e.nodes = append(e.nodes, n) }
 
 func (e *editor) add(n *Node) {
+	if e.from != nil && n.Side == Outer {
+		n.If, n.Side = e.from.If, e.from.Side
+	}
 	for _, v := range n.Outputs {
 		if v != nil {
 			v.Producer = n

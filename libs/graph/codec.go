@@ -64,7 +64,7 @@ func encodeNodes(pg *plan.Graph, nodes []*Node, idx func([]*Value) []int) []int6
 			}
 		}
 		at = append(at, int64(len(pg.Nodes)))
-		pg.Nodes = append(pg.Nodes, plan.Node{Name: n.Name, Op: n.Op, Inputs: idx(n.Inputs), Outputs: idx(n.Outputs), Attrs: attrs})
+		pg.Nodes = append(pg.Nodes, plan.Node{Name: n.Name, Op: n.Op, Inputs: idx(n.Inputs), Outputs: idx(n.Outputs), Attrs: attrs, If: n.If, Side: n.Side.String()})
 	}
 	if at == nil {
 		at = []int64{}
@@ -182,7 +182,17 @@ func Decode(pg *plan.Graph) (*Graph, error) {
 	nodes := make([]*Node, len(pg.Nodes))
 	owned := make([]bool, len(pg.Nodes)) // listed by an If as a branch node
 	for i, pn := range pg.Nodes {
-		n := &Node{Name: pn.Name, Op: pn.Op, Index: i}
+		n := &Node{Name: pn.Name, Op: pn.Op, Index: i, If: pn.If}
+		side, ok := ParseSide(pn.Side)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("graph.nodes[%d] (%q): unknown side %q (then, else or select)", i, pn.Name, pn.Side)
+		case (side == Outer) != (pn.If == ""):
+			return nil, fmt.Errorf("graph.nodes[%d] (%q): side %q and if %q: a tagged node names both", i, pn.Name, pn.Side, pn.If)
+		case side == Select && (pn.Op != "Where" || len(pn.Inputs) != 3):
+			return nil, fmt.Errorf("graph.nodes[%d] (%q): a select is a Where of 3 inputs, not %s of %d", i, pn.Name, pn.Op, len(pn.Inputs))
+		}
+		n.Side = side
 		for _, k := range pn.Inputs {
 			n.Inputs = append(n.Inputs, value(k))
 		}

@@ -92,6 +92,44 @@ type Node struct {
 	Attrs any
 	// Index is the node's position in Graph.Nodes (or in its Branch).
 	Index int
+	// If and Side tag a node PredicateIfs spliced out of an If (the If
+	// node's name, and which side): the device runs the then side's nodes
+	// only when the condition holds, the else side's only when it does
+	// not, and each Select (a Where) is the If's output taken from the
+	// side that ran. Side is Outer (If empty) for every other node.
+	If   string
+	Side Side
+}
+
+// Side is which part of a predicated If a node is.
+type Side uint8
+
+// Sides.
+const (
+	Outer  Side = iota // not part of a branched If
+	Then               // the then branch's node
+	Else               // the else branch's node
+	Select             // Where(condition, then output, else output): the If's output
+)
+
+var sideNames = [...]string{Outer: "", Then: "then", Else: "else", Select: "select"}
+
+// String is the side's name in a plan ("" for Outer).
+func (s Side) String() string {
+	if int(s) < len(sideNames) {
+		return sideNames[s]
+	}
+	return fmt.Sprintf("side(%d)", int(s))
+}
+
+// ParseSide is the inverse of Side.String.
+func ParseSide(s string) (Side, bool) {
+	for i, n := range sideNames {
+		if n == s {
+			return Side(i), true
+		}
+	}
+	return Outer, false
 }
 
 // Graph is a built model.
@@ -168,6 +206,9 @@ func writeNodes(b *strings.Builder, nodes []*Node, indent string) {
 			} else {
 				b.WriteString(valueString(v))
 			}
+		}
+		if n.Side != Outer {
+			fmt.Fprintf(b, " [%s of %q]", n.Side, n.If)
 		}
 		b.WriteByte('\n')
 		if a, ok := n.Attrs.(*If); ok {

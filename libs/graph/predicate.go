@@ -8,6 +8,12 @@ package graph
 // taken branch gives; the untaken branch's work is the price. The
 // condition (a one-element bool tensor) is first reshaped to a scalar,
 // which Where broadcasts to any output shape.
+//
+// Each spliced node is tagged with its If and side (Node.If, Node.Side),
+// and each Where as the If's Select, so that the device can branch
+// instead: run one side's nodes and take the outputs from it. An If
+// nested in another If's branch is predicated inside that branch: its
+// nodes and Wheres carry the enclosing If's tag.
 
 import "fmt"
 
@@ -52,13 +58,31 @@ func predicate(g *Graph, n *Node, a *If) []*Node {
 		nodes = append(nodes, r)
 		cond = scalar
 	}
-	nodes = append(nodes, a.Then.Nodes...)
-	nodes = append(nodes, a.Else.Nodes...)
+	for _, b := range nodes {
+		b.If, b.Side = n.If, n.Side
+	}
+	nested := n.Side != Outer
+	for _, side := range []struct {
+		nodes []*Node
+		side  Side
+	}{{a.Then.Nodes, Then}, {a.Else.Nodes, Else}} {
+		for _, b := range side.nodes {
+			b.If, b.Side = n.Name, side.side
+			if nested {
+				b.If, b.Side = n.If, n.Side
+			}
+			nodes = append(nodes, b)
+		}
+	}
 	for k, v := range n.Outputs {
 		if v == nil {
 			continue
 		}
-		w := &Node{Name: fmt.Sprintf("%s_Where%d", n.Name, k), Op: "Where", Inputs: []*Value{cond, a.Then.Outputs[k], a.Else.Outputs[k]}, Outputs: []*Value{v}}
+		w := &Node{Name: fmt.Sprintf("%s_Where%d", n.Name, k), Op: "Where", Inputs: []*Value{cond, a.Then.Outputs[k], a.Else.Outputs[k]}, Outputs: []*Value{v},
+			If: n.Name, Side: Select}
+		if nested {
+			w.If, w.Side = n.If, n.Side
+		}
 		v.Producer = w
 		nodes = append(nodes, w)
 	}

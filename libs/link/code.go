@@ -193,20 +193,25 @@ func containsTile(ts []int, t int) bool {
 // runs its launches back to back (codegen's CyclesAt with the issue phase
 // carried) and issues its sync; an exchange superstep lasts its
 // schedule's makespan.
-func (l *linker) costProgram() {
+//
+// A branch counts its longer side (every superstep outside branches, and
+// of each branch the side with more cycles), and the log names both
+// sides' cycles.
+func (l *linker) costProgram(log *slog.Logger) {
+	cycles := make([]int64, len(l.prog.Steps))
 	for i, s := range l.prog.Steps {
 		switch s.Kind {
 		case obj.Compute:
-			var worst int64
+			worst := s.Pre
 			for _, ks := range s.Work {
-				var at int64
+				at := s.Pre // a branch's test
 				for _, k := range ks {
 					c, _ := k.Cost()
 					at += c.CyclesAt(int(at % codegen.Slots))
 				}
 				worst = max(worst, at)
 			}
-			s.Cycles = worst + 1 // the sync issues at the tile's last cycle
+			s.Cycles = worst + s.Post + 1 // the sync issues at the tile's last cycle
 		case obj.Exchange:
 			if l.exch[i] != nil {
 				s.Cycles = l.exch[i].Makespan
@@ -225,12 +230,59 @@ func (l *linker) costProgram() {
 			}
 			continue
 		}
-		l.st.FinalCycles += s.Cycles + int64(l.p.SyncCycles)
-		if s.Kind == obj.Exchange {
-			l.st.FinalExchange += s.Cycles + int64(l.p.SyncCycles)
+		cycles[i] = s.Cycles
+	}
+	sync := func(i int) int64 {
+		if l.prog.Steps[i].Kind == obj.HostExchange {
+			return 0
+		}
+		return int64(l.p.SyncCycles)
+	}
+	var sides [][2]int64
+	l.st.FinalCycles, sides = l.prog.Longest(cycles, sync)
+	path := prog.LongerThen(sides)
+	for i, s := range l.prog.Steps {
+		if s.Kind == obj.Exchange && l.prog.OnPath(i, path) {
+			l.st.FinalExchange += s.Cycles + sync(i)
 		}
 	}
+	for k, b := range l.prog.Branches {
+		longer := "else"
+		if path[k] {
+			longer = "then"
+		}
+		l.st.Branches = append(l.st.Branches, BranchCost{If: b.If, Then: sides[k][0], Else: sides[k][1], ThenSteps: b.Then, ElseSteps: b.Else})
+		log.Info("costed If branches: final_cycles counts the longer side", slog.String("if", b.If),
+			slog.Int64("then_cycles", sides[k][0]), slog.Int64("else_cycles", sides[k][1]), slog.String("longer", longer))
+	}
 	l.st.Tiles = len(l.tiles)
+	l.st.sync = int64(l.p.SyncCycles)
+}
+
+// PathCycles is the cycles of the program when each branch k takes its
+// then side exactly when then[k] (the simulator's run of that path
+// gives the same): the supersteps on that path, syncs included.
+func (st *Stats) PathCycles(then []bool) int64 {
+	var total int64
+	for i, s := range st.Supersteps {
+		if s.Kind == obj.HostExchange || !st.onPath(i, then) {
+			continue
+		}
+		total += s.Cycles + st.sync
+	}
+	return total
+}
+
+func (st *Stats) onPath(i int, then []bool) bool {
+	for k, b := range st.Branches {
+		switch {
+		case i >= b.ThenSteps[0] && i < b.ThenSteps[1]:
+			return then[k]
+		case i >= b.ElseSteps[0] && i < b.ElseSteps[1]:
+			return !then[k]
+		}
+	}
+	return true
 }
 
 // prepareTileCode emits each tile's kernels (placed addresses) and its
@@ -264,7 +316,19 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 		sup := b.Here()
 		b.Emit(hsync())
 		loop := b.Here()
+		type labels struct{ els, end codegen.Label }
+		brLabels := map[*prog.Branch]labels{}
+		for _, br := range l.prog.Branches {
+			brLabels[br] = labels{b.Label(), b.Label()}
+		}
 		for i, s := range l.prog.Steps {
+			br, then := l.prog.Side(i)
+			if br != nil && then && i == br.Then[0] {
+				l.branchTest(b, t, br, brLabels[br].els)
+			}
+			if br != nil && !then && i == br.Else[0] {
+				b.Bind(brLabels[br].els)
+			}
 			switch s.Kind {
 			case obj.HostExchange:
 				for _, op := range s.Host[t] {
@@ -285,7 +349,17 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 					codegen.EmitLaunch(b, e.Entry, e.Workers)
 					b.Join()
 				}
-				b.Emit(syncInst())
+				switch {
+				case br != nil && then && i == br.Then[1]-1:
+					// The then side's last superstep jumps past the else
+					// side to the sync the two share.
+					b.Br(brLabels[br].end)
+				case br != nil && !then && i == br.Else[1]-1:
+					b.Bind(brLabels[br].end)
+					b.Emit(syncInst())
+				default:
+					b.Emit(syncInst())
+				}
 			case obj.Exchange:
 				if tc := l.exch[i].Tile(t); tc != nil {
 					tc.Emit(b)
@@ -306,6 +380,26 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 		}
 		return nil
 	})
+}
+
+// branchTest emits a branch's test on tile t: load the condition word
+// (the tile holding the condition reads its storage, the others the
+// copy the multicast left), keep the condition's bits, and branch to the
+// else side when it is zero: prog.BranchInstrs instructions.
+func (l *linker) branchTest(b *codegen.Builder, t int, br *prog.Branch, els codegen.Label) {
+	at := br.Cond
+	if t == br.CondTile {
+		at = br.CondAt
+	}
+	b.LoadConst(codegen.M1, at.Addr())
+	b.Ldm(codegen.M1, codegen.M1, 0)
+	switch br.CondBytes {
+	case 4:
+		b.Shli(codegen.M1, codegen.M1, 1) // a bool word: 0.0 or 1.0 (-0.0 is false)
+	default:
+		b.Andi(codegen.M1, codegen.M1, int32(uint32(1)<<(8*br.CondBytes)-1))
+	}
+	b.Brz(codegen.M1, els)
 }
 
 // emit builds the object.
@@ -377,6 +471,9 @@ func (l *linker) emit(fingerprint string) (*obj.Object, error) {
 	}
 	for _, s := range l.prog.Steps {
 		o.Host.Phases = append(o.Host.Phases, obj.Phase{Kind: s.Kind, Name: s.Name})
+	}
+	for _, b := range l.prog.Branches {
+		o.Host.Branches = append(o.Host.Branches, obj.Branch{If: b.If, CondTile: b.CondTile, CondAddr: b.CondAt.Addr(), CondBytes: uint8(b.CondBytes), Then: b.Then, Else: b.Else})
 	}
 	o.Host.Pages = l.prog.Pages
 	o.Host.Inputs = l.prog.Inputs

@@ -54,6 +54,18 @@ type Stats struct {
 	Available          []arch.Range // its free memory after placement
 	// Memory is every tile's peak memory by category.
 	Memory []TileMemory
+	// Branches are the Ifs the device branches on with their sides'
+	// cycles (syncs included); FinalCycles counts the longer side.
+	Branches []BranchCost
+	sync     int64
+}
+
+// BranchCost is one branch's sides: their cycles and superstep ranges
+// [lo, hi) in Supersteps.
+type BranchCost struct {
+	If                   string
+	Then, Else           int64
+	ThenSteps, ElseSteps [2]int
 }
 
 // Options tune Link.
@@ -129,7 +141,7 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 			return nil, nil, err
 		}
 	}
-	l.costProgram()
+	l.costProgram(l.log)
 	l.log.Info("costed final placed program", slog.Int64("final_cycles", l.st.FinalCycles), slog.Int64("final_exchange", l.st.FinalExchange))
 	l.log.Info("costed host supersteps", slog.Int64("host_in_bytes", l.st.HostInBytes), slog.Int64("host_out_bytes", l.st.HostOutBytes),
 		slog.Int64("host_link_cycles", (l.st.HostInBytes+l.st.HostOutBytes+int64(l.p.HostBytesPerCycle)-1)/int64(max(l.p.HostBytesPerCycle, 1))))
@@ -329,7 +341,9 @@ func fixKey(k *prog.Kernel) any {
 func (l *linker) linkRuntime(*slog.Logger) error {
 	for _, t := range l.sortedTiles() {
 		tl := l.tiles[t]
-		n := 2 + len(l.prog.Steps) // hsyncs and the loop branch, a sync per superstep
+		// hsyncs and the loop branch, a sync per superstep, a branch's
+		// test and jump
+		n := 2 + len(l.prog.Steps) + len(l.prog.Branches)*(prog.BranchInstrs+1)
 		for _, s := range l.prog.Steps {
 			for _, k := range s.Work[t] {
 				c, err := k.Cost()

@@ -87,7 +87,12 @@ type lowerer struct {
 	inBlock     map[int]uint32 // graph input index -> whole row-major block offset
 	// result collects the result superstep's houts.
 	result map[int][]prog.HostOp
-	step   *plan.Step // the step being lowered
+	// Branching (branch.go): the markers, the compute supersteps kept
+	// even when empty, the Ifs lowered as branches.
+	marks    map[*prog.Superstep]*branchPlan
+	keep     map[*prog.Superstep]bool
+	branches []*branchPlan
+	step     *plan.Step // the step being lowered
 }
 
 // Options tune Lower.
@@ -112,7 +117,7 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 	}
 	l := &lowerer{p: p, pl: pl, g: g, opt: opt, out: &prog.Program{Arch: p}, byValue: map[int][]int{},
 		acc: make([]int64, len(g.Values)), inIndex: map[*graph.Value]int{}, outIndex: map[*graph.Value]int{},
-		inBlock: map[int]uint32{}, result: map[int][]prog.HostOp{}}
+		inBlock: map[int]uint32{}, result: map[int][]prog.HostOp{}, marks: map[*prog.Superstep]*branchPlan{}, keep: map[*prog.Superstep]bool{}}
 	if err := l.readTensors(); err != nil {
 		return nil, err
 	}
@@ -120,12 +125,25 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 		return nil, err
 	}
 	l.fetch = l.add(obj.HostExchange, "fetch")
-	for i := range pl.Steps {
-		st := &pl.Steps[i]
+	items, err := l.schedule()
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		if it.mark != noMark {
+			if err := l.branchMark(it); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		st := it.st
 		l.step = st
 		lower := l.lowerStep
 		if opt.Cache != nil && opt.NoData {
 			lower = l.lowerCached
+		}
+		if it.side != graph.Outer {
+			lower = func(st *plan.Step) error { return l.selectStep(st, it.side) }
 		}
 		if err := lower(st); err != nil {
 			return nil, err
@@ -144,15 +162,11 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 		}
 	}
 	// An exchange superstep whose moves all stayed on their tiles is no
-	// superstep at all; nor is an empty compute superstep.
-	kept := l.out.Steps[:0]
-	for _, s := range l.out.Steps {
-		if s.Kind == obj.Exchange && len(s.Xfers) == 0 || s.Kind == obj.Compute && len(s.Work) == 0 {
-			continue
-		}
-		kept = append(kept, s)
+	// superstep at all; nor is an empty compute superstep (but for a
+	// branch side's edges).
+	if err := l.finishBranches(); err != nil {
+		return nil, err
 	}
-	l.out.Steps = kept
 	l.finishZeros()
 	res := l.add(obj.HostExchange, "result")
 	res.Host = l.result

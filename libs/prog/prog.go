@@ -323,6 +323,12 @@ type Superstep struct {
 	// Cycles is the longest tile's cycles without the sync (set by the
 	// cost model or the linker).
 	Cycles int64
+	// Pre and Post are the supervisor's own cycles in a compute
+	// superstep before its first launch and after its last, before the
+	// sync: a branch's test at the start of each side's first superstep
+	// (BranchCycles), the jump past the else side at the end of the then
+	// side's last (JumpCycles). Every tile of the program spends them.
+	Pre, Post int64
 	// Bound caches the cost model's bound of an exchange superstep: nil
 	// when not cached; the copies of a superstep a step cache replays
 	// share one cell (negative until priced), since the bound depends on
@@ -359,12 +365,111 @@ func (s *Superstep) Tiles() []int {
 	return out
 }
 
+// Branch is an If the device branches on. Its condition (a
+// one-element bool) is multicast in an exchange superstep to every tile
+// of the program; then each tile's supervisor loads it and runs the
+// supersteps of one side: Then when it is true, else Else. Every tile
+// takes the same side, so the sync counts agree. Each side starts and
+// ends with a compute superstep: the test (BranchCycles) is the first
+// one's Pre, the then side's jump past the else side (JumpCycles) its
+// last one's Post, and the two sides' last supersteps share one sync.
+type Branch struct {
+	If string // the If node
+	// CondTile holds the condition at CondAt (its tensor's storage); every
+	// other tile receives it at Cond. CondBytes is its element size.
+	CondTile  int
+	CondAt    Ref
+	Cond      Ref
+	CondBytes int
+	// Then and Else are the sides' supersteps, [lo, hi) indices into
+	// Program.Steps; Else follows Then.
+	Then, Else [2]int
+}
+
+// The supervisor's cycles a branch costs: the test (load the address,
+// load the word, keep the condition's bits, branch: four instructions)
+// and the jump, one instruction, at one issue every codegen.Slots
+// cycles.
+const (
+	BranchInstrs = 4
+	BranchCycles = BranchInstrs * codegen.Slots
+	JumpCycles   = codegen.Slots
+)
+
+// Side returns the branch whose sides hold superstep i, and whether i
+// is on its then side (nil when i is outside every branch).
+func (p *Program) Side(i int) (b *Branch, then bool) {
+	for _, b := range p.Branches {
+		switch {
+		case i >= b.Then[0] && i < b.Then[1]:
+			return b, true
+		case i >= b.Else[0] && i < b.Else[1]:
+			return b, false
+		}
+	}
+	return nil, false
+}
+
+// Longest sums per-superstep cycles c (each with its sync, sync) over
+// the longest path: every superstep outside a branch, and for each
+// branch the longer side. It also returns each branch's sides' sums.
+func (p *Program) Longest(c []int64, sync func(i int) int64) (total int64, sides [][2]int64) {
+	sides = make([][2]int64, len(p.Branches))
+	idx := map[*Branch]int{}
+	for k, b := range p.Branches {
+		idx[b] = k
+	}
+	for i := range p.Steps {
+		v := c[i] + sync(i)
+		if b, then := p.Side(i); b != nil {
+			if then {
+				sides[idx[b]][0] += v
+			} else {
+				sides[idx[b]][1] += v
+			}
+			continue
+		}
+		total += v
+	}
+	for _, s := range sides {
+		total += max(s[0], s[1])
+	}
+	return total, sides
+}
+
+// LongerThen reports for each branch whether its then side is the
+// longer (or as long) of sides, as Longest returns them.
+func LongerThen(sides [][2]int64) []bool {
+	out := make([]bool, len(sides))
+	for k, s := range sides {
+		out[k] = s[0] >= s[1]
+	}
+	return out
+}
+
+// OnPath reports whether superstep i runs when each branch k takes its
+// then side exactly when then[k].
+func (p *Program) OnPath(i int, then []bool) bool {
+	for k, b := range p.Branches {
+		switch {
+		case i >= b.Then[0] && i < b.Then[1]:
+			return then[k]
+		case i >= b.Else[0] && i < b.Else[1]:
+			return !then[k]
+		}
+	}
+	return true
+}
+
 // Program is one inference on the device: host fetch, the compute and
 // exchange supersteps, host result.
 type Program struct {
 	Arch    *arch.Preset
 	Steps   []*Superstep
 	Buffers []*Buffer
+	// Branches are the Ifs the device branches on, in program order;
+	// their superstep ranges do not overlap.
+	Branches []*Branch
 	// Host side: pages, and the graph inputs' and outputs' page layouts.
 	Pages   []obj.Page
 	Inputs  []obj.Tensor

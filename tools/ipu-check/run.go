@@ -234,9 +234,21 @@ func inference(s *device.Session, i int, o *options, pkg *ipuexe.Package, finger
 		return nil
 	}
 	if i == 1 && o.profile != "" {
-		p, err := buildProfile(pkg, fingerprint, res, o.samplePeriod)
+		taken, err := branchesTaken(s, pkg)
+		if err != nil {
+			return fmt.Errorf("device %s: %w", o.dev, err)
+		}
+		p, err := buildProfile(pkg, fingerprint, res, o.samplePeriod, taken)
 		if err != nil {
 			return err
+		}
+		for k, b := range p.Branches {
+			side, r := "else", pkg.Host.Branches[k].Else
+			if b.ThenRan {
+				side, r = "then", pkg.Host.Branches[k].Then
+			}
+			log.Info("branch ran", slog.String("if", b.If), slog.String("side", side), slog.Int64("cycles", b.Cycles),
+				slog.Int("phases", r[1]-r[0]))
 		}
 		if err := atomicfile.WriteFile(o.profile, func(w io.Writer) error { return profile.Write(w, p) }); err != nil {
 			return fmt.Errorf("write profile: %w", err)
@@ -392,8 +404,24 @@ func openDevice(path string) (*device.Device, error) {
 	return device.Open(path)
 }
 
+// branchesTaken reads which side each branch of the package took in the
+// last call: the condition word the tiles branched on, which the
+// program keeps where it was.
+func branchesTaken(s *device.Session, pkg *ipuexe.Package) ([]bool, error) {
+	var out []bool
+	for _, b := range pkg.Host.Branches {
+		w, err := s.ReadTile(b.CondTile, b.CondAddr, int(b.CondBytes))
+		if err != nil {
+			return nil, fmt.Errorf("branch If %q: condition: %w", b.If, err)
+		}
+		out = append(out, b.Taken(w))
+	}
+	return out, nil
+}
+
 // buildProfile turns the first inference's run into the profile artifact.
-func buildProfile(pkg *ipuexe.Package, fingerprint string, res *sim.RunResult, samplePeriod int64) (*profile.Profile, error) {
+// taken says which side each of the package's branches took.
+func buildProfile(pkg *ipuexe.Package, fingerprint string, res *sim.RunResult, samplePeriod int64, taken []bool) (*profile.Profile, error) {
 	preset, err := arch.Lookup(pkg.Arch)
 	if err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
@@ -407,10 +435,25 @@ func buildProfile(pkg *ipuexe.Package, fingerprint string, res *sim.RunResult, s
 		TotalCycles:  res.Cycles,
 		Inferences:   1,
 	}
-	// The run call's supersteps are the package's phase list, in order,
-	// when the counts agree; otherwise their kinds are unknown.
-	named := len(res.Phases) == len(pkg.Host.Phases)
-	for i, ph := range res.Phases {
+	// The run call's supersteps are the package's phases on the path the
+	// branches took, in order, when the counts agree; otherwise their
+	// kinds are unknown.
+	path := pkg.Host.PhasePath(taken)
+	named := len(res.Phases) == len(path)
+	for k, b := range pkg.Host.Branches {
+		pb := profile.Branch{If: b.If, ThenRan: taken[k]}
+		lo, hi := b.Else[0], b.Else[1]
+		if taken[k] {
+			lo, hi = b.Then[0], b.Then[1]
+		}
+		for j, i := range path {
+			if named && i >= lo && i < hi {
+				pb.Cycles += res.Phases[j].Cycles + res.Phases[j].SyncCycles
+			}
+		}
+		p.Branches = append(p.Branches, pb)
+	}
+	for j, ph := range res.Phases {
 		pp := profile.Phase{
 			Index:         ph.Phase,
 			Cycles:        ph.Cycles,
@@ -421,6 +464,7 @@ func buildProfile(pkg *ipuexe.Package, fingerprint string, res *sim.RunResult, s
 			Instructions:  ph.Instructions,
 		}
 		if named {
+			i := path[j]
 			pp.Kind = phaseKind(pkg.Host.Phases[i].Kind)
 			pp.Name = pkg.Host.Phases[i].Name
 		}
