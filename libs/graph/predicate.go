@@ -1,17 +1,17 @@
 package graph
 
-// PredicateIfs lowers every If whose condition is computed by
-// predication, the device's form of an If for now: both branches' nodes
-// run in the enclosing list, where the If was, and each output of the If
-// becomes Where(condition, then output, else output). A branch is a pure
-// function of the values it reads, so the selected value is the one the
-// taken branch gives; the untaken branch's work is the price. The
-// condition (a one-element bool tensor) is first reshaped to a scalar,
-// which Where broadcasts to any output shape.
+// PredicateIfs flattens every If whose condition is computed, so that the
+// planner sees one node list: both branches' nodes go where the If was,
+// and each output of the If becomes Where(condition, then output, else
+// output). The condition (a one-element bool tensor) is first reshaped to
+// a scalar, which Where broadcasts to any output shape. As a graph this
+// is predication: a branch is a pure function of the values it reads, so
+// the selected value is the one the taken branch gives.
 //
 // Each spliced node is tagged with its If and side (Node.If, Node.Side),
-// and each Where as the If's Select, so that the device can branch
-// instead: run one side's nodes and take the outputs from it. An If
+// and each Where as the If's Select, so that the device branches instead
+// (libs/lower branch.go): it runs one side's nodes and takes the outputs
+// from it; an untagged plan runs both and selects. An If
 // nested in another If's branch is predicated inside that branch: its
 // nodes and Wheres carry the enclosing If's tag.
 
@@ -31,7 +31,7 @@ func PredicateIfs(g *Graph) (*Graph, []Rewrite) {
 			}
 			found = true
 			out = append(out, predicate(g, n, a)...)
-			rw = append(rw, Rewrite{Node: n.Name, What: fmt.Sprintf("If predicated: both branches run (%d and %d nodes), Where selects each of its %d outputs",
+			rw = append(rw, Rewrite{Node: n.Name, What: fmt.Sprintf("If predicated: its then (%d nodes) and else (%d nodes) sides tagged where it was, a Where selecting each of its %d outputs",
 				len(a.Then.Nodes), len(a.Else.Nodes), len(n.Outputs))})
 		}
 		g.Nodes = out
