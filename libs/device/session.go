@@ -2,8 +2,10 @@ package device
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 
 	"ipu.local/formats/ipuexe"
 	"ipu.local/formats/obj"
@@ -384,7 +386,19 @@ func (s *Session) Call(call string, command uint32, opt sim.Options) (*sim.RunRe
 	if err := d.syncHeader(); err != nil {
 		return nil, err
 	}
-	res, err := s.m.Run(s.pages, command)
+	var res *sim.RunResult
+	err = d.guard("call "+strconv.Quote(call), func() error {
+		var err error
+		res, err = s.m.Run(s.pages, command)
+		return err
+	})
+	var fe *FileError
+	if errors.As(err, &fe) {
+		// The device file failed under the run: the machine state in
+		// it is unknown, and the device stays marked running.
+		s.m = nil
+		return nil, err
+	}
 	if err != nil {
 		// The blob still holds the machine at its last host sync.
 		s.m = nil
