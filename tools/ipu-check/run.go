@@ -25,6 +25,7 @@ import (
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/device"
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/pack"
 	"ipu.local/libs/sim"
 	"ipu.local/libs/toolrun"
 	"ipu.local/libs/trace"
@@ -301,7 +302,8 @@ func readPackage(path string) (*ipuexe.Package, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("read package: %w", err)
 	}
-	pkg, err := ipuexe.Read(data)
+	// Decompression is bounded by the memory of the package's architecture.
+	pkg, err := ipuexe.ReadWith(data, ipuexe.ReadOptions{Limits: pack.Limits})
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
