@@ -123,3 +123,42 @@ func TestReserveError(t *testing.T) {
 		t.Errorf("reserve on a read-only file: %v", err)
 	}
 }
+
+// Tile memory that fails under a run on the simulator's own goroutines
+// (several tiles at once) is a device fault naming the tile, not a crash.
+func TestCallFileFault(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ipu0")
+	pkg := testPackage(t, "ipu21-tiny", 0, 1, 2, 3)
+	log := quietLog()
+	loadDevice(t, path, pkg, log)
+	d, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s, err := d.NewSession(pkg, testFingerprint, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Attach(pkg.Host.Pages); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteInput("x", words(1, 2, 3, 4)); err != nil {
+		t.Fatal(err)
+	}
+	opt := sim.Options{Parallel: 2}
+	if _, err := s.Call("run", 0, opt); err != nil {
+		t.Fatal(err)
+	}
+	// Cut the tiles' memory off the file, keeping the header page.
+	if err := os.Truncate(path, pageSize); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Call("run", 0, opt)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "host memory fault at 0x") {
+		t.Fatalf("Call on a file cut short: %v", err)
+	}
+	if !strings.HasPrefix(err.Error(), "device "+path+": call \"run\": ") {
+		t.Errorf("error %q does not name the device and the call", err)
+	}
+}
