@@ -29,11 +29,21 @@ NAME := $(basename $(notdir $(MODEL)))
 OUT := $(ART)/$(NAME)
 # The seed's run planned qk-early over 64 tiles of the 1472.
 TILES ?= 64
-SEED_LOG := ../shared/seed/000_ad3fbe4381067c88.txt
+# The search runs in two steps through the state file, as the seed's run
+# resumed a saved search: the first saves the analytic start (no move,
+# its log in plan-start.log), the second loads it ("loaded mid-plan search
+# state ... attempts=0") and makes PLAN_ATTEMPTS moves. Resuming is exact:
+# the plan is byte for byte the one a single run of PLAN_ATTEMPTS moves
+# writes (tools/ipu-plan testdata/script/plan.txtar checks it).
+PLAN_ATTEMPTS ?= 20
+# The seed log: ../shared/seed beside the repository when it is there,
+# else its committed copy (testdata/seed).
+SEED_LOG := $(firstword $(wildcard ../shared/seed/000_ad3fbe4381067c88.txt) testdata/seed/000_ad3fbe4381067c88.txt)
 run: build
 	@mkdir -p $(OUT)
-	rm -f $(OUT)/state.json $(OUT)/run.log
-	set -o pipefail; $(BIN)/ipu-plan $(MODEL) -o $(OUT)/model.plan --state $(OUT)/state.json $(if $(TILES),--tiles $(TILES)) 2>&1 | tee -a $(OUT)/run.log
+	rm -f $(OUT)/state.json $(OUT)/run.log $(OUT)/plan-start.log
+	$(BIN)/ipu-plan $(MODEL) -o $(OUT)/model.plan --state $(OUT)/state.json $(if $(TILES),--tiles $(TILES)) --max-attempts 0 2> $(OUT)/plan-start.log || { cat $(OUT)/plan-start.log; exit 1; }
+	set -o pipefail; $(BIN)/ipu-plan $(MODEL) -o $(OUT)/model.plan --state $(OUT)/state.json $(if $(TILES),--tiles $(TILES)) --max-attempts $(PLAN_ATTEMPTS) 2>&1 | tee -a $(OUT)/run.log
 	set -o pipefail; $(BIN)/ipu-link $(OUT)/model.plan -o $(OUT)/model.ipuobj 2>&1 | tee -a $(OUT)/run.log
 	set -o pipefail; $(BIN)/ipu-pack $(OUT)/model.ipuobj -o $(OUT)/model.ipuexe 2>&1 | tee -a $(OUT)/run.log
 	set -o pipefail; $(BIN)/ipu-load --device $(DEVICE) $(OUT)/model.ipuexe 2>&1 | tee -a $(OUT)/run.log
@@ -57,6 +67,12 @@ run-asm: build
 
 test: vet fmt-check deps-capnp test-go conformance conformance-64 run-asm run
 
+# The conformance data the Go tests read ($$IPU_CONFORMANCE, for the
+# packages that do not look it up through libs/repodata): ../shared
+# beside the repository when it is there, else the committed copy
+# (testdata/conformance), so that a clone alone passes.
+CONFORMANCE_DIR := $(or $(IPU_CONFORMANCE),$(if $(wildcard ../shared/conformance),$(abspath ../shared/conformance),$(CURDIR)/testdata/conformance))
+test-go fuzz: export IPU_CONFORMANCE := $(CONFORMANCE_DIR)
 test-go:
 	for m in $(MODULES); do (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...) || exit 1; done
 
@@ -87,8 +103,8 @@ bench-compile: build transformer-models
 	$(GO) run ./scripts/benchcompile $(BENCH_COMPILE_FLAGS)
 
 # conformance compiles and checks every case of ../shared/conformance and
-# of the model cases (../shared/models, or their committed copies under
-# testdata/models/shared) through the pipeline's tools in bin/, on all
+# of the model cases (../shared/models; without them, their committed
+# copies under testdata/conformance and testdata/models/shared) through the pipeline's tools in bin/, on all
 # 1472 tiles (CONFORMANCE_FLAGS: e.g. -run ort/); conformance-64 checks
 # the transformer model cases again on 64 tiles.
 conformance: build

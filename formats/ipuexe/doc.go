@@ -32,7 +32,7 @@
 //	Images struct {
 //		NImage uint32
 //		Image  [NImage]struct {
-//			RawLen uint32 // length of Body, at most MaxImageBytes
+//			RawLen uint32 // length of Body, at most ImageBytes(tile memory)
 //			Frame  []byte // uint32 length, then one zstd frame holding Body
 //		}
 //	}
@@ -54,7 +54,12 @@
 // used, and images are numbered in the order of their first use by tile
 // index, so the same tile programs always give the same file. Read checks
 // every offset, count and length against the bytes left before
-// allocating, bounds each image's decompression by its declared RawLen,
-// checks each section's CRC and validates the package as Write does. Its
+// allocating, bounds each image's decompression by its declared RawLen
+// (a frame whose header declares another size is refused before anything
+// is allocated for it, one without a size stops at RawLen), and RawLen by
+// ImageBytes of the tile memory: the format's largest (MaxImageBytes), or
+// with ReadWith and ReadOptions.Limits the memory of the architecture the
+// package names (libs/pack.Limits), whose tile count then bounds Tiles.
+// It checks each section's CRC and validates the package as Write does. Its
 // errors are *FormatError, naming the section and the byte offset.
 package ipuexe

@@ -189,9 +189,16 @@ func Marshal(p *Package) ([]byte, error) {
 	return format.Build([][]byte{meta.Data(), images.Data(), tilemap.Data(), config.Data(), host.Data()}), nil
 }
 
-// Read decodes and validates a package file. Its errors are
-// *FormatError.
+// Read decodes and validates a package file, its images bounded by the
+// format's limits (MaxImageBytes). Its errors are *FormatError.
 func Read(data []byte) (*Package, error) {
+	return ReadWith(data, ReadOptions{})
+}
+
+// ReadWith is Read with the limits of the package's architecture
+// (opt.Limits): a tool that runs the package bounds what it decompresses
+// by the memory of the device it targets.
+func ReadWith(data []byte, opt ReadOptions) (*Package, error) {
 	secs, werr := format.Parse(data)
 	if werr != nil {
 		return nil, formatError(werr)
@@ -217,7 +224,22 @@ func Read(data []byte) (*Package, error) {
 		return nil, &FormatError{Section: "meta", Off: off, Msg: err.Error()}
 	}
 
-	if err := readImages(secs[1].Decoder(), p); err != nil {
+	lim := Limits{Tiles: obj.MaxTiles, TileMemory: obj.MaxTileMemory}
+	if opt.Limits != nil {
+		l, err := opt.Limits(p.Arch)
+		if err != nil {
+			return nil, &FormatError{Section: "meta", Off: secs[0].Off, Msg: fmt.Sprintf("arch %q: %v", p.Arch, err)}
+		}
+		if l.TileMemory > obj.MaxTileMemory || l.Tiles > obj.MaxTiles {
+			return nil, &FormatError{Section: "meta", Off: secs[0].Off, Msg: fmt.Sprintf("arch %q: %d tiles of %d bytes exceed the format's %d tiles of %d bytes", p.Arch, l.Tiles, l.TileMemory, obj.MaxTiles, obj.MaxTileMemory)}
+		}
+		if p.Tiles > l.Tiles {
+			return nil, &FormatError{Section: "meta", Off: tilesOff, Msg: fmt.Sprintf("tile count %d exceeds architecture %s's %d tiles", p.Tiles, p.Arch, l.Tiles)}
+		}
+		lim = l
+	}
+
+	if err := readImages(secs[1].Decoder(), p, lim); err != nil {
 		return nil, err
 	}
 
@@ -260,7 +282,8 @@ func Read(data []byte) (*Package, error) {
 	return p, nil
 }
 
-func readImages(d *wire.Decoder, p *Package) error {
+func readImages(d *wire.Decoder, p *Package, lim Limits) error {
+	maxImage := ImageBytes(lim.TileMemory)
 	n := d.Count("image", 4+4)
 	if d.Err() == nil && n > p.Tiles {
 		d.Failf(d.Off()-4, "%d images for %d tiles", n, p.Tiles)
@@ -275,8 +298,8 @@ func readImages(d *wire.Decoder, p *Package) error {
 	for i := range p.Images {
 		start := d.Off()
 		rawLen := d.U32("image length")
-		if d.Err() == nil && rawLen > MaxImageBytes {
-			d.Failf(start, "image %d: length %d exceeds the limit (%d bytes)", i, rawLen, MaxImageBytes)
+		if d.Err() == nil && rawLen > maxImage {
+			d.Failf(start, "image %d: length %d exceeds the limit (%d bytes: twice the %d-byte tile memory of %s)", i, rawLen, maxImage, lim.TileMemory, p.Arch)
 		}
 		frameOff := d.Off()
 		frame := d.Bytes("image")

@@ -34,7 +34,31 @@ type Image struct {
 }
 
 // MaxImageBytes bounds the encoded size of one image (its Body in the
-// file): the tile's memory contents (at most obj.MaxTileMemory) plus its
-// symbols and transfers. With at most one image per tile, a package
-// decodes to at most Tiles x MaxImageBytes bytes.
-const MaxImageBytes = 4 << 20
+// file, what its zstd frame decompresses to): ImageBytes of the largest
+// tile memory the format allows.
+const MaxImageBytes = 2 * obj.MaxTileMemory
+
+// ImageBytes bounds the encoded size of one image for a tile of
+// tileMemory bytes: its segments' data, at most the tile's memory, and
+// its symbols and transfers, which describe that memory and the data
+// moved in and out of it, at most as much again (real images carry a few
+// hundred bytes of them). With at most one image per tile, a package
+// decompresses to at most Tiles x ImageBytes(tile memory) bytes, each
+// frame checked against its declared length before anything is
+// allocated for it.
+func ImageBytes(tileMemory uint32) uint32 { return 2 * tileMemory }
+
+// Limits are the bounds an architecture puts on its packages.
+type Limits struct {
+	Tiles      int    // the architecture's tiles: a package has at most these
+	TileMemory uint32 // bytes of one tile's memory, at most obj.MaxTileMemory
+}
+
+// ReadOptions tune ReadWith.
+type ReadOptions struct {
+	// Limits, when set, returns the bounds of the architecture a package
+	// names (the format package does not know the presets): its images
+	// are then bounded by ImageBytes(TileMemory) and its tiles by Tiles,
+	// instead of by the format's own obj.MaxTileMemory and obj.MaxTiles.
+	Limits func(arch string) (Limits, error)
+}

@@ -60,6 +60,12 @@ type LoadOptions struct {
 // every tile's image, runs the startup program to the first host sync and
 // records the package's fingerprint. Until it returns nil the device is
 // marked loading, and refuses sessions.
+//
+// The file system backing the device file may fail it (a full disk): the
+// tile memory the package uses is reserved on disk first (fallocate), and
+// a page the file system cannot provide anyway is a one-line error naming
+// the device, never a crash (guard). Either way the device stays marked
+// loading.
 func (d *Device) Load(pkg *ipuexe.Package, fingerprint string, log *slog.Logger, opt LoadOptions) error {
 	if err := d.checkPackage(pkg, fingerprint); err != nil {
 		return err
@@ -68,9 +74,22 @@ func (d *Device) Load(pkg *ipuexe.Package, fingerprint string, log *slog.Logger,
 	if err != nil {
 		return fmt.Errorf("device %s: %w", d.path, err)
 	}
+	return d.guard("load", func() error { return d.load(pkg, images, fingerprint, log, opt) })
+}
 
+// load is Load once the package is checked.
+func (d *Device) load(pkg *ipuexe.Package, images []*sim.Image, fingerprint string, log *slog.Logger, opt LoadOptions) error {
 	log.Info("initializing IPU device")
 	if err := d.powerOn(); err != nil {
+		return err
+	}
+	var busy []int
+	for t, idx := range pkg.TileImage {
+		if images[idx] != nil {
+			busy = append(busy, t)
+		}
+	}
+	if err := d.reserve(busy); err != nil {
 		return err
 	}
 	log.Info("IPU device initialized")

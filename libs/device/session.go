@@ -1,8 +1,11 @@
 package device
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 
 	"ipu.local/formats/ipuexe"
 	"ipu.local/formats/obj"
@@ -269,6 +272,92 @@ func (s *Session) ReadOutput(name string) ([]byte, error) {
 	return append([]byte(nil), b...), nil
 }
 
+// poisonElem is the element a poisoned output holds, by element type: a
+// NaN with a payload no arithmetic produces where the type has NaNs, the
+// byte 0xA5 repeated otherwise (an integer no test expects, and no valid
+// bool).
+func poisonElem(dtype string) []byte {
+	switch dtype {
+	case "float":
+		return []byte{0xA5, 0xA5, 0xC5, 0x7F} // 0x7fc5a5a5
+	case "double":
+		return []byte{0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xF8, 0x7F} // 0x7ff8a5a5a5a5a5a5
+	case "float16":
+		return []byte{0xA5, 0x7E} // 0x7ea5
+	case "bfloat16":
+		return []byte{0xC5, 0x7F} // 0x7fc5
+	case "float8e4m3fn":
+		return []byte{0x7F} // its only NaN, S.1111.111
+	case "float8e5m2":
+		return []byte{0x7E}
+	case "float8e4m3fnuz", "float8e5m2fnuz":
+		return []byte{0x80} // the FNUZ types' only NaN, negative zero's code
+	}
+	return []byte{0xA5}
+}
+
+// PoisonPattern returns the raw elements of a poisoned output of t's
+// type and shape (see PoisonOutputs).
+func PoisonPattern(t obj.Tensor) ([]byte, error) {
+	size, err := tensorBytes(t)
+	if err != nil {
+		return nil, fmt.Errorf("output %q: %w", t.Name, err)
+	}
+	e := poisonElem(t.DType)
+	if size%uint64(len(e)) != 0 {
+		return nil, fmt.Errorf("output %q: %d bytes are not whole %s elements", t.Name, size, t.DType)
+	}
+	return bytes.Repeat(e, int(size)/len(e)), nil
+}
+
+// Unwritten counts the elements of an output read back (raw, in t's
+// element type) that still hold the poison, and returns the first one's
+// index (-1 for none). It counts only the types whose poison is a NaN
+// payload that no arithmetic produces (float, double, float16,
+// bfloat16), where it tells an output the run did not write from a NaN
+// it computed; in the other types the poison may be a value a run
+// writes, and an unwritten element shows as a mismatch, if at all.
+func Unwritten(t obj.Tensor, raw []byte) (first, n int) {
+	first = -1
+	switch t.DType {
+	case "float", "double", "float16", "bfloat16":
+	default:
+		return first, 0
+	}
+	e := poisonElem(t.DType)
+	for i := 0; i+len(e) <= len(raw); i += len(e) {
+		if bytes.Equal(raw[i:i+len(e)], e) {
+			if first < 0 {
+				first = i / len(e)
+			}
+			n++
+		}
+	}
+	return first, n
+}
+
+// PoisonOutputs fills every output tensor in the host pages with the NaN
+// pattern of its element type (PoisonPattern): a run that does not write
+// an output leaves the poison there, never the results of an earlier run,
+// so reading the outputs back checks that the run wrote them. Call it
+// before each run.
+func (s *Session) PoisonOutputs() error {
+	for _, t := range s.pkg.Host.Outputs {
+		raw, err := PoisonPattern(t)
+		if err != nil {
+			return err
+		}
+		p, err := s.tensorPage("output", t)
+		if err != nil {
+			return err
+		}
+		if err := t.Scatter(p, raw); err != nil {
+			return fmt.Errorf("output %q: poison: %w", t.Name, err)
+		}
+	}
+	return nil
+}
+
 // Call invokes a host exchange call: the tiles waiting at their host sync
 // receive command and run until they all wait at the next one. The new
 // machine state is saved to the device file, ready for the next call. The
@@ -297,7 +386,19 @@ func (s *Session) Call(call string, command uint32, opt sim.Options) (*sim.RunRe
 	if err := d.syncHeader(); err != nil {
 		return nil, err
 	}
-	res, err := s.m.Run(s.pages, command)
+	var res *sim.RunResult
+	err = d.guard("call "+strconv.Quote(call), func() error {
+		var err error
+		res, err = s.m.Run(s.pages, command)
+		return err
+	})
+	var fe *FileError
+	if errors.As(err, &fe) {
+		// The device file failed under the run: the machine state in
+		// it is unknown, and the device stays marked running.
+		s.m = nil
+		return nil, err
+	}
 	if err != nil {
 		// The blob still holds the machine at its last host sync.
 		s.m = nil

@@ -382,7 +382,7 @@ func TestConformanceNodes(t *testing.T) {
 	for _, c := range cases {
 		for _, tiles := range []int{1472, 16} {
 			t.Run(fmt.Sprintf("%s@%d", filepath.Base(c), tiles), func(t *testing.T) {
-				_, o, st, g := linkModel(t, filepath.Join("../../../shared/conformance", c, "model.onnx"), "ipu21", tiles)
+				_, o, st, g := linkModel(t, conformanceModel(t, c), "ipu21", tiles)
 				checkVerdict(t, o, st, g, 1)
 			})
 		}

@@ -12,6 +12,7 @@ import (
 	"ipu.local/libs/graph"
 	"ipu.local/libs/onnx"
 	"ipu.local/libs/planner"
+	"ipu.local/libs/repodata"
 	"ipu.local/libs/sim"
 )
 
@@ -64,13 +65,25 @@ func checkModel(t *testing.T, o *obj.Object, st *Stats, g *graph.Graph) {
 	checkVerdict(t, o, st, g, 1)
 }
 
+// conformanceModel is the model of a conformance case: under
+// ../shared/conformance when it is beside the repository, or its
+// committed copy under testdata/conformance (libs/repodata).
+func conformanceModel(t *testing.T, c string) string {
+	t.Helper()
+	r, err := repodata.Conformance()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(r.Dir, c, "model.onnx")
+}
+
 func TestQKEarly(t *testing.T) {
 	for _, tc := range []struct {
 		model, arch string
 		tiles       int
 	}{
-		{"../../../shared/conformance/ort/qk_early_e4m3fnuz/model.onnx", "ipu21", 1472},
-		{"../../../shared/conformance/ort/qk_early_e5m2/model.onnx", "ipu21", 64},
+		{conformanceModel(t, "ort/qk_early_e4m3fnuz"), "ipu21", 1472},
+		{conformanceModel(t, "ort/qk_early_e5m2"), "ipu21", 64},
 		{"../../testdata/models/qk-early.onnx", "ipu21", 1472},
 		{"../../testdata/models/qk-early.onnx", "ipu21", 64},
 	} {

@@ -10,20 +10,19 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/repodata"
 )
 
-// conformanceDir finds the shared conformance data: $IPU_CONFORMANCE, or
-// the checkout's sibling shared/conformance. Tests skip when it is absent.
+// conformanceDir finds the conformance data: $IPU_CONFORMANCE, the
+// checkout's sibling shared/conformance, or the committed copy under
+// testdata/conformance (libs/repodata).
 func conformanceDir(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("IPU_CONFORMANCE")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "conformance")
+	r, err := repodata.Conformance()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("no conformance data: %v", err)
-	}
-	return dir
+	return r.Dir
 }
 
 // castNode is what the tests need of an ONNX node.

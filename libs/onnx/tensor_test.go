@@ -13,17 +13,20 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"ipu.local/libs/repodata"
 )
 
-// conformanceDir finds the shared conformance data: $IPU_CONFORMANCE, or
-// the checkout's sibling shared/conformance.
+// conformanceDir finds the conformance data: $IPU_CONFORMANCE, the
+// checkout's sibling shared/conformance, or the committed copy under
+// testdata/conformance (libs/repodata).
 func conformanceDir(tb testing.TB) string {
 	tb.Helper()
-	dir := conformanceDirOrEmpty()
-	if _, err := os.Stat(dir); err != nil {
-		tb.Skipf("no conformance data: %v", err)
+	r, err := repodata.Conformance()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return dir
+	return r.Dir
 }
 
 func conformanceTensors(tb testing.TB) []string {
@@ -414,11 +417,12 @@ func FuzzReadTensor(f *testing.F) {
 	})
 }
 
-// conformanceDirOrEmpty is conformanceDir without the skip: a fuzz target
-// still runs on its own seeds when the shared data is absent.
+// conformanceDirOrEmpty is conformanceDir without the failure: a fuzz
+// target still runs on its own seeds when no data is found.
 func conformanceDirOrEmpty() string {
-	if dir := os.Getenv("IPU_CONFORMANCE"); dir != "" {
-		return dir
+	r, err := repodata.Conformance()
+	if err != nil {
+		return ""
 	}
-	return filepath.Join("..", "..", "..", "shared", "conformance")
+	return r.Dir
 }

@@ -14,6 +14,7 @@ import (
 
 	"ipu.local/libs/graph"
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/repodata"
 )
 
 // qkEarlyHex is the conformance model ort/qk_early_e4m3fnuz (written by
@@ -84,10 +85,11 @@ func rebuild(t *testing.T, m *onnx.Model) *onnx.ModelBuilder {
 // The conformance models that onnx's helpers wrote for opset 21 come out
 // byte for byte the same after a read and a write.
 func TestRewriteConformanceModels(t *testing.T) {
-	dir := os.Getenv("IPU_CONFORMANCE")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "conformance")
+	r, err := repodata.Conformance()
+	if err != nil {
+		t.Fatal(err)
 	}
+	dir := r.Dir
 	files, _ := filepath.Glob(filepath.Join(dir, "ort", "*", "model.onnx"))
 	if len(files) == 0 {
 		t.Skipf("no conformance models under %s", dir)

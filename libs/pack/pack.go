@@ -179,3 +179,14 @@ func tileName(t uint32) string {
 	}
 	return fmt.Sprint(t)
 }
+
+// Limits returns the bounds architecture archName puts on its packages,
+// for ipuexe.ReadWith: its tiles, and its tile memory, which bounds what
+// each image decompresses to (ipuexe.ImageBytes).
+func Limits(archName string) (ipuexe.Limits, error) {
+	p, err := arch.Lookup(archName)
+	if err != nil {
+		return ipuexe.Limits{}, err
+	}
+	return ipuexe.Limits{Tiles: p.Tiles, TileMemory: p.Memory.Size()}, nil
+}

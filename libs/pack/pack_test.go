@@ -162,3 +162,16 @@ func TestBuildChecks(t *testing.T) {
 		})
 	}
 }
+
+// Limits are the preset's tiles and tile memory; an unknown architecture
+// is an error.
+func TestLimits(t *testing.T) {
+	p := arch.MustLookup("ipu21")
+	l, err := Limits("ipu21")
+	if err != nil || l.Tiles != p.Tiles || l.TileMemory != p.Memory.Size() {
+		t.Errorf("Limits(ipu21) = %+v, %v; want %d tiles of %d bytes", l, err, p.Tiles, p.Memory.Size())
+	}
+	if _, err := Limits("ipu99"); err == nil {
+		t.Error("Limits of an unknown architecture succeeded")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"sync"
 
@@ -443,6 +444,10 @@ func (m *Machine) runTiles(list []int, phase int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A page of tile memory that the host cannot provide (the
+			// device file's disk is full) faults as a panic that
+			// runTileSafe catches, not as a crash of the process.
+			debug.SetPanicOnFault(catchPanics)
 			for {
 				mu.Lock()
 				lo := next
@@ -474,8 +479,11 @@ func (m *Machine) runTileSafe(i, phase int) {
 		defer func() {
 			if e := recover(); e != nil {
 				r := &m.tiles[i].res
-				r.fault = &Fault{Kind: FaultInvalid, Tile: i, Context: -1, Phase: phase, Cycle: r.cycles,
-					Detail: fmt.Sprintf("internal simulator error: %v", e)}
+				detail := fmt.Sprintf("internal simulator error: %v", e)
+				if f, ok := e.(interface{ Addr() uintptr }); ok && f.Addr() != 0 {
+					detail = fmt.Sprintf("host memory fault at %#x: the tile memory's backing store failed (a device file on a full disk?)", f.Addr())
+				}
+				r.fault = &Fault{Kind: FaultInvalid, Tile: i, Context: -1, Phase: phase, Cycle: r.cycles, Detail: detail}
 			}
 		}()
 	}

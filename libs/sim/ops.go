@@ -191,15 +191,7 @@ func (x *exec) hostXfer(c *context, in *inst, pc uint32, now int64) (int64, xfau
 		if f.kind != "" {
 			return 0, f
 		}
-		var err error
-		x.m.hostMu.Lock()
-		if x.m.host == nil {
-			err = errors.New("no host attached")
-		} else {
-			err = x.m.host.ReadHost(hostAddr, x.mem[off:off+b])
-		}
-		x.m.hostMu.Unlock()
-		if err != nil {
+		if err := x.m.readHost(hostAddr, x.mem[off:off+b]); err != nil {
 			return 0, xfault{FaultHost, fmt.Sprintf("hin of %d bytes from host %#x: %v", b, hostAddr, err)}
 		}
 	} else {
@@ -213,4 +205,15 @@ func (x *exec) hostXfer(c *context, in *inst, pc uint32, now int64) (int64, xfau
 	}
 	r.hostBytes += int64(b)
 	return cycles, xfault{}
+}
+
+// readHost reads host memory into dst under the host lock, released even
+// when dst faults (tile memory whose backing store failed panics here).
+func (m *Machine) readHost(addr uint32, dst []byte) error {
+	m.hostMu.Lock()
+	defer m.hostMu.Unlock()
+	if m.host == nil {
+		return errors.New("no host attached")
+	}
+	return m.host.ReadHost(addr, dst)
 }

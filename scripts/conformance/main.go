@@ -23,7 +23,8 @@
 // repository root (the directory of go.work, found from the working
 // directory upwards):
 //
-//	conformance  ../shared/conformance
+//	conformance  ../shared/conformance, or else testdata/conformance (its
+//	             committed copy)
 //	models       ../shared/models, or else testdata/models/shared (the
 //	             committed copies of its transformer cases)
 //
@@ -125,7 +126,7 @@ func conformance(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var roots rootList
-	fs.Var(&roots, "root", "case root `DIR` (repeatable, or a comma-separated list; default ../shared/conformance and ../shared/models, or testdata/models/shared without it, from the repository root)")
+	fs.Var(&roots, "root", "case root `DIR` (repeatable, or a comma-separated list; default ../shared/conformance and ../shared/models, or testdata/conformance and testdata/models/shared without them, from the repository root)")
 	bin := fs.String("bin", "", "tool binaries `DIR` (default bin in the repository root)")
 	work := fs.String("work", "", "work `DIR`, kept (default a temporary directory)")
 	keep := fs.Bool("keep", false, "keep the temporary work directory")
@@ -279,7 +280,7 @@ func defaultRoots(repo string) ([]caseRoot, error) {
 		label string
 		rels  []string // the first that exists
 	}{
-		{"conformance", []string{filepath.Join("..", "shared", "conformance")}},
+		{"conformance", []string{filepath.Join("..", "shared", "conformance"), filepath.Join("testdata", "conformance")}},
 		{"models", []string{filepath.Join("..", "shared", "models"), filepath.Join("testdata", "models", "shared")}},
 	}
 	var roots []caseRoot

@@ -348,6 +348,7 @@ func TestDefaultRoots(t *testing.T) {
 	conformance := filepath.Join("..", "shared", "conformance")
 	models := filepath.Join("..", "shared", "models")
 	copies := filepath.Join("testdata", "models", "shared")
+	confCopy := filepath.Join("testdata", "conformance")
 	tests := []struct {
 		name    string
 		exist   []string // relative to the repository
@@ -356,12 +357,16 @@ func TestDefaultRoots(t *testing.T) {
 	}{
 		{"beside", []string{conformance, models, copies},
 			[]caseRoot{{Given: conformance, Label: "conformance"}, {Given: models, Label: "models"}}, ""},
-		{"clone", []string{copies},
+		{"beside with copies", []string{conformance, models, confCopy, copies},
+			[]caseRoot{{Given: conformance, Label: "conformance"}, {Given: models, Label: "models"}}, ""},
+		{"clone", []string{confCopy, copies},
+			[]caseRoot{{Given: confCopy, Label: "conformance"}, {Given: copies, Label: "models"}}, ""},
+		{"clone without conformance copy", []string{copies},
 			[]caseRoot{{Given: copies, Label: "models"}}, ""},
 		{"conformance only", []string{conformance},
 			[]caseRoot{{Given: conformance, Label: "conformance"}}, ""},
 		{"nothing", nil, nil,
-			"no case root: none of " + conformance + ", " + models + ", " + copies + " exists in the repository (give --root)"},
+			"no case root: none of " + conformance + ", " + confCopy + ", " + models + ", " + copies + " exists in the repository (give --root)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

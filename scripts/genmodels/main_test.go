@@ -10,6 +10,7 @@ import (
 
 	"ipu.local/libs/graph"
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/repodata"
 )
 
 // The committed models must be exactly what the generator writes.
@@ -129,13 +130,13 @@ func TestMLPWeights(t *testing.T) {
 // qk-early has the structure of the conformance model ort/qk_early_e4m3fnuz
 // at that model's size.
 func TestQKEarlyMirrorsConformance(t *testing.T) {
-	dir := os.Getenv("IPU_CONFORMANCE")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "conformance")
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "ort", "qk_early_e4m3fnuz", "model.onnx"))
+	r, err := repodata.Conformance()
 	if err != nil {
-		t.Skipf("no conformance model: %v", err)
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(r.Dir, "ort", "qk_early_e4m3fnuz", "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	want := buildGraph(t, data).String()
 	got := buildGraph(t, qkEarly(64, 64)).String()

@@ -11,14 +11,27 @@
 // DIR/input_0.pb, DIR/input_1.pb ... and the expected outputs
 // DIR/output_0.pb ... (serialized ONNX TensorProto, the ONNX backend test
 // layout), in the package's input and output order; each must have the
-// element type and shape the package gives that tensor.
+// element type and shape the package gives that tensor. DIR may also be
+// a test case holding data sets, DIR/test_data_set_0,
+// DIR/test_data_set_1 ... (numbered from 0 without gaps; DIR then holds
+// no input_0.pb itself): inference n (from 1) is checked against
+// test_data_set_((n-1) modulo the number of sets), so that consecutive
+// inferences get different data when there are several sets. The sets
+// the inferences use are read and checked before the device is touched.
 //
 // Without --data the expected outputs come from a host reference: the
 // package's model section (the plan's graph, which ipu-link stores) is
 // decoded and checked as a model is, and must have the package's inputs
 // and outputs; the inputs are generated from --seed (default 1; the same
 // seed gives the same inputs on every platform) and the model is evaluated
-// on the host (package hostref) at --reference-precision: device (the
+// on the host (package hostref) at --reference-precision. Each inference
+// gets its own inputs: inference n (referenceInference=n, from 1) has
+// the seed --seed for n = 1, so that one inference checks what it always
+// did, and a SplitMix64 mix of --seed and n-1 after it; each is checked
+// against its own evaluation (the next one is evaluated while the device
+// runs the current one; the first one's evaluation is the one the log's
+// "evaluated host reference" line times, the others' are logged with -v).
+// The precisions: device (the
 // default) emulates the device's roundings, fp32 onnxruntime's float32
 // arithmetic, fp64 the exact result, rounded once to each output's type.
 // --threads sets the goroutines of its matrix products (default 0, one
@@ -30,8 +43,13 @@
 //
 // ipu-check takes hardware ownership as ipu-load does (--lock, default
 // DEV.lock, waiting up to --lock-timeout), starts a host exchange session,
-// and runs --inferences calls of "run" (default 2). After each it reads the
-// outputs and compares them with the expected ones (package verdict: exact
+// and runs --inferences calls of "run" (default 2). Before each it writes
+// that inference's inputs and poisons every output in the host pages
+// with a NaN pattern of its type (libs/device PoisonOutputs): an output
+// the run does not write reads back as the poison, never as an earlier
+// inference's result, and fails ("output not written by the run", even
+// where a NaN is expected). After each it reads the outputs and compares
+// them with the expected ones (package verdict: exact
 // for integer results and outputs the compiler marks as not accumulated, a
 // bound derived from the data types otherwise; each output's tolerance and
 // its derivation are logged once). The tolerance is the same whether the

@@ -21,9 +21,11 @@ import (
 	"ipu.local/formats/obj"
 	"ipu.local/formats/profile"
 	"ipu.local/libs/arch"
+	"ipu.local/libs/asm"
 	"ipu.local/libs/device"
 	"ipu.local/libs/isa"
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/pack"
 	"ipu.local/libs/sim"
 	"ipu.local/libs/trace"
 )
@@ -36,6 +38,7 @@ func TestMain(m *testing.M) {
 		"loaddev":   func() { os.Exit(loaddevMain(os.Args[1:])) },
 		"mktensor":  func() { os.Exit(mktensorMain(os.Args[1:])) },
 		"profdump":  func() { os.Exit(profdumpMain(os.Args[1:])) },
+		"mkasm":     func() { os.Exit(mkasmMain(os.Args[1:])) },
 	})
 }
 
@@ -45,13 +48,19 @@ func TestMain(m *testing.M) {
 //	cmpstderr FILE   the last command's stderr, timestamps stripped and
 //	                 elapsed_ms values replaced by N, equals FILE
 //
-// and $PROFILE_SCHEMA, the path of formats/profile/profile.capnp.
+// and $PROFILE_SCHEMA, the path of formats/profile/profile.capnp, and
+// $SRC, the assembly programs of testdata/asm (mkasm SRC OUT builds one).
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			schema, err := filepath.Abs(filepath.Join("..", "..", "formats", "profile", "profile.capnp"))
+			if err != nil {
+				return err
+			}
 			env.Setenv("PROFILE_SCHEMA", schema)
+			src, err := filepath.Abs(filepath.Join("testdata", "asm"))
+			env.Setenv("SRC", src)
 			return err
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -430,4 +439,55 @@ func TestExitStatus(t *testing.T) {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// mkasm SRC.s OUT.ipuexe [model=KIND] assembles a tile program and packs
+// it, as ipu-as and ipu-pack do, with the model section testModel(KIND).
+func mkasmMain(args []string) int {
+	model := ""
+	if len(args) == 3 && strings.HasPrefix(args[2], "model=") {
+		model, args = strings.TrimPrefix(args[2], "model="), args[:2]
+	}
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: mkasm SRC.s OUT.ipuexe [model=KIND]")
+		return 2
+	}
+	err := func() error {
+		src, err := os.ReadFile(args[0])
+		if err != nil {
+			return err
+		}
+		o, err := asm.Assemble(filepath.Base(args[0]), src, asm.Options{})
+		if err != nil {
+			return err
+		}
+		p, err := arch.Lookup(o.Arch)
+		if err != nil {
+			return err
+		}
+		pkg, err := pack.Build(o, p)
+		if err != nil {
+			return err
+		}
+		ob, err := obj.Marshal(o)
+		if err != nil {
+			return err
+		}
+		pkg.Object = obj.Fingerprint(ob)
+		if model != "" {
+			if pkg.Host.Model, err = testModel(model); err != nil {
+				return err
+			}
+		}
+		data, err := ipuexe.Marshal(pkg)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(args[1], data, 0o644)
+	}()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mkasm:", err)
+		return 1
+	}
+	return 0
 }

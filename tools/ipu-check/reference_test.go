@@ -133,3 +133,22 @@ func TestHostReference(t *testing.T) {
 		})
 	}
 }
+
+// The first inference's seed is --seed itself (its inputs, and so the
+// logs and golden outputs of a single inference, are what they always
+// were); the others differ from it and from each other.
+func TestInferenceSeed(t *testing.T) {
+	for _, seed := range []uint64{0, 1, 99, 1<<64 - 1} {
+		if got := inferenceSeed(seed, 0); got != seed {
+			t.Errorf("seed %d: inference 0 has seed %d", seed, got)
+		}
+		seen := map[uint64]int{seed: 0}
+		for k := 1; k < 1000; k++ {
+			s := inferenceSeed(seed, k)
+			if j, dup := seen[s]; dup {
+				t.Fatalf("seed %d: inferences %d and %d share seed %d", seed, j, k, s)
+			}
+			seen[s] = k
+		}
+	}
+}

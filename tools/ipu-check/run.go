@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -24,6 +25,7 @@ import (
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/device"
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/pack"
 	"ipu.local/libs/sim"
 	"ipu.local/libs/toolrun"
 	"ipu.local/libs/trace"
@@ -148,12 +150,13 @@ func check(c *cli.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	ref, err := reference(o, pkg, log, out)
+	refs, err := reference(o, pkg, log, out)
 	if err != nil {
 		return err
 	}
+	defer refs.wait()
 	for i, t := range pkg.Host.Outputs {
-		tol := ref.tolerances[i]
+		tol := refs.first.tolerances[i]
 		log.Info("tolerance", slog.String("output", t.Name), slog.Float64("atol", tol.Abs),
 			slog.String("derivation", tol.Derivation))
 	}
@@ -179,7 +182,7 @@ func check(c *cli.Context, o *options) error {
 
 	var t tally
 	for i := 1; i <= o.inferences && t.hardwareErr == nil; i++ {
-		if err := inference(s, i, o, pkg, fingerprint, ref, &t, log, out); err != nil {
+		if err := inference(s, i, o, pkg, fingerprint, refs, &t, log, out); err != nil {
 			return err
 		}
 	}
@@ -207,14 +210,27 @@ func check(c *cli.Context, o *options) error {
 	return nil
 }
 
-// inference runs inference i: inputs in, one "run" call, outputs out and
-// compared. A device fault is recorded in t, not returned.
+// inference runs inference i (from 1): its own inputs in, the outputs
+// poisoned, one "run" call, outputs out and compared with its own
+// expected outputs. A device fault is recorded in t, not returned.
 func inference(s *device.Session, i int, o *options, pkg *ipuexe.Package, fingerprint string,
-	ref *expected, t *tally, log *slog.Logger, out io.Writer) error {
+	refs *references, t *tally, log *slog.Logger, out io.Writer) error {
+	ref, err := refs.get(i - 1)
+	if err != nil {
+		return err
+	}
+	if i < o.inferences {
+		refs.prefetch(i) // the next inference's, while the device runs
+	}
 	for k, in := range pkg.Host.Inputs {
 		if err := s.WriteInput(in.Name, ref.inputs[k]); err != nil {
 			return fmt.Errorf("device %s: %w", o.dev, err)
 		}
+	}
+	// Whatever the outputs hold after the run, the run wrote: an output
+	// it skipped reads as NaN, not as an earlier inference's result.
+	if err := s.PoisonOutputs(); err != nil {
+		return fmt.Errorf("device %s: %w", o.dev, err)
 	}
 	var opt sim.Options
 	if i == 1 && o.profile != "" {
@@ -269,6 +285,13 @@ func inference(s *device.Session, i int, o *options, pkg *ipuexe.Package, finger
 			return err
 		}
 		t.maxAbsError = max(t.maxAbsError, r.MaxAbsError)
+		if first, n := device.Unwritten(ot, got); n > 0 {
+			// Still the poison: the run did not write these elements
+			// (a NaN expected there would otherwise match it).
+			pass = false
+			log.Error("output not written by the run", slog.Int("inference", i), slog.String("output", ot.Name),
+				slog.Int("index", first), slog.Int("unwritten", n), slog.Int("elements", r.Elements))
+		}
 		if !r.Pass {
 			pass = false
 			log.Error("numerical mismatch", slog.Int("inference", i), slog.String("output", ot.Name),
@@ -291,7 +314,8 @@ func readPackage(path string) (*ipuexe.Package, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("read package: %w", err)
 	}
-	pkg, err := ipuexe.Read(data)
+	// Decompression is bounded by the memory of the package's architecture.
+	pkg, err := ipuexe.ReadWith(data, ipuexe.ReadOptions{Limits: pack.Limits})
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
@@ -301,6 +325,77 @@ func readPackage(path string) (*ipuexe.Package, string, error) {
 		}
 	}
 	return pkg, ipuexe.Fingerprint(data), nil
+}
+
+// dataSetPrefix names the data sets of an ONNX backend test case.
+const dataSetPrefix = "test_data_set_"
+
+// readDataSets reads the test data of --data DIR for n inferences. DIR is
+// either one data set (it holds input_0.pb ...) or a test case holding
+// data sets DIR/test_data_set_0, DIR/test_data_set_1 ..., numbered from 0
+// without gaps; inference k is checked against set k modulo their
+// number. The sets an inference uses are read, and checked, before
+// anything runs.
+func readDataSets(dir string, pkg *ipuexe.Package, n int, log *slog.Logger) ([]*expected, error) {
+	setDirs, err := dataSets(dir)
+	if err != nil {
+		return nil, err
+	}
+	if setDirs == nil {
+		ref, err := readData(dir, pkg)
+		if err != nil {
+			return nil, err
+		}
+		return []*expected{ref}, nil
+	}
+	sets := make([]*expected, 0, min(n, len(setDirs)))
+	for _, d := range setDirs[:min(n, len(setDirs))] {
+		ref, err := readData(d, pkg)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, ref)
+	}
+	log.Debug("test data sets", trace.Bare("path", dir), slog.Int("sets", len(setDirs)), slog.Int("read", len(sets)))
+	return sets, nil
+}
+
+// dataSets lists the data sets of a test case DIR in order, or returns
+// nil when DIR has none (it is then a data set itself).
+func dataSets(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--data %s: %w", dir, err)
+	}
+	found := map[int]bool{}
+	last := -1
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), dataSetPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		k, err := strconv.Atoi(rest)
+		if err != nil || k < 0 || strconv.Itoa(k) != rest {
+			return nil, fmt.Errorf("%s: not a data set name (want %sN, N from 0)", filepath.Join(dir, e.Name()), dataSetPrefix)
+		}
+		found[k] = true
+		last = max(last, k)
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "input_0.pb")); err == nil {
+		return nil, fmt.Errorf("%s: a data set beside %s: give the set or the case, not both", filepath.Join(dir, "input_0.pb"), filepath.Join(dir, dataSetPrefix+"0"))
+	}
+	var dirs []string
+	for k := 0; k <= last; k++ {
+		d := filepath.Join(dir, dataSetPrefix+strconv.Itoa(k))
+		if !found[k] {
+			return nil, fmt.Errorf("%s: missing: data sets are numbered from 0 without gaps, and %s exists", d, filepath.Join(dir, dataSetPrefix+strconv.Itoa(last)))
+		}
+		dirs = append(dirs, d)
+	}
+	return dirs, nil
 }
 
 // readData reads DIR/input_N.pb and DIR/output_N.pb for the package's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -41,9 +42,18 @@ func TestMain(m *testing.M) {
 //	releaselock FILE
 //	cmpstderr FILE            the last command's stderr, timestamps
 //	                          stripped, equals FILE
+//
+// and the condition [tmpfs]: this process may mount a small tmpfs in a
+// user and mount namespace of its own (unshare -r -m), to fill a disk.
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
+		Condition: func(cond string) (bool, error) {
+			if cond != "tmpfs" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			return canMountTmpfs(), nil
+		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"holdlock":    holdLock,
 			"releaselock": releaseLock,
@@ -262,4 +272,24 @@ func TestExitStatus(t *testing.T) {
 			}
 		})
 	}
+}
+
+var tmpfsOnce struct {
+	sync.Once
+	ok bool
+}
+
+// canMountTmpfs reports whether `unshare -r -m` can mount a 128 KiB tmpfs
+// here (a user namespace, and the unshare program).
+func canMountTmpfs() bool {
+	tmpfsOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tmpfs")
+		if err != nil {
+			return
+		}
+		defer os.Remove(dir)
+		cmd := exec.Command("unshare", "-r", "-m", "mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", dir)
+		tmpfsOnce.ok = cmd.Run() == nil
+	})
+	return tmpfsOnce.ok
 }

@@ -11,6 +11,7 @@ import (
 
 	"ipu.local/formats/ipuexe"
 	"ipu.local/libs/device"
+	"ipu.local/libs/pack"
 	"ipu.local/libs/toolrun"
 	"ipu.local/libs/trace"
 )
@@ -56,7 +57,8 @@ func load(c *cli.Context, in, dev, lockPath string, timeout time.Duration, crash
 	if err != nil {
 		return fmt.Errorf("read package: %w", err)
 	}
-	pkg, err := ipuexe.Read(data)
+	// Decompression is bounded by the memory of the package's architecture.
+	pkg, err := ipuexe.ReadWith(data, ipuexe.ReadOptions{Limits: pack.Limits})
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}

@@ -7,8 +7,11 @@
 // planner's seeded search (libs/planner): an analytic start, then
 // --max-attempts local moves. With --state, the search continues from the
 // state file when it exists and the new state is saved there afterwards,
-// so two runs of N attempts give the same plan as one run of 2N. A state
-// made for another model, architecture, tile count or seed is refused.
+// so two runs of N attempts give the same plan as one run of 2N. "loaded
+// mid-plan search state" is logged only when the file existed and was
+// read (its attempts are the state's); a missing file starts a fresh
+// search silently. A state made for another model, architecture, tile
+// count or seed is refused.
 //
 // A model that does not fit the tiles' memory fails with the planner's
 // memory report (the worst tiles, their bytes by category) on one line.

@@ -133,12 +133,12 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		if err != nil {
 			return err
 		}
-		attempts := 0
+		// Only a state really read is announced: a missing file is a
+		// fresh search, and says nothing.
 		if s != nil {
-			attempts = s.Attempts
+			opt.State = s
+			log.Info("loaded mid-plan search state", trace.Bare("path", cfg.state), slog.Int("attempts", s.Attempts))
 		}
-		opt.State = s
-		log.Info("loaded mid-plan search state", trace.Bare("path", cfg.state), slog.Int("attempts", attempts))
 	}
 
 	start := time.Now()

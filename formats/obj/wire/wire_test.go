@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/klauspost/compress/zstd"
 )
 
 func TestHexDump(t *testing.T) {
@@ -60,7 +61,7 @@ func TestDecompress(t *testing.T) {
 	}{
 		{"exact", len(src), ""},
 		{"declared smaller", len(src) - 1, "zstd:"},
-		{"declared larger", len(src) + 1, "decompressed to 4000 bytes, want 4001"},
+		{"declared larger", len(src) + 1, "zstd: frame header declares 4000 bytes, want 4001"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,5 +94,38 @@ func TestDecoderBounds(t *testing.T) {
 	d.U32("x")
 	if got := d.Err().Error(); got != want {
 		t.Errorf("error changed to %q", got)
+	}
+}
+
+// A frame without its size in the header is bounded by the declared size
+// as it decodes: more is refused, less is an error naming both.
+func TestDecompressStream(t *testing.T) {
+	src := bytes.Repeat([]byte("tile"), 1000)
+	var buf bytes.Buffer
+	zw, err := zstd.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zw.Write(src); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Flush(); err != nil { // the header goes out before the size is known
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var h zstd.Header
+	if err := h.Decode(buf.Bytes()); err != nil || h.HasFCS {
+		t.Fatalf("stream frame header: %+v, %v; want no content size", h, err)
+	}
+	if got, err := Decompress(buf.Bytes(), len(src)); err != nil || !bytes.Equal(got, src) {
+		t.Fatalf("Decompress = %d bytes, %v", len(got), err)
+	}
+	if _, err := Decompress(buf.Bytes(), len(src)+1); err == nil || err.Error() != "zstd: decompressed to 4000 bytes, want 4001" {
+		t.Errorf("declared larger: %v", err)
+	}
+	if _, err := Decompress(buf.Bytes(), len(src)-1); err == nil || !strings.HasPrefix(err.Error(), "zstd: ") {
+		t.Errorf("declared smaller: %v", err)
 	}
 }

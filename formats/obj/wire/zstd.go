@@ -50,6 +50,13 @@ func Compress(src []byte) []byte {
 // caller checks size against its limit first; no more than size bytes
 // are ever allocated for the output.
 func Decompress(src []byte, size int) ([]byte, error) {
+	// A frame whose header gives its size is refused on that before
+	// anything is allocated; a frame without one stops at size
+	// (WithDecodeAllCapLimit).
+	var h zstd.Header
+	if err := h.Decode(src); err == nil && h.HasFCS && h.FrameContentSize != uint64(size) {
+		return nil, fmt.Errorf("zstd: frame header declares %d bytes, want %d", h.FrameContentSize, size)
+	}
 	out, err := decoder().DecodeAll(src, make([]byte, 0, size))
 	if err != nil {
 		return nil, fmt.Errorf("zstd: %v", err)
