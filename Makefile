@@ -12,7 +12,7 @@ MODULES := formats libs tools scripts
 # the test cache cannot see; never trust a cached pass.
 GOFLAGS_TEST ?= -count=1
 
-.PHONY: gendata all build run run-asm conformance conformance-64 transformers transformer-models transformers-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run run-asm conformance conformance-64 conformance-fp64 transformers transformer-models transformers-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -65,7 +65,7 @@ run-asm: build
 		--profile $(ART)/dot64/dot64.capnp $(ART)/dot64/dot64.ipuexe
 	$(BIN)/ipu-dump $(ART)/dot64/dot64.capnp | head -n 30
 
-test: vet fmt-check deps-capnp test-go conformance conformance-64 run-asm run
+test: vet fmt-check deps-capnp test-go conformance conformance-64 conformance-fp64 run-asm run
 
 # The conformance data the Go tests read ($$IPU_CONFORMANCE, for the
 # packages that do not look it up through libs/repodata): ../shared
@@ -112,7 +112,12 @@ conformance: build
 
 MODELS_ROOT := $(if $(wildcard ../shared/models),../shared/models,testdata/models/shared)
 conformance-64: build
-	$(GO) run ./scripts/conformance --root $(MODELS_ROOT) --run 'bert_|gpt2_' --tiles 64
+	$(GO) run ./scripts/conformance --root $(MODELS_ROOT) --run 'bert_|gpt2_|torch_' --tiles 64
+
+# conformance-fp64: the cases with DOUBLE tensors, which the default run
+# reports UNSUPPORTED, computed in FP32 (ipu-plan --downcast-fp64).
+conformance-fp64: build
+	$(GO) run ./scripts/conformance --run 'onnx-pytorch/test_operator_add' --downcast-fp64
 
 # transformers generates the BERT-base-width cases (S=128, H=768, 12
 # heads, FFN 3072, FP32 and FP16, and a 12-layer FP16 encoder; about 260
