@@ -76,7 +76,22 @@ func (p Select) Cost() (Cost, error) {
 		}
 		return s.cost(), nil
 	}
+	if err := p.checkType(); err != nil {
+		return Cost{}, err
+	}
 	return p.binary().Cost()
+}
+
+// checkType checks the FP32 select's type and operand forms: the
+// stream takes one operand that is one element per row.
+func (p Select) checkType() error {
+	if p.Type != F32 {
+		return fmt.Errorf("select: element type %v (want f32 or f16)", p.Type)
+	}
+	if p.C.norm(p.R).PerRow && p.V.norm(p.R).PerRow {
+		return fmt.Errorf("select: both C and V are one element per row")
+	}
+	return nil
 }
 
 // EmitSelect emits the kernel at b's current position.
@@ -93,6 +108,9 @@ func EmitSelect(b *Builder, p Select) (Kernel, error) {
 			return Kernel{}, fmt.Errorf("select: %w", err)
 		}
 		return s.emit(b)
+	}
+	if err := p.checkType(); err != nil {
+		return Kernel{}, err
 	}
 	return EmitBinary(b, p.binary())
 }
