@@ -260,3 +260,19 @@ type RegWrite struct {
 
 // AllTiles in RegWrite.Tile addresses every tile.
 const AllTiles = 0xFFFFFFFF
+
+// SymbolAt returns the code symbol of syms whose range holds pc (the
+// innermost, when ranges nest), or false.
+func SymbolAt(syms []Symbol, pc uint32) (Symbol, bool) {
+	var best Symbol
+	found := false
+	for _, s := range syms {
+		if !s.Code || pc < s.Addr || pc-s.Addr >= s.Size {
+			continue
+		}
+		if !found || s.Size < best.Size {
+			best, found = s, true
+		}
+	}
+	return best, found
+}

@@ -421,6 +421,16 @@ func (s *Session) Call(call string, command uint32, opt sim.Options) (*sim.RunRe
 	return res, nil
 }
 
+// CodeSymbol returns the code symbol of the package's image on tile t
+// whose range holds pc (a fault's PC: the kernel, or "supervisor"), or
+// false.
+func (s *Session) CodeSymbol(t int, pc uint32) (obj.Symbol, bool) {
+	if t < 0 || t >= len(s.pkg.TileImage) || int(s.pkg.TileImage[t]) >= len(s.pkg.Images) {
+		return obj.Symbol{}, false
+	}
+	return obj.SymbolAt(s.pkg.Images[s.pkg.TileImage[t]].Symbols, pc)
+}
+
 // ReadTile returns a copy of n bytes of tile t's memory from address
 // addr, as the last call left it (ipu-check reads which side of a
 // branch ran from the condition's word).

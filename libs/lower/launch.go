@@ -266,6 +266,26 @@ func (l *lowerer) elementwiseLaunches(what string, s *prog.Superstep, tile int, 
 	if err != nil {
 		return l.stepErr("%s on tile %d: %v", what, tile, err)
 	}
+	// A Select whose condition and value are both one element per row
+	// (the kernels take one such operand) runs row by row, both then
+	// single values.
+	var split []launch
+	for _, ln := range ls {
+		_, sel := mk(what, ln).Params.(*codegen.Select)
+		if !sel || ln.R <= 1 || len(ln.arrays) != 3 || !ln.arrays[1].perRow || !ln.arrays[2].perRow {
+			split = append(split, ln)
+			continue
+		}
+		for r := 0; r < ln.R; r++ {
+			row := launch{R: 1, N: ln.N, arrays: append([]array(nil), ln.arrays...)}
+			row.arrays[0].ref = ln.arrays[0].ref.Add(r * ln.arrays[0].stride * out.Size)
+			for a := 1; a < 3; a++ {
+				row.arrays[a].ref = ln.arrays[a].ref.Add(r * ln.arrays[a].stride * ins[a-1].geo.Size)
+			}
+			split = append(split, row)
+		}
+	}
+	ls = split
 	for _, ln := range ls {
 		k := mk(what, ln)
 		_, walksY := k.Params.(*codegen.Select)

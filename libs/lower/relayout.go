@@ -8,6 +8,8 @@ package lower
 // there (codegen.Gather).
 
 import (
+	"sort"
+
 	"ipu.local/formats/plan"
 	"ipu.local/libs/codegen"
 	"ipu.local/libs/graph"
@@ -16,6 +18,13 @@ import (
 )
 
 // runMoves turns runs from src to dst into transfers and local copies.
+// Runs of whole aligned 32-bit words move as they are: a transfer
+// between tiles, a Copy kernel on one tile. Any other run (2- or 1-byte
+// elements starting or ending inside a word) is copied element by
+// element on the destination tile (codegen.Gather, which keeps the
+// other bytes of a word it writes part of); a run from another tile
+// first sends the whole words holding its elements into a staging
+// buffer on the destination tile.
 func (l *lowerer) runMoves(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref, runs []layout.Run) (*moves, error) {
 	m := newMoves()
 	size := src.Size
@@ -24,12 +33,38 @@ func (l *lowerer) runMoves(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref,
 		bytes    int
 	}
 	locals := map[int][]local{}
+	// Element copies, by tile; remote ones read staging (set below).
+	type elems struct {
+		from, to prog.Ref
+		n        int
+		src      int // the source tile when it is another
+	}
+	gathers := map[int][]elems{}
+	// The source words remote element runs need, by destination tile,
+	// source tile and buffer.
+	type wkey struct {
+		dst, src int
+		buf      *prog.Buffer
+	}
+	words := map[wkey][][2]uint32{}
 	for _, r := range runs {
 		s, t := src.Pieces[r.Src].Tile, dst.Pieces[r.Dst].Tile
 		from, to := srcRefs[r.Src].Add(r.SrcOff*size), dstRefs[r.Dst].Add(r.DstOff*size)
 		bytes := r.N * size
 		if from.Off%4 != 0 || to.Off%4 != 0 || bytes%4 != 0 {
-			return nil, l.notLowered(nil, "moving %d elements of %q from element %d of a piece on tile %d to tile %d: not whole aligned 32-bit words (tensor %d to tensor %d)", r.N, src.Name, r.SrcOff, s, t, src.ID, dst.ID)
+			if size != 2 {
+				return nil, l.notLowered(nil, "moving %d elements of %q from element %d of a piece on tile %d to tile %d: %d-byte elements not in whole aligned 32-bit words (tensor %d to tensor %d)", r.N, src.Name, r.SrcOff, s, t, size, src.ID, dst.ID)
+			}
+			e := elems{from: from, to: to, n: r.N, src: -1}
+			if s != t {
+				e.src = s
+				k := wkey{t, s, from.Buf}
+				words[k] = append(words[k], [2]uint32{from.Off &^ 3, (from.Off + uint32(bytes) + 3) &^ 3})
+			} else if from == to {
+				continue
+			}
+			gathers[t] = append(gathers[t], e)
+			continue
 		}
 		if s != t {
 			m.xfers = append(m.xfers, prog.Transfer{Src: s, Dst: t, DstN: 1, Words: bytes / 4, From: from, To: to})
@@ -39,6 +74,104 @@ func (l *lowerer) runMoves(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref,
 			continue
 		}
 		locals[t] = append(locals[t], local{from, to, bytes})
+	}
+	if len(words) > 0 {
+		// Merge each key's word ranges and give them staging offsets,
+		// the tiles' areas in one buffer at one address.
+		keys := make([]wkey, 0, len(words))
+		for k := range words {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			a, b := keys[i], keys[j]
+			if a.dst != b.dst {
+				return a.dst < b.dst
+			}
+			if a.src != b.src {
+				return a.src < b.src
+			}
+			return a.buf.ID < b.buf.ID
+		})
+		type span struct {
+			lo, hi uint32 // source bytes
+			at     int    // staging offset
+		}
+		spans := map[wkey][]span{}
+		used := map[int]int{}
+		for _, k := range keys {
+			ws := words[k]
+			sort.Slice(ws, func(i, j int) bool { return ws[i][0] < ws[j][0] })
+			var ss []span
+			for _, w := range ws {
+				if n := len(ss); n > 0 && w[0] <= ss[n-1].hi {
+					ss[n-1].hi = max(ss[n-1].hi, w[1])
+					continue
+				}
+				ss = append(ss, span{lo: w[0], hi: w[1]})
+			}
+			for i := range ss {
+				ss[i].at = used[k.dst]
+				used[k.dst] += int(ss[i].hi - ss[i].lo)
+			}
+			spans[k] = ss
+		}
+		most := 0
+		tiles := make([]int, 0, len(used))
+		for t, n := range used {
+			most = max(most, n)
+			tiles = append(tiles, t)
+		}
+		sort.Ints(tiles)
+		stage := l.out.NewBuffer(dst.Name+".staged-words", tiles, most, 8, prog.AnyRegion)
+		for _, k := range keys {
+			for _, sp := range spans[k] {
+				m.xfers = append(m.xfers, prog.Transfer{Src: k.src, Dst: k.dst, DstN: 1, Words: int(sp.hi-sp.lo) / 4,
+					From: prog.Ref{Buf: k.buf, Off: sp.lo}, To: prog.Ref{Buf: stage, Off: uint32(sp.at)}})
+			}
+		}
+		for t, es := range gathers {
+			for i, e := range es {
+				if e.src < 0 {
+					continue
+				}
+				ss := spans[wkey{t, e.src, e.from.Buf}]
+				j := sort.Search(len(ss), func(j int) bool { return ss[j].hi > e.from.Off })
+				es[i].from = prog.Ref{Buf: stage, Off: uint32(ss[j].at) + e.from.Off - ss[j].lo}
+			}
+		}
+	}
+	// Element runs: one Gather per regular sequence (equal lengths,
+	// constant strides on both sides, within one buffer each).
+	gts := make([]int, 0, len(gathers))
+	for t := range gathers {
+		gts = append(gts, t)
+	}
+	sort.Ints(gts)
+	for _, t := range gts {
+		es := gathers[t]
+		for i := 0; i < len(es); {
+			j := i + 1
+			var ds, dd int
+			same := func(j int) bool {
+				return es[j].n == es[i].n && es[j].from.Buf == es[i].from.Buf && es[j].to.Buf == es[i].to.Buf
+			}
+			if j < len(es) && same(j) {
+				ds = int(es[j].from.Off) - int(es[i].from.Off)
+				dd = int(es[j].to.Off) - int(es[i].to.Off)
+				for j < len(es) && same(j) && int(es[j].from.Off)-int(es[j-1].from.Off) == ds && int(es[j].to.Off)-int(es[j-1].to.Off) == dd &&
+					ds >= 0 && dd >= es[i].n*size && ds%size == 0 && dd%size == 0 {
+					j++
+				}
+			}
+			rows := j - i
+			if rows == 1 {
+				ds, dd = es[i].n*size, es[i].n*size
+			}
+			g := &codegen.Gather{Size: size, R: rows, C: es[i].n, YStride: dd / size, RStride: ds / size, CStride: 1, Workers: codegen.Slots}
+			m.copies[t] = append(m.copies[t], &prog.Kernel{What: "copy:" + dst.Name, Params: g,
+				Fixes: []prog.Fix{{Field: &g.X, Ref: es[i].from}, {Field: &g.Y, Ref: es[i].to, Write: true}}})
+			i = j
+		}
 	}
 	// Local runs: one copy kernel per regular sequence (equal lengths,
 	// constant strides on both sides, within one buffer each).

@@ -4,7 +4,8 @@ package lower
 // (codegen.Select): a where the condition is true, then b where it is
 // false, so every element is written once by the one it takes. The
 // condition is BOOL words; the values are any 4-byte device type (float,
-// BOOL words, int32 and int64 held as int32), moved bit for bit.
+// BOOL words, int32 and int64 held as int32) or float16 (codegen.Select
+// with Type F16), moved bit for bit.
 // Broadcasting is the elementwise operators' (numpy), and a one-element
 // constant operand is an immediate.
 
@@ -17,13 +18,14 @@ import (
 	"ipu.local/libs/codegen"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
+	"ipu.local/libs/numfmt"
 	"ipu.local/libs/onnx"
 	"ipu.local/libs/prog"
 )
 
-func selectKernel(whenTrue bool) kernelMaker {
+func selectKernel(whenTrue bool, typ codegen.ElemType) kernelMaker {
 	return func(what string, l launch) *prog.Kernel {
-		p := &codegen.Select{WhenTrue: whenTrue, N: l.N, R: l.R, YStride: l.arrays[0].stride, Workers: codegen.Slots}
+		p := &codegen.Select{WhenTrue: whenTrue, Type: typ, N: l.N, R: l.R, YStride: l.arrays[0].stride, Workers: codegen.Slots}
 		k := &prog.Kernel{What: what, Params: p}
 		k.Fixes = append(k.Fixes, prog.Fix{Field: &p.Y, Ref: l.arrays[0].ref, Write: true})
 		var rc, rv *prog.Ref
@@ -54,8 +56,11 @@ func (l *lowerer) where(st *plan.Step, n *graph.Node) error {
 		return err
 	}
 	y := outs[0]
-	if d := n.Outputs[0].DType; DeviceSize(d) != 4 {
-		return l.notLowered(n, "output %q of type %s: the select kernel moves 4-byte elements", n.Outputs[0].Name, d)
+	typ := codegen.F32
+	if d := n.Outputs[0].DType; d == onnx.Float16 {
+		typ = codegen.F16
+	} else if DeviceSize(d) != 4 {
+		return l.notLowered(n, "output %q of type %s: the select kernel moves 4-byte elements and float16", n.Outputs[0].Name, d)
 	}
 	if d := n.Inputs[0].DType; d != onnx.Bool {
 		return l.stepErr("condition %q is %s, not bool", n.Inputs[0].Name, d)
@@ -63,12 +68,12 @@ func (l *lowerer) where(st *plan.Step, n *graph.Node) error {
 	imm := make([]operand, 3)
 	for k, t := range ins {
 		if t == nil {
-			if imm[k], err = l.wordImmediate(n, k); err != nil {
+			if imm[k], err = l.selectImmediate(n, k); err != nil {
 				return err
 			}
 		}
 	}
-	if err := l.elementwise(st, n, []*layout.Tensor{ins[0], ins[1]}, y, selectKernel(true), imm[:2]); err != nil {
+	if err := l.elementwise(st, n, []*layout.Tensor{ins[0], ins[1]}, y, selectKernel(true, typ), imm[:2]); err != nil {
 		return err
 	}
 	// The second launch of each piece, in the same superstep.
@@ -102,7 +107,7 @@ func (l *lowerer) where(st *plan.Step, n *graph.Node) error {
 			}
 			ops[k] = operand{geo: in.t.Geometry(j), ref: in.refs[j], shape: in.t.Shape}
 		}
-		if err := l.elementwiseLaunches(n.Name, s, pc.Tile, selectKernel(false), yg, yRefs[i], y.Shape, ops); err != nil {
+		if err := l.elementwiseLaunches(n.Name, s, pc.Tile, selectKernel(false, typ), yg, yRefs[i], y.Shape, ops); err != nil {
 			return err
 		}
 	}
@@ -110,6 +115,20 @@ func (l *lowerer) where(st *plan.Step, n *graph.Node) error {
 	// the values it takes.
 	l.acc[n.Outputs[0].Index] = max(l.acc[n.Inputs[1].Index], l.acc[n.Inputs[2].Index])
 	return nil
+}
+
+// selectImmediate returns a one-element constant input as an immediate:
+// a float16 value as its float (exact), else wordImmediate.
+func (l *lowerer) selectImmediate(n *graph.Node, k int) (operand, error) {
+	v := n.Inputs[k]
+	if v != nil && v.Const != nil && v.NumElements() == 1 && v.DType == onnx.Float16 {
+		raw := v.Const.Raw
+		if len(raw) != 2 {
+			return operand{}, l.stepErr("constant %q: %d bytes for one element", v.Name, len(raw))
+		}
+		return operand{konst: true, value: math.Float32frombits(numfmt.F16ToF32(binary.LittleEndian.Uint16(raw)))}, nil
+	}
+	return l.wordImmediate(n, k)
 }
 
 // wordImmediate returns a one-element constant input as an immediate of

@@ -239,7 +239,7 @@ func inference(s *device.Session, i int, o *options, pkg *ipuexe.Package, finger
 	res, err := s.Call("run", 0, opt)
 	var fault *sim.Fault
 	if errors.As(err, &fault) {
-		t.hardwareErr = err
+		t.hardwareErr = explainFault(err, fault, s, pkg)
 		return nil
 	}
 	if err != nil {
