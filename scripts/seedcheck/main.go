@@ -4,14 +4,23 @@
 // timestamp (the verdict lines ipu-check prints on stdout) are matched by
 // their field names alone.
 //
-// Usage: go run ./scripts/seedcheck SEED.txt RUN.log
+// Usage:
+//
+//	go run ./scripts/seedcheck [-golden FILE [-update]] SEED.txt RUN.log
+//	go run ./scripts/seedcheck -vary SEED.txt A.log B.log C.log
 //
 // It prints each seed line's key and whether it was found, and exits 1
-// when any is missing.
+// when any is missing. With -golden it also compares the values of every
+// seed line's counterparts (in the run's order, wall times and the host's
+// thread count masked) with FILE, which -update rewrites after a
+// deliberate change. With -vary it checks runs of different models: a
+// field the seed shows non-zero must not have one value in all of them
+// (a constant is a label, not the work the line names).
 package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,23 +29,64 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: seedcheck SEED.txt RUN.log")
+	goldenPath := flag.String("golden", "", "compare the seed lines' values with `FILE`")
+	update := flag.Bool("update", false, "rewrite the -golden file")
+	vary := flag.Bool("vary", false, "check that no field the seed shows non-zero is a constant across the runs")
+	flag.Parse()
+	args := flag.Args()
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, "seedcheck:", err)
+		os.Exit(1)
+	}
+	if *vary {
+		if len(args) < 3 {
+			fmt.Fprintln(os.Stderr, "usage: seedcheck -vary SEED.txt A.log B.log [C.log ...]")
+			os.Exit(2)
+		}
+		seed, err := lines(args[0])
+		if err != nil {
+			fail(err)
+		}
+		var runs [][]line
+		for _, p := range args[1:] {
+			r, err := lines(p)
+			if err != nil {
+				fail(err)
+			}
+			runs = append(runs, r)
+		}
+		if cs := constants(seed, runs); len(cs) > 0 {
+			for _, c := range cs {
+				fmt.Fprintln(os.Stderr, "seedcheck: constant:", c)
+			}
+			fail(fmt.Errorf("%d fields the seed shows non-zero have one value in all %d runs", len(cs), len(runs)))
+		}
+		return
+	}
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: seedcheck [-golden FILE [-update]] SEED.txt RUN.log")
 		os.Exit(2)
 	}
-	seed, err := keys(os.Args[1])
+	seed, err := keys(args[0])
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "seedcheck:", err)
-		os.Exit(1)
+		fail(err)
 	}
-	got, err := keys(os.Args[2])
+	got, err := keys(args[1])
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "seedcheck:", err)
-		os.Exit(1)
+		fail(err)
 	}
 	if missing := check(os.Stdout, seed, got); missing > 0 {
-		fmt.Fprintf(os.Stderr, "seedcheck: %d of %d seed lines have no counterpart in %s\n", missing, len(seed), os.Args[2])
+		fmt.Fprintf(os.Stderr, "seedcheck: %d of %d seed lines have no counterpart in %s\n", missing, len(seed), args[1])
 		os.Exit(1)
+	}
+	if *goldenPath != "" {
+		run, err := lines(args[1])
+		if err != nil {
+			fail(err)
+		}
+		if err := checkGolden(*goldenPath, seed, run, *update); err != nil {
+			fail(err)
+		}
 	}
 }
 
