@@ -45,7 +45,7 @@ func TestGoldenMasksWallClock(t *testing.T) {
 
 func TestConstantsFlagsLabels(t *testing.T) {
 	dir := t.TempDir()
-	seed, _ := lines(writeLog(t, dir, "seed", stamp+"screened exchange table geometry c=12 z=0 fragment_limit=9 m=4\n"))
+	seed, _ := lines(writeLog(t, dir, "seed", stamp+"screened exchange table geometry c=12 z=0 fragment_limit=9 m=4 elapsed_ms=1\n"))
 	var runs [][]line
 	for i, v := range []string{"3", "4", "5"} {
 		r, _ := lines(writeLog(t, dir, "r"+v, stamp+"screened exchange table geometry c="+v+" z=0 fragment_limit=9 m=4 elapsed_ms="+v+"\n"))
