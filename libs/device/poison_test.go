@@ -121,3 +121,20 @@ func TestPoisonPattern(t *testing.T) {
 		t.Error("Unwritten counts an int32")
 	}
 }
+
+// The poison of every integer and bool output is a value the device can
+// hold: the host's page conversion (int64 narrowed to int32, bool to
+// words) takes it.
+func TestPoisonFitsTheDevice(t *testing.T) {
+	for _, dtype := range []string{"int64", "int32", "bool"} {
+		ot := obj.Tensor{Name: "y", DType: dtype, Shape: []int64{5}, Page: 0}
+		raw, err := PoisonPattern(ot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := make([]byte, 64)
+		if err := ot.Scatter(page, raw); err != nil {
+			t.Errorf("%s: the poison does not go to the device: %v", dtype, err)
+		}
+	}
+}

@@ -292,6 +292,10 @@ func poisonElem(dtype string) []byte {
 		return []byte{0x7E}
 	case "float8e4m3fnuz", "float8e5m2fnuz":
 		return []byte{0x80} // the FNUZ types' only NaN, negative zero's code
+	case "int64":
+		// The device holds int64 as int32: a poison it can hold
+		// (0xa5a5a5a5 sign-extended).
+		return []byte{0xA5, 0xA5, 0xA5, 0xA5, 0xFF, 0xFF, 0xFF, 0xFF}
 	}
 	return []byte{0xA5}
 }
