@@ -123,6 +123,8 @@ var machineFields = map[string]string{
 	"|tiles":                            "the profile and the verdict name the device's tiles",
 	"loading application|tile_count":    "the device's tiles",
 	"application loaded and initial synchronization completed|tile_count": "the device's tiles",
+	"loading application|final_mark":                                      "the simulator's sync mark after the startup program, which every package's runtime ends at its first host sync",
+	"starting host exchange session|startup_mark":                         "the same mark, read back from the device's saved state",
 	"screened exchange table geometry|fragment_limit":                     "the capacity of the exchange table format",
 }
 
