@@ -108,6 +108,9 @@ func rangesString(rs []arch.Range) string {
 // lowerExchanges schedules every exchange superstep with the placed
 // addresses and validates the schedule against the simulator's rules.
 func (l *linker) lowerExchanges(log *slog.Logger) error {
+	if err := l.checkFragments(); err != nil {
+		return err
+	}
 	l.exch = make([]*sched.Plan, len(l.prog.Steps))
 	for _, tl := range l.tiles {
 		tl.exCode = 0 // the bound of size_tile_code gives way to the code
@@ -155,6 +158,28 @@ func (l *linker) lowerExchanges(log *slog.Logger) error {
 		for _, tc := range sp.Tiles {
 			l.tile(tc.Tile).exCode += 4 * len(tc.Code)
 			l.st.ExchangeTableBytes = max(l.st.ExchangeTableBytes, 4*len(tc.Code))
+		}
+	}
+	return nil
+}
+
+// checkFragments refuses a program whose busiest tile runs more exchange
+// fragments (sends and receptions) than its executable range can hold
+// (sched.FragmentLimit), the limit the planner screens candidates with.
+func (l *linker) checkFragments() error {
+	frags := make([]int, l.p.Tiles)
+	for _, s := range l.prog.Steps {
+		for _, x := range s.Xfers {
+			frags[x.Src]++
+			for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+				frags[u]++
+			}
+		}
+	}
+	limit := sched.FragmentLimit(l.p)
+	for t, n := range frags {
+		if n > limit {
+			return fmt.Errorf("tile %d: %d exchange fragments (sends and receptions), more than the %d its executable range holds", t, n, limit)
 		}
 	}
 	return nil

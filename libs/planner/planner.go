@@ -25,6 +25,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"time"
 
 	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
@@ -33,6 +34,7 @@ import (
 	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
 	"ipu.local/libs/lower"
+	"ipu.local/libs/sched"
 )
 
 // Options control Plan.
@@ -56,11 +58,16 @@ type Stats struct {
 	Attempts  int  // attempts of this call
 	Resuming  bool // the call continued a saved state
 	Evaluated int  // points costed
-	// Exchange geometry of the incumbent.
-	EstimatedRowBytes        int64 // largest per-tile exchange code, from the transfers
-	HeuristicRowBytes        int64 // the same at the worst case of 5 instructions per transfer
-	GeometryFragmentsPerTile int   // most transfers touching one tile
-	FragmentLimit            int
+	// Exchange geometry of the incumbent (geometry.go): its largest
+	// tile's exchange code expanded, the same by the heuristic of 5
+	// instructions a fragment, its most fragments on one tile, and the
+	// limit candidates were screened against; the search's time
+	// expanding geometries, and that plus checking footprints.
+	EstimatedRowBytes                int64
+	HeuristicRowBytes                int64
+	GeometryFragmentsPerTile         int
+	FragmentLimit                    int
+	Expansion, ExpansionAndFootprint time.Duration
 	// PaddingClearsRemoved counts FP8 cast outputs whose padding is never
 	// read, so needs no clear.
 	PaddingClearsRemoved int
@@ -68,9 +75,6 @@ type Stats struct {
 	// Rewrites are the graph passes' changes.
 	Rewrites []graph.Rewrite
 }
-
-// FragmentLimit is the most exchange fragments one tile's table takes.
-const FragmentLimit = 16384
 
 // acceptWorse is the probability of walking onto a worse point.
 const acceptWorse = 0.05
@@ -87,6 +91,9 @@ type planner struct {
 	cache    map[string]*result // evaluated points by key
 	steps    *lower.StepCache   // lowered steps, across points
 	evals    int                // points priced
+	// expansion and footprint are the time the search spent expanding
+	// exchange geometry, and checking memory footprints.
+	expansion, footprint time.Duration
 	// constShare is the constant bytes per tile one product may take:
 	// the usable memory shared by the products reading constants.
 	constShare int64
@@ -153,6 +160,7 @@ func (pt point) clone() point { return append(point(nil), pt...) }
 type result struct {
 	total, exchange int64
 	transfers       int
+	geo             geometry
 	b               *builder
 	mem             error // the point does not fit the tiles
 }
@@ -178,7 +186,16 @@ func (pl *planner) eval(pt point) (*result, error) {
 		}
 		return nil, err
 	}
-	if err := fits(pl.p, pl.tiles, pr); err != nil {
+	t0 := time.Now()
+	r.geo = expandGeometry(pl.p, pr, cost.Synthetic(pl.p, pr.Buffers))
+	t1 := time.Now()
+	pl.expansion += t1.Sub(t0)
+	err = r.geo.check(sched.FragmentLimit(pl.p))
+	if err == nil {
+		err = fits(pl.p, pl.tiles, pr)
+	}
+	pl.footprint += time.Since(t1)
+	if err != nil {
 		r.mem = err
 		pl.cache[pt.key()] = r
 		return r, nil
@@ -256,7 +273,7 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	st := &Stats{FragmentLimit: FragmentLimit, Rewrites: rewrites}
+	st := &Stats{FragmentLimit: sched.FragmentLimit(p), Rewrites: rewrites}
 	var s *plan.State
 	var cur, inc point
 	var curR, incR *result
@@ -404,6 +421,9 @@ func (pl *planner) checkPoint(pt point) error {
 // stats fills the log figures from the incumbent.
 func (pl *planner) stats(r *result, st *Stats) {
 	st.Transfers = r.transfers
+	st.EstimatedRowBytes, st.HeuristicRowBytes = r.geo.rowBytes, r.geo.heuristic
+	st.GeometryFragmentsPerTile = r.geo.fragments
+	st.Expansion, st.ExpansionAndFootprint = pl.expansion, pl.expansion+pl.footprint
 }
 
 // layoutOK is used by tests: a built plan's tensors validate.

@@ -268,3 +268,10 @@ func popcount(m uint16) int {
 	}
 	return n
 }
+
+// FragmentLimit is the most fragments (stream ends: a send or a
+// reception) a tile's exchange code can hold over a program: each takes
+// at least one instruction, and the code must lie in the executable
+// range. The planner rejects candidates beyond it and the linker refuses
+// them.
+func FragmentLimit(p *arch.Preset) int { return int(p.Executable.Size() / 4) }

@@ -141,7 +141,6 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		}
 	}
 
-	start := time.Now()
 	pl, state, st, err := planner.Plan(g, cfg.arch, opt)
 	if err != nil {
 		if opt.State != nil {
@@ -149,7 +148,6 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		}
 		return fmt.Errorf("%s: %w", cfg.model, err)
 	}
-	expansion := time.Since(start)
 	for _, r := range st.Rewrites {
 		log.Debug("rewrote node", slog.String("node", r.Node), slog.String("change", r.What))
 	}
@@ -157,10 +155,9 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	if err != nil {
 		return fmt.Errorf("encode plan: %w", err)
 	}
-	footprint := time.Since(start)
 	log.Info("screened exchange table geometry",
-		slog.Int64("expansion_ms", expansion.Milliseconds()),
-		slog.Int64("expansion_and_footprint_ms", footprint.Milliseconds()),
+		slog.Int64("expansion_ms", st.Expansion.Milliseconds()),
+		slog.Int64("expansion_and_footprint_ms", st.ExpansionAndFootprint.Milliseconds()),
 		slog.Int64("estimated_row_bytes", st.EstimatedRowBytes),
 		slog.Int64("heuristic_row_bytes", st.HeuristicRowBytes),
 		slog.Int("geometry_fragments_per_tile", st.GeometryFragmentsPerTile),
@@ -168,7 +165,7 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	log.Info("eliminated unread FP8 cast input padding clears", slog.Int("removed", st.PaddingClearsRemoved))
 
 	log.Info("retrying exchange schedule with incremental instruction-alignment validation", slog.Int("transfers", st.Transfers))
-	start = time.Now()
+	start := time.Now()
 	if err := checkEncoded(encoded); err != nil {
 		log.Error("finished incremental instruction-alignment validation", slog.Int("transfers", st.Transfers),
 			trace.Elapsed(start), slog.Bool("success", false))

@@ -1,0 +1,67 @@
+package planner
+
+// Exchange table geometry: a candidate's exchange supersteps expanded
+// into the fragments each tile runs (a send or a reception: one end of a
+// stream) and the bytes of their code, next to a cheap heuristic. A
+// candidate whose busiest tile holds more fragments than its executable
+// range can (sched.FragmentLimit) cannot be linked: the search rejects it
+// as it rejects one whose buffers do not fit, and the linker refuses it
+// too.
+
+import (
+	"fmt"
+
+	"ipu.local/libs/arch"
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/prog"
+)
+
+// geometry is a program's exchange tables expanded.
+type geometry struct {
+	fragments int   // most fragments on one tile, over the program
+	tile      int   // the tile with them
+	rowBytes  int64 // the largest tile's exchange code expanded: each fragment's operand loads and its send or recv
+	heuristic int64 // the same at 5 instructions a fragment
+}
+
+// expandGeometry expands every exchange superstep of pr at the addresses
+// addr gives (the search's synthetic ones): per fragment, the loads of its
+// three operands (the register cache of the scheduler can only shorten
+// them) and the send or recv.
+func expandGeometry(p *arch.Preset, pr *prog.Program, addr func(prog.Ref) uint32) geometry {
+	frags := make([]int, p.Tiles)
+	bytes := make([]int64, p.Tiles)
+	for _, s := range pr.Steps {
+		for _, x := range s.Xfers {
+			d := uint32(x.Dst)
+			if n := x.Dests(); n > 1 {
+				d |= uint32(n) << 16
+			}
+			w := codegen.ConstLen(uint32(x.Words))
+			frags[x.Src]++
+			bytes[x.Src] += 4 * int64(codegen.ConstLen(d)+codegen.ConstLen(addr(x.From))+w+1)
+			recv := 4 * int64(codegen.ConstLen(uint32(x.Src))+codegen.ConstLen(addr(x.To))+w+1)
+			for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+				frags[u]++
+				bytes[u] += recv
+			}
+		}
+	}
+	var g geometry
+	for t := range frags {
+		if frags[t] > g.fragments {
+			g.fragments, g.tile = frags[t], t
+		}
+		g.rowBytes = max(g.rowBytes, bytes[t])
+	}
+	g.heuristic = 4 * 5 * int64(g.fragments)
+	return g
+}
+
+// check refuses a geometry beyond the limit.
+func (g geometry) check(limit int) error {
+	if g.fragments > limit {
+		return fmt.Errorf("tile %d: %d exchange fragments (sends and receptions), more than the %d its executable range holds", g.tile, g.fragments, limit)
+	}
+	return nil
+}
