@@ -28,7 +28,9 @@ func TestExpandGeometry(t *testing.T) {
 		t.Errorf("fragments %d on tile %d, want 4 on tile 1 (two receptions in each superstep)", g.fragments, g.tile)
 	}
 	cl := codegen.ConstLen
-	recv := func(src int, off uint32, w int) int64 { return 4 * int64(cl(uint32(src))+cl(0x90000+off)+cl(uint32(w))+1) }
+	recv := func(src int, off uint32, w int) int64 {
+		return 4 * int64(cl(uint32(src))+cl(0x90000+off)+cl(uint32(w))+1)
+	}
 	if want := 2 * (recv(0, 64, 2) + recv(4, 128, 3)); g.rowBytes != want {
 		t.Errorf("row bytes %d, want %d", g.rowBytes, want)
 	}
