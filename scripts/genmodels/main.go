@@ -134,26 +134,38 @@ func main() {
 	seq := fs.Int("seq", defaultSeq, "qk-early: rows S of q and k")
 	dim := fs.Int("dim", defaultDim, "qk-early: columns D of q and k")
 	transformers := fs.Bool("transformers", false, "write the transformer cases (model.onnx and test_data_set_0) instead of the test models")
+	torch := fs.Bool("torch", false, "write the PyTorch-exporter idiom cases (model.onnx and test_data_set_0) instead of the test models")
 	size := fs.String("size", "base", "-transformers: the width preset, "+transformerSizeNames())
-	only := fs.String("case", "", "-transformers: only these cases (comma-separated names)")
-	verbose := fs.Bool("v", false, "-transformers: print each case's model size and time")
+	only := fs.String("case", "", "-transformers, -torch: only these cases (comma-separated names)")
+	verbose := fs.Bool("v", false, "-transformers, -torch: print each case's model size and time")
 	layers := fs.Int("layers", 0, "-transformers: the stacked encoder's depth (0: the preset's)")
 	fs.Parse(os.Args[1:])
 	var err error
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "size", "case", "v", "layers":
+		case "size", "layers":
 			if !*transformers {
 				err = fmt.Errorf("-%s: only with -transformers", f.Name)
 			}
+		case "case", "v":
+			if !*transformers && !*torch {
+				err = fmt.Errorf("-%s: only with -transformers or -torch", f.Name)
+			}
 		case "seq", "dim":
-			if *transformers {
-				err = fmt.Errorf("-%s: not with -transformers", f.Name)
+			if *transformers || *torch {
+				err = fmt.Errorf("-%s: not with -transformers or -torch", f.Name)
 			}
 		}
 	})
 	switch {
 	case err != nil:
+	case *transformers && *torch:
+		err = fmt.Errorf("-transformers and -torch: choose one")
+	case *torch:
+		if *out == "" {
+			*out = filepath.Join("artifacts", "torch-sizes")
+		}
+		err = runTorch(*out, *only, *verbose, runtime.NumCPU(), os.Stderr)
 	case *transformers:
 		err = runTransformers(*out, *size, *only, *layers, *verbose, os.Stderr)
 	default:
