@@ -12,7 +12,7 @@ MODULES := formats libs tools scripts
 # the test cache cannot see; never trust a cached pass.
 GOFLAGS_TEST ?= -count=1
 
-.PHONY: gendata all build run run-asm conformance conformance-64 transformers transformer-models transformers-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run run-asm conformance conformance-64 transformers transformer-models transformers-smoke torch-sizes torch-models bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -118,6 +118,24 @@ $(TRANSFORMERS)/.generated: $(wildcard scripts/genmodels/*.go libs/hostref/*.go)
 # transformers-smoke runs the small committed transformer cases.
 transformers-smoke: build
 	$(GO) run ./scripts/conformance --root testdata/models/transformers $(CONFORMANCE_FLAGS)
+
+# torch-sizes generates the PyTorch-exporter idiom cases at other sizes,
+# batches, opsets and orders (scripts/genmodels -torch: 21 small cases,
+# about 1 MB under artifacts/torch-sizes, expected outputs from the host
+# reference at FP64) and runs them through the pipeline on 64 tiles and
+# on all 1472 (TORCH_FLAGS: e.g. --run tattn).
+TORCH_SIZES := $(ART)/torch-sizes
+torch-sizes: build torch-models
+	status=0; \
+	$(GO) run ./scripts/conformance --root $(TORCH_SIZES) --tiles 64 $(TORCH_FLAGS) || status=1; \
+	$(GO) run ./scripts/conformance --root $(TORCH_SIZES) $(TORCH_FLAGS) || status=1; \
+	exit $$status
+
+torch-models: $(TORCH_SIZES)/.generated
+$(TORCH_SIZES)/.generated: $(wildcard scripts/genmodels/*.go libs/hostref/*.go libs/graph/*.go)
+	rm -rf $(TORCH_SIZES)
+	cd scripts && $(GO) run ./genmodels -torch -out ../$(TORCH_SIZES)
+	touch $@
 
 FUZZTIME ?= 30s
 # Every fuzz target, FUZZTIME each: module, package, target.
