@@ -80,6 +80,7 @@ type torchCase struct {
 	BiasFirst  bool // Add(bias, MatMul) rather than Add(MatMul, bias)
 	Taken      bool // torchGate: the branch runs
 	NoSubShape bool // torchGate: the branch outputs carry no shape
+	Refine     bool // torchGate: the branch's network reads the detector's last hidden features, not the input
 }
 
 // torchCases are the cases of -torch, in the order they are written.
@@ -98,6 +99,11 @@ func torchCases() []torchCase {
 		{Name: "tmlp_b2_c6x11_fp16_op14", Family: torchMLP, Opset: 14, DType: f16, Batch: 2,
 			In: []int64{6, 11}, Widths: []int64{48, 24}, Classes: 6, Head: "softmax"},
 
+		{Name: "tmlp_b7_c3x5x5_op17", Family: torchMLP, Opset: 17, DType: f32, Batch: 7,
+			In: []int64{3, 5, 5}, Widths: []int64{30, 30, 30}, Classes: 2, Head: "softmax", PosAxes: true},
+		{Name: "tmlp_b3_c4x9_fp16_nativeln_op17", Family: torchMLP, Opset: 17, DType: f16, Batch: 3,
+			In: []int64{4, 9}, Widths: []int64{40}, Classes: 9, Head: "logsoftmax", NativeLN: true},
+
 		// Gated detectors.
 		{Name: "tgate_b1_c6x21_taken_op13", Family: torchGate, Opset: 13, DType: f32, Batch: 1,
 			In: []int64{6, 21}, Widths: []int64{36, 36}, Taken: true},
@@ -108,6 +114,11 @@ func torchCases() []torchCase {
 		{Name: "tgate_b2_c3x4x5_skipped_op17", Family: torchGate, Opset: 17, DType: f32, Batch: 2,
 			In: []int64{3, 4, 5}, Widths: []int64{28}, NativeLN: true, PosAxes: true},
 
+		{Name: "tgate_b1_c2x50_refine_taken_op14", Family: torchGate, Opset: 14, DType: f32, Batch: 1,
+			In: []int64{2, 50}, Widths: []int64{44}, Taken: true, Refine: true},
+		{Name: "tgate_b1_c2x50_refine_skipped_op14", Family: torchGate, Opset: 14, DType: f32, Batch: 1,
+			In: []int64{2, 50}, Widths: []int64{44}, Refine: true},
+
 		// Embeddings.
 		{Name: "temb_b2_s11_h40_op14", Family: torchEmbed, Opset: 14, DType: f32, Batch: 2,
 			Seq: 11, Hidden: 40, Vocab: 97, Pos: posInit},
@@ -117,6 +128,8 @@ func torchCases() []torchCase {
 			Seq: 5, Hidden: 24, Vocab: 61, Pos: posSlice, NativeLN: true},
 		{Name: "temb_b2_s9_h36_const_keepdims0_op14", Family: torchEmbed, Opset: 14, DType: f32, Batch: 2,
 			Seq: 9, Hidden: 36, Vocab: 40, Pos: posConst, KeepDims0: true},
+		{Name: "temb_b4_s3_h16_v1000_op13", Family: torchEmbed, Opset: 13, DType: f32, Batch: 4,
+			Seq: 3, Hidden: 16, Vocab: 1000, Pos: posConst},
 		{Name: "temb_b2_s9_h32_fp16_op14", Family: torchEmbed, Opset: 14, DType: f16, Batch: 2,
 			Seq: 9, Hidden: 32, Vocab: 50, Pos: posInit},
 
@@ -131,6 +144,11 @@ func torchCases() []torchCase {
 			Seq: 6, Hidden: 20, Heads: 2, FFN: 44, MinMask: true, KeepDims0: true},
 		{Name: "tattn_b2_s13_h32_n2_fp16_op14", Family: torchAttn, Opset: 14, DType: f16, Batch: 2,
 			Seq: 13, Hidden: 32, Heads: 2, FFN: 64},
+
+		{Name: "tattn_b2_s33_h60_n6_op13", Family: torchAttn, Opset: 13, DType: f32, Batch: 2,
+			Seq: 33, Hidden: 60, Heads: 6, FFN: 100, IndexVecs: true},
+		{Name: "tattn_b1_s5_h28_n1_op18", Family: torchAttn, Opset: 18, DType: f32, Batch: 1,
+			Seq: 5, Hidden: 28, Heads: 1, FFN: 56, NegAxes: true},
 
 		// Embedding plus attention.
 		{Name: "tembattn_b2_s10_h40_n5_op14", Family: torchEmbedAttn, Opset: 14, DType: f32, Batch: 2,
@@ -191,6 +209,8 @@ type torchBuilder struct {
 	nodes *[]onnx.Node // where node appends
 	count map[string]int
 	inits map[string]bool
+	// hidden is the last hidden features mlp computed.
+	hidden string
 	// fixed holds parameters set to one value rather than drawn.
 	fixed map[string]float64
 }
@@ -287,8 +307,8 @@ func (t *torchBuilder) unsqueeze(scope, x string, axes ...int64) string {
 // layerNorm normalizes x (of the given rank) over its last axis of width
 // h with parameters scope.weight and scope.bias.
 func (t *torchBuilder) layerNorm(scope, x string, rank, h int64) string {
-	g := t.param(scope[1:]+".weight", []int64{h}, 0.8, 1.2)
-	bias := t.param(scope[1:]+".bias", []int64{h}, -0.05, 0.05)
+	g := t.param(paramName(scope)+".weight", []int64{h}, 0.8, 1.2)
+	bias := t.param(paramName(scope)+".bias", []int64{h}, -0.05, 0.05)
 	ax := t.axis(-1, rank)
 	if t.c.NativeLN {
 		return t.node(scope, "LayerNormalization", []string{x, g, bias},
@@ -316,8 +336,8 @@ func (t *torchBuilder) layerNorm(scope, x string, rank, h int64) string {
 // transB=1) with W [out, in].
 func (t *torchBuilder) gemm(scope, x string, in, out int64) string {
 	a := 1 / math.Sqrt(float64(in))
-	w := t.param(scope[1:]+".weight", []int64{out, in}, -a, a)
-	b := t.param(scope[1:]+".bias", []int64{out}, -a, a)
+	w := t.param(paramName(scope)+".weight", []int64{out, in}, -a, a)
+	b := t.param(paramName(scope)+".bias", []int64{out}, -a, a)
 	return t.node(scope, "Gemm", []string{x, w, b},
 		onnx.FloatAttr("alpha", 1), onnx.FloatAttr("beta", 1), onnx.IntAttr("transB", 1))
 }
@@ -327,7 +347,7 @@ func (t *torchBuilder) gemm(scope, x string, in, out int64) string {
 func (t *torchBuilder) linear(scope, x string, in, out int64) string {
 	a := 1 / math.Sqrt(float64(in))
 	w := t.param(fmt.Sprintf("onnx::MatMul_%d", len(t.inits)+100), []int64{in, out}, -a, a)
-	b := t.param(scope[1:]+".bias", []int64{out}, -0.05, 0.05)
+	b := t.param(paramName(scope)+".bias", []int64{out}, -0.05, 0.05)
 	mm := t.node(scope, "MatMul", []string{x, w})
 	if t.c.BiasFirst {
 		return t.node(scope, "Add", []string{b, mm})
@@ -378,6 +398,7 @@ func (t *torchBuilder) mlp(scope, x string, classes int64) string {
 		h = t.node(fmt.Sprintf("%s/act%d", scope, l), "Relu", []string{h})
 		in = w
 	}
+	t.hidden = h
 	return t.gemm(scope+"/head", h, in, classes)
 }
 
@@ -449,7 +470,16 @@ func (c torchCase) model() ([]byte, []*onnx.Tensor) {
 		outer := t.nodes
 		var thenNodes, elseNodes []onnx.Node
 		t.nodes = &thenNodes
-		v := t.node("/verifier", "Sigmoid", []string{t.mlp("/verifier", "input", 1)})
+		var v string
+		if c.Refine {
+			// A head on the detector's last hidden features (an outer
+			// value computed on the device): Gemm, Relu, Gemm, Sigmoid.
+			w := c.Widths[len(c.Widths)-1]
+			h := t.node("/refine/act", "Relu", []string{t.gemm("/refine/fc", t.hidden, w, w)})
+			v = t.node("/refine", "Sigmoid", []string{t.gemm("/refine/head", h, w, 1)})
+		} else {
+			v = t.node("/verifier", "Sigmoid", []string{t.mlp("/verifier", "input", 1)})
+		}
 		t.nodes = &elseNodes
 		e := t.node("", "Identity", []string{score})
 		t.nodes = outer
@@ -747,4 +777,10 @@ func runTorch(out, only string, verbose bool, threads int, log io.Writer) error 
 		}
 	}
 	return nil
+}
+
+// paramName is the parameter prefix of a scope, as torch names module
+// parameters: /encoder/layer.0/fc -> encoder.layer.0.fc.
+func paramName(scope string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(scope, "/"), "/", ".")
 }
