@@ -12,7 +12,7 @@ MODULES := formats libs tools scripts
 # the test cache cannot see; never trust a cached pass.
 GOFLAGS_TEST ?= -count=1
 
-.PHONY: gendata all build run run-asm conformance conformance-64 transformers transformer-models transformers-smoke torch-sizes torch-models bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run run-asm conformance conformance-64 transformers transformer-models transformers-smoke torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -55,7 +55,7 @@ run-asm: build
 		--profile $(ART)/dot64/dot64.capnp $(ART)/dot64/dot64.ipuexe
 	$(BIN)/ipu-dump $(ART)/dot64/dot64.capnp | head -n 30
 
-test: vet fmt-check deps-capnp test-go conformance conformance-64 run-asm run
+test: vet fmt-check deps-capnp test-go conformance conformance-64 torch-smoke run-asm run
 
 test-go:
 	for m in $(MODULES); do (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...) || exit 1; done
@@ -131,6 +131,15 @@ torch-sizes: build torch-models
 	$(GO) run ./scripts/conformance --root $(TORCH_SIZES) $(TORCH_FLAGS) || status=1; \
 	exit $$status
 
+# torch-smoke runs the committed subset of those cases
+# (testdata/models/torch-sizes) on 64 and 1472 tiles.
+TORCH_SMOKE := testdata/models/torch-sizes
+torch-smoke: build
+	status=0; \
+	$(GO) run ./scripts/conformance --root $(TORCH_SMOKE) --tiles 64 $(TORCH_FLAGS) || status=1; \
+	$(GO) run ./scripts/conformance --root $(TORCH_SMOKE) $(TORCH_FLAGS) || status=1; \
+	exit $$status
+
 torch-models: $(TORCH_SIZES)/.generated
 $(TORCH_SIZES)/.generated: $(wildcard scripts/genmodels/*.go libs/hostref/*.go libs/graph/*.go)
 	rm -rf $(TORCH_SIZES)
@@ -164,3 +173,4 @@ gendata:
 	cd scripts && $(GO) run ./gendata -out ../testdata/asm
 	cd scripts && $(GO) run ./genmodels -out ../testdata/models
 	cd scripts && $(GO) run ./genmodels -transformers -size small -out ../testdata/models/transformers
+	cd scripts && $(GO) run ./genmodels -torch -smoke -out ../testdata/models/torch-sizes

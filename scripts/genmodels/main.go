@@ -111,6 +111,10 @@
 //	go run ./scripts/genmodels -torch [-case A,B] [-out DIR] [-v]
 //
 // (default -out artifacts/torch-sizes; `make torch-sizes` runs them).
+// -smoke writes only the smoke subset, committed under
+// testdata/models/torch-sizes (its default -out; a test checks the files
+// are this program's output) and run on 64 and 1472 tiles by make test
+// (`make torch-smoke`).
 // Families: tmlp_* classifiers (Flatten, Gemm(alpha, beta, transB=1),
 // LayerNorm written out as ReduceMean/Sub/Pow/Sqrt/Div/Mul/Add with
 // Constant nodes, or LayerNormalization at opset 17, Relu, a Softmax,
@@ -144,6 +148,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"ipu.local/libs/atomicfile"
@@ -168,6 +173,7 @@ func main() {
 	dim := fs.Int("dim", defaultDim, "qk-early: columns D of q and k")
 	transformers := fs.Bool("transformers", false, "write the transformer cases (model.onnx and test_data_set_0) instead of the test models")
 	torch := fs.Bool("torch", false, "write the PyTorch-exporter idiom cases (model.onnx and test_data_set_0) instead of the test models")
+	smoke := fs.Bool("smoke", false, "-torch: only the committed smoke cases (default -out testdata/models/torch-sizes)")
 	size := fs.String("size", "base", "-transformers: the width preset, "+transformerSizeNames())
 	only := fs.String("case", "", "-transformers, -torch: only these cases (comma-separated names)")
 	verbose := fs.Bool("v", false, "-transformers, -torch: print each case's model size and time")
@@ -176,6 +182,10 @@ func main() {
 	var err error
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
+		case "smoke":
+			if !*torch {
+				err = fmt.Errorf("-smoke: only with -torch")
+			}
 		case "size", "layers":
 			if !*transformers {
 				err = fmt.Errorf("-%s: only with -transformers", f.Name)
@@ -194,9 +204,17 @@ func main() {
 	case err != nil:
 	case *transformers && *torch:
 		err = fmt.Errorf("-transformers and -torch: choose one")
+	case *torch && *smoke && *only != "":
+		err = fmt.Errorf("-smoke and -case: choose one")
 	case *torch:
 		if *out == "" {
 			*out = filepath.Join("artifacts", "torch-sizes")
+			if *smoke {
+				*out = filepath.Join("testdata", "models", "torch-sizes")
+			}
+		}
+		if *smoke {
+			*only = strings.Join(torchSmoke, ",")
 		}
 		err = runTorch(*out, *only, *verbose, runtime.NumCPU(), os.Stderr)
 	case *transformers:

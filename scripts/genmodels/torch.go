@@ -158,6 +158,24 @@ func torchCases() []torchCase {
 	}
 }
 
+// torchSmoke are the cases of -torch -smoke, committed under
+// testdata/models/torch-sizes (about 0.4 MB) and run by make test.
+var torchSmoke = []string{
+	"tmlp_b5_c2x3x9_keepdims0_op13",
+	"tmlp_b2_c6x11_fp16_op14",
+	"tmlp_b3_c4x9_fp16_nativeln_op17",
+	"tgate_b3_c5x7_taken_op14",
+	"tgate_b2_c3x4x5_skipped_op17",
+	"tgate_b1_c2x50_refine_taken_op14",
+	"tgate_b1_c2x50_refine_skipped_op14",
+	"temb_b3_s5_h24_slice_op17",
+	"temb_b2_s9_h36_const_keepdims0_op14",
+	"tattn_b2_s6_h20_n2_minmask_op14",
+	"tattn_b1_s9_h24_n3_tanh_op13",
+	"tattn_b1_s5_h28_n1_op18",
+	"tembattn_b2_s10_h40_n5_op14",
+}
+
 // seed is the case's PCG seed, a hash of its name.
 func (c torchCase) seed() uint64 {
 	h := fnv.New64a()

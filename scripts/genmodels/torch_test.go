@@ -2,8 +2,14 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"ipu.local/libs/graph"
 	"ipu.local/libs/hostref"
@@ -63,5 +69,43 @@ func TestTorchCases(t *testing.T) {
 				t.Fatal("name and Taken disagree")
 			}
 		})
+	}
+}
+
+// The committed -torch -smoke cases must be exactly what the generator
+// writes, and nothing else.
+func TestCommittedTorchSmokeIsGenerated(t *testing.T) {
+	dir := t.TempDir()
+	if err := runTorch(dir, strings.Join(torchSmoke, ","), false, 2, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	committed := filepath.Join("..", "..", "testdata", "models", "torch-sizes")
+	list := func(root string) []string {
+		var files []string
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && d.Name() != "README.md" {
+				rel, _ := filepath.Rel(root, path)
+				files = append(files, rel)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files
+	}
+	want, got := list(dir), list(committed)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("testdata/models/torch-sizes files mismatch (-want +got):\n%s", diff)
+	}
+	for _, f := range want {
+		a, _ := os.ReadFile(filepath.Join(dir, f))
+		b, _ := os.ReadFile(filepath.Join(committed, f))
+		if !bytes.Equal(a, b) {
+			t.Errorf("testdata/models/torch-sizes/%s differs from the generator's output: regenerate it (cd scripts && go run ./genmodels -torch -smoke)", f)
+		}
 	}
 }
