@@ -75,6 +75,7 @@ type torchCase struct {
 	TanhGelu   bool // GELU(approximate="tanh") written out
 	SplitKT    bool // K to [B, h, dh, S] by two Transposes
 	MinMask    bool // the mask's large negative is the type's lowest value
+	IntMask    bool // the mask is int64 (Hugging Face's attention_mask), Cast to the float type after its Unsqueeze
 	IndexVecs  bool // Shape entries gathered by [1] indices (no Unsqueeze)
 	MinusOne   bool // the merge Reshape target is [B, S, -1]
 	BiasFirst  bool // Add(bias, MatMul) rather than Add(MatMul, bias)
@@ -150,11 +151,18 @@ func torchCases() []torchCase {
 		{Name: "tattn_b1_s5_h28_n1_op18", Family: torchAttn, Opset: 18, DType: f32, Batch: 1,
 			Seq: 5, Hidden: 28, Heads: 1, FFN: 56, NegAxes: true},
 
+		{Name: "tattn_b4_s1_h16_n2_op14", Family: torchAttn, Opset: 14, DType: f32, Batch: 4,
+			Seq: 1, Hidden: 16, Heads: 2, FFN: 32},
+
 		// Embedding plus attention.
 		{Name: "tembattn_b2_s10_h40_n5_op14", Family: torchEmbedAttn, Opset: 14, DType: f32, Batch: 2,
 			Seq: 10, Hidden: 40, Heads: 5, FFN: 80, Vocab: 50, Pos: posSlice, NegAxes: true},
 		{Name: "tembattn_b1_s15_h36_n3_tanh_op17", Family: torchEmbedAttn, Opset: 17, DType: f32, Batch: 1,
 			Seq: 15, Hidden: 36, Heads: 3, FFN: 60, Vocab: 120, Pos: posRange, TanhGelu: true, NativeLN: true},
+		{Name: "tembattn_b3_s7_h24_n2_intmask_op14", Family: torchEmbedAttn, Opset: 14, DType: f32, Batch: 3,
+			Seq: 7, Hidden: 24, Heads: 2, FFN: 48, Vocab: 30, Pos: posSlice, IntMask: true},
+		{Name: "tgate_b1_c4x6_fp16_taken_op14", Family: torchGate, Opset: 14, DType: f16, Batch: 1,
+			In: []int64{4, 6}, Widths: []int64{16}, Taken: true},
 	}
 }
 
@@ -174,6 +182,8 @@ var torchSmoke = []string{
 	"tattn_b1_s9_h24_n3_tanh_op13",
 	"tattn_b1_s5_h28_n1_op18",
 	"tembattn_b2_s10_h40_n5_op14",
+	"tembattn_b3_s7_h24_n2_intmask_op14",
+	"tattn_b4_s1_h16_n2_op14",
 }
 
 // seed is the case's PCG seed, a hash of its name.
@@ -593,6 +603,14 @@ func (t *torchBuilder) maskInput(r *rand.Rand, add func(string, onnx.DataType, [
 		}
 	}
 	dims := []int64{c.Batch, c.Seq}
+	if c.IntMask {
+		ints := make([]int64, len(v))
+		for i, x := range v {
+			ints[i] = int64(x)
+		}
+		add("attention_mask", onnx.Int64, dims, onnx.NewInt64("attention_mask", dims, ints))
+		return "attention_mask"
+	}
 	add("attention_mask", c.DType, dims, t.floatTensor("attention_mask", dims, v))
 	return "attention_mask"
 }
@@ -682,6 +700,9 @@ func (t *torchBuilder) attention(scope, x, mask string) string {
 		m4 = t.unsqueeze(scope, mask, -3, -2)
 	} else {
 		m4 = t.unsqueeze(scope, mask, 1, 2)
+	}
+	if c.IntMask {
+		m4 = t.node(scope, "Cast", []string{m4}, onnx.IntAttr("to", int64(c.DType)))
 	}
 	inv := t.node(scope, "Sub", []string{t.constF(scope, 1), m4})
 	big := -10000.0

@@ -105,7 +105,7 @@ func TestCommittedTorchSmokeIsGenerated(t *testing.T) {
 		a, _ := os.ReadFile(filepath.Join(dir, f))
 		b, _ := os.ReadFile(filepath.Join(committed, f))
 		if !bytes.Equal(a, b) {
-			t.Errorf("testdata/models/torch-sizes/%s differs from the generator's output: regenerate it (cd scripts && go run ./genmodels -torch -smoke)", f)
+			t.Errorf("testdata/models/torch-sizes/%s differs from the generator's output: regenerate it (cd scripts && go run ./genmodels -torch -smoke -out ../testdata/models/torch-sizes)", f)
 		}
 	}
 }
