@@ -12,7 +12,7 @@ MODULES := formats libs tools scripts
 # the test cache cannot see; never trust a cached pass.
 GOFLAGS_TEST ?= -count=1
 
-.PHONY: gendata all build run run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-fp64 transformers transformer-models transformers-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-fp64 transformers transformer-models transformers-smoke torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -81,7 +81,7 @@ run-asm: build
 		--profile $(ART)/dot64/dot64.capnp $(ART)/dot64/dot64.ipuexe
 	$(BIN)/ipu-dump $(ART)/dot64/dot64.capnp | head -n 30
 
-test: vet fmt-check deps-capnp test-go conformance conformance-64 conformance-fp64 run-asm run
+test: vet fmt-check deps-capnp test-go conformance conformance-64 conformance-fp64 torch-smoke run-asm run
 
 # The conformance data the Go tests read ($$IPU_CONFORMANCE, for the
 # packages that do not look it up through libs/repodata): ../shared
@@ -156,6 +156,33 @@ $(TRANSFORMERS)/.generated: $(wildcard scripts/genmodels/*.go libs/hostref/*.go)
 transformers-smoke: build
 	$(GO) run ./scripts/conformance --root testdata/models/transformers $(CONFORMANCE_FLAGS)
 
+# torch-sizes generates the PyTorch-exporter idiom cases at other sizes,
+# batches, opsets and orders (scripts/genmodels -torch: 21 small cases,
+# about 1 MB under artifacts/torch-sizes, expected outputs from the host
+# reference at FP64) and runs them through the pipeline on 64 tiles and
+# on all 1472 (TORCH_FLAGS: e.g. --run tattn).
+TORCH_SIZES := $(ART)/torch-sizes
+torch-sizes: build torch-models
+	status=0; \
+	$(GO) run ./scripts/conformance --root $(TORCH_SIZES) --tiles 64 $(TORCH_FLAGS) || status=1; \
+	$(GO) run ./scripts/conformance --root $(TORCH_SIZES) $(TORCH_FLAGS) || status=1; \
+	exit $$status
+
+# torch-smoke runs the committed subset of those cases
+# (testdata/models/torch-sizes) on 64 and 1472 tiles.
+TORCH_SMOKE := testdata/models/torch-sizes
+torch-smoke: build
+	status=0; \
+	$(GO) run ./scripts/conformance --root $(TORCH_SMOKE) --tiles 64 $(TORCH_FLAGS) || status=1; \
+	$(GO) run ./scripts/conformance --root $(TORCH_SMOKE) $(TORCH_FLAGS) || status=1; \
+	exit $$status
+
+torch-models: $(TORCH_SIZES)/.generated
+$(TORCH_SIZES)/.generated: $(wildcard scripts/genmodels/*.go libs/hostref/*.go libs/graph/*.go)
+	rm -rf $(TORCH_SIZES)
+	cd scripts && $(GO) run ./genmodels -torch -out ../$(TORCH_SIZES)
+	touch $@
+
 FUZZTIME ?= 30s
 # Every fuzz target, FUZZTIME each: module, package, target.
 FUZZ_TARGETS := \
@@ -183,3 +210,4 @@ gendata:
 	cd scripts && $(GO) run ./gendata -out ../testdata/asm
 	cd scripts && $(GO) run ./genmodels -out ../testdata/models
 	cd scripts && $(GO) run ./genmodels -transformers -size small -out ../testdata/models/transformers
+	cd scripts && $(GO) run ./genmodels -torch -smoke -out ../testdata/models/torch-sizes

@@ -14,7 +14,8 @@ type CastKind uint8
 // (numfmt, as the conversion instructions): FP32 -> FP16 (f32v2tof16),
 // FP16 -> FP32 (exact), FP32 -> FP8 (f32v2tof8: one rounding of x / 2^Scale
 // straight to FP8, not through FP16), FP8 -> FP32 (exact: fp8 x 2^Scale),
-// FP16 -> FP8 (f16v4tof8). FP8 results saturate to +-max on overflow, or
+// FP16 -> FP8 (f16v4tof8), int32 -> FP32 (i32tof32; exact below 2^24 in
+// magnitude). FP8 results saturate to +-max on overflow, or
 // give NaN (E5M2: Inf) with Saturate false, as ONNX Cast.
 const (
 	F32ToF16 CastKind = iota
@@ -22,10 +23,11 @@ const (
 	F32ToF8
 	F8ToF32
 	F16ToF8
+	I32ToF32
 	numCasts
 )
 
-var castNames = [numCasts]string{"f32-to-f16", "f16-to-f32", "f32-to-f8", "f8-to-f32", "f16-to-f8"}
+var castNames = [numCasts]string{"f32-to-f16", "f16-to-f32", "f32-to-f8", "f8-to-f32", "f16-to-f8", "i32-to-f32"}
 
 func (c CastKind) String() string {
 	if c < numCasts {
@@ -45,6 +47,8 @@ func (c CastKind) sizes() (in, out int) {
 		return 4, 1
 	case F8ToF32:
 		return 1, 4
+	case I32ToF32:
+		return 4, 4
 	}
 	return 2, 1
 }
@@ -234,6 +238,24 @@ func (p Cast) stream() (*stream, error) {
 				b.St32(A4, y, 8)
 			}
 		}
+	case I32ToF32:
+		s.body = func(b *Builder) {
+			b.Ld64P(A0, x, 8)
+			b.Ld64P(A2, x, 8)
+			b.F1(isa.CVTIF, A4, A0)
+			b.F1(isa.CVTIF, A5, A1)
+			b.F1(isa.CVTIF, A6, A2)
+			b.F1(isa.CVTIF, A7, A3)
+			b.St64P(A4, y, 8)
+			b.St64P(A6, y, 8)
+		}
+		s.tail = func(b *Builder, rem int) {
+			for range rem {
+				b.Ld32P(A0, x, 4)
+				b.F1(isa.CVTIF, A4, A0)
+				b.St32P(A4, y, 4)
+			}
+		}
 	case F16ToF8:
 		s.body = func(b *Builder) {
 			b.Ld64P(A0, x, 8)
@@ -252,7 +274,7 @@ func (p Cast) stream() (*stream, error) {
 
 // Cost returns the kernel's cost: a stream kernel (unit 4; 2-D: the 2-D
 // stream's formula, see stream) with body issues per 4 elements
-// f32-to-f16 5, f16-to-f32 5, f32-to-f8 9, f8-to-f32 6 (8 when FP16
+// f32-to-f16 5, f16-to-f32 5, i32-to-f32 8, f32-to-f8 9, f8-to-f32 6 (8 when FP16
 // cannot hold every scaled FP8 value), f16-to-f8 3; setup 2 for the FP8
 // kinds (CSR fp8), else 0.
 func (p Cast) Cost() (Cost, error) {

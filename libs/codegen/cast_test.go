@@ -51,11 +51,15 @@ func castExact(p Cast, x []byte) []byte {
 		v = numfmt.F16ToF64(binary.LittleEndian.Uint16(x))
 	case F8ToF32:
 		v = numfmt.F8ToF64(x[0], p.Format, p.Scale)
+	case I32ToF32:
+		// Any int32 (the input bits read as one): above 2^24 the
+		// conversion rounds to nearest even, as Go's does.
+		v = float64(int32(binary.LittleEndian.Uint32(x)))
 	}
 	switch p.Kind {
 	case F32ToF16:
 		return binary.LittleEndian.AppendUint16(nil, numfmt.F64ToF16(v))
-	case F16ToF32, F8ToF32:
+	case F16ToF32, F8ToF32, I32ToF32:
 		return binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(v)))
 	}
 	return []byte{numfmt.F64ToF8Dev(v, p.Format, p.Scale, mode)}
@@ -74,6 +78,7 @@ func TestCast(t *testing.T) {
 		F32ToF8:  {{numfmt.E4M3FNUZ, 0, true}, {numfmt.E5M2FNUZ, 3, false}, {numfmt.E4M3FN, -2, false}, {numfmt.E5M2, 0, true}, {numfmt.E5M2, 1, false}},
 		F8ToF32:  {{numfmt.E4M3FNUZ, 0, true}, {numfmt.E5M2FNUZ, -5, true}, {numfmt.E4M3FN, 4, true}, {numfmt.E5M2, 20, true}},
 		F16ToF8:  {{numfmt.E4M3FNUZ, 0, true}, {numfmt.E5M2FNUZ, 0, false}, {numfmt.E4M3FN, 1, true}, {numfmt.E5M2, -1, false}},
+		I32ToF32: {{}},
 	}
 	sizes := []struct{ n, w int }{{1, 6}, {2, 6}, {3, 6}, {5, 2}, {8, 6}, {30, 6}, {103, 6}, {1001, 5}}
 	for kind := CastKind(0); kind < numCasts; kind++ {

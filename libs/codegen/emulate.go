@@ -254,6 +254,8 @@ func EmulateCast(p Cast, x []byte) []byte {
 			binary.LittleEndian.PutUint32(dst, numfmt.F8ToF32(src[0], p.Format, p.Scale))
 		case F16ToF8:
 			dst[0] = numfmt.F16ToF8Dev(binary.LittleEndian.Uint16(src), p.Format, p.Scale, mode)
+		case I32ToF32:
+			binary.LittleEndian.PutUint32(dst, math.Float32bits(float32(int32(binary.LittleEndian.Uint32(src)))))
 		}
 	}
 	return out

@@ -11,6 +11,12 @@ package graph
 //   - Softmax and LogSoftmax (opset 13 and later) along an axis that is
 //     not the last: a Transpose swapping it with the last, the operator
 //     along the last axis, and the same Transpose back;
+//   - ReduceMax and ReduceMin (of a float type, over at least one axis):
+//     the reduced axes moved last and merged into one (Transpose, Reshape
+//     to [kept, L]), then halving: Max (Min) of the first and the last
+//     ceil(L/2) elements (Slices; the middle one of an odd L is read
+//     twice, harmless for an extreme), until one is left, and a Reshape
+//     to the output's shape; the device has elementwise Max and Min;
 //   - a row operator over several trailing axes (LayerNormalization,
 //     Softmax before opset 13, reductions): a Reshape folding them into
 //     one, the operator along the last axis, and a Reshape back (scale
@@ -64,6 +70,10 @@ func canonicalRows(g *Graph) (*Graph, []Rewrite) {
 		e.from = n
 		x, y := n.Inputs[0], n.Outputs[0]
 		r := len(x.Shape)
+		if isExtreme(n) {
+			rw = append(rw, Rewrite{Node: n.Name, What: e.extremeTree(n)})
+			continue
+		}
 		if axis, ok := trailingRow(n); ok {
 			e.foldRow(n, axis)
 			rw = append(rw, Rewrite{Node: n.Name, What: fmt.Sprintf("%s over axes %d..%d: reshaped to one row axis", n.Op, axis, r-1)})
@@ -234,6 +244,9 @@ func (e *editor) reshape(name string, x *Value, shape []int64) *Value {
 // needsCanon reports whether a row operator works along axes that are
 // not the trailing ones, or along several.
 func needsCanon(n *Node) bool {
+	if isExtreme(n) {
+		return true
+	}
 	if _, ok := trailingRow(n); ok {
 		return true
 	}
@@ -322,4 +335,66 @@ func (e *editor) finish() *Graph {
 		n.Index = i
 	}
 	return g
+}
+
+// isExtreme reports whether n is a ReduceMax or ReduceMin of a float type
+// over at least one axis (canonicalRows rewrites it as a halving tree).
+func isExtreme(n *Node) bool {
+	if n.Op != "ReduceMax" && n.Op != "ReduceMin" || len(n.Inputs) == 0 || n.Inputs[0] == nil {
+		return false
+	}
+	a, ok := n.Attrs.(*Reduce)
+	d := n.Inputs[0].DType
+	return ok && len(a.Axes) > 0 && (d == onnx.Float || d == onnx.Float16)
+}
+
+// extremeTree rewrites a ReduceMax or ReduceMin as a tree of elementwise
+// Max or Min over halves of its rows (see the package's canonical
+// forms): the values are the same, an extreme being exact. It returns
+// the rewrite's description.
+func (e *editor) extremeTree(n *Node) string {
+	x, y := n.Inputs[0], n.Outputs[0]
+	a := n.Attrs.(*Reduce)
+	r := len(x.Shape)
+	red := map[int]bool{}
+	for _, ax := range a.Axes {
+		red[ax] = true
+	}
+	var perm []int
+	K, L := int64(1), int64(1)
+	for d := 0; d < r; d++ {
+		if !red[d] {
+			perm = append(perm, d)
+			K *= x.Shape[d]
+		}
+	}
+	for _, ax := range a.Axes {
+		L *= x.Shape[ax]
+	}
+	perm = append(perm, a.Axes...)
+	t := x
+	for d, p := range perm {
+		if d != p {
+			t = e.transpose(n.Name+"/to_trailing", x, perm)
+			break
+		}
+	}
+	t = e.reshape(n.Name+"/rows", t, []int64{K, L})
+	op := n.Op[len("Reduce"):]
+	levels := 0
+	for ; L > 1; levels++ {
+		h := (L + 1) / 2
+		half := func(side string, start int64) *Value {
+			v := e.value(fmt.Sprintf("%s/%s%d", y.Name, side, levels), x.DType, []int64{K, h})
+			e.add(&Node{Name: fmt.Sprintf("%s/%s%d", n.Name, side, levels), Op: "Slice", Inputs: []*Value{t}, Outputs: []*Value{v},
+				Attrs: &Slice{Axes: []int{1}, Starts: []int64{start}, Ends: []int64{start + h}, Steps: []int64{1}}})
+			return v
+		}
+		lo, hi := half("first", 0), half("last", L-h)
+		m := e.value(fmt.Sprintf("%s/%s%d", y.Name, op, levels), x.DType, []int64{K, h})
+		e.add(&Node{Name: fmt.Sprintf("%s/%s%d", n.Name, op, levels), Op: op, Inputs: []*Value{lo, hi}, Outputs: []*Value{m}})
+		t, L = m, h
+	}
+	e.add(&Node{Name: n.Name, Op: "Reshape", Inputs: []*Value{t}, Outputs: []*Value{y}, Attrs: &Reshape{Shape: append([]int64(nil), y.Shape...)}})
+	return fmt.Sprintf("%s over axes %v: %d rows of %d, %d levels of elementwise %s over halves", n.Op, a.Axes, K, NumElements(x.Shape)/max(K, 1), levels, op)
 }

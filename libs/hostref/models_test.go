@@ -67,6 +67,9 @@ func TestSharedTorchModels(t *testing.T) {
 // selects the taken branch's value exactly).
 func TestPassesKeepResults(t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "models", "shared", "torch_*"))
+	// And the generated torch idioms at other sizes (genmodels -torch).
+	more, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "models", "torch-sizes", "t*"))
+	dirs = append(dirs, more...)
 	if len(dirs) == 0 {
 		t.Skip("no shared torch cases")
 	}
@@ -86,7 +89,7 @@ func TestPassesKeepResults(t *testing.T) {
 				t.Fatal(err)
 			}
 			g2, rw := graph.Canonicalize(g2)
-			if strings.HasPrefix(filepath.Base(dir), "torch_gate") && !slices.ContainsFunc(rw, func(r graph.Rewrite) bool { return strings.HasPrefix(r.What, "If predicated") }) {
+			if (strings.HasPrefix(filepath.Base(dir), "torch_gate") || strings.HasPrefix(filepath.Base(dir), "tgate_")) && !slices.ContainsFunc(rw, func(r graph.Rewrite) bool { return strings.HasPrefix(r.What, "If predicated") }) {
 				t.Fatalf("no If predicated: %v", rw)
 			}
 			after, err := Eval(g2, c.inputs, Options{Precision: FP64, Threads: 2})

@@ -10,6 +10,7 @@ import (
 	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
 	"ipu.local/libs/graph"
+	"ipu.local/libs/hostref"
 	"ipu.local/libs/onnx"
 	"ipu.local/libs/planner"
 	"ipu.local/libs/repodata"
@@ -124,34 +125,57 @@ func TestGemm(t *testing.T) {
 		transB      bool
 		out16       bool
 		tiles       int
+		f16         bool // every operand and the result float16
 	}{
-		{"plain", 8, 40, 32, 1, 1, "", false, false, 16},
-		{"alpha-beta-input-mn", 12, 33, 48, 0.5, -2, "input-mn", false, false, 16},
-		{"const-bias-transB", 20, 64, 40, 1, 1, "const-n", true, false, 64},
-		{"input-bias-n-ksplit", 8, 300, 16, 2, 0.25, "input-n", false, false, 64},
-		{"const-mn", 5, 7, 17, 1, 3, "const-mn", false, false, 4},
+		{"plain", 8, 40, 32, 1, 1, "", false, false, 16, false},
+		{"alpha-beta-input-mn", 12, 33, 48, 0.5, -2, "input-mn", false, false, 16, false},
+		{"const-bias-transB", 20, 64, 40, 1, 1, "const-n", true, false, 64, false},
+		{"input-bias-n-ksplit", 8, 300, 16, 2, 0.25, "input-n", false, false, 64, false},
+		{"const-mn", 5, 7, 17, 1, 3, "const-mn", false, false, 4, false},
+		// FP16 Gemm with a bias, as torch exports nn.Linear in half
+		// precision: the bias converted to FP32 for the epilogue.
+		{"f16-const-bias-transB", 6, 66, 24, 1, 1, "const-n", true, false, 16, true},
+		{"f16-input-mn-alpha-beta", 5, 33, 20, 0.5, -2, "input-mn", false, false, 4, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := onnx.NewModel(17)
-			b.AddInput("a", onnx.Float, []int64{int64(tc.m), int64(tc.k)})
+			dt := onnx.Float
+			if tc.f16 {
+				dt = onnx.Float16
+			}
+			tensor := func(name string, dims []int64, v []float32) *onnx.Tensor {
+				if !tc.f16 {
+					return onnx.NewFloat32(name, dims, v)
+				}
+				f := make([]float64, len(v))
+				for i, x := range v {
+					f[i] = float64(x)
+				}
+				out, err := hostref.Encode(name, onnx.Float16, dims, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			b.AddInput("a", dt, []int64{int64(tc.m), int64(tc.k)})
 			bs := []int64{int64(tc.k), int64(tc.n)}
 			if tc.transB {
 				bs = []int64{int64(tc.n), int64(tc.k)}
 			}
-			b.AddInitializer(onnx.NewFloat32("b", bs, vals(tc.k*tc.n, 0.125)))
+			b.AddInitializer(tensor("b", bs, vals(tc.k*tc.n, 0.125)))
 			ins := []string{"a", "b"}
 			switch tc.bias {
 			case "const-n":
-				b.AddInitializer(onnx.NewFloat32("c", []int64{int64(tc.n)}, vals(tc.n, 0.5)))
+				b.AddInitializer(tensor("c", []int64{int64(tc.n)}, vals(tc.n, 0.5)))
 				ins = append(ins, "c")
 			case "const-mn":
-				b.AddInitializer(onnx.NewFloat32("c", []int64{int64(tc.m), int64(tc.n)}, vals(tc.m*tc.n, 0.25)))
+				b.AddInitializer(tensor("c", []int64{int64(tc.m), int64(tc.n)}, vals(tc.m*tc.n, 0.25)))
 				ins = append(ins, "c")
 			case "input-n":
-				b.AddInput("c", onnx.Float, []int64{int64(tc.n)})
+				b.AddInput("c", dt, []int64{int64(tc.n)})
 				ins = append(ins, "c")
 			case "input-mn":
-				b.AddInput("c", onnx.Float, []int64{int64(tc.m), int64(tc.n)})
+				b.AddInput("c", dt, []int64{int64(tc.m), int64(tc.n)})
 				ins = append(ins, "c")
 			}
 			tb := int64(0)
@@ -159,7 +183,7 @@ func TestGemm(t *testing.T) {
 				tb = 1
 			}
 			b.AddNode("Gemm", "g", ins, []string{"y"}, onnx.FloatAttr("alpha", tc.alpha), onnx.FloatAttr("beta", tc.beta), onnx.IntAttr("transB", tb))
-			b.AddOutput("y", onnx.Float, []int64{int64(tc.m), int64(tc.n)})
+			b.AddOutput("y", dt, []int64{int64(tc.m), int64(tc.n)})
 			o, st, g := linkBytes(t, b.Marshal(), tc.tiles)
 			checkModel(t, o, st, g)
 		})

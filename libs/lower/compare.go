@@ -115,6 +115,9 @@ func castKind(from, to onnx.DataType) (codegen.CastKind, bool) {
 		return codegen.F8ToF32, true
 	case from == onnx.Float16 && t8:
 		return codegen.F16ToF8, true
+	case (from == onnx.Int32 || from == onnx.Int64) && to == onnx.Float:
+		// int64 is held as int32 on the device (DeviceSize).
+		return codegen.I32ToF32, true
 	}
 	return 0, false
 }
@@ -145,7 +148,7 @@ func (l *lowerer) cast(st *plan.Step, n *graph.Node) error {
 	}
 	kind, ok := castKind(x.DType, a.To)
 	if !ok {
-		return l.notLowered(n, "a cast from %s to %s (the cast kernels convert float to and from float16 and FP8, and float16 to FP8)", x.DType, a.To)
+		return l.notLowered(n, "a cast from %s to %s (the cast kernels convert float to and from float16 and FP8, float16 to FP8, and int32 or int64 to float)", x.DType, a.To)
 	}
 	c := codegen.Cast{Kind: kind, Saturate: a.Saturate}
 	switch kind {
@@ -163,6 +166,8 @@ func (l *lowerer) cast(st *plan.Step, n *graph.Node) error {
 		acc += F16Rounding
 	case codegen.F32ToF8, codegen.F16ToF8:
 		acc++ // an FP8 cast must match exactly when it is the whole chain
+	case codegen.I32ToF32:
+		acc = 1 // exact below 2^24, one rounding above
 	}
 	l.acc[out.Index] = acc
 	return nil

@@ -516,21 +516,34 @@ func (l *lowerer) addBias(n *graph.Node, ps *productShape, s *prog.Superstep, ti
 	if ci < 0 {
 		return l.stepErr("bias tensor %d (%q) has no piece %s on tile %d, which the result piece %s needs", c.ID, c.Name, want, tile, box)
 	}
-	if c.Kind != layout.RowMajor || l.g.Values[c.Value].DType != onnx.Float {
-		return l.notLowered(n, "bias %q of type %s in a %s layout (a float row-major bias)", c.Name, l.g.Values[c.Value].DType, c.Kind)
+	dt := l.g.Values[c.Value].DType
+	if c.Kind != layout.RowMajor || dt != onnx.Float && dt != onnx.Float16 {
+		return l.notLowered(n, "bias %q of type %s in a %s layout (a float or float16 row-major bias)", c.Name, dt, c.Kind)
 	}
 	out := l.resultGeometry(box)
 	src := bias[ci]
+	g := c.Geometry(ci)
+	if dt == onnx.Float16 {
+		// The FP16 bias piece converted (exactly) to FP32 in a scratch of
+		// the same element pitch: the epilogue adds in FP32 and the result
+		// is rounded to FP16 once, after it.
+		g16 := g
+		g.Size = 4
+		tmp := l.out.NewBuffer(n.Name+".bias-f32", []int{tile}, g.Bytes(), 8, prog.AnyRegion)
+		p := &codegen.Cast{Kind: codegen.F16ToF32, N: g16.Elems, Workers: codegen.Slots}
+		s.Work[tile] = append(s.Work[tile], &prog.Kernel{What: n.Name + ".bias-f32", Params: p,
+			Fixes: []prog.Fix{{Field: &p.X, Ref: src}, {Field: &p.Y, Ref: prog.Ref{Buf: tmp}, Write: true}}})
+		src = prog.Ref{Buf: tmp}
+	}
 	if ps.beta != 1 {
 		// Beta*C into a scratch the size of the bias piece.
-		g := c.Geometry(ci)
 		tmp := l.out.NewBuffer(n.Name+".beta", []int{tile}, g.Bytes(), 8, prog.AnyRegion)
 		p := &codegen.Binary{Op: codegen.Mul, N: g.Elems, B: codegen.Operand{Const: true, Value: ps.beta}, Workers: codegen.Slots}
 		s.Work[tile] = append(s.Work[tile], &prog.Kernel{What: n.Name + ".beta", Params: p,
 			Fixes: []prog.Fix{{Field: &p.A.Addr, Ref: src}, {Field: &p.Y, Ref: prog.Ref{Buf: tmp}, Write: true}}})
 		src = prog.Ref{Buf: tmp}
 	}
-	ops := []operand{{geo: out, ref: part, shape: ys}, {geo: c.Geometry(ci), ref: src, shape: c.Shape}}
+	ops := []operand{{geo: out, ref: part, shape: ys}, {geo: g, ref: src, shape: c.Shape}}
 	return l.elementwiseLaunches(n.Name+".bias", s, tile, binaryKernel(codegen.Add, codegen.F32), out, part, ys, ops)
 }
 

@@ -252,6 +252,13 @@ func padFor(pad, size int) int {
 // elementwise plans unary, binary and variadic operators and casts.
 func (b *builder) elementwise(n *graph.Node) error {
 	out := n.Outputs[0]
+	for _, v := range n.Inputs {
+		if v != nil && len(v.Shape) > len(out.Shape) {
+			// Not an elementwise operator (a reduction with no row kernel):
+			// nothing broadcasts an input to a lower rank.
+			return &lower.NotLoweredError{Node: n.Name, Op: n.Op, Why: fmt.Sprintf("input %q of rank %d is wider than the output's rank %d: not an elementwise operator", v.Name, len(v.Shape), len(out.Shape))}
+		}
+	}
 	var pieces []layout.Piece
 	pad := layout.DefaultPad(lower.DeviceSize(out.DType))
 	for _, v := range n.Inputs {

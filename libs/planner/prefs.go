@@ -167,7 +167,7 @@ func (pl *planner) computePrefs() {
 		r := len(pr.out.Shape)
 		pr.align = layout.AGroup
 		if a := p.align[pr.out.Index]; a != nil {
-			pr.align = min(max(pr.align, a[r-2]), layout.BGroup)
+			pr.align = productAlign(a[r-2])
 			// Columns: a multiple of 16 that the readers want.
 			if c := a[r-1]; c > layout.BGroup && c%layout.BGroup == 0 {
 				pr.nalign = c
@@ -177,9 +177,22 @@ func (pl *planner) computePrefs() {
 			continue
 		}
 		if a := p.align[pr.node.Outputs[0].Index]; a != nil {
-			pr.align = min(max(pr.align, a[r-2]), layout.BGroup)
+			pr.align = productAlign(max(pr.align, a[r-2]))
 		}
 	}
+}
+
+// productAlign is the row alignment of a product's result blocks (4, 8
+// or 16, what the matrix kernels take) for readers that want rows on
+// multiples of want: want clamped to 4..16, or 4 when that is none of
+// them (a reshape into heads of 9 rows wants multiples of 9; the readers
+// then get a re-layout).
+func productAlign(want int) int {
+	a := min(max(layout.AGroup, want), layout.BGroup)
+	if a != layout.AGroup && a != 8 && a != layout.BGroup {
+		return layout.AGroup
+	}
+	return a
 }
 
 // minPieceElements is the fewest elements the default layout puts on a

@@ -100,6 +100,43 @@
 // element type. The expected output is the host reference
 // (libs/hostref) in float64 on the model as written and read back,
 // rounded once to the output's type.
+//
+// # PyTorch-exporter cases
+//
+// With -torch, genmodels writes small cases in the same layout (inputs
+// input_0.pb ... and outputs output_0.pb ...) that carry the idioms of
+// torch.onnx.export, those of the shared torch_* cases, at other sizes,
+// batches, opsets (13, 14, 17, 18) and orders (torch.go lists them):
+//
+//	go run ./scripts/genmodels -torch [-case A,B] [-out DIR] [-v]
+//
+// (default -out artifacts/torch-sizes; `make torch-sizes` runs them).
+// -smoke writes only the smoke subset, committed under
+// testdata/models/torch-sizes (its default -out; a test checks the files
+// are this program's output) and run on 64 and 1472 tiles by make test
+// (`make torch-smoke`).
+// Families: tmlp_* classifiers (Flatten, Gemm(alpha, beta, transB=1),
+// LayerNorm written out as ReduceMean/Sub/Pow/Sqrt/Div/Mul/Add with
+// Constant nodes, or LayerNormalization at opset 17, Relu, a Softmax,
+// LogSoftmax or Sigmoid head); tgate_* detectors whose sigmoid score
+// (its batch's ReduceMax when the batch is larger than 1) goes through
+// GreaterOrEqual(0.5) and Cast(to=bool) into If, whose then branch runs a
+// second network reading outer initializers (or the detector's outer
+// hidden features) and whose else branch is an Identity of the score;
+// the detector head's bias (+6 or -6) makes the branch taken or skipped;
+// temb_* token (int64 ids) and position embeddings (an int64
+// initializer, a Constant, Range then Unsqueeze, or a Slice of a
+// position_ids buffer) with LayerNorm; tattn_* post-norm encoder layers
+// over [B, S, H] with a float padding mask [B, S]: Reshape targets from
+// Shape/Gather(/Unsqueeze)/Concat, Transposes [0,2,1,3] and [0,2,3,1] (or
+// [0,2,1,3] then [0,1,3,2]), Div by a Constant, mask from
+// Unsqueeze/Sub/Mul(-10000 or the type's lowest), Softmax, residuals,
+// LayerNorm, FFN with GELU through Erf or Tanh; tembattn_* embeddings then
+// an attention layer. Names are torch's (/scope/Op_N, scope.weight,
+// onnx::MatMul_N). Variations: odd sizes, batches above 1, keepdims=0
+// with Unsqueeze, positive and negative axes, FP16. Weights and inputs
+// come from PCG seeded by the case name; expected outputs are the host
+// reference at FP64 rounded once to the output type.
 package main
 
 import (
@@ -111,6 +148,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"ipu.local/libs/atomicfile"
@@ -134,26 +172,51 @@ func main() {
 	seq := fs.Int("seq", defaultSeq, "qk-early: rows S of q and k")
 	dim := fs.Int("dim", defaultDim, "qk-early: columns D of q and k")
 	transformers := fs.Bool("transformers", false, "write the transformer cases (model.onnx and test_data_set_0) instead of the test models")
+	torch := fs.Bool("torch", false, "write the PyTorch-exporter idiom cases (model.onnx and test_data_set_0) instead of the test models")
+	smoke := fs.Bool("smoke", false, "-torch: only the committed smoke cases (default -out testdata/models/torch-sizes)")
 	size := fs.String("size", "base", "-transformers: the width preset, "+transformerSizeNames())
-	only := fs.String("case", "", "-transformers: only these cases (comma-separated names)")
-	verbose := fs.Bool("v", false, "-transformers: print each case's model size and time")
+	only := fs.String("case", "", "-transformers, -torch: only these cases (comma-separated names)")
+	verbose := fs.Bool("v", false, "-transformers, -torch: print each case's model size and time")
 	layers := fs.Int("layers", 0, "-transformers: the stacked encoder's depth (0: the preset's)")
 	fs.Parse(os.Args[1:])
 	var err error
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "size", "case", "v", "layers":
+		case "smoke":
+			if !*torch {
+				err = fmt.Errorf("-smoke: only with -torch")
+			}
+		case "size", "layers":
 			if !*transformers {
 				err = fmt.Errorf("-%s: only with -transformers", f.Name)
 			}
+		case "case", "v":
+			if !*transformers && !*torch {
+				err = fmt.Errorf("-%s: only with -transformers or -torch", f.Name)
+			}
 		case "seq", "dim":
-			if *transformers {
-				err = fmt.Errorf("-%s: not with -transformers", f.Name)
+			if *transformers || *torch {
+				err = fmt.Errorf("-%s: not with -transformers or -torch", f.Name)
 			}
 		}
 	})
 	switch {
 	case err != nil:
+	case *transformers && *torch:
+		err = fmt.Errorf("-transformers and -torch: choose one")
+	case *torch && *smoke && *only != "":
+		err = fmt.Errorf("-smoke and -case: choose one")
+	case *torch:
+		if *out == "" {
+			*out = filepath.Join("artifacts", "torch-sizes")
+			if *smoke {
+				*out = filepath.Join("testdata", "models", "torch-sizes")
+			}
+		}
+		if *smoke {
+			*only = strings.Join(torchSmoke, ",")
+		}
+		err = runTorch(*out, *only, *verbose, runtime.NumCPU(), os.Stderr)
 	case *transformers:
 		err = runTransformers(*out, *size, *only, *layers, *verbose, os.Stderr)
 	default:
