@@ -3,6 +3,7 @@ package graph
 import (
 	"container/heap"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -16,6 +17,13 @@ type BuildOptions struct {
 	// become FLOAT (constant data rounded to nearest), and Graph.Downcast
 	// names them. Without it DOUBLE is refused.
 	DowncastFP64 bool
+	// Dims binds symbolic input dimensions by name (an exporter's
+	// dynamic axes, "batch" = 2); InputShapes gives whole input shapes by
+	// input name, which must agree with the model's fixed dimensions and
+	// bind its symbolic ones. A symbolic dimension neither binds is an
+	// error: the device program is compiled for static shapes.
+	Dims        map[string]int64
+	InputShapes map[string][]int64
 }
 
 // source says where a name of a graph comes from.
@@ -61,6 +69,7 @@ func BuildWith(m *onnx.Model, opt BuildOptions) (*Graph, error) {
 	if m == nil || m.Graph == nil {
 		return nil, fmt.Errorf("model has no graph")
 	}
+	opt.Dims = maps.Clone(opt.Dims) // bindings the inputs make go here
 	b := &builder{
 		m:        m,
 		opset:    m.Opset(""),
@@ -187,15 +196,9 @@ func (b *builder) inputs() error {
 		if !in.HasShape {
 			return fmt.Errorf("input %q: no shape; graph inputs need static shapes", in.Name)
 		}
-		shape := make([]int64, len(in.Shape))
-		for k, d := range in.Shape {
-			switch {
-			case d.Param != "":
-				return fmt.Errorf("input %q: dimension %d is symbolic (%q); graph inputs need static shapes", in.Name, k, d.Param)
-			case d.Value < 0:
-				return fmt.Errorf("input %q: dimension %d is unknown; graph inputs need static shapes", in.Name, k)
-			}
-			shape[k] = d.Value
+		shape, err := b.inputShape(in)
+		if err != nil {
+			return err
 		}
 		if _, err := checkedElements(shape); err != nil {
 			return fmt.Errorf("input %q: %w", in.Name, err)
@@ -204,6 +207,68 @@ func (b *builder) inputs() error {
 		b.g.Inputs = append(b.g.Inputs, v)
 	}
 	return nil
+}
+
+// InputShapesOf names the shapes of tensors given for m's graph inputs
+// (those no initializer backs), in order: BuildOptions.InputShapes for a
+// model with symbolic dimensions and its test data.
+func InputShapesOf(m *onnx.Model, inputs []*onnx.Tensor) map[string][]int64 {
+	inits := map[string]bool{}
+	for _, t := range m.Graph.Initializers {
+		inits[t.Name] = true
+	}
+	shapes := map[string][]int64{}
+	k := 0
+	for _, in := range m.Graph.Inputs {
+		if inits[in.Name] || k >= len(inputs) {
+			continue
+		}
+		shapes[in.Name] = inputs[k].Dims
+		k++
+	}
+	return shapes
+}
+
+// inputShape is a graph input's static shape: the model's, with its
+// symbolic dimensions bound by BuildOptions (the same name the same
+// value in every input).
+func (b *builder) inputShape(in *onnx.ValueInfo) ([]int64, error) {
+	given, hasGiven := b.opt.InputShapes[in.Name]
+	if hasGiven && len(given) != len(in.Shape) {
+		return nil, fmt.Errorf("input %q: given shape %s has rank %d, the model's has %d", in.Name, ShapeString(given), len(given), len(in.Shape))
+	}
+	shape := make([]int64, len(in.Shape))
+	for k, d := range in.Shape {
+		v := d.Value
+		if hasGiven {
+			if given[k] < 0 || v >= 0 && given[k] != v {
+				return nil, fmt.Errorf("input %q: given shape %s, the model's dimension %d is %s", in.Name, ShapeString(given), k, d)
+			}
+			v = given[k]
+		}
+		if d.Param != "" {
+			bound, ok := b.opt.Dims[d.Param]
+			switch {
+			case ok && hasGiven && bound != v:
+				return nil, fmt.Errorf("input %q: dimension %d (%q) is %d, bound to %d elsewhere", in.Name, k, d.Param, v, bound)
+			case ok:
+				v = bound
+			case hasGiven:
+				if b.opt.Dims == nil {
+					b.opt.Dims = map[string]int64{}
+				}
+				b.opt.Dims[d.Param] = v
+			}
+		}
+		switch {
+		case v < 0 && d.Param != "":
+			return nil, fmt.Errorf("input %q: dimension %d is symbolic (%q); the device program needs static shapes (ipu-plan --dim %s=N, or --input-shapes DIR)", in.Name, k, d.Param, d.Param)
+		case v < 0:
+			return nil, fmt.Errorf("input %q: dimension %d is unknown; the device program needs static shapes (ipu-plan --input-shapes DIR)", in.Name, k)
+		}
+		shape[k] = v
+	}
+	return shape, nil
 }
 
 // newValue makes a value of the current scope. A branch value whose name

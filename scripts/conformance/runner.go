@@ -256,6 +256,11 @@ func (r *runner) runCase(ctx context.Context, c testCase) Result {
 	if r.tiles != 0 {
 		plan = append(plan, "--tiles", strconv.Itoa(r.tiles))
 	}
+	if len(c.DataSets) > 0 {
+		// Compiled for the data's shapes: an exporter's symbolic
+		// dimensions (dynamic axes) are bound by them.
+		plan = append(plan, "--input-shapes", filepath.Join(c.Dir, c.DataSets[0]))
+	}
 	steps := []struct {
 		tool string
 		args []string

@@ -82,6 +82,7 @@ type torchCase struct {
 	Taken      bool // torchGate: the branch runs
 	NoSubShape bool // torchGate: the branch outputs carry no shape
 	Refine     bool // torchGate: the branch's network reads the detector's last hidden features, not the input
+	Dynamic    bool // inputs declared with a symbolic batch dimension (torch.onnx.export's dynamic_axes)
 }
 
 // torchCases are the cases of -torch, in the order they are written.
@@ -146,6 +147,11 @@ func torchCases() []torchCase {
 		{Name: "tattn_b2_s13_h32_n2_fp16_op14", Family: torchAttn, Opset: 14, DType: f16, Batch: 2,
 			Seq: 13, Hidden: 32, Heads: 2, FFN: 64},
 
+		{Name: "tattn_b2_s11_h24_n3_dynamic_op14", Family: torchAttn, Opset: 14, DType: f32, Batch: 2,
+			Seq: 11, Hidden: 24, Heads: 3, FFN: 40, Dynamic: true},
+		{Name: "tmlp_b4_c3x11_dynamic_op13", Family: torchMLP, Opset: 13, DType: f32, Batch: 4,
+			In: []int64{3, 11}, Widths: []int64{28}, Classes: 6, Head: "softmax", Dynamic: true},
+
 		{Name: "tattn_b2_s33_h60_n6_op13", Family: torchAttn, Opset: 13, DType: f32, Batch: 2,
 			Seq: 33, Hidden: 60, Heads: 6, FFN: 100, IndexVecs: true},
 		{Name: "tattn_b1_s5_h28_n1_op18", Family: torchAttn, Opset: 18, DType: f32, Batch: 1,
@@ -180,6 +186,7 @@ var torchSmoke = []string{
 	"temb_b2_s9_h36_const_keepdims0_op14",
 	"tattn_b2_s6_h20_n2_minmask_op14",
 	"tattn_b1_s9_h24_n3_tanh_op13",
+	"tattn_b2_s11_h24_n3_dynamic_op14",
 	"tattn_b1_s5_h28_n1_op18",
 	"tembattn_b2_s10_h40_n5_op14",
 	"tembattn_b3_s7_h24_n2_intmask_op14",
@@ -437,7 +444,15 @@ func (c torchCase) model() ([]byte, []*onnx.Tensor) {
 	in := rand.New(rand.NewPCG(c.seed(), inputStream))
 	var inputs []*onnx.Tensor
 	addInput := func(name string, d onnx.DataType, dims []int64, tensor *onnx.Tensor) {
-		t.b.AddInput(name, d, dims)
+		if c.Dynamic && len(dims) > 0 {
+			shape := []onnx.Dim{{Value: -1, Param: "batch_size"}}
+			for _, n := range dims[1:] {
+				shape = append(shape, onnx.Dim{Value: n})
+			}
+			t.b.AddInputInfo(onnx.ValueInfo{Name: name, DType: d, HasShape: true, Shape: shape})
+		} else {
+			t.b.AddInput(name, d, dims)
+		}
 		inputs = append(inputs, tensor)
 	}
 	floatInput := func(name string, dims []int64) {
@@ -735,7 +750,7 @@ func torchExpected(model []byte, inputs []*onnx.Tensor, threads int) ([]*onnx.Te
 	if err != nil {
 		return nil, fmt.Errorf("read back: %w", err)
 	}
-	g, err := graph.Build(m)
+	g, err := graph.BuildWith(m, graph.BuildOptions{InputShapes: graph.InputShapesOf(m, inputs)})
 	if err != nil {
 		return nil, fmt.Errorf("read back: %w", err)
 	}

@@ -42,9 +42,14 @@ func TestTorchCases(t *testing.T) {
 			if m.Opset("") != c.Opset {
 				t.Fatalf("opset %d, want %d", m.Opset(""), c.Opset)
 			}
-			g, err := graph.Build(m)
+			g, err := graph.BuildWith(m, graph.BuildOptions{InputShapes: graph.InputShapesOf(m, inputs)})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.Dynamic {
+				if _, err := graph.Build(m); err == nil || !strings.Contains(err.Error(), `symbolic ("batch_size")`) {
+					t.Errorf("a dynamic batch without shapes: %v", err)
+				}
 			}
 			if c.Family != torchGate {
 				return

@@ -41,6 +41,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.IntFlag{Name: "max-attempts", Usage: "local search moves this run makes", Value: defaultAttempts},
 			&cli.Uint64Flag{Name: "seed", Usage: "search seed", Value: 1},
 			&cli.BoolFlag{Name: "downcast-fp64", Usage: "compute DOUBLE tensors in FP32 (each one is logged; ipu-check then checks them at FP32)"},
+			&cli.StringSliceFlag{Name: "dim", Usage: "bind a symbolic input dimension (an exporter's dynamic axis): `NAME=N` (repeatable)"},
+			&cli.StringFlag{Name: "input-shapes", Usage: "compile for the shapes of `DIR`/input_N.pb (an ONNX test data set), binding the model's symbolic dimensions"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -49,13 +51,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			cfg := config{
 				model: c.Args().First(), out: c.String("o"), state: c.String("state"),
 				tiles: c.Int("tiles"), attempts: c.Int("max-attempts"), seed: c.Uint64("seed"),
-				downcast: c.Bool("downcast-fp64"),
+				downcast: c.Bool("downcast-fp64"), shapesDir: c.String("input-shapes"),
 			}
 			p, err := arch.Lookup(c.String("arch"))
 			if err != nil {
 				return toolrun.Usagef("--arch: %w", err)
 			}
 			cfg.arch = p
+			if cfg.dims, err = parseDims(c.StringSlice("dim")); err != nil {
+				return err
+			}
 			if cfg.tiles < 0 || cfg.tiles > p.Tiles {
 				return toolrun.Usagef("--tiles %d out of range [1, %d] of %s", cfg.tiles, p.Tiles, p.Name)
 			}
@@ -78,6 +83,8 @@ type config struct {
 	tiles, attempts   int
 	seed              uint64
 	downcast          bool // --downcast-fp64
+	dims              map[string]int64
+	shapesDir         string // --input-shapes
 }
 
 // planModel reads the model, builds its graph, and runs the phases:
@@ -92,7 +99,13 @@ func planModel(log *slog.Logger, cfg config) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.model, err)
 	}
-	g, err := graph.BuildWith(m, graph.BuildOptions{DowncastFP64: cfg.downcast})
+	opt := graph.BuildOptions{DowncastFP64: cfg.downcast, Dims: cfg.dims}
+	if cfg.shapesDir != "" {
+		if opt.InputShapes, err = inputShapes(m, cfg.shapesDir); err != nil {
+			return err
+		}
+	}
+	g, err := graph.BuildWith(m, opt)
 	if err != nil {
 		var unsupported *graph.UnsupportedError
 		if errors.As(err, &unsupported) {
