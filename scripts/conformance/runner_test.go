@@ -197,7 +197,7 @@ func TestRunnerMissingTool(t *testing.T) {
 }
 
 // TestRunnerWork checks the work directories: --work is kept with the
-// artifacts, --arch and --tiles reach ipu-plan, and the default temporary
+// artifacts, --arch and --tiles reach ipu-plan (with --input-shapes), and the default temporary
 // directory is removed.
 func TestRunnerWork(t *testing.T) {
 	root, bin := fakeSetup(t)
@@ -221,7 +221,9 @@ func TestRunnerWork(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.wantArgs+"\n", string(got)); diff != "" {
+			// Every case is compiled for its first data set's shapes.
+			want := strings.TrimSpace(tt.wantArgs+" --input-shapes "+filepath.Join(root, "a", "pass", "test_data_set_0")) + "\n"
+			if diff := cmp.Diff(want, string(got)); diff != "" {
 				t.Errorf("ipu-plan arguments mismatch (-want +got):\n%s", diff)
 			}
 			for _, f := range []string{"model.plan", "model.ipuobj", "model.ipuexe", "ipu0"} {
