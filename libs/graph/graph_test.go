@@ -571,7 +571,7 @@ func TestBuildGraph(t *testing.T) {
 			m := unary(13, "Relu", []int64{1})()
 			m.Graph.Inputs[0].Shape[0] = onnx.Dim{Value: -1, Param: "batch"}
 			return m
-		}, err: `input "x": dimension 0 is symbolic ("batch"); graph inputs need static shapes`},
+		}, err: `input "x": dimension 0 is symbolic ("batch"); the device program needs static shapes (ipu-plan --dim batch=N, or --input-shapes DIR)`},
 		{name: "input without shape", model: func() *onnx.Model {
 			m := unary(13, "Relu", []int64{1})()
 			m.Graph.Inputs[0].HasShape = false
