@@ -27,7 +27,7 @@ import (
 )
 
 // ProfileSymbol names the profile buffer in an object's symbols.
-const ProfileSymbol = "__profile"
+const ProfileSymbol = obj.ProfileSymbol
 
 // profileInstrs is the code of one counter store: li (a tile address is
 // below 2^20, one instruction), get, stm.
