@@ -31,10 +31,10 @@ const ProfileSymbol = obj.ProfileSymbol
 
 // profileInstrs is the code of one counter store: li (a tile address is
 // below 2^20, one instruction), get, stm.
-const profileInstrs = 3
+const profileInstrs = prog.ProfileStoreInstrs
 
 // profileCycles is the supervisor cycles of one counter store.
-const profileCycles = profileInstrs * codegen.Slots
+const profileCycles = prog.ProfileStoreCycles
 
 // ProfileCounterLag is a tile's superstep cycles less the counter it
 // stores: the get's issue to the sync's issue (the stm's slot and the
