@@ -276,3 +276,10 @@ func SymbolAt(syms []Symbol, pc uint32) (Symbol, bool) {
 	}
 	return best, found
 }
+
+// ProfileSymbol names a tile's profile buffer among its symbols: one
+// little-endian 32-bit word per compute phase of the host program's
+// Phases, in order, where the tile's supervisor stores its cycle counter
+// (CSR cycles) at the end of that superstep, before its sync. A run
+// rewrites the words of the phases it ran; ipu-check reads them back.
+const ProfileSymbol = "__profile"

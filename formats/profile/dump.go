@@ -70,6 +70,8 @@ func Dump(w io.Writer, p *Profile) error {
 		fmt.Fprintf(bw, "branch If %q: the %s side ran, %d cycles\n", b.If, side, b.Cycles)
 	}
 
+	dumpCounters(bw, p.Phases)
+
 	perTile := make([]int64, tileCount(p))
 	for _, ph := range p.Phases {
 		for t, c := range ph.TileCycles {
@@ -202,6 +204,32 @@ func dumpSamples(w io.Writer, samples []Sample) {
 	fmt.Fprintf(w, "top %d sampled pcs\n", n)
 	for _, pc := range pcs[:n] {
 		fmt.Fprintf(w, "  pc %#x samples %d\n", pc, counts[pc])
+	}
+}
+
+// dumpCounters lists, for every phase with tile counters (the values
+// the tiles stored in their profile buffers), the tiles that stored one
+// and the largest with its tile.
+func dumpCounters(w io.Writer, phases []Phase) {
+	first := true
+	for _, ph := range phases {
+		if len(ph.TileCounters) == 0 {
+			continue
+		}
+		if first {
+			fmt.Fprintf(w, "\ntile counters (profile buffers)\n")
+			first = false
+		}
+		nonzero, most, mostTile := 0, int64(0), -1
+		for t, c := range ph.TileCounters {
+			if c > 0 {
+				nonzero++
+			}
+			if c > most {
+				most, mostTile = c, t
+			}
+		}
+		fmt.Fprintf(w, "  phase %d: %d tiles, largest %d (tile %d)\n", ph.Index, nonzero, most, mostTile)
 	}
 }
 

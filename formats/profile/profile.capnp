@@ -46,6 +46,9 @@ struct Phase {
   exchangeBytes @6 :List(UInt64);   # per tile: bytes sent
   hostBytes     @7 :UInt64;         # bytes moved over the host link
   instructions  @8 :UInt64;         # instructions issued by every context of every tile
+  tileCounters  @9 :List(UInt64);   # per tile: the cycle counter its supervisor stored in its profile
+                                    # buffer at the end of a compute superstep (read back from tile
+                                    # memory after the run); empty for other supersteps and in older profiles
 }
 
 struct Sample {

@@ -15,7 +15,7 @@
 //		inferences   UInt32   data bits [256, 288)
 //		arch         Text     pointer 0
 //		fingerprint  Text     pointer 1
-//		phases       List(Phase)  pointer 2   Phase: 5 data words, 3 pointers
+//		phases       List(Phase)  pointer 2   Phase: 5 data words, 4 pointers
 //		samples      List(Sample) pointer 3   Sample: 3 data words
 //	}
 //
@@ -104,6 +104,11 @@ type Phase struct {
 	ExchangeBytes []int64 // per tile bytes sent, len Tiles (or empty)
 	HostBytes     int64
 	Instructions  int64
+	// TileCounters is, for a compute superstep, each tile's cycle
+	// counter as its supervisor stored it in its profile buffer in tile
+	// memory (read back from the device after the run), len Tiles; empty
+	// for other supersteps and in profiles written before the field.
+	TileCounters []int64
 }
 
 // Sample is one sampled supervisor PC.
@@ -118,7 +123,7 @@ type Sample struct {
 var (
 	profileSize = capnp.ObjectSize{DataSize: 40, PointerCount: 5}
 	branchSize  = capnp.ObjectSize{DataSize: 16, PointerCount: 1}
-	phaseSize   = capnp.ObjectSize{DataSize: 40, PointerCount: 3}
+	phaseSize   = capnp.ObjectSize{DataSize: 40, PointerCount: 4}
 	sampleSize  = capnp.ObjectSize{DataSize: 24, PointerCount: 0}
 )
 
@@ -149,6 +154,7 @@ const (
 	phaseNamePtr          uint16           = 0
 	phaseTileCyclesPtr    uint16           = 1
 	phaseExchangeBytesPtr uint16           = 2
+	phaseTileCountersPtr  uint16           = 3
 
 	sampleTileOff  capnp.DataOffset = 0
 	samplePhaseOff capnp.DataOffset = 4
@@ -227,6 +233,14 @@ func (p *Profile) validate() error {
 		}
 		if len(ph.ExchangeBytes) != 0 && len(ph.ExchangeBytes) != p.Tiles {
 			return errorf(at+".exchangeBytes", "%d entries, want 0 or %d (tiles)", len(ph.ExchangeBytes), p.Tiles)
+		}
+		if len(ph.TileCounters) != 0 && len(ph.TileCounters) != p.Tiles {
+			return errorf(at+".tileCounters", "%d entries, want 0 or %d (tiles)", len(ph.TileCounters), p.Tiles)
+		}
+		for t, v := range ph.TileCounters {
+			if v < 0 {
+				return errorf(fmt.Sprintf("%s.tileCounters[%d]", at, t), "%d out of range", v)
+			}
 		}
 		for t, v := range ph.TileCycles {
 			if v < 0 {
@@ -357,6 +371,9 @@ func encodePhase(st capnp.Struct, ph *Phase) error {
 	if err := setUint64s(st, phaseExchangeBytesPtr, ph.ExchangeBytes); err != nil {
 		return fmt.Errorf("exchangeBytes: %w", err)
 	}
+	if err := setUint64s(st, phaseTileCountersPtr, ph.TileCounters); err != nil {
+		return fmt.Errorf("tileCounters: %w", err)
+	}
 	return nil
 }
 
@@ -450,6 +467,11 @@ func Read(data []byte) (*Profile, error) {
 		}
 		if ph.ExchangeBytes, err = readUint64s(st, phaseExchangeBytesPtr); err != nil {
 			return nil, errorf(at+".exchangeBytes", "%s", oneLine(err))
+		}
+		// Absent (null, or beyond an older, smaller Phase) in profiles
+		// written before the field.
+		if ph.TileCounters, err = readUint64s(st, phaseTileCountersPtr); err != nil {
+			return nil, errorf(at+".tileCounters", "%s", oneLine(err))
 		}
 	}
 

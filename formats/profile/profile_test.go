@@ -53,6 +53,11 @@ func TestRoundTrip(t *testing.T) {
 		{"full", sampleProfile()},
 		{"minimal", &Profile{Tiles: 1}},
 		{"no samples", func() *Profile { p := sampleProfile(); p.Samples = nil; p.SamplePeriod = 0; return p }()},
+		{"tile counters", func() *Profile {
+			p := sampleProfile()
+			p.Phases[1].TileCounters = []int64{487, 467, 0, 0}
+			return p
+		}()},
 		{"branches", func() *Profile {
 			p := sampleProfile()
 			p.Branches = []Branch{{If: "gate", ThenRan: true, Cycles: 754}, {If: "skip", Cycles: 90}}
@@ -79,6 +84,48 @@ func TestRoundTrip(t *testing.T) {
 				t.Errorf("rewriting a read profile changed its bytes")
 			}
 		})
+	}
+}
+
+// TestReadOlderPhase reads a profile written before Phase.tileCounters,
+// whose Phase structs have three pointers: the counters are absent and
+// everything else reads as before.
+func TestReadOlderPhase(t *testing.T) {
+	old := capnp.ObjectSize{DataSize: 40, PointerCount: 3}
+	msg, seg, err := capnp.NewMessage(capnp.SingleSegment(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := capnp.NewRootStruct(seg, profileSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.SetUint32(profVersionOff, Version)
+	root.SetUint32(profTilesOff, 2)
+	phases, err := capnp.NewCompositeList(seg, old, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := root.SetPtr(profPhasesPtr, phases.ToPtr()); err != nil {
+		t.Fatal(err)
+	}
+	st := phases.Struct(0)
+	st.SetUint16(phaseKindOff, uint16(KindCompute))
+	st.SetUint64(phaseCyclesOff, 55)
+	if err := setUint64s(st, phaseTileCyclesPtr, []int64{55, 40}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := msg.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Read(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Phase{{Kind: KindCompute, Cycles: 55, TileCycles: []int64{55, 40}}}
+	if diff := cmp.Diff(want, p.Phases); diff != "" {
+		t.Errorf("older profile read (-want +got):\n%s", diff)
 	}
 }
 
@@ -265,6 +312,7 @@ func TestSchemaLayout(t *testing.T) {
 		"Phase.exchangeBytes":  ptr(phaseExchangeBytesPtr),
 		"Phase.hostBytes":      bits(phaseHostBytesOff, 64),
 		"Phase.instructions":   bits(phaseInstructionsOff, 64),
+		"Phase.tileCounters":   ptr(phaseTileCountersPtr),
 		"Sample":               fmt.Sprintf("%d bytes, %d ptrs", sampleSize.DataSize, sampleSize.PointerCount),
 		"Sample.tile":          bits(sampleTileOff, 32),
 		"Sample.phase":         bits(samplePhaseOff, 32),

@@ -32,7 +32,8 @@ type Result struct {
 
 // ComputeCycles is a compute superstep's cycles: the longest tile's
 // launches, after and before the supervisor's own cycles (a branch's
-// test and jump: Pre, Post), plus the sync's issue.
+// test and jump: Pre, Post), the profile counter's store
+// (prog.ProfileStoreCycles), plus the sync's issue.
 func ComputeCycles(s *prog.Superstep) (int64, error) {
 	worst := s.Pre
 	for t, ks := range s.Work {
@@ -46,7 +47,7 @@ func ComputeCycles(s *prog.Superstep) (int64, error) {
 		}
 		worst = max(worst, at)
 	}
-	return worst + s.Post + 1, nil
+	return worst + prog.ProfileStoreCycles + s.Post + 1, nil
 }
 
 // Synthetic is synthetic, exported for tests.

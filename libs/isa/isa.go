@@ -276,7 +276,7 @@ const (
 const (
 	CSRTileID  = 0 // read only: this tile's index
 	CSRContext = 1 // read only: 0..5 worker, 6 supervisor
-	CSRCycles  = 2 // read only: low 32 bits of the tile cycle counter
+	CSRCycles  = 2 // read only: low 32 bits of the tile cycle counter: cycles since the current superstep began, at the get's issue cycle (the first cycle of a superstep is 0)
 	CSRFP8     = 3 // FP8 configuration, see FP8 fields below
 	CSRPhase   = 4 // read only: current superstep index
 	CSRTiles   = 5 // read only: tiles on the chip

@@ -31,6 +31,7 @@ func hostInst(in bool) isa.Inst {
 // placeStorage places every buffer by liveness above each tile's code
 // bound and reports the placement of the tile with the most code.
 func (l *linker) placeStorage(log *slog.Logger) error {
+	l.addProfileBuffer()
 	pl := &placer{p: l.p, tiles: map[int][]span{}, codeTop: map[int]uint32{}}
 	for t, tl := range l.tiles {
 		pl.codeTop[t] = l.p.Executable.Lo + uint32(tl.codeBytes())
@@ -63,27 +64,37 @@ func (l *linker) placeStorage(log *slog.Logger) error {
 	l.st.LinkedEnd, l.st.CodeAddress = code, code
 	l.st.GeneratedCodeBytes, l.st.HostCodeBytes, l.st.HostDataBytes = worst.gen, worst.hostCode, worst.hostData
 	l.st.Executable = arch.Range{Lo: code, Hi: lowest}
-	l.st.Available = l.free(pl, worst.id, l.p.Executable.Lo+uint32(worst.codeBytes()))
+	l.st.Available = l.free(pl)
+	if l.prof != nil {
+		l.st.ProfileBytes, l.st.ProfileAddr = int(l.prof.Size), l.prof.Addr
+	}
 	log.Info("allocated package support memory", slog.Uint64("linked_end", uint64(code)),
-		slog.Int("profile_bytes", 0), slog.Int("exchange_table_bytes", worst.exCode),
+		slog.Int("profile_bytes", l.st.ProfileBytes), slog.Int("exchange_table_bytes", worst.exCode),
 		slog.Int("host_code_bytes", worst.hostCode), slog.Int("host_data_bytes", worst.hostData),
 		slog.Int("generated_code_bytes", worst.gen), slog.Uint64("code_address", uint64(code)),
 		trace.Bare("available_ranges", rangesString(l.st.Available)))
 	return nil
 }
 
-// free lists the tile memory no buffer or code ever uses.
-func (l *linker) free(pl *placer, t int, codeEnd uint32) []arch.Range {
-	used := []arch.Range{{Lo: l.p.Memory.Lo, Hi: codeEnd}}
-	for _, s := range pl.tiles[t] {
-		used = append(used, arch.Range{Lo: s.lo, Hi: s.hi})
+// free lists the memory that is free on every tile with a program:
+// below the usable top, outside each tile's code (its bound: kernels,
+// launch and sync code, host and exchange code, from the executable
+// range's start) and outside every placed buffer, the profile buffer
+// included. A range any one tile uses is not free.
+func (l *linker) free(pl *placer) []arch.Range {
+	var used []arch.Range
+	for t, tl := range l.tiles {
+		used = append(used, arch.Range{Lo: l.p.Memory.Lo, Hi: l.p.Executable.Lo + uint32(tl.codeBytes())})
+		for _, s := range pl.tiles[t] {
+			used = append(used, arch.Range{Lo: s.lo, Hi: s.hi})
+		}
 	}
 	sort.Slice(used, func(i, j int) bool { return used[i].Lo < used[j].Lo })
 	var out []arch.Range
 	at := l.p.Memory.Lo
 	hi := l.p.UsableMemory().Hi
 	for _, u := range used {
-		if u.Lo > at {
+		if u.Lo > at && at < hi {
 			out = append(out, arch.Range{Lo: at, Hi: min(u.Lo, hi)})
 		}
 		at = max(at, u.Hi)
@@ -236,6 +247,9 @@ func (l *linker) costProgram(log *slog.Logger) {
 				}
 				worst = max(worst, at)
 			}
+			if l.prof != nil {
+				worst += profileCycles // the counter store before the sync
+			}
 			s.Cycles = worst + s.Post + 1 // the sync issues at the tile's last cycle
 		case obj.Exchange:
 			if l.exch[i] != nil {
@@ -373,6 +387,9 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 					e := entries[k]
 					codegen.EmitLaunch(b, e.Entry, e.Workers)
 					b.Join()
+				}
+				if err := l.emitProfileStore(b, i); err != nil {
+					return fmt.Errorf("tile %d: %w", t, err)
 				}
 				switch {
 				case br != nil && then && i == br.Then[1]-1:

@@ -51,7 +51,14 @@ type Stats struct {
 	ExchangeTableBytes int    // the supervisor's exchange code (largest over tiles)
 	HostDataBytes      int    // host-delivered buffers (hin targets) on that tile
 	Executable         arch.Range
-	Available          []arch.Range // its free memory after placement
+	Available          []arch.Range // memory free on every tile after placement
+	// ProfileBytes and ProfileAddr are the per-tile profile buffer
+	// (ProfileSymbol): one word per compute superstep, where each tile's
+	// supervisor stores the cycle counter (CSR cycles) just before the
+	// superstep's sync. ProfileBytes is 0 when the program has no compute
+	// superstep.
+	ProfileBytes int
+	ProfileAddr  uint32
 	// Memory is every tile's peak memory by category.
 	Memory []TileMemory
 	// Branches are the Ifs the device branches on with their sides'
@@ -85,6 +92,9 @@ type linker struct {
 	model []byte
 	tiles map[int]*tile
 	exch  []*sched.Plan // by superstep (nil for others)
+	prof  *prog.Buffer  // the profile buffer (nil: none)
+	// profWord is each superstep's word in the profile buffer (-1: none).
+	profWord []int
 }
 
 // tile is one tile's code.
@@ -345,6 +355,9 @@ func (l *linker) linkRuntime(*slog.Logger) error {
 		// test and jump
 		n := 2 + len(l.prog.Steps) + len(l.prog.Branches)*(prog.BranchInstrs+1)
 		for _, s := range l.prog.Steps {
+			if s.Kind == obj.Compute {
+				n += profileInstrs
+			}
 			for _, k := range s.Work[t] {
 				c, err := k.Cost()
 				if err != nil {

@@ -15,12 +15,19 @@ import (
 // call's result (per-superstep cycles). Tests and benchmarks use it to
 // compare the simulated cycles with Stats.
 func Simulate(o *obj.Object, inputs [][]byte, opt sim.Options) ([][]byte, *sim.RunResult, error) {
+	outs, res, _, err := simulate(o, inputs, opt)
+	return outs, res, err
+}
+
+// simulate is Simulate that also returns every tile's memory after the
+// call (nil for a tile never touched).
+func simulate(o *obj.Object, inputs [][]byte, opt sim.Options) ([][]byte, *sim.RunResult, [][]byte, error) {
 	p, err := arch.Lookup(o.Arch)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(inputs) != len(o.Host.Inputs) {
-		return nil, nil, fmt.Errorf("%d inputs for the object's %d", len(inputs), len(o.Host.Inputs))
+		return nil, nil, nil, fmt.Errorf("%d inputs for the object's %d", len(inputs), len(o.Host.Inputs))
 	}
 	mem := make([][]byte, p.Tiles)
 	m := sim.New(p, func(tile int) []byte {
@@ -38,7 +45,7 @@ func Simulate(o *obj.Object, inputs [][]byte, opt sim.Options) ([][]byte, *sim.R
 			}
 		}
 		if err := m.Load(tl.Index, img); err != nil {
-			return nil, nil, fmt.Errorf("load tile %d: %w", tl.Index, err)
+			return nil, nil, nil, fmt.Errorf("load tile %d: %w", tl.Index, err)
 		}
 	}
 	host := pages{}
@@ -46,26 +53,26 @@ func Simulate(o *obj.Object, inputs [][]byte, opt sim.Options) ([][]byte, *sim.R
 		host[pg.ID] = make([]byte, pg.Bytes)
 	}
 	if _, err := m.Run(host, 0); err != nil {
-		return nil, nil, fmt.Errorf("startup: %w", err)
+		return nil, nil, nil, fmt.Errorf("startup: %w", err)
 	}
 	for i, in := range o.Host.Inputs {
 		if err := in.Scatter(host[in.Page], inputs[i]); err != nil {
-			return nil, nil, fmt.Errorf("input %q: %w", in.Name, err)
+			return nil, nil, nil, fmt.Errorf("input %q: %w", in.Name, err)
 		}
 	}
 	res, err := m.Run(host, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("run: %w", err)
+		return nil, nil, nil, fmt.Errorf("run: %w", err)
 	}
 	outs := make([][]byte, len(o.Host.Outputs))
 	for i, ot := range o.Host.Outputs {
 		b, err := ot.Gather(host[ot.Page])
 		if err != nil {
-			return nil, nil, fmt.Errorf("output %q: %w", ot.Name, err)
+			return nil, nil, nil, fmt.Errorf("output %q: %w", ot.Name, err)
 		}
 		outs[i] = b
 	}
-	return outs, res, nil
+	return outs, res, mem, nil
 }
 
 // pages is the host memory of a run: page<<24 | offset.

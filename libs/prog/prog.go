@@ -386,6 +386,17 @@ type Branch struct {
 	Then, Else [2]int
 }
 
+// The supervisor's store of its cycle counter into the tile's profile
+// buffer at the end of every compute superstep, before its sync (or a
+// then side's jump): li of the word's address (a tile address, one
+// instruction), get of CSR cycles, stm; one issue every codegen.Slots
+// cycles. The linker emits it (libs/link profile.go); libs/cost and the
+// linker count it in every compute superstep.
+const (
+	ProfileStoreInstrs = 3
+	ProfileStoreCycles = ProfileStoreInstrs * codegen.Slots
+)
+
 // The supervisor's cycles a branch costs: the test (load the address,
 // load the word, keep the condition's bits, branch: four instructions)
 // and the jump, one instruction, at one issue every codegen.Slots

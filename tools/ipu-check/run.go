@@ -254,7 +254,11 @@ func inference(s *device.Session, i int, o *options, pkg *ipuexe.Package, finger
 		if err != nil {
 			return fmt.Errorf("device %s: %w", o.dev, err)
 		}
-		p, err := buildProfile(pkg, fingerprint, res, o.samplePeriod, taken)
+		counters, err := profileCounters(s, pkg)
+		if err != nil {
+			return fmt.Errorf("device %s: %w", o.dev, err)
+		}
+		p, err := buildProfile(pkg, fingerprint, res, o.samplePeriod, taken, counters)
 		if err != nil {
 			return err
 		}
@@ -514,9 +518,37 @@ func branchesTaken(s *device.Session, pkg *ipuexe.Package) ([]bool, error) {
 	return out, nil
 }
 
+// profileCounters reads every tile's profile buffer (obj.ProfileSymbol)
+// back from the device after a run: by tile, the words its supervisor
+// stored, one per compute phase of the package (nil for a tile without
+// the buffer).
+func profileCounters(s *device.Session, pkg *ipuexe.Package) ([][]uint32, error) {
+	out := make([][]uint32, pkg.Tiles)
+	for t := 0; t < pkg.Tiles && t < len(pkg.TileImage); t++ {
+		img := pkg.Images[pkg.TileImage[t]]
+		for _, sym := range img.Symbols {
+			if sym.Name != obj.ProfileSymbol {
+				continue
+			}
+			b, err := s.ReadTile(t, sym.Addr, int(sym.Size))
+			if err != nil {
+				return nil, fmt.Errorf("tile %d: profile buffer: %w", t, err)
+			}
+			w := make([]uint32, len(b)/4)
+			for k := range w {
+				w[k] = binary.LittleEndian.Uint32(b[4*k:])
+			}
+			out[t] = w
+		}
+	}
+	return out, nil
+}
+
 // buildProfile turns the first inference's run into the profile artifact.
-// taken says which side each of the package's branches took.
-func buildProfile(pkg *ipuexe.Package, fingerprint string, res *sim.RunResult, samplePeriod int64, taken []bool) (*profile.Profile, error) {
+// taken says which side each of the package's branches took; counters
+// are the tiles' profile buffers (profileCounters), which give each
+// compute phase's TileCounters.
+func buildProfile(pkg *ipuexe.Package, fingerprint string, res *sim.RunResult, samplePeriod int64, taken []bool, counters [][]uint32) (*profile.Profile, error) {
 	preset, err := arch.Lookup(pkg.Arch)
 	if err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
@@ -562,6 +594,7 @@ func buildProfile(pkg *ipuexe.Package, fingerprint string, res *sim.RunResult, s
 			i := path[j]
 			pp.Kind = phaseKind(pkg.Host.Phases[i].Kind)
 			pp.Name = pkg.Host.Phases[i].Name
+			pp.TileCounters = phaseCounters(pkg, i, counters)
 		}
 		p.Phases = append(p.Phases, pp)
 	}
@@ -569,6 +602,31 @@ func buildProfile(pkg *ipuexe.Package, fingerprint string, res *sim.RunResult, s
 		p.Samples = append(p.Samples, profile.Sample{Tile: sm.Tile, Phase: sm.Phase, Cycle: sm.Cycle, PC: sm.PC})
 	}
 	return p, nil
+}
+
+// phaseCounters is package phase i's word of every tile's profile
+// buffer (nil when i is not a compute phase or no tile has the word).
+func phaseCounters(pkg *ipuexe.Package, i int, counters [][]uint32) []int64 {
+	if pkg.Host.Phases[i].Kind != obj.Compute {
+		return nil
+	}
+	w := 0
+	for _, ph := range pkg.Host.Phases[:i] {
+		if ph.Kind == obj.Compute {
+			w++
+		}
+	}
+	var out []int64
+	for t, ws := range counters {
+		if w >= len(ws) {
+			continue
+		}
+		if out == nil {
+			out = make([]int64, len(counters))
+		}
+		out[t] = int64(ws[w])
+	}
+	return out
 }
 
 func phaseKind(k obj.PhaseKind) profile.Kind {
