@@ -160,6 +160,9 @@ func (x *exec) fetchFault(k int, c *context, pc uint32) xfault {
 	if !p.Executable.Contains(pc, 4) {
 		return xfault{FaultFetch, fmt.Sprintf("pc %#x outside executable range %s", pc, hexRange(p.Executable))}
 	}
+	if ex := x.m.tiles[x.id].exec; !ex.Contains(pc, 4) {
+		return xfault{FaultFetch, fmt.Sprintf("pc %#x outside the tile's executable range %s set by registers %s and %s", pc, hexRange(ex), RegName(RegExecLo), RegName(RegExecHi))}
+	}
 	prog := x.prog
 	idx := (pc - prog.base) / 4
 	if pc < prog.base || idx >= uint32(len(prog.insts)) || prog.insts[idx].flags&fNotCode != 0 {
