@@ -1,7 +1,9 @@
 // Package pack turns a linked object into an application package: one
 // image for every tile of the architecture, identical images stored once,
 // tiles without a program given the shared idle image, and the device
-// configuration completed with each programmed tile's entry register.
+// configuration completed with each programmed tile's registers
+// (TileConfig): entry, executable range and sync-group membership, which
+// the device enforces.
 //
 // It is where an object meets its architecture: the object format only
 // knows format-wide limits, Build checks every segment against the
@@ -62,9 +64,38 @@ func Build(o *obj.Object, p *arch.Preset) (*ipuexe.Package, error) {
 	pkg.Config = append([]obj.RegWrite(nil), o.Config...)
 	for i := range o.Tiles {
 		ot := &o.Tiles[i]
-		pkg.Config = append(pkg.Config, obj.RegWrite{Tile: uint32(ot.Index), Reg: sim.RegEntry, Value: ot.Entry})
+		pkg.Config = append(pkg.Config, TileConfig(ot.Index, ot.Entry, ot.Segments)...)
 	}
 	return pkg, nil
+}
+
+// TileConfig is the configuration of a tile that runs a program with
+// entry and segments: its entry register, its executable range, the
+// smallest range holding every code segment, and its membership of the
+// sync group (every programmed tile takes part in the supersteps).
+func TileConfig(tile int, entry uint32, segs []obj.Segment) []obj.RegWrite {
+	lo, hi := uint32(0), uint32(0)
+	first := true
+	for _, s := range segs {
+		if s.Kind != obj.Code || s.Size == 0 {
+			continue
+		}
+		end := s.Addr + s.Size
+		if first || s.Addr < lo {
+			lo = s.Addr
+		}
+		if first || end > hi {
+			hi = end
+		}
+		first = false
+	}
+	t := uint32(tile)
+	return []obj.RegWrite{
+		{Tile: t, Reg: sim.RegExecLo, Value: lo},
+		{Tile: t, Reg: sim.RegExecHi, Value: hi},
+		{Tile: t, Reg: sim.RegEntry, Value: entry},
+		{Tile: t, Reg: sim.RegSyncGroup, Value: 1},
+	}
 }
 
 // IdleImage is the image of a tile without a program: one halt at the
@@ -155,6 +186,8 @@ func checkConfig(o *obj.Object, p *arch.Preset) error {
 		}
 		switch w.Reg {
 		case sim.RegFP8, sim.RegWatchdog:
+		case sim.RegExecLo, sim.RegExecHi, sim.RegSyncGroup:
+			return fmt.Errorf("%s: register %s is set by the packer from the tile's program", where, sim.RegName(w.Reg))
 		case sim.RegEntry:
 			if w.Tile == obj.AllTiles {
 				return fmt.Errorf("%s: the entry register is per tile", where)

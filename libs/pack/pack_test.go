@@ -63,9 +63,18 @@ func TestBuild(t *testing.T) {
 		TileImage: []uint32{0, 1, 0, 2},
 		Config: []obj.RegWrite{
 			{Tile: obj.AllTiles, Reg: sim.RegWatchdog, Value: 1000},
+			{Tile: 0, Reg: sim.RegExecLo, Value: 0x4c000},
+			{Tile: 0, Reg: sim.RegExecHi, Value: 0x4c008},
 			{Tile: 0, Reg: sim.RegEntry, Value: 0x4c000},
+			{Tile: 0, Reg: sim.RegSyncGroup, Value: 1},
+			{Tile: 2, Reg: sim.RegExecLo, Value: 0x4c000},
+			{Tile: 2, Reg: sim.RegExecHi, Value: 0x4c008},
 			{Tile: 2, Reg: sim.RegEntry, Value: 0x4c000},
+			{Tile: 2, Reg: sim.RegSyncGroup, Value: 1},
+			{Tile: 3, Reg: sim.RegExecLo, Value: 0x4c000},
+			{Tile: 3, Reg: sim.RegExecHi, Value: 0x4c008},
 			{Tile: 3, Reg: sim.RegEntry, Value: 0x4c004},
+			{Tile: 3, Reg: sim.RegSyncGroup, Value: 1},
 		},
 		Host: o.Host,
 	}
@@ -142,6 +151,7 @@ func TestBuildChecks(t *testing.T) {
 		{"unknown register", func(o *obj.Object) { o.Config = []obj.RegWrite{{Tile: 0, Reg: 0x77}} }, "config write 0 (tile 0 reg 0x77): unknown register"},
 		{"config tile", func(o *obj.Object) { o.Config = []obj.RegWrite{{Tile: 9, Reg: sim.RegFP8}} }, "config write 0 (tile 9 reg 0x2): tile out of range"},
 		{"entry disagrees", func(o *obj.Object) { o.Config = []obj.RegWrite{{Tile: 1, Reg: sim.RegEntry, Value: 0x4c000}} }, "value 0x4c000 disagrees with the tile's entry 0x4c004"},
+		{"packer's register", func(o *obj.Object) { o.Config = []obj.RegWrite{{Tile: 0, Reg: sim.RegSyncGroup, Value: 1}} }, "config write 0 (tile 0 reg 0x20): register sync_group (0x20) is set by the packer"},
 		{"entry for idle tile", func(o *obj.Object) { o.Config = []obj.RegWrite{{Tile: 3, Reg: sim.RegEntry, Value: 0x4c000}} }, "config write 0 (tile 3 reg 0x1): tile has no program"},
 	}
 	p := arch.MustLookup("ipu21-tiny")
