@@ -205,6 +205,7 @@ func TestPackages(t *testing.T) {
 			`config: tile 3 reg 0x0010 removed: value 0x0004c000`,
 			`config: tile 3 reg 0x0011 removed: value 0x0004c008`,
 			`config: tile 3 reg 0x0020 removed: value 0x00000001`,
+			`config: tile 3 reg 0x0021 removed: value 0x00000001`,
 		}},
 		{"image numbering does not matter", nil, func(p *ipuexe.Package) {
 			p.Images = append(p.Images, p.Images[0])

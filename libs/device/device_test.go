@@ -139,7 +139,7 @@ func TestLoadAndRunAcrossProcesses(t *testing.T) {
 		`IPU device attached path=` + path,
 		`initializing IPU device`,
 		`IPU device initialized`,
-		// The watchdog and 4 registers for each of 3 busy tiles.
+		// The watchdog and 5 registers for each of 3 busy tiles.
 		fmt.Sprintf(`replaying device configuration register_writes=%d`, len(pkg.Config)),
 		`loading application tile_count=4 final_mark=`,
 		`application loaded and initial synchronization completed tile_count=4`,
@@ -152,8 +152,8 @@ func TestLoadAndRunAcrossProcesses(t *testing.T) {
 		`host exchange session started`,
 		`invoking host exchange call call="run" command=0 phases=`,
 	}
-	if len(pkg.Config) != 1+4*3 {
-		t.Errorf("package has %d register writes, want 13", len(pkg.Config))
+	if len(pkg.Config) != 1+5*3 {
+		t.Errorf("package has %d register writes, want 16", len(pkg.Config))
 	}
 	if want := fmt.Sprintf("replaying device configuration register_writes=%d", len(pkg.Config)); len(lines) > 4 && lines[4] != want {
 		t.Errorf("log line 4 = %q, want %q", lines[4], want)
@@ -378,30 +378,30 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"unknown register", func(p *ipuexe.Package) {
 			p.Config = append(p.Config, obj.RegWrite{Tile: 1, Reg: 0x77})
-		}, "configuration write 9 (tile 1 register unknown (0x77) value 0x0): configure: unknown register 0x77"},
+		}, "configuration write 11 (tile 1 register unknown (0x77) value 0x0): configure: unknown register 0x77"},
 		{"tile out of range", func(p *ipuexe.Package) {
 			p.Config = append(p.Config, obj.RegWrite{Tile: 9, Reg: sim.RegFP8})
-		}, "configuration write 9 (tile 9 register fp8 (0x2) value 0x0): tile 9 out of range (device has 4)"},
+		}, "configuration write 11 (tile 9 register fp8 (0x2) value 0x0): tile 9 out of range (device has 4)"},
 		{"sync group value out of range", func(p *ipuexe.Package) {
 			setConfig(p, 1, sim.RegSyncGroup, 2)
-		}, "configuration write 8 (tile 1 register sync_group (0x20) value 0x2): configure: register sync_group (0x20): value 0x2 is neither 0 nor 1"},
+		}, "configuration write 9 (tile 1 register sync_group (0x20) value 0x2): configure: register sync_group (0x20): value 0x2 is neither 0 nor 1"},
 		{"executable range outside the preset's", func(p *ipuexe.Package) {
 			setConfig(p, 0, sim.RegExecHi, 0x100000)
 		}, "configuration write 2 (tile 0 register exec_hi (0x11) value 0x100000): configure: register exec_hi (0x11): value 0x100000 is not a 4-aligned address in the executable range"},
 		{"entry misaligned", func(p *ipuexe.Package) {
 			setConfig(p, 1, sim.RegEntry, 0x4c002)
-		}, "configuration write 7 (tile 1 register entry (0x1) value 0x4c002)"},
+		}, "configuration write 8 (tile 1 register entry (0x1) value 0x4c002)"},
 		{"executable range too small", func(p *ipuexe.Package) {
 			setConfig(p, 1, sim.RegExecHi, 0x4c008)
 		}, "tile 1: load image 0: load: tile 1 code segment 0 [0x4c000, 0x4c0"},
 		{"executable range missing", func(p *ipuexe.Package) {
-			p.Config = p.Config[:5] // tile 1 has no configuration
+			p.Config = p.Config[:6] // tile 1 has no configuration
 		}, "tile 1: load image 0: load: tile 1 code segment 0 [0x4c000, 0x4c0"},
 		{"not in the sync group", func(p *ipuexe.Package) {
 			setConfig(p, 1, sim.RegSyncGroup, 0)
 		}, "startup program: device fault: sync mismatch: tile 1 context supervisor"},
 		{"sync group membership missing", func(p *ipuexe.Package) {
-			p.Config = p.Config[:8] // tile 1's sync-group write dropped
+			p.Config = append(p.Config[:9:9], p.Config[10:]...) // tile 1's sync-group write dropped
 		}, "tile 1 is not a member of the sync group (register sync_group (0x20) is 0)"},
 		{"image index", func(p *ipuexe.Package) { p.TileImage[2] = 7 }, "package tile 2: image 7 of 2"},
 		{"segment outside memory", func(p *ipuexe.Package) {

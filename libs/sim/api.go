@@ -48,6 +48,9 @@ const (
 	// RegSyncGroup is the tile's membership of the sync group: 1 member,
 	// 0 not. A tile outside the group that reaches sync or hsync faults.
 	RegSyncGroup = 0x0020
+	// RegExchange is the tile's membership of the exchange: 1 member, 0
+	// not. A tile outside the exchange that executes send or recv faults.
+	RegExchange = 0x0021
 )
 
 // RegName names a configuration register for messages ("exec_lo (0x10)").
@@ -66,6 +69,8 @@ func RegName(reg uint32) string {
 		name = "exec_hi"
 	case RegSyncGroup:
 		name = "sync_group"
+	case RegExchange:
+		name = "exchange"
 	}
 	return fmt.Sprintf("%s (%#x)", name, reg)
 }
@@ -88,6 +93,7 @@ const (
 	FaultBus         FaultKind = "exchange bus conflict"
 	FaultHost        FaultKind = "host exchange access outside attached pages"
 	FaultSync        FaultKind = "sync mismatch"
+	FaultNotExchange FaultKind = "exchange by a tile outside the exchange"
 	FaultWatchdog    FaultKind = "superstep exceeded cycle limit"
 	FaultNotRunnable FaultKind = "device not runnable"
 )

@@ -109,6 +109,23 @@ func TestTileConfig(t *testing.T) {
 		}
 	})
 
+	t.Run("exchange", func(t *testing.T) {
+		r := newRig(t, "ipu21-tiny", Options{RequireConfig: true})
+		cfg(r, 0, RegExecLo, codeBase)
+		cfg(r, 0, RegExecHi, codeBase+0x100)
+		cfg(r, 0, RegSyncGroup, 1)
+		r.load(0, assemble(li(1, 0), li(2, dataBase), li(3, 4), recv(1, 2, 3), sync_(), halt()))
+		_, err := r.m.Run(nil, 0)
+		var f *Fault
+		if !errors.As(err, &f) || f.Kind != FaultNotExchange || f.Tile != 0 || f.PC != codeBase+12 ||
+			!strings.Contains(f.Detail, "tile 0 is not a member of the exchange (register exchange (0x21) is 0)") {
+			t.Errorf("Run error = %v, want tile 0 outside the exchange at its recv", err)
+		}
+		if err := r.m.Configure(0, RegExchange, 2); err == nil {
+			t.Error("exchange value 2: no error")
+		}
+	})
+
 	t.Run("entry", func(t *testing.T) {
 		r := newRig(t, "ipu21-tiny", Options{})
 		cfg(r, 0, RegEntry, codeBase+4)

@@ -795,6 +795,10 @@ func (x *exec) run() {
 
 		// Exchange and host.
 		case isa.SEND, isa.SEND2:
+			if !x.m.tiles[x.id].inXchg {
+				x.fail(FaultNotExchange, k, pc, now, fmt.Sprintf("tile %d is not a member of the exchange (register %s is 0)", x.id, RegName(RegExchange)))
+				goto done
+			}
 			if now < x.portFree {
 				if snext < x.portFree {
 					snext = x.portFree
@@ -808,6 +812,10 @@ func (x *exec) run() {
 				goto done
 			}
 		case isa.RECV:
+			if !x.m.tiles[x.id].inXchg {
+				x.fail(FaultNotExchange, k, pc, now, fmt.Sprintf("tile %d is not a member of the exchange (register %s is 0)", x.id, RegName(RegExchange)))
+				goto done
+			}
 			if f := x.recv(c, in, pc, now); f.kind != "" {
 				x.fail(f.kind, k, pc, now, f.detail)
 				goto done

@@ -70,6 +70,7 @@ type tile struct {
 	fp8Init  uint32
 	exec     arch.Range // RegExecLo, RegExecHi: the tile's executable range
 	inSync   bool       // RegSyncGroup
+	inXchg   bool       // RegExchange
 	entry    uint32     // RegEntry, when entrySet
 	entrySet bool
 	prog     *program
@@ -97,6 +98,7 @@ func (m *Machine) Reset() {
 		} else {
 			m.tiles[i].exec = m.p.Executable
 			m.tiles[i].inSync = true
+			m.tiles[i].inXchg = true
 		}
 	}
 	m.mark = 0
@@ -180,7 +182,7 @@ func (m *Machine) Configure(tileIdx int, reg, value uint32) error {
 			m.watchdog = int64(value)
 		}
 		return nil
-	case RegEntry, RegFP8, RegExecLo, RegExecHi, RegSyncGroup:
+	case RegEntry, RegFP8, RegExecLo, RegExecHi, RegSyncGroup, RegExchange:
 	default:
 		return fmt.Errorf("configure: unknown register %#x", reg)
 	}
@@ -228,6 +230,11 @@ func (m *Machine) Configure(tileIdx int, reg, value uint32) error {
 			return fmt.Errorf("configure: register %s: value %#x is neither 0 nor 1", RegName(reg), value)
 		}
 		t.inSync = value == 1
+	case RegExchange:
+		if value > 1 {
+			return fmt.Errorf("configure: register %s: value %#x is neither 0 nor 1", RegName(reg), value)
+		}
+		t.inXchg = value == 1
 	}
 	return nil
 }

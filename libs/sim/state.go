@@ -18,7 +18,8 @@ import (
 //	watchdog u64
 //	faulted  u8
 //	tile     [tiles]:
-//	    flags   u8   bit 0 active, 1 halted, 2 at hsync, 3 in the sync group
+//	    flags   u8   bit 0 active, 1 halted, 2 at hsync, 3 in the sync group,
+//	                 4 in the exchange
 //	    fp8Init u32
 //	    execLo, execHi u32 (the executable range registers)
 //	    (only when active:)
@@ -40,6 +41,7 @@ const (
 	tileHalted
 	tileAtHsync
 	tileInSync
+	tileInXchg
 )
 
 // MarshalState returns everything but memory: the configuration, every
@@ -66,6 +68,9 @@ func (m *Machine) MarshalState() []byte {
 		}
 		if t.inSync {
 			fl |= tileInSync
+		}
+		if t.inXchg {
+			fl |= tileInXchg
 		}
 		b = append(b, fl)
 		b = binary.LittleEndian.AppendUint32(b, t.fp8Init)
@@ -198,11 +203,11 @@ func (m *Machine) UnmarshalState(b []byte) error {
 	for i := 0; i < len(tiles) && r.err == nil; i++ {
 		t := &tiles[i]
 		fl := r.u8("tile flags")
-		if fl&^(tileActive|tileHalted|tileAtHsync|tileInSync) != 0 || fl&tileActive == 0 && fl&^tileInSync != 0 {
+		if fl&^(tileActive|tileHalted|tileAtHsync|tileInSync|tileInXchg) != 0 || fl&tileActive == 0 && fl&^(tileInSync|tileInXchg) != 0 {
 			r.fail("tile %d: bad flags %#x", i, fl)
 		}
 		t.active, t.halted, t.atHsync = fl&tileActive != 0, fl&tileHalted != 0, fl&tileAtHsync != 0
-		t.inSync = fl&tileInSync != 0
+		t.inSync, t.inXchg = fl&tileInSync != 0, fl&tileInXchg != 0
 		t.fp8Init = r.u32("fp8")
 		if t.fp8Init&^fp8Mask != 0 {
 			r.fail("tile %d: fp8 %#x has undefined bits", i, t.fp8Init)

@@ -152,7 +152,7 @@ func addOnePackage(fault bool, accumulate int64) *ipuexe.Package {
 		pkg.TileImage[t] = 1
 	}
 	img := &pkg.Images[0]
-	pkg.Config = append(pkg.Config, pack.TileConfig(0, img.Entry, img.Segments)...)
+	pkg.Config = append(pkg.Config, pack.TileConfig(0, img.Entry, img.Segments, false)...)
 	return pkg
 }
 

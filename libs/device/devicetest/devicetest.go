@@ -119,7 +119,7 @@ func Package(archName string, busy ...int) *ipuexe.Package {
 		}
 		pkg.TileImage[t] = uint32(i)
 		if isBusy[t] {
-			pkg.Config = append(pkg.Config, pack.TileConfig(t, prog.Entry, prog.Segments)...)
+			pkg.Config = append(pkg.Config, pack.TileConfig(t, prog.Entry, prog.Segments, false)...)
 		}
 	}
 	return pkg
