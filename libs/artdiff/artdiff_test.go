@@ -202,6 +202,10 @@ func TestPackages(t *testing.T) {
 			`tile 3: transfer removed: phase 2 cycle 10 dst 1 count 1 words 4`,
 			`tile 3: transfer removed: phase 2 cycle 20 dst 2 count 2 words 1`,
 			`config: tile 3 reg 0x0001 removed: value 0x0004c000`,
+			`config: tile 3 reg 0x0010 removed: value 0x0004c000`,
+			`config: tile 3 reg 0x0011 removed: value 0x0004c008`,
+			`config: tile 3 reg 0x0020 removed: value 0x00000001`,
+			`config: tile 3 reg 0x0021 removed: value 0x00000001`,
 		}},
 		{"image numbering does not matter", nil, func(p *ipuexe.Package) {
 			p.Images = append(p.Images, p.Images[0])

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -138,7 +139,8 @@ func TestLoadAndRunAcrossProcesses(t *testing.T) {
 		`IPU device attached path=` + path,
 		`initializing IPU device`,
 		`IPU device initialized`,
-		`replaying device configuration register_writes=1`,
+		// The watchdog and 5 registers for each of 3 busy tiles.
+		fmt.Sprintf(`replaying device configuration register_writes=%d`, len(pkg.Config)),
 		`loading application tile_count=4 final_mark=`,
 		`application loaded and initial synchronization completed tile_count=4`,
 		`starting host exchange session startup_mark=`,
@@ -149,6 +151,12 @@ func TestLoadAndRunAcrossProcesses(t *testing.T) {
 		`attaching host exchange pages pages=2`,
 		`host exchange session started`,
 		`invoking host exchange call call="run" command=0 phases=`,
+	}
+	if len(pkg.Config) != 1+5*3 {
+		t.Errorf("package has %d register writes, want 16", len(pkg.Config))
+	}
+	if want := fmt.Sprintf("replaying device configuration register_writes=%d", len(pkg.Config)); len(lines) > 4 && lines[4] != want {
+		t.Errorf("log line 4 = %q, want %q", lines[4], want)
 	}
 	if len(lines) != len(wantPrefixes) {
 		t.Fatalf("got %d log lines, want %d:\n%s", len(lines), len(wantPrefixes), logBuf.String())
@@ -370,10 +378,31 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"unknown register", func(p *ipuexe.Package) {
 			p.Config = append(p.Config, obj.RegWrite{Tile: 1, Reg: 0x77})
-		}, "configuration write 1 (tile 1 reg 0x77 value 0x0): configure: unknown register 0x77"},
+		}, "configuration write 11 (tile 1 register unknown (0x77) value 0x0): configure: unknown register 0x77"},
 		{"tile out of range", func(p *ipuexe.Package) {
 			p.Config = append(p.Config, obj.RegWrite{Tile: 9, Reg: sim.RegFP8})
-		}, "configuration write 1 (tile 9 reg 0x2 value 0x0): tile 9 out of range (device has 4)"},
+		}, "configuration write 11 (tile 9 register fp8 (0x2) value 0x0): tile 9 out of range (device has 4)"},
+		{"sync group value out of range", func(p *ipuexe.Package) {
+			setConfig(p, 1, sim.RegSyncGroup, 2)
+		}, "configuration write 9 (tile 1 register sync_group (0x20) value 0x2): configure: register sync_group (0x20): value 0x2 is neither 0 nor 1"},
+		{"executable range outside the preset's", func(p *ipuexe.Package) {
+			setConfig(p, 0, sim.RegExecHi, 0x100000)
+		}, "configuration write 2 (tile 0 register exec_hi (0x11) value 0x100000): configure: register exec_hi (0x11): value 0x100000 is not a 4-aligned address in the executable range"},
+		{"entry misaligned", func(p *ipuexe.Package) {
+			setConfig(p, 1, sim.RegEntry, 0x4c002)
+		}, "configuration write 8 (tile 1 register entry (0x1) value 0x4c002)"},
+		{"executable range too small", func(p *ipuexe.Package) {
+			setConfig(p, 1, sim.RegExecHi, 0x4c008)
+		}, "tile 1: load image 0: load: tile 1 code segment 0 [0x4c000, 0x4c0"},
+		{"executable range missing", func(p *ipuexe.Package) {
+			p.Config = p.Config[:6] // tile 1 has no configuration
+		}, "tile 1: load image 0: load: tile 1 code segment 0 [0x4c000, 0x4c0"},
+		{"not in the sync group", func(p *ipuexe.Package) {
+			setConfig(p, 1, sim.RegSyncGroup, 0)
+		}, "startup program: device fault: sync mismatch: tile 1 context supervisor"},
+		{"sync group membership missing", func(p *ipuexe.Package) {
+			p.Config = append(p.Config[:9:9], p.Config[10:]...) // tile 1's sync-group write dropped
+		}, "tile 1 is not a member of the sync group (register sync_group (0x20) is 0)"},
 		{"image index", func(p *ipuexe.Package) { p.TileImage[2] = 7 }, "package tile 2: image 7 of 2"},
 		{"segment outside memory", func(p *ipuexe.Package) {
 			busyImage(p).Segments[1].Addr = 0xE8000
@@ -402,6 +431,49 @@ func TestLoadErrors(t *testing.T) {
 				t.Errorf("device reports loaded after a failed load")
 			}
 		})
+	}
+}
+
+// setConfig sets the value of the package's write of reg on tile.
+func setConfig(p *ipuexe.Package, tile int, reg, value uint32) {
+	for i, w := range p.Config {
+		if w.Tile == uint32(tile) && w.Reg == reg {
+			p.Config[i].Value = value
+			return
+		}
+	}
+	panic(fmt.Sprintf("no write of register %#x on tile %d", reg, tile))
+}
+
+// TestFetchOutsideExecutableRange runs a package whose tile 1 jumps past
+// its code into a data word that lies in the preset's executable range
+// but outside the tile's configured one: the fetch faults, naming the
+// registers.
+func TestFetchOutsideExecutableRange(t *testing.T) {
+	log := quietLog()
+	pkg := testPackage(t, "ipu21-tiny", 0, 1)
+	img := busyImage(pkg)
+	code := make([]byte, 4)
+	isa.PutWord(code, isa.MustEncode(isa.Inst{Op: isa.BR, Imm: 3}))
+	img.Segments[0].Data, img.Segments[0].Size = code, 4
+	img.Symbols[0].Size = 4
+	img.Segments = append(img.Segments, obj.Segment{Name: "data", Kind: obj.Data, Addr: 0x4c010, Size: 4, Data: code})
+	for _, tile := range []int{0, 1} {
+		setConfig(pkg, tile, sim.RegExecHi, 0x4c004)
+	}
+	path := filepath.Join(t.TempDir(), "ipu0")
+	d, err := Attach(path, pkg.Arch, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	err = d.Load(pkg, testFingerprint, log, LoadOptions{})
+	want := "fetch outside executable range: tile 0 context supervisor pc 0x4c010"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "outside the tile's executable range [0x4c000, 0x4c004) set by registers exec_lo (0x10) and exec_hi (0x11)") {
+		t.Fatalf("Load error = %v, want %q and the registers", err, want)
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error is not one line: %q", err)
 	}
 }
 

@@ -94,13 +94,17 @@ func (d *Device) load(pkg *ipuexe.Package, images []*sim.Image, fingerprint stri
 	}
 	log.Info("IPU device initialized")
 
-	m := sim.New(d.g.preset, d.tileMem, opt.Sim)
-	log.Info("replaying device configuration", slog.Int("register_writes", len(pkg.Config)))
-	for i, w := range pkg.Config {
-		if err := d.configure(m, w); err != nil {
-			return fmt.Errorf("device %s: configuration write %d (tile %s reg %#x value %#x): %w", d.path, i, tileName(w.Tile), w.Reg, w.Value, err)
-		}
+	// At power-on every tile's configuration registers are unset: a tile
+	// runs only where the package's configuration sets its executable
+	// range and sync-group membership.
+	so := opt.Sim
+	so.RequireConfig = true
+	m := sim.New(d.g.preset, d.tileMem, so)
+	writes, err := d.replay(m, pkg.Config)
+	if err != nil {
+		return err
 	}
+	log.Info("replaying device configuration", slog.Int("register_writes", writes))
 
 	for t, idx := range pkg.TileImage {
 		img := images[idx]
@@ -210,6 +214,21 @@ func (d *Device) powerOn() error {
 		}
 	}
 	return d.syncHeader()
+}
+
+// replay validates and performs the package's register writes in order,
+// returning how many it performed: the first invalid one (an unknown
+// register, a tile or value out of range) is a one-line error naming its
+// index, tile and register.
+func (d *Device) replay(m *sim.Machine, ws []obj.RegWrite) (int, error) {
+	n := 0
+	for i, w := range ws {
+		if err := d.configure(m, w); err != nil {
+			return n, fmt.Errorf("device %s: configuration write %d (tile %s register %s value %#x): %w", d.path, i, tileName(w.Tile), sim.RegName(w.Reg), w.Value, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 // configure replays one register write; AllTiles writes every tile.

@@ -1,7 +1,9 @@
 // Package pack turns a linked object into an application package: one
 // image for every tile of the architecture, identical images stored once,
 // tiles without a program given the shared idle image, and the device
-// configuration completed with each programmed tile's entry register.
+// configuration completed with each programmed tile's registers
+// (TileConfig): entry, executable range, sync-group and exchange
+// membership, which the device enforces.
 //
 // It is where an object meets its architecture: the object format only
 // knows format-wide limits, Build checks every segment against the
@@ -59,12 +61,87 @@ func Build(o *obj.Object, p *arch.Preset) (*ipuexe.Package, error) {
 		pkg.TileImage[t] = d.add(pkg, img)
 	}
 
+	// The exchange's members: every tile whose code sends or receives,
+	// every tile with listed transfers, and every tile one delivers to.
+	inXchg := make([]bool, p.Tiles)
+	for i := range o.Tiles {
+		ot := &o.Tiles[i]
+		if exchangeCode(ot.Segments) {
+			inXchg[ot.Index] = true
+		}
+		for _, x := range ot.Exchange {
+			inXchg[ot.Index] = true
+			for u := x.Dst; u < x.Dst+x.DstCount && u < p.Tiles; u++ {
+				if u >= 0 {
+					inXchg[u] = true
+				}
+			}
+		}
+	}
 	pkg.Config = append([]obj.RegWrite(nil), o.Config...)
 	for i := range o.Tiles {
 		ot := &o.Tiles[i]
-		pkg.Config = append(pkg.Config, obj.RegWrite{Tile: uint32(ot.Index), Reg: sim.RegEntry, Value: ot.Entry})
+		pkg.Config = append(pkg.Config, TileConfig(ot.Index, ot.Entry, ot.Segments, inXchg[ot.Index])...)
 	}
 	return pkg, nil
+}
+
+// TileConfig is the configuration of a tile that runs a program with
+// entry and segments: its entry register, its executable range, the
+// smallest range holding every code segment, its membership of the sync
+// group (every programmed tile takes part in the supersteps) and its
+// membership of the exchange (exchange: the tile sends or receives).
+func TileConfig(tile int, entry uint32, segs []obj.Segment, exchange bool) []obj.RegWrite {
+	lo, hi := uint32(0), uint32(0)
+	first := true
+	for _, s := range segs {
+		if s.Kind != obj.Code || s.Size == 0 {
+			continue
+		}
+		end := s.Addr + s.Size
+		if first || s.Addr < lo {
+			lo = s.Addr
+		}
+		if first || end > hi {
+			hi = end
+		}
+		first = false
+	}
+	t := uint32(tile)
+	return []obj.RegWrite{
+		{Tile: t, Reg: sim.RegExecLo, Value: lo},
+		{Tile: t, Reg: sim.RegExecHi, Value: hi},
+		{Tile: t, Reg: sim.RegEntry, Value: entry},
+		{Tile: t, Reg: sim.RegSyncGroup, Value: 1},
+		{Tile: t, Reg: sim.RegExchange, Value: b2u(exchange)},
+	}
+}
+
+// exchangeCode reports whether code segments hold a send or recv.
+func exchangeCode(segs []obj.Segment) bool {
+	for _, s := range segs {
+		if s.Kind != obj.Code {
+			continue
+		}
+		for off := 0; off+4 <= len(s.Data); off += 4 {
+			in, err := isa.Decode(isa.Word(s.Data[off:]))
+			if err != nil {
+				continue
+			}
+			switch in.Op {
+			case isa.SEND, isa.SEND2, isa.RECV:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // IdleImage is the image of a tile without a program: one halt at the
@@ -155,6 +232,8 @@ func checkConfig(o *obj.Object, p *arch.Preset) error {
 		}
 		switch w.Reg {
 		case sim.RegFP8, sim.RegWatchdog:
+		case sim.RegExecLo, sim.RegExecHi, sim.RegSyncGroup, sim.RegExchange:
+			return fmt.Errorf("%s: register %s is set by the packer from the tile's program", where, sim.RegName(w.Reg))
 		case sim.RegEntry:
 			if w.Tile == obj.AllTiles {
 				return fmt.Errorf("%s: the entry register is per tile", where)

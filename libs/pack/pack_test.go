@@ -45,13 +45,20 @@ func TestBuild(t *testing.T) {
 		Host:   obj.HostProgram{Phases: []obj.Phase{{Kind: obj.Compute, Name: "main"}}},
 		Config: []obj.RegWrite{{Tile: obj.AllTiles, Reg: sim.RegWatchdog, Value: 1000}},
 	}
+	// Tile 3 sends to tile 2: both are in the exchange, tile 0 is not.
+	xfer := []obj.Transfer{{Phase: 0, Cycle: 0, Dst: 2, DstCount: 1, Words: 1}}
+	o.Tiles[2].Exchange = xfer
 	got, err := Build(o, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	progImage := func(entry uint32) ipuexe.Image {
 		pt := program(entry)
-		return ipuexe.Image{Entry: pt.Entry, Segments: pt.Segments, Symbols: pt.Symbols}
+		img := ipuexe.Image{Entry: pt.Entry, Segments: pt.Segments, Symbols: pt.Symbols}
+		if entry == 0x4c004 {
+			img.Exchange = xfer
+		}
+		return img
 	}
 	want := &ipuexe.Package{
 		Arch: "ipu21-tiny", Compiler: "0.1.0", Tiles: 4,
@@ -63,9 +70,21 @@ func TestBuild(t *testing.T) {
 		TileImage: []uint32{0, 1, 0, 2},
 		Config: []obj.RegWrite{
 			{Tile: obj.AllTiles, Reg: sim.RegWatchdog, Value: 1000},
+			{Tile: 0, Reg: sim.RegExecLo, Value: 0x4c000},
+			{Tile: 0, Reg: sim.RegExecHi, Value: 0x4c008},
 			{Tile: 0, Reg: sim.RegEntry, Value: 0x4c000},
+			{Tile: 0, Reg: sim.RegSyncGroup, Value: 1},
+			{Tile: 0, Reg: sim.RegExchange, Value: 0},
+			{Tile: 2, Reg: sim.RegExecLo, Value: 0x4c000},
+			{Tile: 2, Reg: sim.RegExecHi, Value: 0x4c008},
 			{Tile: 2, Reg: sim.RegEntry, Value: 0x4c000},
+			{Tile: 2, Reg: sim.RegSyncGroup, Value: 1},
+			{Tile: 2, Reg: sim.RegExchange, Value: 1},
+			{Tile: 3, Reg: sim.RegExecLo, Value: 0x4c000},
+			{Tile: 3, Reg: sim.RegExecHi, Value: 0x4c008},
 			{Tile: 3, Reg: sim.RegEntry, Value: 0x4c004},
+			{Tile: 3, Reg: sim.RegSyncGroup, Value: 1},
+			{Tile: 3, Reg: sim.RegExchange, Value: 1},
 		},
 		Host: o.Host,
 	}
@@ -142,6 +161,7 @@ func TestBuildChecks(t *testing.T) {
 		{"unknown register", func(o *obj.Object) { o.Config = []obj.RegWrite{{Tile: 0, Reg: 0x77}} }, "config write 0 (tile 0 reg 0x77): unknown register"},
 		{"config tile", func(o *obj.Object) { o.Config = []obj.RegWrite{{Tile: 9, Reg: sim.RegFP8}} }, "config write 0 (tile 9 reg 0x2): tile out of range"},
 		{"entry disagrees", func(o *obj.Object) { o.Config = []obj.RegWrite{{Tile: 1, Reg: sim.RegEntry, Value: 0x4c000}} }, "value 0x4c000 disagrees with the tile's entry 0x4c004"},
+		{"packer's register", func(o *obj.Object) { o.Config = []obj.RegWrite{{Tile: 0, Reg: sim.RegSyncGroup, Value: 1}} }, "config write 0 (tile 0 reg 0x20): register sync_group (0x20) is set by the packer"},
 		{"entry for idle tile", func(o *obj.Object) { o.Config = []obj.RegWrite{{Tile: 3, Reg: sim.RegEntry, Value: 0x4c000}} }, "config write 0 (tile 3 reg 0x1): tile has no program"},
 	}
 	p := arch.MustLookup("ipu21-tiny")
@@ -173,5 +193,33 @@ func TestLimits(t *testing.T) {
 	}
 	if _, err := Limits("ipu99"); err == nil {
 		t.Error("Limits of an unknown architecture succeeded")
+	}
+}
+
+// TestExchangeMembership checks that a tile whose code receives is in the
+// exchange although the object lists no transfer, and one without
+// exchange code or transfers is not.
+func TestExchangeMembership(t *testing.T) {
+	p := arch.MustLookup("ipu21-tiny")
+	recv := program(0x4c000)
+	text := code(isa.Inst{Op: isa.RECV, D: 1, A: 2, B: 3}, isa.Inst{Op: isa.HALT})
+	recv.Segments[0].Data = text
+	o := &obj.Object{
+		Arch: "ipu21-tiny", Compiler: "0.1.0", Source: "src",
+		Tiles: []obj.Tile{at(0, program(0x4c000)), at(1, recv)},
+		Host:  obj.HostProgram{Phases: []obj.Phase{{Kind: obj.Compute, Name: "main"}}},
+	}
+	got, err := Build(o, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := map[uint32]uint32{}
+	for _, w := range got.Config {
+		if w.Reg == sim.RegExchange {
+			member[w.Tile] = w.Value
+		}
+	}
+	if diff := cmp.Diff(map[uint32]uint32{0: 0, 1: 1}, member); diff != "" {
+		t.Errorf("exchange membership (-want +got):\n%s", diff)
 	}
 }

@@ -39,7 +39,41 @@ const (
 	RegEntry    = 0x0001 // per tile: supervisor start PC; makes the tile active
 	RegFP8      = 0x0002 // per tile: initial CSR fp8 of every context
 	RegWatchdog = 0x0100 // all tiles: cycle limit of one superstep (0: default)
+
+	// The tile's executable range [RegExecLo, RegExecHi): 4-aligned
+	// addresses inside the preset's executable range. Load refuses a code
+	// segment outside it and fetching outside it faults.
+	RegExecLo = 0x0010
+	RegExecHi = 0x0011
+	// RegSyncGroup is the tile's membership of the sync group: 1 member,
+	// 0 not. A tile outside the group that reaches sync or hsync faults.
+	RegSyncGroup = 0x0020
+	// RegExchange is the tile's membership of the exchange: 1 member, 0
+	// not. A tile outside the exchange that executes send or recv faults.
+	RegExchange = 0x0021
 )
+
+// RegName names a configuration register for messages ("exec_lo (0x10)").
+func RegName(reg uint32) string {
+	name := "unknown"
+	switch reg {
+	case RegEntry:
+		name = "entry"
+	case RegFP8:
+		name = "fp8"
+	case RegWatchdog:
+		name = "watchdog"
+	case RegExecLo:
+		name = "exec_lo"
+	case RegExecHi:
+		name = "exec_hi"
+	case RegSyncGroup:
+		name = "sync_group"
+	case RegExchange:
+		name = "exchange"
+	}
+	return fmt.Sprintf("%s (%#x)", name, reg)
+}
 
 // DefaultWatchdog is the cycle limit of one superstep when none is set.
 const DefaultWatchdog = 1 << 32
@@ -59,6 +93,7 @@ const (
 	FaultBus         FaultKind = "exchange bus conflict"
 	FaultHost        FaultKind = "host exchange access outside attached pages"
 	FaultSync        FaultKind = "sync mismatch"
+	FaultNotExchange FaultKind = "exchange by a tile outside the exchange"
 	FaultWatchdog    FaultKind = "superstep exceeded cycle limit"
 	FaultNotRunnable FaultKind = "device not runnable"
 )
@@ -101,6 +136,12 @@ type Options struct {
 	// MaxSupersteps bounds the supersteps of one Run (0: DefaultMaxSupersteps),
 	// so a program that never returns to the host faults instead of hanging.
 	MaxSupersteps int
+	// RequireConfig starts every tile with its configuration registers
+	// unset, as the device at power-on: no executable range and outside
+	// the sync group, until the package's configuration writes them.
+	// Unset, a tile starts with the preset's executable range and in the
+	// sync group, for tests that load code without a configuration.
+	RequireConfig bool
 }
 
 // DefaultMaxSupersteps is the superstep limit of one Run when none is set.

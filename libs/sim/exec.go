@@ -160,6 +160,9 @@ func (x *exec) fetchFault(k int, c *context, pc uint32) xfault {
 	if !p.Executable.Contains(pc, 4) {
 		return xfault{FaultFetch, fmt.Sprintf("pc %#x outside executable range %s", pc, hexRange(p.Executable))}
 	}
+	if ex := x.m.tiles[x.id].exec; !ex.Contains(pc, 4) {
+		return xfault{FaultFetch, fmt.Sprintf("pc %#x outside the tile's executable range %s set by registers %s and %s", pc, hexRange(ex), RegName(RegExecLo), RegName(RegExecHi))}
+	}
 	prog := x.prog
 	idx := (pc - prog.base) / 4
 	if pc < prog.base || idx >= uint32(len(prog.insts)) || prog.insts[idx].flags&fNotCode != 0 {
@@ -792,6 +795,10 @@ func (x *exec) run() {
 
 		// Exchange and host.
 		case isa.SEND, isa.SEND2:
+			if !x.m.tiles[x.id].inXchg {
+				x.fail(FaultNotExchange, k, pc, now, fmt.Sprintf("tile %d is not a member of the exchange (register %s is 0)", x.id, RegName(RegExchange)))
+				goto done
+			}
 			if now < x.portFree {
 				if snext < x.portFree {
 					snext = x.portFree
@@ -805,6 +812,10 @@ func (x *exec) run() {
 				goto done
 			}
 		case isa.RECV:
+			if !x.m.tiles[x.id].inXchg {
+				x.fail(FaultNotExchange, k, pc, now, fmt.Sprintf("tile %d is not a member of the exchange (register %s is 0)", x.id, RegName(RegExchange)))
+				goto done
+			}
 			if f := x.recv(c, in, pc, now); f.kind != "" {
 				x.fail(f.kind, k, pc, now, f.detail)
 				goto done

@@ -68,6 +68,11 @@ type tile struct {
 	atHsync  bool  // waiting at hsync for the next Run
 	hsyncReg uint8 // the hsync's destination register
 	fp8Init  uint32
+	exec     arch.Range // RegExecLo, RegExecHi: the tile's executable range
+	inSync   bool       // RegSyncGroup
+	inXchg   bool       // RegExchange
+	entry    uint32     // RegEntry, when entrySet
+	entrySet bool
 	prog     *program
 	ctx      [numCtx]context
 
@@ -86,6 +91,16 @@ func New(p *arch.Preset, mem func(tile int) []byte, opt Options) *Machine {
 // configuration.
 func (m *Machine) Reset() {
 	m.tiles = make([]tile, m.p.Tiles)
+	for i := range m.tiles {
+		if m.opt.RequireConfig {
+			// Empty until RegExecLo and RegExecHi are written.
+			m.tiles[i].exec = arch.Range{Lo: m.p.Executable.Lo, Hi: m.p.Executable.Lo}
+		} else {
+			m.tiles[i].exec = m.p.Executable
+			m.tiles[i].inSync = true
+			m.tiles[i].inXchg = true
+		}
+	}
 	m.mark = 0
 	m.watchdog = DefaultWatchdog
 	m.faulted = false
@@ -103,7 +118,9 @@ func (m *Machine) Active(tile int) bool {
 
 // Load places img in tile's memory, records its code segments and resets
 // the tile: every context zeroed, CSR fp8 from RegFP8, the supervisor at
-// img.Entry, the tile active.
+// RegEntry when it was written, else at img.Entry, the tile active. Every
+// code segment must lie in the tile's executable range (RegExecLo,
+// RegExecHi).
 func (m *Machine) Load(tileIdx int, img Image) error {
 	if tileIdx < 0 || tileIdx >= len(m.tiles) {
 		return fmt.Errorf("load: tile %d out of range (%d tiles)", tileIdx, len(m.tiles))
@@ -127,6 +144,9 @@ func (m *Machine) Load(tileIdx int, img Image) error {
 		if s.Addr < m.p.Executable.Lo || end > uint64(m.p.Executable.Hi) {
 			return fmt.Errorf("load: tile %d code segment %d [%#x, %#x): outside executable range %s", tileIdx, i, s.Addr, end, hexRange(m.p.Executable))
 		}
+		if ex := m.tiles[tileIdx].exec; s.Addr < ex.Lo || end > uint64(ex.Hi) {
+			return fmt.Errorf("load: tile %d code segment %d [%#x, %#x): outside the tile's executable range %s set by registers %s and %s", tileIdx, i, s.Addr, end, hexRange(ex), RegName(RegExecLo), RegName(RegExecHi))
+		}
 		if len(s.Data) > 0 {
 			code = append(code, arch.Range{Lo: s.Addr, Hi: uint32(end)})
 		}
@@ -144,11 +164,15 @@ func (m *Machine) Load(tileIdx int, img Image) error {
 		t.ctx[i] = context{fp8: t.fp8Init}
 	}
 	t.ctx[supCtx].pc = img.Entry
+	if t.entrySet {
+		t.ctx[supCtx].pc = t.entry
+	}
 	m.faulted = false
 	return nil
 }
 
-// Configure performs a device register write.
+// Configure performs a device register write, validating the register
+// and its value.
 func (m *Machine) Configure(tileIdx int, reg, value uint32) error {
 	switch reg {
 	case RegWatchdog:
@@ -158,16 +182,20 @@ func (m *Machine) Configure(tileIdx int, reg, value uint32) error {
 			m.watchdog = int64(value)
 		}
 		return nil
-	case RegEntry, RegFP8:
+	case RegEntry, RegFP8, RegExecLo, RegExecHi, RegSyncGroup, RegExchange:
 	default:
 		return fmt.Errorf("configure: unknown register %#x", reg)
 	}
 	if tileIdx < 0 || tileIdx >= len(m.tiles) {
-		return fmt.Errorf("configure: register %#x: tile %d out of range (%d tiles)", reg, tileIdx, len(m.tiles))
+		return fmt.Errorf("configure: register %s: tile %d out of range (%d tiles)", RegName(reg), tileIdx, len(m.tiles))
 	}
 	t := &m.tiles[tileIdx]
 	switch reg {
 	case RegEntry:
+		if value%4 != 0 || !m.p.Executable.Contains(value, 4) {
+			return fmt.Errorf("configure: register %s: value %#x is not a 4-aligned address in the executable range %s", RegName(reg), value, hexRange(m.p.Executable))
+		}
+		t.entry, t.entrySet = value, true
 		t.ctx[supCtx].pc = value
 		t.active = true
 		t.halted = false
@@ -179,6 +207,34 @@ func (m *Machine) Configure(tileIdx int, reg, value uint32) error {
 		for i := range t.ctx {
 			t.ctx[i].fp8 = value
 		}
+	case RegExecLo, RegExecHi:
+		if value%4 != 0 || value < m.p.Executable.Lo || value > m.p.Executable.Hi {
+			return fmt.Errorf("configure: register %s: value %#x is not a 4-aligned address in the executable range %s", RegName(reg), value, hexRange(m.p.Executable))
+		}
+		ex := t.exec
+		if reg == RegExecLo {
+			ex.Lo = value
+		} else {
+			ex.Hi = value
+		}
+		if t.prog != nil {
+			for _, c := range t.prog.code {
+				if c.Lo < ex.Lo || c.Hi > ex.Hi {
+					return fmt.Errorf("configure: register %s: value %#x leaves the loaded code [%#x, %#x) outside the executable range", RegName(reg), value, c.Lo, c.Hi)
+				}
+			}
+		}
+		t.exec = ex
+	case RegSyncGroup:
+		if value > 1 {
+			return fmt.Errorf("configure: register %s: value %#x is neither 0 nor 1", RegName(reg), value)
+		}
+		t.inSync = value == 1
+	case RegExchange:
+		if value > 1 {
+			return fmt.Errorf("configure: register %s: value %#x is neither 0 nor 1", RegName(reg), value)
+		}
+		t.inXchg = value == 1
 	}
 	return nil
 }
@@ -392,6 +448,16 @@ func (m *Machine) superstep(list []int, res *RunResult) (stepOutcome, *Fault) {
 			if firstHsync < 0 {
 				firstHsync = i
 			}
+		}
+	}
+	for _, i := range list {
+		t := &m.tiles[i]
+		if r := &t.res; (r.barrier == barSync || r.barrier == barHsync) && !t.inSync {
+			f := &Fault{Kind: FaultSync, Tile: i, Context: supCtx, PC: r.barrierPC, Phase: phase, Cycle: r.cycles - 1,
+				Detail: fmt.Sprintf("tile %d is not a member of the sync group (register %s is 0)", i, RegName(RegSyncGroup))}
+			res.Phases = append(res.Phases, *st)
+			res.Cycles += st.Cycles
+			return out, f
 		}
 	}
 	if out.atSync > 0 && out.atHsync > 0 {

@@ -12,14 +12,16 @@ import (
 // The state blob (MarshalState), little-endian:
 //
 //	magic    [4]byte "ISIM"
-//	version  u8 = 1
+//	version  u8 = 2
 //	tiles    u32 (must equal the preset's)
 //	mark     u64
 //	watchdog u64
 //	faulted  u8
 //	tile     [tiles]:
-//	    flags   u8   bit 0 active, 1 halted, 2 at hsync
+//	    flags   u8   bit 0 active, 1 halted, 2 at hsync, 3 in the sync group,
+//	                 4 in the exchange
 //	    fp8Init u32
+//	    execLo, execHi u32 (the executable range registers)
 //	    (only when active:)
 //	    hsyncReg u8
 //	    ncode    u32, code [ncode]{lo, hi u32}
@@ -31,13 +33,15 @@ import (
 // fp8 = fp8Init.
 const (
 	stateMagic   = "ISIM"
-	stateVersion = 1
+	stateVersion = 2
 )
 
 const (
 	tileActive = 1 << iota
 	tileHalted
 	tileAtHsync
+	tileInSync
+	tileInXchg
 )
 
 // MarshalState returns everything but memory: the configuration, every
@@ -62,8 +66,16 @@ func (m *Machine) MarshalState() []byte {
 		if t.atHsync {
 			fl |= tileAtHsync
 		}
+		if t.inSync {
+			fl |= tileInSync
+		}
+		if t.inXchg {
+			fl |= tileInXchg
+		}
 		b = append(b, fl)
 		b = binary.LittleEndian.AppendUint32(b, t.fp8Init)
+		b = binary.LittleEndian.AppendUint32(b, t.exec.Lo)
+		b = binary.LittleEndian.AppendUint32(b, t.exec.Hi)
 		if !t.active {
 			continue
 		}
@@ -191,13 +203,18 @@ func (m *Machine) UnmarshalState(b []byte) error {
 	for i := 0; i < len(tiles) && r.err == nil; i++ {
 		t := &tiles[i]
 		fl := r.u8("tile flags")
-		if fl&^(tileActive|tileHalted|tileAtHsync) != 0 || fl&tileActive == 0 && fl != 0 {
+		if fl&^(tileActive|tileHalted|tileAtHsync|tileInSync|tileInXchg) != 0 || fl&tileActive == 0 && fl&^(tileInSync|tileInXchg) != 0 {
 			r.fail("tile %d: bad flags %#x", i, fl)
 		}
 		t.active, t.halted, t.atHsync = fl&tileActive != 0, fl&tileHalted != 0, fl&tileAtHsync != 0
+		t.inSync, t.inXchg = fl&tileInSync != 0, fl&tileInXchg != 0
 		t.fp8Init = r.u32("fp8")
 		if t.fp8Init&^fp8Mask != 0 {
 			r.fail("tile %d: fp8 %#x has undefined bits", i, t.fp8Init)
+		}
+		t.exec = arch.Range{Lo: r.u32("exec lo"), Hi: r.u32("exec hi")}
+		if r.err == nil && (t.exec.Lo%4 != 0 || t.exec.Hi%4 != 0 || t.exec.Lo < m.p.Executable.Lo || t.exec.Hi > m.p.Executable.Hi) {
+			r.fail("tile %d: executable range [%#x, %#x) outside %s", i, t.exec.Lo, t.exec.Hi, hexRange(m.p.Executable))
 		}
 		if !t.active {
 			for k := range t.ctx {
@@ -216,7 +233,7 @@ func (m *Machine) UnmarshalState(b []byte) error {
 		var code []arch.Range
 		for j := uint32(0); j < nc; j++ {
 			c := arch.Range{Lo: r.u32("code lo"), Hi: r.u32("code hi")}
-			if c.Lo >= c.Hi || c.Lo%4 != 0 || c.Hi%4 != 0 || !m.p.Executable.Contains(c.Lo, c.Hi-c.Lo) ||
+			if c.Lo >= c.Hi || c.Lo%4 != 0 || c.Hi%4 != 0 || !t.exec.Contains(c.Lo, c.Hi-c.Lo) ||
 				len(code) > 0 && c.Lo <= code[len(code)-1].Hi {
 				r.fail("tile %d: bad code range %d [%#x, %#x)", i, j, c.Lo, c.Hi)
 				break

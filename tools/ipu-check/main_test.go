@@ -151,6 +151,8 @@ func addOnePackage(fault bool, accumulate int64) *ipuexe.Package {
 	for t := 1; t < p.Tiles; t++ {
 		pkg.TileImage[t] = 1
 	}
+	img := &pkg.Images[0]
+	pkg.Config = append(pkg.Config, pack.TileConfig(0, img.Entry, img.Segments, false)...)
 	return pkg
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"ipu.local/formats/ipuexe"
+	"ipu.local/formats/obj"
 	"ipu.local/libs/device"
 	"ipu.local/libs/device/devicetest"
 	"ipu.local/libs/sim"
@@ -64,13 +65,31 @@ func TestScript(t *testing.T) {
 
 // mkpkg ARCH OUT BUSY... writes a devicetest package for ARCH whose tiles
 // BUSY run the test program.
+//
+// Arguments set=TILE:REG=VALUE change the value of the package's write of
+// REG on TILE; add=TILE:REG=VALUE append a write (numbers in Go syntax).
 func mkpkg(args []string) int {
 	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: mkpkg ARCH OUT BUSY...")
+		fmt.Fprintln(os.Stderr, "usage: mkpkg ARCH OUT BUSY... [set=TILE:REG=VALUE] [add=TILE:REG=VALUE]")
 		return 2
 	}
 	var busy []int
+	var set, add []obj.RegWrite
 	for _, a := range args[2:] {
+		if kind, w, ok := strings.Cut(a, "="); ok {
+			var tile, reg, val uint32
+			if _, err := fmt.Sscanf(w, "%v:%v=%v", &tile, &reg, &val); err != nil {
+				fmt.Fprintln(os.Stderr, "mkpkg:", a, err)
+				return 2
+			}
+			rw := obj.RegWrite{Tile: tile, Reg: reg, Value: val}
+			if kind == "set" {
+				set = append(set, rw)
+			} else {
+				add = append(add, rw)
+			}
+			continue
+		}
 		n, err := strconv.Atoi(a)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "mkpkg:", err)
@@ -78,7 +97,21 @@ func mkpkg(args []string) int {
 		}
 		busy = append(busy, n)
 	}
-	data, err := ipuexe.Marshal(devicetest.Package(args[0], busy...))
+	pkg := devicetest.Package(args[0], busy...)
+	for _, s := range set {
+		found := false
+		for i, w := range pkg.Config {
+			if w.Tile == s.Tile && w.Reg == s.Reg {
+				pkg.Config[i].Value, found = s.Value, true
+			}
+		}
+		if !found {
+			fmt.Fprintf(os.Stderr, "mkpkg: no write of register %#x on tile %d\n", s.Reg, s.Tile)
+			return 2
+		}
+	}
+	pkg.Config = append(pkg.Config, add...)
+	data, err := ipuexe.Marshal(pkg)
 	if err == nil {
 		err = os.WriteFile(args[1], data, 0o644)
 	}

@@ -17,6 +17,7 @@ import (
 	"ipu.local/formats/obj"
 	"ipu.local/libs/arch"
 	"ipu.local/libs/isa"
+	"ipu.local/libs/pack"
 	"ipu.local/libs/sim"
 )
 
@@ -117,6 +118,9 @@ func Package(archName string, busy ...int) *ipuexe.Package {
 			}
 		}
 		pkg.TileImage[t] = uint32(i)
+		if isBusy[t] {
+			pkg.Config = append(pkg.Config, pack.TileConfig(t, prog.Entry, prog.Segments, false)...)
+		}
 	}
 	return pkg
 }
