@@ -1,0 +1,192 @@
+package sched
+
+import (
+	"fmt"
+
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/isa"
+)
+
+// SamePattern reports whether two phases move the same pattern: the same
+// transfers' Src, Dst, destination count and Words, in the same order.
+// Their addresses may differ.
+func SamePattern(a, b []Transfer) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i, x := range a {
+		y := b[i]
+		if x.Src != y.Src || x.Dst != y.Dst || x.Dests() != y.Dests() || x.Words != y.Words {
+			return false
+		}
+	}
+	return true
+}
+
+// PatternKey is a key for SamePattern: two phases have the same key
+// exactly when they move the same pattern.
+func PatternKey(phase []Transfer) string {
+	b := make([]byte, 0, 16*len(phase))
+	put := func(v int) {
+		u := uint32(v)
+		b = append(b, byte(u), byte(u>>8), byte(u>>16), byte(u>>24))
+	}
+	for _, x := range phase {
+		put(x.Src)
+		put(x.Dst)
+		put(x.Dests())
+		put(x.Words)
+	}
+	return string(b)
+}
+
+// RelocateError is why a plan cannot be relocated to another phase: the
+// relocation changes something the schedule depends on.
+type RelocateError struct{ Reason string }
+
+func (e *RelocateError) Error() string { return "sched: relocate: " + e.Reason }
+
+// Relocate returns the plan of phase to, made from pl, the plan of phase
+// from, without scheduling: the two phases move the same pattern
+// (SamePattern) at other addresses, and the new plan is pl's code with
+// every register load of an old operand value loading the new one, in
+// the same instructions at the same cycles.
+//
+// The scheduler reads the operand values (send: destination, source
+// address, words; recv: source tile, destination address, words) only
+// to compare them with each other on one tile (its register cache, the
+// values pending events read, an instruction's equal operands), to test
+// them for zero ($mzero), and for the length of their loads
+// (codegen.ConstLen). So when, on every tile, old and new values
+// correspond one to one, zero to zero, and each new value loads in as
+// many instructions as the old one, scheduling phase to takes every
+// decision it took for from: Relocate's plan is the plan Schedule would
+// make, with the same options, cycles and events (shared with pl: they do
+// not depend on addresses). Otherwise Relocate returns a *RelocateError
+// naming the first value that breaks the correspondence.
+//
+// Relocate checks neither phase against a preset: Validate the result.
+func Relocate(pl *Plan, from, to []Transfer) (*Plan, error) {
+	if !SamePattern(from, to) {
+		return nil, &RelocateError{"the phases move different patterns"}
+	}
+	if len(pl.Events) != len(from) {
+		return nil, fmt.Errorf("sched: relocate: %d events for %d transfers", len(pl.Events), len(from))
+	}
+	m := newValueMap()
+	for i, x := range from {
+		y := to[i]
+		if err := m.add(x.Src, sendOps(x), sendOps(y)); err != nil {
+			err.Reason = fmt.Sprintf("transfer %d: %s", i, err.Reason)
+			return nil, err
+		}
+		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+			if err := m.add(u, recvOps(x), recvOps(y)); err != nil {
+				err.Reason = fmt.Sprintf("transfer %d: %s", i, err.Reason)
+				return nil, err
+			}
+		}
+	}
+	out := &Plan{Makespan: pl.Makespan, LowerBound: pl.LowerBound, Events: pl.Events, Options: pl.Options,
+		Tiles: make([]TileCode, len(pl.Tiles))}
+	for i, tc := range pl.Tiles {
+		code, err := m.relocate(tc.Tile, tc.Code)
+		if err != nil {
+			return nil, fmt.Errorf("sched: relocate: tile %d: %w", tc.Tile, err)
+		}
+		out.Tiles[i] = TileCode{Tile: tc.Tile, Code: code, Cycles: tc.Cycles}
+	}
+	return out, nil
+}
+
+// valueMap is the correspondence of old and new operand values, per
+// tile.
+type valueMap struct {
+	fwd, rev map[tileValue]uint32
+}
+
+type tileValue struct {
+	tile int
+	v    uint32
+}
+
+func newValueMap() *valueMap {
+	return &valueMap{fwd: map[tileValue]uint32{}, rev: map[tileValue]uint32{}}
+}
+
+// add maps the operand values old of an event on tile t to new ones.
+func (m *valueMap) add(t int, old, new [3]uint32) *RelocateError {
+	for k, v := range old {
+		w := new[k]
+		if v == w {
+			// Unchanged: still one to one with the tile's other values.
+			if err := m.pair(t, v, w); err != nil {
+				return err
+			}
+			continue
+		}
+		switch {
+		case (v == 0) != (w == 0):
+			return &RelocateError{fmt.Sprintf("tile %d: value %#x becomes %#x: $mzero serves only one of them", t, v, w)}
+		case codegen.ConstLen(v) != codegen.ConstLen(w):
+			return &RelocateError{fmt.Sprintf("tile %d: value %#x becomes %#x: %d load instructions become %d", t, v, w, codegen.ConstLen(v), codegen.ConstLen(w))}
+		}
+		if err := m.pair(t, v, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pair records that value v of tile t becomes w.
+func (m *valueMap) pair(t int, v, w uint32) *RelocateError {
+	if got, ok := m.fwd[tileValue{t, v}]; ok {
+		if got != w {
+			return &RelocateError{fmt.Sprintf("tile %d: value %#x becomes both %#x and %#x", t, v, got, w)}
+		}
+		return nil
+	}
+	if got, ok := m.rev[tileValue{t, w}]; ok {
+		return &RelocateError{fmt.Sprintf("tile %d: values %#x and %#x both become %#x", t, got, v, w)}
+	}
+	m.fwd[tileValue{t, v}] = w
+	m.rev[tileValue{t, w}] = v
+	return nil
+}
+
+// relocate rewrites tile t's code: each load (li, or li and lih of one
+// register, as code emits them) of an old value loads its new value in
+// as many instructions.
+func (m *valueMap) relocate(t int, code []isa.Inst) ([]isa.Inst, error) {
+	out := make([]isa.Inst, len(code))
+	copy(out, code)
+	for pc := 0; pc < len(out); pc++ {
+		in := out[pc]
+		switch in.Op {
+		case isa.LI:
+		case isa.LIH:
+			return nil, fmt.Errorf("pc %d: lih without its li", pc)
+		default:
+			continue
+		}
+		v, n := uint32(in.Imm), 1
+		if pc+1 < len(out) && out[pc+1].Op == isa.LIH && out[pc+1].D == in.D {
+			v, n = uint32(in.Imm)&0xFFFF|uint32(out[pc+1].Imm)<<16, 2
+		}
+		w, ok := m.fwd[tileValue{t, v}]
+		if !ok {
+			return nil, fmt.Errorf("pc %d: loads %#x, which no event of the tile reads", pc, v)
+		}
+		if codegen.ConstLen(w) != n {
+			return nil, fmt.Errorf("pc %d: %#x needs %d load instructions, the code has %d", pc, w, codegen.ConstLen(w), n)
+		}
+		if n == 1 {
+			out[pc].Imm = int32(w)
+			continue
+		}
+		out[pc].Imm = int32(w & 0xFFFF)
+		out[pc+1].Imm = int32(w >> 16)
+		pc++
+	}
+	return out, nil
+}
