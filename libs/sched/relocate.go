@@ -1,7 +1,9 @@
 package sched
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"ipu.local/libs/codegen"
 	"ipu.local/libs/isa"
@@ -73,19 +75,9 @@ func Relocate(pl *Plan, from, to []Transfer) (*Plan, error) {
 	if len(pl.Events) != len(from) {
 		return nil, fmt.Errorf("sched: relocate: %d events for %d transfers", len(pl.Events), len(from))
 	}
-	m := newValueMap()
-	for i, x := range from {
-		y := to[i]
-		if err := m.add(x.Src, sendOps(x), sendOps(y)); err != nil {
-			err.Reason = fmt.Sprintf("transfer %d: %s", i, err.Reason)
-			return nil, err
-		}
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-			if err := m.add(u, recvOps(x), recvOps(y)); err != nil {
-				err.Reason = fmt.Sprintf("transfer %d: %s", i, err.Reason)
-				return nil, err
-			}
-		}
+	m, err := newValueMap(from, to)
+	if err != nil {
+		return nil, err
 	}
 	out := &Plan{Makespan: pl.Makespan, LowerBound: pl.LowerBound, Events: pl.Events, Options: pl.Options,
 		Tiles: make([]TileCode, len(pl.Tiles))}
@@ -100,58 +92,96 @@ func Relocate(pl *Plan, from, to []Transfer) (*Plan, error) {
 }
 
 // valueMap is the correspondence of old and new operand values, per
-// tile.
+// tile: each tile's pairs, old value in the high half, sorted.
 type valueMap struct {
-	fwd, rev map[tileValue]uint32
+	pairs *buckets[uint64]
 }
 
-type tileValue struct {
-	tile int
-	v    uint32
-}
-
-func newValueMap() *valueMap {
-	return &valueMap{fwd: map[tileValue]uint32{}, rev: map[tileValue]uint32{}}
-}
-
-// add maps the operand values old of an event on tile t to new ones.
-func (m *valueMap) add(t int, old, new [3]uint32) *RelocateError {
-	for k, v := range old {
-		w := new[k]
-		if v == w {
-			// Unchanged: still one to one with the tile's other values.
-			if err := m.pair(t, v, w); err != nil {
-				return err
+// newValueMap pairs the old and new operand values of every event of the
+// phases and checks that they correspond one to one on each tile, zero
+// to zero, with loads of the same length.
+func newValueMap(from, to []Transfer) (*valueMap, error) {
+	tiles := 0
+	for _, x := range from {
+		tiles = max(tiles, x.Src+1, x.Dst+x.Dests())
+	}
+	b := newBuckets[uint64](tiles)
+	for _, x := range from {
+		b.count(x.Src, 3)
+		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+			b.count(u, 3)
+		}
+	}
+	b.alloc()
+	for i, x := range from {
+		y := to[i]
+		so, sn := sendOps(x), sendOps(y)
+		ro, rn := recvOps(x), recvOps(y)
+		for k := range 3 {
+			if err := pairable(so[k], sn[k]); err != "" {
+				return nil, &RelocateError{fmt.Sprintf("transfer %d: tile %d: %s", i, x.Src, err)}
 			}
-			continue
+			if err := pairable(ro[k], rn[k]); err != "" {
+				return nil, &RelocateError{fmt.Sprintf("transfer %d: tile %d: %s", i, x.Dst, err)}
+			}
+			b.put(x.Src, uint64(so[k])<<32|uint64(sn[k]))
 		}
-		switch {
-		case (v == 0) != (w == 0):
-			return &RelocateError{fmt.Sprintf("tile %d: value %#x becomes %#x: $mzero serves only one of them", t, v, w)}
-		case codegen.ConstLen(v) != codegen.ConstLen(w):
-			return &RelocateError{fmt.Sprintf("tile %d: value %#x becomes %#x: %d load instructions become %d", t, v, w, codegen.ConstLen(v), codegen.ConstLen(w))}
-		}
-		if err := m.pair(t, v, w); err != nil {
-			return err
+		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+			for k := range 3 {
+				b.put(u, uint64(ro[k])<<32|uint64(rn[k]))
+			}
 		}
 	}
-	return nil
+	var scratch []uint64
+	for t := range tiles {
+		ps := b.of(t)
+		slices.Sort(ps)
+		ps = slices.Compact(ps)
+		for i := 1; i < len(ps); i++ {
+			if ps[i]>>32 == ps[i-1]>>32 {
+				return nil, &RelocateError{fmt.Sprintf("tile %d: value %#x becomes both %#x and %#x", t, ps[i]>>32, uint32(ps[i-1]), uint32(ps[i]))}
+			}
+		}
+		// One to one the other way too: no two old values become one.
+		scratch = scratch[:0]
+		for _, p := range ps {
+			scratch = append(scratch, p<<32|p>>32)
+		}
+		slices.Sort(scratch)
+		for i := 1; i < len(scratch); i++ {
+			if a, c := scratch[i-1], scratch[i]; a>>32 == c>>32 {
+				return nil, &RelocateError{fmt.Sprintf("tile %d: values %#x and %#x both become %#x", t, uint32(a), uint32(c), a>>32)}
+			}
+		}
+		b.next[t] = b.start[t] + len(ps)
+	}
+	return &valueMap{b}, nil
 }
 
-// pair records that value v of tile t becomes w.
-func (m *valueMap) pair(t int, v, w uint32) *RelocateError {
-	if got, ok := m.fwd[tileValue{t, v}]; ok {
-		if got != w {
-			return &RelocateError{fmt.Sprintf("tile %d: value %#x becomes both %#x and %#x", t, v, got, w)}
-		}
-		return nil
+// pairable says why old value v cannot become w, or "".
+func pairable(v, w uint32) string {
+	switch {
+	case v == w:
+		return ""
+	case (v == 0) != (w == 0):
+		return fmt.Sprintf("value %#x becomes %#x: $mzero serves only one of them", v, w)
+	case codegen.ConstLen(v) != codegen.ConstLen(w):
+		return fmt.Sprintf("value %#x becomes %#x: %d load instructions become %d", v, w, codegen.ConstLen(v), codegen.ConstLen(w))
 	}
-	if got, ok := m.rev[tileValue{t, w}]; ok {
-		return &RelocateError{fmt.Sprintf("tile %d: values %#x and %#x both become %#x", t, got, v, w)}
+	return ""
+}
+
+// get returns the new value of tile t's old value v.
+func (m *valueMap) get(t int, v uint32) (uint32, bool) {
+	if t >= len(m.pairs.next) {
+		return 0, false
 	}
-	m.fwd[tileValue{t, v}] = w
-	m.rev[tileValue{t, w}] = v
-	return nil
+	ps := m.pairs.of(t)
+	i, ok := slices.BinarySearchFunc(ps, v, func(p uint64, v uint32) int { return cmp.Compare(uint32(p>>32), v) })
+	if !ok {
+		return 0, false
+	}
+	return uint32(ps[i]), true
 }
 
 // relocate rewrites tile t's code: each load (li, or li and lih of one
@@ -173,7 +203,7 @@ func (m *valueMap) relocate(t int, code []isa.Inst) ([]isa.Inst, error) {
 		if pc+1 < len(out) && out[pc+1].Op == isa.LIH && out[pc+1].D == in.D {
 			v, n = uint32(in.Imm)&0xFFFF|uint32(out[pc+1].Imm)<<16, 2
 		}
-		w, ok := m.fwd[tileValue{t, v}]
+		w, ok := m.get(t, v)
 		if !ok {
 			return nil, fmt.Errorf("pc %d: loads %#x, which no event of the tile reads", pc, v)
 		}
