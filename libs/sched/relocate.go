@@ -91,6 +91,19 @@ func Relocate(pl *Plan, from, to []Transfer) (*Plan, error) {
 	return out, nil
 }
 
+// Relocatable reports whether a plan of phase from relocates to phase to
+// (see Relocate): nil when it does, so that both phases schedule to the
+// same cycles and events; a *RelocateError when not.
+func Relocatable(from, to []Transfer) error {
+	if !SamePattern(from, to) {
+		return &RelocateError{"the phases move different patterns"}
+	}
+	if _, err := newValueMap(from, to); err != nil {
+		return err
+	}
+	return nil
+}
+
 // valueMap is the correspondence of old and new operand values, per
 // tile: each tile's pairs, old value in the high half, sorted.
 type valueMap struct {

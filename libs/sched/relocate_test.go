@@ -97,6 +97,9 @@ func TestRelocateRefuses(t *testing.T) {
 			if !errors.As(err, &re) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want a RelocateError with %q", err, tt.want)
 			}
+			if err := Relocatable(from, tt.to); !errors.As(err, &re) {
+				t.Fatalf("Relocatable: %v, want a RelocateError", err)
+			}
 		})
 	}
 	// One value that becomes two: refused as well.
