@@ -18,38 +18,8 @@ import (
 // every superstep, and relocating the supersteps of a repeated pattern,
 // each with its validation (skipped without the variable).
 func TestReuseTimes(t *testing.T) {
-	path := os.Getenv("REUSE_PLAN")
-	if path == "" {
-		t.Skip("REUSE_PLAN names no plan file")
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := plan.Read(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := arch.Lookup(pl.Arch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Decode(&pl.Graph)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &linker{p: p, pl: pl, g: g, tiles: map[int]*tile{}}
-	for _, fn := range []func() error{
-		func() error { return l.planKernels(nil) },
-		func() error { return l.compileKernels(nil) },
-		func() error { return l.linkRuntime(nil) },
-		func() error { return l.sizeTileCode(discard()) },
-		func() error { return l.placeStorage(discard()) },
-	} {
-		if err := fn(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	l := placedLinker(t)
+	p := l.p
 	var sch, val, rel, val2, schF, valF time.Duration
 	first := map[string]int{}
 	plans := map[int]*sched.Plan{}
@@ -105,3 +75,58 @@ func TestReuseTimes(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// placedLinker reads the plan file $REUSE_PLAN and runs the linker's
+// phases up to storage placement (skips without the variable).
+func placedLinker(t *testing.T) *linker {
+	path := os.Getenv("REUSE_PLAN")
+	if path == "" {
+		t.Skip("REUSE_PLAN names no plan file")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Read(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := arch.Lookup(pl.Arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Decode(&pl.Graph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &linker{p: p, pl: pl, g: g, tiles: map[int]*tile{}}
+	for _, fn := range []func() error{
+		func() error { return l.planKernels(nil) },
+		func() error { return l.compileKernels(nil) },
+		func() error { return l.linkRuntime(nil) },
+		func() error { return l.sizeTileCode(discard()) },
+		func() error { return l.placeStorage(discard()) },
+	} {
+		if err := fn(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l
+}
+
+// TestReuseLowerTimes times lower_exchanges on $REUSE_PLAN's program with
+// and without reuse, twice, alternating.
+func TestReuseLowerTimes(t *testing.T) {
+	l := placedLinker(t)
+	for r := 0; r < 2; r++ {
+		for _, off := range []bool{true, false} {
+			l.noReuse = off
+			l.st = Stats{}
+			start := time.Now()
+			if err := l.lowerExchanges(discard()); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("no reuse %v: lower_exchanges %v, %d reused", off, time.Since(start), l.st.ReusedExchanges)
+		}
+	}
+}
