@@ -28,6 +28,10 @@ type Result struct {
 	// sides' cycles, syncs included; FinalCycles counts the longer.
 	Sides     [][2]int64
 	Transfers int
+	// ReusedExchanges counts the exchange supersteps priced by an
+	// earlier one's schedule: the same pattern, relocatable to their
+	// addresses (sched.Relocatable), hence the same makespan.
+	ReusedExchanges int
 }
 
 // ComputeCycles is a compute superstep's cycles: the longest tile's
@@ -84,14 +88,56 @@ func ExchangeCycles(p *arch.Preset, s *prog.Superstep, addr func(prog.Ref) uint3
 	if len(s.Xfers) == 0 {
 		return 0, nil
 	}
+	sp, err := sched.Schedule(p, transfers(s, addr), sched.Options{})
+	if err != nil {
+		return 0, err
+	}
+	return sp.Makespan, nil
+}
+
+func transfers(s *prog.Superstep, addr func(prog.Ref) uint32) []sched.Transfer {
 	xs := make([]sched.Transfer, len(s.Xfers))
 	for i, x := range s.Xfers {
 		xs[i] = sched.Transfer{Src: x.Src, Dst: x.Dst, DstN: x.Dests(), Words: x.Words, SrcAddr: addr(x.From), DstAddr: addr(x.To)}
 	}
-	sp, err := sched.Schedule(p, xs, sched.Options{})
+	return xs
+}
+
+// exchanges prices a program's exchange supersteps, scheduling each
+// pattern once per structure of its addresses: a superstep that an
+// earlier one's schedule relocates to (the repeated layers of a model)
+// has that schedule's makespan.
+type exchanges struct {
+	p      *arch.Preset
+	priced map[string][]priced // by sched.PatternKey
+	reused int
+}
+
+type priced struct {
+	xs     []sched.Transfer
+	cycles int64
+}
+
+func (e *exchanges) cycles(s *prog.Superstep, addr func(prog.Ref) uint32) (int64, error) {
+	if len(s.Xfers) == 0 {
+		return 0, nil
+	}
+	xs := transfers(s, addr)
+	key := sched.PatternKey(xs)
+	for _, d := range e.priced[key] {
+		if sched.Relocatable(d.xs, xs) == nil {
+			if err := sched.Check(e.p, xs, sched.Options{}); err != nil {
+				return 0, err
+			}
+			e.reused++
+			return d.cycles, nil
+		}
+	}
+	sp, err := sched.Schedule(e.p, xs, sched.Options{})
 	if err != nil {
 		return 0, err
 	}
+	e.priced[key] = append(e.priced[key], priced{xs, sp.Makespan})
 	return sp.Makespan, nil
 }
 
@@ -122,6 +168,7 @@ func Program(pr *prog.Program) (*Result, error) { return ProgramWith(pr, Options
 func ProgramWith(pr *prog.Program, opt Options) (*Result, error) {
 	p := pr.Arch
 	addr := synthetic(p, pr.Buffers)
+	ex := &exchanges{p: p, priced: map[string][]priced{}}
 	r := &Result{}
 	sync := make([]int64, len(pr.Steps))
 	for i, s := range pr.Steps {
@@ -141,7 +188,7 @@ func ProgramWith(pr *prog.Program, opt Options) (*Result, error) {
 					*s.Bound = c
 				}
 			} else {
-				c, err = ExchangeCycles(p, s, addr)
+				c, err = ex.cycles(s, addr)
 			}
 			r.Transfers += len(s.Xfers)
 		default:
@@ -154,6 +201,7 @@ func ProgramWith(pr *prog.Program, opt Options) (*Result, error) {
 		r.Supersteps = append(r.Supersteps, c)
 		sync[i] = int64(p.SyncCycles)
 	}
+	r.ReusedExchanges = ex.reused
 	// A branch counts its longer side.
 	r.FinalCycles, r.Sides = pr.Longest(r.Supersteps, func(i int) int64 { return sync[i] })
 	path := prog.LongerThen(r.Sides)

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"ipu.local/formats/obj"
 	"ipu.local/libs/arch"
@@ -118,6 +119,16 @@ func rangesString(rs []arch.Range) string {
 
 // lowerExchanges schedules every exchange superstep with the placed
 // addresses and validates the schedule against the simulator's rules.
+//
+// Supersteps that move the same pattern (sched.SamePattern: the repeated
+// layers of a model, repeated operand moves) share one schedule: the
+// first of each pattern, in program order, is scheduled; each later one
+// relocates that schedule to its own addresses (sched.Relocate) and
+// validates the result, and is scheduled from scratch only when the
+// relocation is refused (it would change what the schedule depends on)
+// or does not validate. Which superstep reuses which depends on the
+// program alone, not on the order the parallel work completes in, and a
+// relocated schedule is the one scheduling would make.
 func (l *linker) lowerExchanges(log *slog.Logger) error {
 	if err := l.checkFragments(); err != nil {
 		return err
@@ -126,35 +137,70 @@ func (l *linker) lowerExchanges(log *slog.Logger) error {
 	for _, tl := range l.tiles {
 		tl.exCode = 0 // the bound of size_tile_code gives way to the code
 	}
-	// The phases are independent: schedule and validate them side by
-	// side, then log and account for them in program order.
-	errs := make([]error, len(l.prog.Steps))
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
+	n := len(l.prog.Steps)
+	xss := make([][]sched.Transfer, n)
+	from := make([]int, n) // the superstep whose schedule i reuses; i: none
+	first := map[string]int{}
+	var leaders, followers []int
 	for i, s := range l.prog.Steps {
 		if s.Kind != obj.Exchange {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			xs := make([]sched.Transfer, len(s.Xfers))
-			for k, x := range s.Xfers {
-				xs[k] = x.Sched()
-			}
-			sp, err := sched.Schedule(l.p, xs, sched.Options{})
-			if err == nil {
-				err = sched.Validate(l.p, xs, sp)
-			}
-			if err != nil {
-				errs[i] = fmt.Errorf("superstep %d (%s): %w", i, s.Name, err)
-				return
-			}
-			l.exch[i] = sp
-		}()
+		xs := make([]sched.Transfer, len(s.Xfers))
+		for k, x := range s.Xfers {
+			xs[k] = x.Sched()
+		}
+		xss[i], from[i] = xs, i
+		if l.noReuse || len(xs) == 0 {
+			leaders = append(leaders, i)
+			continue
+		}
+		key := sched.PatternKey(xs)
+		if j, ok := first[key]; ok {
+			from[i] = j
+			followers = append(followers, i)
+			continue
+		}
+		first[key] = i
+		leaders = append(leaders, i)
 	}
-	wg.Wait()
+	errs := make([]error, n)
+	refused := make([]error, n)
+	schedule := func(i int) error {
+		sp, err := sched.Schedule(l.p, xss[i], sched.Options{})
+		if err == nil {
+			err = sched.Validate(l.p, xss[i], sp)
+		}
+		l.exch[i] = sp
+		return err
+	}
+	// The phases are independent: schedule and validate the first of
+	// each pattern side by side, then relocate the others side by side,
+	// then log and account for them in program order.
+	l.parallel(leaders, func(i int) {
+		if err := schedule(i); err != nil {
+			errs[i] = fmt.Errorf("superstep %d (%s): %w", i, l.prog.Steps[i].Name, err)
+		}
+	})
+	l.parallel(followers, func(i int) {
+		j := from[i]
+		if errs[j] != nil {
+			from[i] = i // reported at j, which comes first
+			return
+		}
+		sp, err := sched.Relocate(l.exch[j], xss[j], xss[i])
+		if err == nil {
+			err = sched.Validate(l.p, xss[i], sp)
+		}
+		if err == nil {
+			l.exch[i] = sp
+			return
+		}
+		refused[i], from[i] = err, i
+		if err := schedule(i); err != nil {
+			errs[i] = fmt.Errorf("superstep %d (%s): %w", i, l.prog.Steps[i].Name, err)
+		}
+	})
 	for i, s := range l.prog.Steps {
 		if s.Kind != obj.Exchange {
 			continue
@@ -163,7 +209,15 @@ func (l *linker) lowerExchanges(log *slog.Logger) error {
 			return errs[i]
 		}
 		sp := l.exch[i]
-		log.Info("reused exchange optimization after validating relocated rows", slog.Int("phase", i))
+		switch {
+		case from[i] != i:
+			l.st.ReusedExchanges++
+			log.Info("reused exchange optimization after validating relocated rows", slog.Int("phase", i),
+				slog.Int("from", from[i]), slog.Int("transfers", len(s.Xfers)), slog.Int64("cycles", sp.Makespan))
+		case refused[i] != nil:
+			l.st.RefusedReuses++
+			log.Debug("scheduled exchange superstep again: its relocation was refused", slog.Int("phase", i), slog.String("reason", refused[i].Error()))
+		}
 		s.Cycles = sp.Makespan
 		l.st.Transfers += len(s.Xfers)
 		for _, tc := range sp.Tiles {
@@ -194,6 +248,27 @@ func (l *linker) checkFragments() error {
 		}
 	}
 	return nil
+}
+
+// parallel runs fn for every item on all host cores; fn must touch only
+// its item's state.
+func (l *linker) parallel(items []int, fn func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(items)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= len(items) {
+					return
+				}
+				fn(items[k])
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // optimizeExchangePlacement checks that each tile's code with its

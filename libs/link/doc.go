@@ -50,4 +50,21 @@
 // a compute superstep's tile runs its launches back to back (codegen's
 // exact CyclesAt), an exchange superstep lasts sched's makespan. The
 // host supersteps are reported separately.
+//
+// # Reused exchange schedules
+//
+// Exchange supersteps that move the same pattern (the same transfers'
+// tiles and word counts, in the same order: a repeated layer's moves at
+// its own buffers' addresses) are scheduled once. The first of each
+// pattern in program order is scheduled; every later one relocates that
+// schedule (sched.Relocate: the same instructions and cycles, each
+// register load of an old address loading the new one) and validates it
+// (sched.Validate). The relocation is refused when it would change what
+// the scheduler's decisions depend on: which operand values of a tile
+// are equal, which are zero, how many instructions each value's load
+// takes. A refused or invalid relocation is scheduled from scratch. A
+// relocated schedule is the one scheduling would make, so the object is
+// the same with Options.NoExchangeReuse; only a reused superstep logs
+// `reused exchange optimization after validating relocated rows` (phase,
+// from: the superstep whose schedule it reuses), and Stats counts them.
 package link

@@ -42,7 +42,12 @@ type Stats struct {
 	// HostInBytes and HostOutBytes are the bytes the host supersteps move.
 	HostInBytes, HostOutBytes int64
 	Transfers                 int // exchange transfers (multicasts count once)
-	Tiles                     int // tiles with a program
+	// ReusedExchanges counts the exchange supersteps whose schedule is an
+	// earlier superstep's relocated to their addresses; RefusedReuses
+	// those of a repeated pattern scheduled again because the relocation
+	// was refused or did not validate.
+	ReusedExchanges, RefusedReuses int
+	Tiles                          int // tiles with a program
 	// Figures of the tile with the most code.
 	LinkedEnd          uint32 // end of its code
 	CodeAddress        uint32 // its supervisor entry
@@ -79,6 +84,10 @@ type BranchCost struct {
 type Options struct {
 	// Log receives the phase lines (nil: discard).
 	Log *slog.Logger
+	// NoExchangeReuse schedules every exchange superstep from scratch,
+	// also those that could relocate an earlier one's schedule (a debug
+	// switch: the object is the same either way).
+	NoExchangeReuse bool
 }
 
 // linker holds one Link call.
@@ -95,6 +104,8 @@ type linker struct {
 	prof  *prog.Buffer  // the profile buffer (nil: none)
 	// profWord is each superstep's word in the profile buffer (-1: none).
 	profWord []int
+	// noReuse is Options.NoExchangeReuse.
+	noReuse bool
 }
 
 // tile is one tile's code.
@@ -133,7 +144,7 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan: %w", err)
 	}
-	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}}
+	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse}
 	for _, ph := range []struct {
 		name string
 		fn   func(*slog.Logger) error

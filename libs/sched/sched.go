@@ -171,6 +171,11 @@ const (
 	maxReceptions = 1 << 24
 )
 
+// Check returns the error Schedule would return for the phase before
+// scheduling it: tiles, ranges, alignment, no tile sending to itself, no
+// two transfers writing the same bytes of a tile, the options.
+func Check(p *arch.Preset, phase []Transfer, opt Options) error { return check(p, phase, opt) }
+
 // check validates the options and the phase against the preset.
 func check(p *arch.Preset, phase []Transfer, opt Options) error {
 	if p == nil {

@@ -1,7 +1,9 @@
 package sched
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 
 	"ipu.local/libs/arch"
@@ -295,8 +297,11 @@ func (r *replayer) resolve(early bool) ([]segment, error) {
 			if wi+1 < len(ws) {
 				cut = ws[wi+1].t
 			}
+			// Consume the window a run of cycles at a time: within one
+			// stream the words come every cycle from one sender, so only
+			// a run's first cycle needs the checks.
 			got := uint32(0)
-			for c := w.t; got < w.words; c++ {
+			for c := w.t; got < w.words; {
 				if c >= cut || si >= len(ss) || at() != c {
 					return nil, fmt.Errorf("tile %d pc %d: listening to tile %d, no word at cycle %d (%d of %d arrived)", u, w.pc, w.src, c, got, w.words)
 				}
@@ -305,14 +310,18 @@ func (r *replayer) resolve(early bool) ([]segment, error) {
 				if s.tile != w.src {
 					return nil, fmt.Errorf("tile %d pc %d: word for tile %d arrives at cycle %d, which listens to tile %d", s.tile, s.pc, u, c, w.src)
 				}
-				for k := uint32(0); k < st.per; k++ {
-					if got == w.words {
-						return nil, fmt.Errorf("tile %d pc %d: word for tile %d arrives at cycle %d after its recv completed", s.tile, s.pc, u, c)
-					}
-					segs = appendWord(segs, segment{u, w.addr + 4*got, s.tile, s.addr + 4*(uint32(off)*st.per+k), 1})
-					got++
+				per := int64(st.per)
+				need := int64(w.words - got)
+				k := min(st.n-off, cut-c, (need+per-1)/per)
+				words := k * per
+				if words > need {
+					// A send2's last cycle brings a word past the window.
+					return nil, fmt.Errorf("tile %d pc %d: word for tile %d arrives at cycle %d after its recv completed", s.tile, s.pc, u, c+k-1)
 				}
-				if off++; off == st.n {
+				segs = appendRun(segs, segment{u, w.addr + 4*got, s.tile, s.addr + 4*uint32(off*per), uint32(words)})
+				got += uint32(words)
+				c += k
+				if off += k; off == st.n {
 					si, off = si+1, 0
 				}
 			}
@@ -337,13 +346,12 @@ func (r *replayer) resolve(early bool) ([]segment, error) {
 	return mergeSegments(segs), nil
 }
 
-// appendWord appends a one-word run, extending the last run when it
-// continues it.
-func appendWord(segs []segment, w segment) []segment {
+// appendRun appends a run, extending the last run when it continues it.
+func appendRun(segs []segment, w segment) []segment {
 	if n := len(segs); n > 0 {
 		l := &segs[n-1]
 		if l.dst == w.dst && l.src == w.src && l.dstAddr+4*l.words == w.dstAddr && l.srcAddr+4*l.words == w.srcAddr {
-			l.words++
+			l.words += w.words
 			return segs
 		}
 	}
@@ -352,12 +360,11 @@ func appendWord(segs []segment, w segment) []segment {
 
 // mergeSegments sorts runs by destination and joins the contiguous ones.
 func mergeSegments(segs []segment) []segment {
-	sort.Slice(segs, func(i, j int) bool {
-		a, b := segs[i], segs[j]
+	slices.SortFunc(segs, func(a, b segment) int {
 		if a.dst != b.dst {
-			return a.dst < b.dst
+			return cmp.Compare(a.dst, b.dst)
 		}
-		return a.dstAddr < b.dstAddr
+		return cmp.Compare(a.dstAddr, b.dstAddr)
 	})
 	var out []segment
 	for _, s := range segs {

@@ -1,0 +1,146 @@
+package link
+
+import (
+	"bytes"
+	"log/slog"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"ipu.local/formats/obj"
+	"ipu.local/libs/arch"
+	"ipu.local/libs/isa"
+	"ipu.local/libs/prog"
+	"ipu.local/libs/sched"
+)
+
+// TestExchangeReuse links a two-layer encoder, whose second layer moves
+// the first one's exchange patterns at other addresses: some supersteps
+// reuse an earlier schedule, each logs the line naming it, and the
+// object is byte for byte the one scheduling every superstep from
+// scratch gives. The simulator runs it in the linker's cycles.
+func TestExchangeReuse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plans a transformer")
+	}
+	const model = "../../testdata/models/transformers/bert_small_encoder2_fp16/model.onnx"
+	pl, o, st, g := linkModel(t, model, "ipu21", 64)
+	if st.ReusedExchanges == 0 {
+		t.Fatal("no exchange superstep reused a schedule")
+	}
+	exchanges := 0
+	for _, s := range st.Supersteps {
+		if s.Kind == obj.Exchange {
+			exchanges++
+		}
+	}
+	t.Logf("%d exchange supersteps: %d reused, %d refused", exchanges, st.ReusedExchanges, st.RefusedReuses)
+	// The log names exactly the reused supersteps.
+	var buf bytes.Buffer
+	o2, st2, err := Link(pl, "test", Options{Log: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "reused exchange optimization after validating relocated rows"); n != st.ReusedExchanges || st2.ReusedExchanges != st.ReusedExchanges {
+		t.Fatalf("%d reuse lines, %d and %d reused supersteps", n, st.ReusedExchanges, st2.ReusedExchanges)
+	}
+	// Without reuse: the same object, nothing reused.
+	o3, st3, err := Link(pl, "test", Options{NoExchangeReuse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st3.ReusedExchanges != 0 {
+		t.Fatalf("%d reused with reuse off", st3.ReusedExchanges)
+	}
+	// One core: the same object whatever order the work completes in.
+	procs := runtime.GOMAXPROCS(1)
+	o4, _, err := Link(pl, "test", Options{})
+	runtime.GOMAXPROCS(procs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := encode(t, o), encode(t, o2), encode(t, o3)
+	if !bytes.Equal(a, encode(t, o4)) {
+		t.Fatal("the object linked on one core differs")
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("two links of one plan differ")
+	}
+	if !bytes.Equal(a, c) {
+		t.Fatal("the object with reused schedules differs from the one scheduled from scratch")
+	}
+	checkModel(t, o, st, g)
+}
+
+func encode(t *testing.T, o *obj.Object) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := obj.Write(&buf, o); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestExchangeReuseRefused lowers three exchange supersteps of one
+// pattern: the second is the first at other addresses and reuses its
+// schedule; in the third, tile 0 sends one buffer twice where the first
+// sent two, which changes the schedule (one load fewer): its relocation
+// is refused and it is scheduled from scratch. Each plan is the one
+// Schedule makes.
+func TestExchangeReuseRefused(t *testing.T) {
+	p := arch.MustLookup("ipu21-64")
+	buf := func(addr uint32) *prog.Buffer { return &prog.Buffer{Addr: addr, Placed: true} }
+	step := func(a, b, dst uint32) *prog.Superstep {
+		s := prog.NewSuperstep(obj.Exchange, "x")
+		s.Xfers = []prog.Transfer{
+			{Src: 0, Dst: 1, Words: 8, From: prog.Ref{Buf: buf(a)}, To: prog.Ref{Buf: buf(dst)}},
+			{Src: 0, Dst: 2, Words: 8, From: prog.Ref{Buf: buf(b)}, To: prog.Ref{Buf: buf(dst)}},
+			{Src: 3, Dst: 0, DstN: 2, Words: 6, From: prog.Ref{Buf: buf(a)}, To: prog.Ref{Buf: buf(dst + 0x100)}},
+		}
+		return s
+	}
+	var out bytes.Buffer
+	l := &linker{p: p, tiles: map[int]*tile{}, prog: &prog.Program{Steps: []*prog.Superstep{
+		step(0x60000, 0x60100, 0x80000),
+		prog.NewSuperstep(obj.Compute, "c"),
+		step(0x61000, 0x61100, 0x81000),
+		step(0x62000, 0x62000, 0x82000),
+	}}}
+	if err := l.lowerExchanges(slog.New(slog.NewTextHandler(&out, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if l.st.ReusedExchanges != 1 || l.st.RefusedReuses != 1 {
+		t.Fatalf("%d reused, %d refused; want 1 and 1", l.st.ReusedExchanges, l.st.RefusedReuses)
+	}
+	lines := strings.Count(out.String(), "reused exchange optimization after validating relocated rows")
+	if lines != 1 || !strings.Contains(out.String(), "reused exchange optimization after validating relocated rows\" phase=2 from=0 ") {
+		t.Fatalf("log:\n%s", out.String())
+	}
+	for _, i := range []int{0, 2, 3} {
+		xs := make([]sched.Transfer, 0, 3)
+		for _, x := range l.prog.Steps[i].Xfers {
+			xs = append(xs, x.Sched())
+		}
+		want, err := sched.Schedule(p, xs, sched.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, l.exch[i]); diff != "" {
+			t.Errorf("superstep %d: plan differs from the schedule (-want +got):\n%s", i, diff)
+		}
+	}
+	lis := func(pl *sched.Plan) int {
+		n := 0
+		for _, in := range pl.Tile(0).Code {
+			if in.Op == isa.LI {
+				n++
+			}
+		}
+		return n
+	}
+	if a, b := lis(l.exch[0]), lis(l.exch[3]); a != b+1 {
+		t.Errorf("tile 0 loads %d values in superstep 0 and %d in superstep 3; want one fewer", a, b)
+	}
+}
