@@ -34,7 +34,9 @@ TILES ?= 64
 # its log in plan-start.log), the second loads it ("loaded mid-plan search
 # state ... attempts=0") and makes PLAN_ATTEMPTS moves. Resuming is exact:
 # the plan is byte for byte the one a single run of PLAN_ATTEMPTS moves
-# writes (tools/ipu-plan testdata/script/plan.txtar checks it).
+# writes (tools/ipu-plan testdata/script/plan.txtar checks it). The state
+# keeps the first run's exchange schedules, which the second run's
+# validation link relocates and reuses.
 PLAN_ATTEMPTS ?= 20
 # The seed log: ../shared/seed beside the repository when it is there,
 # else its committed copy (testdata/seed).

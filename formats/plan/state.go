@@ -18,6 +18,7 @@ const StateFormat = "ipu-plan-state/1"
 //		current     the point the walk stands on, with its cycles
 //		incumbent   the best point seen, with its cycles
 //		visited     keys of the points evaluated, sorted, deduplicated
+//		exchanges   the last validation link's exchange schedules (optional)
 //	}
 //
 // A planner run loads it, makes its moves and saves it: one run of 2N
@@ -33,6 +34,9 @@ type State struct {
 	Current   Point    `json:"current"`
 	Incumbent Point    `json:"incumbent"`
 	Visited   []string `json:"visited"`
+	// Exchanges are the validation link's exchange schedules, for the
+	// next run to reuse (exchanges.go).
+	Exchanges []Exchange `json:"exchanges,omitempty"`
 }
 
 // Point is one assignment of decisions to the planned nodes.
@@ -130,6 +134,9 @@ func (s *State) Validate() error {
 	}
 	if len(s.Visited) > MaxVisited {
 		return stateAt("visited", "%d keys exceed %d", len(s.Visited), MaxVisited)
+	}
+	if err := s.validateExchanges(); err != nil {
+		return err
 	}
 	for i := 1; i < len(s.Visited); i++ {
 		if s.Visited[i-1] >= s.Visited[i] {

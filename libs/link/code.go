@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"ipu.local/formats/obj"
+	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
 	"ipu.local/libs/codegen"
 	"ipu.local/libs/isa"
@@ -166,7 +167,20 @@ func (l *linker) lowerExchanges(log *slog.Logger) error {
 	}
 	errs := make([]error, n)
 	refused := make([]error, n)
+	saved := l.savedByPattern(log)
+	fromState := make([]bool, n)
 	schedule := func(i int) error {
+		if sv, ok := saved[sched.PatternKey(xss[i])]; ok && !l.noReuse {
+			sp, err := sched.Relocate(sv.plan, sv.phase, xss[i])
+			if err == nil {
+				err = sched.Validate(l.p, xss[i], sp)
+			}
+			if err == nil {
+				l.exch[i], fromState[i] = sp, true
+				return nil
+			}
+			refused[i] = err
+		}
 		sp, err := sched.Schedule(l.p, xss[i], sched.Options{})
 		if err == nil {
 			err = sched.Validate(l.p, xss[i], sp)
@@ -210,10 +224,14 @@ func (l *linker) lowerExchanges(log *slog.Logger) error {
 		}
 		sp := l.exch[i]
 		switch {
+		case fromState[i]:
+			l.st.FromState++
+			log.Info("reused exchange optimization after validating relocated rows", slog.Int("phase", i))
+			log.Debug("reused a search state's exchange schedule", slog.Int("phase", i), slog.Int("transfers", len(s.Xfers)), slog.Int64("cycles", sp.Makespan))
 		case from[i] != i:
 			l.st.ReusedExchanges++
-			log.Info("reused exchange optimization after validating relocated rows", slog.Int("phase", i),
-				slog.Int("from", from[i]), slog.Int("transfers", len(s.Xfers)), slog.Int64("cycles", sp.Makespan))
+			log.Info("reused exchange optimization after validating relocated rows", slog.Int("phase", i))
+			log.Debug("reused an earlier superstep's exchange schedule", slog.Int("phase", i), slog.Int("from", from[i]), slog.Int("transfers", len(s.Xfers)), slog.Int64("cycles", sp.Makespan))
 		case refused[i] != nil:
 			l.st.RefusedReuses++
 			log.Debug("scheduled exchange superstep again: its relocation was refused", slog.Int("phase", i), slog.String("reason", refused[i].Error()))
@@ -225,7 +243,57 @@ func (l *linker) lowerExchanges(log *slog.Logger) error {
 			l.st.ExchangeTableBytes = max(l.st.ExchangeTableBytes, 4*len(tc.Code))
 		}
 	}
+	l.saveSchedules(xss, from)
 	return nil
+}
+
+// savedSchedule is one of Options.Saved, decoded.
+type savedSchedule struct {
+	phase []sched.Transfer
+	plan  *sched.Plan
+}
+
+// savedByPattern decodes Options.Saved by pattern key; an entry that does
+// not decode is skipped (it is a cache: the superstep is scheduled).
+func (l *linker) savedByPattern(log *slog.Logger) map[string]savedSchedule {
+	m := map[string]savedSchedule{}
+	for k, e := range l.saved {
+		phase, pl, err := sched.Load(e)
+		if err != nil {
+			log.Debug("skipped a saved exchange schedule", slog.Int("index", k), slog.String("reason", err.Error()))
+			continue
+		}
+		key := sched.PatternKey(phase)
+		if _, dup := m[key]; !dup {
+			m[key] = savedSchedule{phase, pl}
+		}
+	}
+	return m
+}
+
+// saveSchedules keeps one schedule per pattern (the first superstep of
+// each, in program order) for a search state, unless their code exceeds
+// plan.MaxExchangeWords.
+func (l *linker) saveSchedules(xss [][]sched.Transfer, from []int) {
+	words := 0
+	var out []plan.Exchange
+	for i, sp := range l.exch {
+		if sp == nil || from[i] != i || len(xss[i]) == 0 {
+			continue
+		}
+		for _, tc := range sp.Tiles {
+			words += len(tc.Code)
+		}
+		if words > plan.MaxExchangeWords {
+			return
+		}
+		e, err := sched.Save(xss[i], sp)
+		if err != nil {
+			return
+		}
+		out = append(out, e)
+	}
+	l.st.Saved = out
 }
 
 // checkFragments refuses a program whose busiest tile runs more exchange

@@ -47,7 +47,12 @@ type Stats struct {
 	// those of a repeated pattern scheduled again because the relocation
 	// was refused or did not validate.
 	ReusedExchanges, RefusedReuses int
-	Tiles                          int // tiles with a program
+	// FromState counts the exchange supersteps whose schedule is one of
+	// Options.Saved relocated; Saved are the schedules this link made
+	// (one per pattern), for a search state to keep.
+	FromState int
+	Saved     []plan.Exchange
+	Tiles     int // tiles with a program
 	// Figures of the tile with the most code.
 	LinkedEnd          uint32 // end of its code
 	CodeAddress        uint32 // its supervisor entry
@@ -88,6 +93,10 @@ type Options struct {
 	// also those that could relocate an earlier one's schedule (a debug
 	// switch: the object is the same either way).
 	NoExchangeReuse bool
+	// Saved are exchange schedules an earlier link made (a search
+	// state's): a superstep moving the pattern of one of them relocates
+	// and validates it instead of scheduling.
+	Saved []plan.Exchange
 }
 
 // linker holds one Link call.
@@ -104,8 +113,9 @@ type linker struct {
 	prof  *prog.Buffer  // the profile buffer (nil: none)
 	// profWord is each superstep's word in the profile buffer (-1: none).
 	profWord []int
-	// noReuse is Options.NoExchangeReuse.
+	// noReuse is Options.NoExchangeReuse; saved, Options.Saved.
 	noReuse bool
+	saved   []plan.Exchange
 }
 
 // tile is one tile's code.
@@ -144,7 +154,7 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan: %w", err)
 	}
-	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse}
+	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, saved: opt.Saved}
 	for _, ph := range []struct {
 		name string
 		fn   func(*slog.Logger) error

@@ -3,6 +3,7 @@ package link
 import (
 	"bytes"
 	"log/slog"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"ipu.local/formats/obj"
+	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
 	"ipu.local/libs/isa"
 	"ipu.local/libs/prog"
@@ -108,14 +110,14 @@ func TestExchangeReuseRefused(t *testing.T) {
 		step(0x61000, 0x61100, 0x81000),
 		step(0x62000, 0x62000, 0x82000),
 	}}}
-	if err := l.lowerExchanges(slog.New(slog.NewTextHandler(&out, nil))); err != nil {
+	if err := l.lowerExchanges(slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))); err != nil {
 		t.Fatal(err)
 	}
 	if l.st.ReusedExchanges != 1 || l.st.RefusedReuses != 1 {
 		t.Fatalf("%d reused, %d refused; want 1 and 1", l.st.ReusedExchanges, l.st.RefusedReuses)
 	}
 	lines := strings.Count(out.String(), "reused exchange optimization after validating relocated rows")
-	if lines != 1 || !strings.Contains(out.String(), "reused exchange optimization after validating relocated rows\" phase=2 from=0 ") {
+	if lines != 1 || !strings.Contains(out.String(), "reused exchange optimization after validating relocated rows\" phase=2\n") {
 		t.Fatalf("log:\n%s", out.String())
 	}
 	for _, i := range []int{0, 2, 3} {
@@ -142,5 +144,48 @@ func TestExchangeReuseRefused(t *testing.T) {
 	}
 	if a, b := lis(l.exch[0]), lis(l.exch[3]); a != b+1 {
 		t.Errorf("tile 0 loads %d values in superstep 0 and %d in superstep 3; want one fewer", a, b)
+	}
+}
+
+// A search state's schedules: a link given the schedules an earlier link
+// of the plan made relocates and validates them instead of scheduling,
+// for the same object; a saved schedule that no longer matches its
+// superstep (an address moved out of its correspondence) is scheduled
+// again, for the same object too.
+func TestExchangeFromState(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/models/qk-early.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, o, st, _, err := planLinkN(t, data, 64, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Saved) == 0 || st.FromState != 0 {
+		t.Fatalf("%d schedules saved, %d from a state; want some and 0", len(st.Saved), st.FromState)
+	}
+	want, _ := obj.Marshal(o)
+	o2, st2, err := Link(pl, "test", Options{Saved: st.Saved})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st2.FromState != len(st.Saved) {
+		t.Errorf("%d supersteps from the state, want %d", st2.FromState, len(st.Saved))
+	}
+	if got, _ := obj.Marshal(o2); !bytes.Equal(got, want) {
+		t.Error("the object differs from the one scheduled from scratch")
+	}
+	// A saved schedule whose code no longer does its transfers.
+	bad := append([]plan.Exchange(nil), st.Saved...)
+	bad[0].Tiles = bad[0].Tiles[1:]
+	o3, st3, err := Link(pl, "test", Options{Saved: bad})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st3.FromState != len(st.Saved)-1 {
+		t.Errorf("%d supersteps from a damaged state, want %d", st3.FromState, len(st.Saved)-1)
+	}
+	if got, _ := obj.Marshal(o3); !bytes.Equal(got, want) {
+		t.Error("the object differs after a damaged saved schedule")
 	}
 }

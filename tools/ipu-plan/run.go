@@ -188,10 +188,15 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		trace.Elapsed(start), slog.Bool("success", true))
 	// Validate the incumbent by lowering it as ipu-link will: the exact
 	// final_cycles replace the estimate.
-	linked, err := validate(log, cfg, pl)
+	var saved []plan.Exchange
+	if opt.State != nil {
+		saved = opt.State.Exchanges
+	}
+	linked, err := validate(log, cfg, pl, saved)
 	if err != nil {
 		return err
 	}
+	state.Exchanges = linked.Saved
 	log.Info("costed search incumbent", slog.Int64("estimated_cycles", pl.Cost.FinalCycles), slog.Int64("linked_cycles", linked.FinalCycles))
 	pl.Cost.FinalCycles, pl.Cost.FinalExchange, pl.Cost.Estimated = linked.FinalCycles, linked.FinalExchange, false
 	pl.Search.IncumbentCycles = linked.FinalCycles
@@ -263,12 +268,12 @@ func recordedPath(path string) string {
 // validate lowers the plan in process (the link phases nest in
 // plan_package) and builds its tile images. A plan the linker refuses is
 // an error: ipu-plan never writes a plan that ipu-link cannot link.
-func validate(log *slog.Logger, cfg config, pl *plan.Plan) (*link.Stats, error) {
+func validate(log *slog.Logger, cfg config, pl *plan.Plan, saved []plan.Exchange) (*link.Stats, error) {
 	data, err := plan.Marshal(pl)
 	if err != nil {
 		return nil, fmt.Errorf("encode plan: %w", err)
 	}
-	o, st, err := link.Link(pl, plan.Fingerprint(data), link.Options{Log: log})
+	o, st, err := link.Link(pl, plan.Fingerprint(data), link.Options{Log: log, Saved: saved})
 	if err != nil {
 		return nil, fmt.Errorf("%s: lowering the plan: %w", cfg.model, err)
 	}

@@ -1,0 +1,79 @@
+package plan
+
+import "fmt"
+
+// Exchange is one scheduled exchange superstep that a search state keeps
+// for a later run to reuse: ipu-plan's validation link saves the
+// schedules it made, and the next run on the state relocates each one to
+// the superstep that moves the same pattern and validates it instead of
+// scheduling again. Nothing in it is trusted: a schedule is used only
+// after libs/sched has replayed its code against the superstep.
+type Exchange struct {
+	// Transfers are the superstep's streams: source tile, first
+	// destination tile, destinations, words, source and destination
+	// addresses.
+	Transfers [][6]int64      `json:"transfers"`
+	Tiles     []ExchangeTile  `json:"tiles"`
+	Events    []ExchangeEvent `json:"events"`
+	Makespan  int64           `json:"makespan"`
+	Bound     int64           `json:"lower_bound"`
+	Options   ExchangeOptions `json:"options"`
+}
+
+// ExchangeTile is one tile's exchange code: encoded instruction words.
+type ExchangeTile struct {
+	Tile   int      `json:"tile"`
+	Code   []uint32 `json:"code"`
+	Cycles int64    `json:"cycles"`
+}
+
+// ExchangeEvent is when one transfer happens (sched.Event).
+type ExchangeEvent struct {
+	Send   int64   `json:"send"`
+	Pair   bool    `json:"pair,omitempty"`
+	Cycles int64   `json:"cycles"`
+	Arrive []int64 `json:"arrive"`
+}
+
+// ExchangeOptions are the schedule's options (sched.Options).
+type ExchangeOptions struct {
+	NoSend2   bool   `json:"no_send2,omitempty"`
+	EarlySync bool   `json:"early_sync,omitempty"`
+	Regs      uint16 `json:"regs,omitempty"`
+	Passes    int    `json:"passes,omitempty"`
+}
+
+// MaxExchangeWords bounds the code words a state's exchanges hold (a
+// larger program's schedules are not saved).
+const MaxExchangeWords = 1 << 20
+
+// validateExchanges checks the sizes and ranges of the saved exchanges.
+func (s *State) validateExchanges() error {
+	words := 0
+	for i, e := range s.Exchanges {
+		p := fmt.Sprintf("exchanges[%d]", i)
+		if len(e.Events) != len(e.Transfers) {
+			return stateAt(p+".events", "%d events for %d transfers", len(e.Events), len(e.Transfers))
+		}
+		for k, x := range e.Transfers {
+			for j, v := range x {
+				if v < 0 || (j < 3 && v > MaxTiles) || v > 1<<32 {
+					return stateAt(fmt.Sprintf("%s.transfers[%d][%d]", p, k, j), "%d out of range", v)
+				}
+			}
+			if int64(len(e.Events[k].Arrive)) != x[2] {
+				return stateAt(fmt.Sprintf("%s.events[%d].arrive", p, k), "%d arrivals for %d destinations", len(e.Events[k].Arrive), x[2])
+			}
+		}
+		for k, t := range e.Tiles {
+			if t.Tile < 0 || t.Tile >= MaxTiles {
+				return stateAt(fmt.Sprintf("%s.tiles[%d].tile", p, k), "%d out of range", t.Tile)
+			}
+			words += len(t.Code)
+		}
+		if words > MaxExchangeWords {
+			return stateAt(p, "the exchanges hold more than %d code words", MaxExchangeWords)
+		}
+	}
+	return nil
+}
