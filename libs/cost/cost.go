@@ -35,7 +35,8 @@ type Result struct {
 }
 
 // ComputeCycles is a compute superstep's cycles: the longest tile's
-// launches, after and before the supervisor's own cycles (a branch's
+// launches (each with the runtime's call and return,
+// prog.LaunchCallCycles), after and before the supervisor's own cycles (a branch's
 // test and jump: Pre, Post), the profile counter's store
 // (prog.ProfileStoreCycles), plus the sync's issue.
 func ComputeCycles(s *prog.Superstep) (int64, error) {
@@ -47,7 +48,7 @@ func ComputeCycles(s *prog.Superstep) (int64, error) {
 			if err != nil {
 				return 0, fmt.Errorf("tile %d: %w", t, err)
 			}
-			at += c
+			at += c + prog.LaunchCallCycles
 		}
 		worst = max(worst, at)
 	}

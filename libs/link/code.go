@@ -386,7 +386,7 @@ func (l *linker) costProgram(log *slog.Logger) {
 				at := s.Pre // a branch's test
 				for _, k := range ks {
 					c, _ := k.Cost()
-					at += c.CyclesAt(int(at % codegen.Slots))
+					at += c.CyclesAt(int(at%codegen.Slots)) + prog.LaunchCallCycles
 				}
 				worst = max(worst, at)
 			}
@@ -495,9 +495,46 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 				tl.kernels = append(tl.kernels, kernelSym{k.What, kk.Entry})
 			}
 		}
-		sup := b.Here()
-		b.Emit(hsync())
-		loop := b.Here()
+		// The host command tables (one per run of one direction of a
+		// host superstep), the linked runtime, and the supervisor
+		// program right after it (rt_start falls through into it).
+		type cmdTable struct {
+			at codegen.Label
+			n  int
+			in bool
+		}
+		tables := map[int][]cmdTable{}
+		for i, s := range l.prog.Steps {
+			for _, run := range hostCmdRuns(s.Host[t]) {
+				at := b.Here()
+				if len(tl.layout) == 0 {
+					tl.layout = append(tl.layout, kernelSym{"host_commands", at})
+				}
+				for _, op := range run {
+					b.Word(op.Ref.Addr())
+					b.Word(uint32(op.Page)<<24 | op.Off)
+					b.Word(op.Bytes)
+				}
+				tables[i] = append(tables[i], cmdTable{at, len(run), run[0].In})
+			}
+		}
+		rt := map[string]codegen.Label{}
+		for _, sy := range tl.rt.syms {
+			rt[sy.name] = b.Here()
+			tl.layout = append(tl.layout, kernelSym{sy.name, rt[sy.name]})
+			for _, w := range tl.rt.words[sy.off : sy.off+sy.size] {
+				b.Word(w)
+			}
+		}
+		tl.layout = append(tl.layout, kernelSym{rtMain, b.Here()})
+		call := func(name string) {
+			l, ok := rt[name]
+			if !ok {
+				b.Fail(fmt.Errorf("tile %d: runtime routine %s is not linked", t, name))
+				return
+			}
+			b.Call(linkReg, l)
+		}
 		type labels struct{ els, end codegen.Label }
 		brLabels := map[*prog.Branch]labels{}
 		for _, br := range l.prog.Branches {
@@ -513,23 +550,21 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 			}
 			switch s.Kind {
 			case obj.HostExchange:
-				for _, op := range s.Host[t] {
-					b.LoadConst(codegen.M1, op.Ref.Addr())
-					b.LoadConst(codegen.M2, uint32(op.Page)<<24|op.Off)
-					b.LoadConst(codegen.M3, op.Bytes)
-					b.Emit(hostInst(op.In))
+				for _, tb := range tables[i] {
+					b.LoadLabel(codegen.M4, tb.at)
+					b.LoadConst(codegen.M5, uint32(tb.n))
+					call(hostRoutine(tb.in))
 				}
 				if i == len(l.prog.Steps)-1 {
-					b.Emit(hsync())
-					b.Br(loop)
+					call(rtLoop) // never returns: hsync, then the program again
 				} else {
 					b.Emit(syncInst())
 				}
 			case obj.Compute:
 				for _, k := range s.Work[t] {
 					e := entries[k]
-					codegen.EmitLaunch(b, e.Entry, e.Workers)
-					b.Join()
+					b.LoadLabel(codegen.M1, e.Entry)
+					call(rtLaunch(e.Workers))
 				}
 				if err := l.emitProfileStore(b, i); err != nil {
 					return fmt.Errorf("tile %d: %w", t, err)
@@ -557,7 +592,7 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("tile %d: %w", t, err)
 		}
-		a, _ := b.Addr(sup)
+		a, _ := b.Addr(rt[rtStart])
 		tl.code, tl.entry = code, a
 		end := l.p.Executable.Lo + uint32(len(code))
 		if lo := l.lowestNI(t); end > lo {
@@ -600,12 +635,15 @@ func (l *linker) emit(fingerprint string) (*obj.Object, error) {
 		tl := l.tiles[t]
 		ot := obj.Tile{Index: t, Entry: tl.entry}
 		ot.Segments = append(ot.Segments, obj.Segment{Name: "text", Kind: obj.Code, Addr: l.p.Executable.Lo, Size: uint32(len(tl.code)), Data: tl.code})
-		ot.Symbols = append(ot.Symbols, obj.Symbol{Name: "supervisor", Addr: tl.entry, Size: l.p.Executable.Lo + uint32(len(tl.code)) - tl.entry, Code: true})
-		for i, ks := range tl.kernels {
+		// Code symbols in address order: the kernels, the host command
+		// tables, the runtime's routines and the supervisor program,
+		// each up to the next (the last to the code's end).
+		syms := append(append([]kernelSym{}, tl.kernels...), tl.layout...)
+		for i, ks := range syms {
 			a, _ := tl.b.Addr(ks.entry)
-			end := tl.entry
-			if i+1 < len(tl.kernels) {
-				end, _ = tl.b.Addr(tl.kernels[i+1].entry)
+			end := l.p.Executable.Lo + uint32(len(tl.code))
+			if i+1 < len(syms) {
+				end, _ = tl.b.Addr(syms[i+1].entry)
 			}
 			ot.Symbols = append(ot.Symbols, obj.Symbol{Name: ks.name, Addr: a, Size: end - a, Code: true})
 		}

@@ -116,6 +116,7 @@ type linker struct {
 	// noReuse is Options.NoExchangeReuse; saved, Options.Saved.
 	noReuse bool
 	saved   []plan.Exchange
+	rt      *runtimeLib // the tile runtime (compile_runtime)
 }
 
 // tile is one tile's code.
@@ -124,12 +125,14 @@ type tile struct {
 	b        *codegen.Builder
 	entries  map[any]codegen.Kernel // emitted kernels by key
 	kernels  []kernelSym            // emitted kernels, in code order
+	layout   []kernelSym            // what follows them: host command tables, runtime routines, the supervisor program
 	code     []byte
 	entry    uint32
-	gen      int // worker code bytes (compile_kernels)
-	launch   int // launch and sync code bytes (link_runtime)
-	hostCode int // host transfer code bytes
-	exCode   int // exchange code bytes
+	gen      int          // worker code bytes (compile_kernels)
+	rt       *tileRuntime // the linked runtime (link_runtime)
+	launch   int          // runtime and supervisor program bytes (link_runtime), host transfers aside
+	hostCode int          // host transfer code bytes
+	exCode   int          // exchange code bytes
 	hostData int
 }
 
@@ -196,9 +199,9 @@ func (l *linker) phase(name string, fn func(*slog.Logger) error) error {
 	return ph.End(fn(ph.Logger()))
 }
 
-// compileRuntime encodes the model section the package carries for the
+// encodeModel encodes the model section the package carries for the
 // host reference.
-func (l *linker) compileRuntime(*slog.Logger) error {
+func (l *linker) encodeModel() error {
 	m, err := plan.MarshalGraph(l.pl.Graph)
 	if err != nil {
 		return fmt.Errorf("plan: graph: %w", err)
@@ -367,45 +370,26 @@ func fixKey(k *prog.Kernel) any {
 	}{k.Key(), fmt.Sprint(rs)}
 }
 
-// linkRuntime sizes each tile's supervisor calls of the kernels: a launch
-// (li, a run per worker) and a join per launch, and a sync per superstep.
-func (l *linker) linkRuntime(*slog.Logger) error {
-	for _, t := range l.sortedTiles() {
-		tl := l.tiles[t]
-		// hsyncs and the loop branch, a sync per superstep, a branch's
-		// test and jump
-		n := 2 + len(l.prog.Steps) + len(l.prog.Branches)*(prog.BranchInstrs+1)
-		for _, s := range l.prog.Steps {
-			if s.Kind == obj.Compute {
-				n += profileInstrs
-			}
-			for _, k := range s.Work[t] {
-				c, err := k.Cost()
-				if err != nil {
-					return fmt.Errorf("tile %d: %w", t, err)
-				}
-				n += 2 + c.Workers
-			}
-		}
-		tl.launch = 4 * n
-	}
-	return nil
-}
-
 // maxInstrsPerExchangeEvent bounds the supervisor instructions sched
 // spends on one send or receive: three register loads of two
 // instructions, a delay and the event.
 const maxInstrsPerExchangeEvent = 8
 
-// sizeTileCode bounds each tile's supervisor code: host transfers and
-// exchange code.
+// sizeTileCode bounds each tile's supervisor code: host transfers (calls
+// of the runtime's command loops and their command tables) and exchange
+// code.
 func (l *linker) sizeTileCode(log *slog.Logger) error {
 	worstX := 0
 	for _, s := range l.prog.Steps {
 		for t, ops := range s.Host {
 			tl := l.tile(t)
+			// Per run of one direction, a call of the runtime's command
+			// loop: li of the table, li of the count, call; per
+			// transfer, a command of three words in the table.
+			for _, run := range hostCmdRuns(ops) {
+				tl.hostCode += 4 * (codegen.ConstLen(l.p.Memory.Hi) + codegen.ConstLen(uint32(len(run))) + 1 + 3*len(run))
+			}
 			for _, op := range ops {
-				tl.hostCode += 4 * (codegen.ConstLen(l.p.Memory.Hi) + codegen.ConstLen(uint32(op.Page)<<24|op.Off) + codegen.ConstLen(op.Bytes) + 1)
 				if op.In {
 					tl.hostData += int(op.Bytes)
 				}

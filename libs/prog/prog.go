@@ -397,6 +397,19 @@ const (
 	ProfileStoreCycles = ProfileStoreInstrs * codegen.Slots
 )
 
+// A launch goes through the tile runtime's launch routine (libs/link
+// runtime.go): the supervisor loads the kernel's entry, calls the routine
+// for its worker count (call), which runs the workers, joins them and
+// returns (jr). Next to the launch and the join that codegen's CyclesAt
+// counts, the call and the return are two more supervisor issues, one
+// every codegen.Slots cycles: no worker runs at either (the previous
+// join waited for them all), so the issue phase of what follows is
+// unchanged. libs/cost and the linker add LaunchCallCycles per launch.
+const (
+	LaunchCallInstrs = 2
+	LaunchCallCycles = LaunchCallInstrs * codegen.Slots
+)
+
 // The supervisor's cycles a branch costs: the test (load the address,
 // load the word, keep the condition's bits, branch: four instructions)
 // and the jump, one instruction, at one issue every codegen.Slots
