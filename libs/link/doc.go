@@ -8,8 +8,8 @@
 // Every tile with work runs the same superstep sequence (tiles without
 // work in a superstep only sync):
 //
-//	hsync                      startup ends; wait for the host's call
-//	loop:
+//	rt_start: hsync            startup ends; wait for the host's call
+//	supervisor:
 //	  fetch     host     every tile fetches its input blocks (hin)
 //	  per node, in node order:
 //	    a matrix product:
@@ -26,7 +26,20 @@
 //	      operand is not where the node runs, then its kernels, in the
 //	      compute superstep of the previous node when nothing moved
 //	  result    host     every tile writes its output blocks (hout),
-//	                     then hsync; br loop
+//	                     then br rt_loop (hsync; br supervisor)
+//
+// # Tile runtime
+//
+// compile_runtime assembles the tile runtime once for the architecture
+// (runtime.go): a launch-and-join routine per worker count, the host
+// command loops (hin or hout per command of a table), rt_loop and
+// rt_start, position-independent, with a relocation list. link_runtime
+// links into each tile program the routines it uses and resolves their
+// references. Layout of a tile's code: its kernels, its host command
+// tables, its runtime (rt_start last), then the supervisor program, a
+// sequence of runtime calls (li $m1, kernel; call $m14, rt_launch_<w>),
+// syncs, exchange code and branch tests. A call and its return cost
+// prog.LaunchCallCycles per launch, which libs/cost and costProgram add.
 //
 // # Layouts
 //
@@ -48,7 +61,7 @@
 // final_cycles counts the supersteps from the first compute or exchange
 // superstep to the last, each as its longest tile plus the preset's sync:
 // a compute superstep's tile runs its launches back to back (codegen's
-// exact CyclesAt), an exchange superstep lasts sched's makespan. The
+// exact CyclesAt and the runtime call's prog.LaunchCallCycles), an exchange superstep lasts sched's makespan. The
 // host supersteps are reported separately.
 //
 // # Reused exchange schedules

@@ -23,6 +23,10 @@ func explainFault(err error, f *sim.Fault, s *device.Session, pkg *ipuexe.Packag
 	if sym.Name == "supervisor" {
 		return fmt.Errorf("%w: in the supervisor code of tile %d", err, f.Tile)
 	}
+	if len(pkg.Host.Model) != 0 && (strings.HasPrefix(sym.Name, "rt_") || sym.Name == "host_commands") {
+		// The linker's tile runtime (libs/link runtime.go).
+		return fmt.Errorf("%w: in the runtime's %s of tile %d", err, sym.Name, f.Tile)
+	}
 	if len(pkg.Host.Model) == 0 {
 		// An assembly program: its own symbols.
 		return fmt.Errorf("%w: in code symbol %q", err, sym.Name)
