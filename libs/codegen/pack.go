@@ -126,6 +126,15 @@ type Pack struct {
 	Workers   int
 	// InF16: X is FP16 (the zero value: FP32).
 	InF16 bool
+	// LanePadUnread: the partial group's lanes past the operand are
+	// never read (an A panel's padded rows only make a product's padded
+	// rows, which no reader reads), so the kernel does not clear them:
+	// it stores whatever their registers hold (garbage, NaN included)
+	// and saves the clearing issues. Lanes along X's rows (FP32 or FP16
+	// input) and along X's columns from FP32; elsewhere the lanes are
+	// cleared as before. The caller proves the condition (libs/lower's
+	// padding-clear pass).
+	LanePadUnread bool
 }
 
 // Pack registers (worker). Lanes along X's rows: the lanes of one quad
@@ -455,7 +464,7 @@ func (p Pack) rowsGroup(b *Builder, s packShape, lanes int) {
 			b.Addi(pkW, pkY, int32(4*q*s.e))
 		}
 		valid := min(max(lanes-4*q, 0), 4)
-		for l := valid; l < 4; l++ {
+		for l := valid; l < 4 && !(p.LanePadUnread && valid > 0); l++ {
 			b.Amov(AReg(l), AZero) // conversions keep zero lanes zero
 		}
 		s.kLoop(b, func() {
@@ -480,14 +489,14 @@ func (p Pack) colsGroup(b *Builder, s packShape, lanes int) {
 	chunks := (s.w + 7) / 8
 	// A register invalid in chunk 0 is invalid in every chunk: zero it
 	// once. One valid in chunk 0 but not in a later chunk: per k.
-	for l := lanes; l < min(8, s.w); l++ {
+	for l := lanes; l < min(8, s.w) && !p.LanePadUnread; l++ {
 		b.Amov(AReg(l), AZero)
 	}
 	s.kLoop(b, func() {
 		for ch := 0; ch < chunks; ch++ {
 			n := min(8, s.w-8*ch)
 			v := min(max(lanes-8*ch, 0), n)
-			if ch > 0 {
+			if ch > 0 && !p.LanePadUnread {
 				for l := v; l < min(n, lanes); l++ {
 					b.Amov(AReg(l), AZero)
 				}
@@ -935,6 +944,8 @@ func (p Pack) quad8(b *Builder, s packShape, out MReg, valid int, two bool) {
 		src := AZero
 		if l < valid {
 			src = AReg(l)
+		} else if p.LanePadUnread {
+			continue // a padded lane nobody reads: left as it is
 		}
 		b.F1(isa.CVTHF, AReg(4+2*l), src) // (lane l at k, at k+1)
 	}

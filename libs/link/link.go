@@ -53,6 +53,9 @@ type Stats struct {
 	FromState int
 	Saved     []plan.Exchange
 	Tiles     int // tiles with a program
+	// PadClearsRemoved counts the FP8 casts whose unread padding clears
+	// the padding-clear pass removed (prog.Program.PadClearsRemoved).
+	PadClearsRemoved int
 	// Figures of the tile with the most code.
 	LinkedEnd          uint32 // end of its code
 	CodeAddress        uint32 // its supervisor entry
@@ -97,6 +100,9 @@ type Options struct {
 	// state's): a superstep moving the pattern of one of them relocates
 	// and validates it instead of scheduling.
 	Saved []plan.Exchange
+	// KeepPadClears skips the padding-clear pass (lower.Options): every
+	// FP8 cast clears its padding (a debug switch).
+	KeepPadClears bool
 }
 
 // linker holds one Link call.
@@ -114,9 +120,9 @@ type linker struct {
 	// profWord is each superstep's word in the profile buffer (-1: none).
 	profWord []int
 	// noReuse is Options.NoExchangeReuse; saved, Options.Saved.
-	noReuse bool
-	saved   []plan.Exchange
-	rt      *runtimeLib // the tile runtime (compile_runtime)
+	noReuse, keepPad bool
+	saved            []plan.Exchange
+	rt               *runtimeLib // the tile runtime (compile_runtime)
 }
 
 // tile is one tile's code.
@@ -157,7 +163,7 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan: %w", err)
 	}
-	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, saved: opt.Saved}
+	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, saved: opt.Saved}
 	for _, ph := range []struct {
 		name string
 		fn   func(*slog.Logger) error
@@ -212,11 +218,12 @@ func (l *linker) encodeModel() error {
 
 // planKernels lowers the plan's steps to the program.
 func (l *linker) planKernels(*slog.Logger) error {
-	pr, err := lower.Lower(l.pl, l.g, l.p)
+	pr, err := lower.LowerWith(l.pl, l.g, l.p, lower.Options{KeepPadClears: l.keepPad})
 	if err != nil {
 		return err
 	}
 	l.prog = pr
+	l.st.PadClearsRemoved = pr.PadClearsRemoved
 	pr.Liveness()
 	for _, s := range pr.Steps {
 		for _, t := range s.Tiles() {

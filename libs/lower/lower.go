@@ -102,6 +102,9 @@ type Options struct {
 	NoData bool
 	// Cache, with NoData, replays steps lowered before (cache.go).
 	Cache *StepCache
+	// KeepPadClears skips the padding-clear pass (padclear.go): every
+	// FP8 cast clears its padding (a debug switch).
+	KeepPadClears bool
 }
 
 // Lower builds the program of plan pl, whose graph is g (decoded from
@@ -170,6 +173,9 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 	l.finishZeros()
 	res := l.add(obj.HostExchange, "result")
 	res.Host = l.result
+	if !opt.KeepPadClears {
+		l.out.PadClearsRemoved = elidePadClears(l.out)
+	}
 	return l.out, nil
 }
 

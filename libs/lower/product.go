@@ -340,7 +340,9 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 			bb := append(layout.ProjectBatch(idx, ps.mm.BBatch), layout.Range{Lo: tb.K0, Hi: tb.K1}, layout.Range{Lo: tb.N0, Hi: tb.N1})
 			ai, bi := pieceOn(ps.a, tb.Tile, ab), pieceOn(ps.b, tb.Tile, bb)
 			kp := ps.a.Geometry(ai).KP
-			k := &prog.Kernel{What: n.Name + ".matmul"}
+			// The result's readers (productResult, reduceScatter) read
+			// rows [P0, P1) of the block, inside its M extent.
+			k := &prog.Kernel{What: n.Name + ".matmul", RowsRead: tb.M1 - tb.M0}
 			if ps.typ == codegen.VecFP32 {
 				p := &codegen.MatMulF32{M: mp, K: kp, N: np, CStride: np, Workers: codegen.Slots}
 				k.Params = p

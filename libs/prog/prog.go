@@ -88,8 +88,13 @@ type Kernel struct {
 	// *codegen.Copy, *codegen.Gather, *codegen.RowGather.
 	Params any
 	Fixes  []Fix
-	cost   *codegen.Cost
-	at     [codegen.Slots]int64 // CyclesAt by phase, 0: not yet
+	// RowsRead, for a product kernel (MatMul, MatMulF32): its result's
+	// rows [0, RowsRead) are all that any reader reads, by the loop
+	// bounds of the kernels and transfers reading it; the rows from
+	// RowsRead to the padded M are never read (0: unknown, all may be).
+	RowsRead int
+	cost     *codegen.Cost
+	at       [codegen.Slots]int64 // CyclesAt by phase, 0: not yet
 }
 
 // CyclesAt is the kernel's Cost().CyclesAt(phase), cached.
@@ -498,6 +503,9 @@ type Program struct {
 	Pages   []obj.Page
 	Inputs  []obj.Tensor
 	Outputs []obj.Tensor
+	// PadClearsRemoved counts the FP8 casts (packs) whose padding clears
+	// the padding-clear pass removed (libs/lower padclear.go).
+	PadClearsRemoved int
 }
 
 // NewBuffer adds a buffer of size bytes on tiles.
