@@ -5,8 +5,11 @@ import (
 	"testing"
 
 	"ipu.local/formats/obj"
+	"ipu.local/libs/arch"
+	"ipu.local/libs/graph"
 	"ipu.local/libs/hostref"
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/planner"
 	"ipu.local/libs/sim"
 )
 
@@ -100,6 +103,9 @@ func TestPadClearsRemoved(t *testing.T) {
 		if st.PadClearsRemoved == 0 {
 			t.Fatalf("%d tiles: no clear removed", tiles)
 		}
+		if n := plannedRemoved(t, fp8Product(6, 16), tiles); n != st.PadClearsRemoved {
+			t.Errorf("%d tiles: the planner's stats say removed=%d, the link %d", tiles, n, st.PadClearsRemoved)
+		}
 		if codeBytes(o) >= codeBytes(ko) {
 			t.Errorf("%d tiles: code %d bytes with the pass, %d without", tiles, codeBytes(o), codeBytes(ko))
 		}
@@ -122,4 +128,24 @@ func TestPadClearsKept(t *testing.T) {
 	if codeBytes(o) != codeBytes(ko) || st.FinalCycles != kst.FinalCycles {
 		t.Errorf("code %d / %d bytes, cycles %d / %d with and without the pass", codeBytes(o), codeBytes(ko), st.FinalCycles, kst.FinalCycles)
 	}
+}
+
+// plannedRemoved is the planner's count for the incumbent (the seed
+// line's removed=), planned as planLinkN plans.
+func plannedRemoved(t *testing.T, data []byte, tiles int) int {
+	t.Helper()
+	m, err := onnx.ReadModel(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := arch.Lookup("ipu21")
+	_, _, st, err := planner.Plan(g, p, planner.Options{Tiles: tiles, Seed: 1, MaxAttempts: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.PaddingClearsRemoved
 }

@@ -68,8 +68,9 @@ type Stats struct {
 	GeometryFragmentsPerTile         int
 	FragmentLimit                    int
 	Expansion, ExpansionAndFootprint time.Duration
-	// PaddingClearsRemoved counts FP8 cast outputs whose padding is never
-	// read, so needs no clear.
+	// PaddingClearsRemoved counts the incumbent's FP8 casts whose padding
+	// is never read, whose clears the lowering's padding-clear pass
+	// removed (prog.Program.PadClearsRemoved).
 	PaddingClearsRemoved int
 	Transfers            int // transfers of every exchange phase of the incumbent
 	// Rewrites are the graph passes' changes.
@@ -160,6 +161,7 @@ func (pt point) clone() point { return append(point(nil), pt...) }
 type result struct {
 	total, exchange int64
 	transfers       int
+	padRemoved      int // FP8 cast padding clears the lowering's pass removed
 	geo             geometry
 	b               *builder
 	mem             error // the point does not fit the tiles
@@ -186,6 +188,7 @@ func (pl *planner) eval(pt point) (*result, error) {
 		}
 		return nil, err
 	}
+	r.padRemoved = pr.PadClearsRemoved
 	t0 := time.Now()
 	r.geo = expandGeometry(pl.p, pr, cost.Synthetic(pl.p, pr.Buffers))
 	t1 := time.Now()
@@ -421,6 +424,7 @@ func (pl *planner) checkPoint(pt point) error {
 // stats fills the log figures from the incumbent.
 func (pl *planner) stats(r *result, st *Stats) {
 	st.Transfers = r.transfers
+	st.PaddingClearsRemoved = r.padRemoved
 	st.EstimatedRowBytes, st.HeuristicRowBytes = r.geo.rowBytes, r.geo.heuristic
 	st.GeometryFragmentsPerTile = r.geo.fragments
 	st.Expansion, st.ExpansionAndFootprint = pl.expansion, pl.expansion+pl.footprint
