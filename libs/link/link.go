@@ -103,6 +103,10 @@ type Options struct {
 	// KeepPadClears skips the padding-clear pass (lower.Options): every
 	// FP8 cast clears its padding (a debug switch).
 	KeepPadClears bool
+	// Runtime is the tile runtime compiled for the plan's architecture
+	// (CompileRuntime): compile_runtime takes it instead of compiling
+	// (nil, or another architecture's: compile).
+	Runtime *Runtime
 }
 
 // linker holds one Link call.
@@ -123,6 +127,7 @@ type linker struct {
 	noReuse, keepPad bool
 	saved            []plan.Exchange
 	rt               *runtimeLib // the tile runtime (compile_runtime)
+	given            *Runtime    // Options.Runtime
 }
 
 // tile is one tile's code.
@@ -163,7 +168,7 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan: %w", err)
 	}
-	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, saved: opt.Saved}
+	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, saved: opt.Saved, given: opt.Runtime}
 	for _, ph := range []struct {
 		name string
 		fn   func(*slog.Logger) error

@@ -88,9 +88,33 @@ type rtSym struct {
 	off, size int
 }
 
-// compileRuntime builds the tile runtime for the architecture, and
-// encodes the model section the package carries for the host reference.
+// Runtime is a tile runtime compiled for an architecture
+// (CompileRuntime), for Options.Runtime.
+type Runtime struct {
+	arch string
+	lib  *runtimeLib
+}
+
+// CompileRuntime compiles the tile runtime for p: a caller that links
+// several plans for one architecture (ipu-plan's compile_runtime phase)
+// compiles it once and passes it in Options.Runtime.
+func CompileRuntime(p *arch.Preset) (*Runtime, error) {
+	lib, err := buildRuntime(p)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	return &Runtime{arch: p.Name, lib: lib}, nil
+}
+
+// compileRuntime builds the tile runtime for the architecture (or takes
+// Options.Runtime's, compiled for it), and encodes the model section the
+// package carries for the host reference.
 func (l *linker) compileRuntime(log *slog.Logger) error {
+	if l.given != nil && l.given.arch == l.p.Name {
+		l.rt = l.given.lib
+		log.Debug("took the compiled tile runtime", slog.String("arch", l.p.Name))
+		return l.encodeModel()
+	}
 	rt, err := buildRuntime(l.p)
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)

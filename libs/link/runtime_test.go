@@ -2,6 +2,7 @@ package link
 
 import (
 	"encoding/binary"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -128,5 +129,30 @@ func TestRuntimeRelocations(t *testing.T) {
 	}
 	if _, err := rt.link(map[string]bool{rtLoop: true}); err == nil {
 		t.Error("a runtime without rt_start linked")
+	}
+}
+
+// TestRuntimeGiven links one plan with a runtime compiled beforehand
+// (Options.Runtime, as ipu-plan's compile_runtime phase does): the object
+// is the one the link's own compilation gives.
+func TestRuntimeGiven(t *testing.T) {
+	pl, o, _, _, err := planLinkN(t, fp8Product(6, 16), 5, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := arch.Lookup(pl.Arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := CompileRuntime(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o2, _, err := Link(pl, "test", Options{Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(o, o2) {
+		t.Error("the object differs with a runtime compiled beforehand")
 	}
 }

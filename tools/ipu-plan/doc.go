@@ -18,7 +18,8 @@
 //
 // The log follows the seed: inside ipu_codegen.package.build{tile_count=N
 // operations=M} (N the tiles planned over, M the graph's nodes), a
-// compile_runtime phase and the plan_package phase, whose lines give the
+// compile_runtime phase (the tile runtime compiled for the architecture,
+// which the validation link takes) and the plan_package phase, whose lines give the
 // exchange geometry of the incumbent, the FP8 padding clears removed, the
 // transfers, the incumbent's cycles and the state saved.
 //

@@ -80,6 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 type config struct {
 	model, out, state string
 	arch              *arch.Preset
+	runtime           *link.Runtime // compiled by the compile_runtime phase
 	tiles, attempts   int
 	seed              uint64
 	downcast          bool // --downcast-fp64
@@ -122,11 +123,14 @@ func planModel(log *slog.Logger, cfg config) error {
 		build.Debug("folded node", slog.String("node", r.Node), slog.String("change", r.What))
 	}
 	build.Debug("folded constants", slog.Int("nodes_before", len(g.Folded)+len(g.Nodes)), slog.Int("folded", len(g.Folded)), slog.Int("nodes_after", len(g.Nodes)))
-	// The supervisor's run loop is compiled by the linker; the phase is
-	// kept so that the log has the seed's shape.
-	if err := trace.Phase(build, "compile_runtime").End(nil); err != nil {
+	// The tile runtime (the supervisor's routines) for the architecture,
+	// once: the validation links below take it.
+	rph := trace.Phase(build, "compile_runtime")
+	rt, err := link.CompileRuntime(cfg.arch)
+	if err := rph.End(err); err != nil {
 		return err
 	}
+	cfg.runtime = rt
 	phase := trace.Phase(build, "plan_package")
 	err = planPackage(phase.Logger(), cfg, g, onnx.Fingerprint(data))
 	return phase.End(err)
@@ -273,7 +277,7 @@ func validate(log *slog.Logger, cfg config, pl *plan.Plan, saved []plan.Exchange
 	if err != nil {
 		return nil, fmt.Errorf("encode plan: %w", err)
 	}
-	o, st, err := link.Link(pl, plan.Fingerprint(data), link.Options{Log: log, Saved: saved})
+	o, st, err := link.Link(pl, plan.Fingerprint(data), link.Options{Log: log, Saved: saved, Runtime: cfg.runtime})
 	if err != nil {
 		return nil, fmt.Errorf("%s: lowering the plan: %w", cfg.model, err)
 	}
