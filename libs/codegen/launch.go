@@ -10,6 +10,18 @@ import (
 // context issues at most once every Slots cycles.
 const Slots = 6
 
+// A program's supervisor launches a kernel through its tile runtime's
+// launch routine (libs/link runtime.go): it loads the entry, calls the
+// routine, which runs the workers, joins them and returns. Next to what
+// CyclesAt counts (EmitLaunch and the join), the call and the return are
+// LaunchCallIssues more supervisor issues, LaunchCallCycles in all: no
+// worker runs at either, so the phase of what follows is unchanged.
+// Choices between one launch and several (RowsSplit) count them.
+const (
+	LaunchCallIssues = 2
+	LaunchCallCycles = LaunchCallIssues * Slots
+)
+
 // Cost is what a kernel costs: the workers to launch and, for each, its
 // issue cycles from its first instruction to its exit (Work[w] = 6 x the
 // sum of the Cycles of the instructions worker w issues before exit).

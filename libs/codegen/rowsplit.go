@@ -83,7 +83,8 @@ func (p Rows) checkSplit() error {
 // allowed length of at least C/K (K skipped when its last chunk would be
 // empty), the launches' exact costs back to back from phase 0
 // (Cost.CyclesAt, each launch starting at the phase the previous one
-// ended at) are compared with p's; the fewest cycles win. Choices are
+// ended at, plus LaunchCallCycles per launch) are compared with p's; the
+// fewest cycles win. Choices are
 // cached by shape (the addresses do not change them).
 //
 // Chunks. Row i is cut into K = Chunks chunks: chunk k holds columns
@@ -207,7 +208,7 @@ func (p Rows) chooseSplit() [2]int {
 	}
 	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.bound, b.bound) })
 	var best [2]int
-	bestCycles := p.cost().Cycles()
+	bestCycles := p.cost().Cycles() + LaunchCallCycles // one launch, through the runtime
 	for _, c := range cands {
 		if c.bound >= bestCycles {
 			break
@@ -231,11 +232,12 @@ func (p Rows) splitSeq(K, L int, scratch uint32) []Rows {
 }
 
 // sequenceCycles returns the cycles of launches back to back, the first
-// one at phase 0.
+// one at phase 0, each through the runtime's launch routine
+// (LaunchCallCycles).
 func sequenceCycles(costs []Cost) int64 {
 	var total int64
 	for _, c := range costs {
-		total += c.CyclesAt(int(total % Slots))
+		total += c.CyclesAt(int(total%Slots)) + LaunchCallCycles
 	}
 	return total
 }

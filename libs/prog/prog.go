@@ -411,8 +411,8 @@ const (
 // join waited for them all), so the issue phase of what follows is
 // unchanged. libs/cost and the linker add LaunchCallCycles per launch.
 const (
-	LaunchCallInstrs = 2
-	LaunchCallCycles = LaunchCallInstrs * codegen.Slots
+	LaunchCallInstrs = codegen.LaunchCallIssues
+	LaunchCallCycles = codegen.LaunchCallCycles
 )
 
 // The supervisor's cycles a branch costs: the test (load the address,
