@@ -10,15 +10,14 @@ import (
 // context issues at most once every Slots cycles.
 const Slots = 6
 
-// A program's supervisor launches a kernel through its tile runtime's
-// launch routine (libs/link runtime.go): it loads the entry, calls the
-// routine, which runs the workers, joins them and returns. Next to what
-// CyclesAt counts (EmitLaunch and the join), the call and the return are
-// LaunchCallIssues more supervisor issues, LaunchCallCycles in all: no
-// worker runs at either, so the phase of what follows is unchanged.
-// Choices between one launch and several (RowsSplit) count them.
+// A program's supervisor launches a kernel with its tile runtime's launch
+// routine (libs/link runtime.go) expanded in place: the entry loaded, a
+// run per worker, the join; what CyclesAt counts (EmitLaunch and the
+// join). The routine's return is not expanded, so a launch costs no call
+// (LaunchCallCycles is 0; choices between one launch and several,
+// RowsSplit, count it all the same).
 const (
-	LaunchCallIssues = 2
+	LaunchCallIssues = 0
 	LaunchCallCycles = LaunchCallIssues * Slots
 )
 

@@ -339,6 +339,25 @@ func (l *linker) parallel(items []int, fn func(i int)) {
 	wg.Wait()
 }
 
+// expandLaunch emits the runtime's launch routine of w workers in place,
+// without its return: the workers' runs and the join cost no call, so a
+// launch costs what CyclesAt counts.
+func (l *linker) expandLaunch(b *codegen.Builder, t, w int) {
+	r, ok := l.rt.byName[rtLaunch(w)]
+	if !ok {
+		b.Fail(fmt.Errorf("tile %d: runtime routine %s is not compiled", t, rtLaunch(w)))
+		return
+	}
+	for _, word := range r.words[:len(r.words)-1] {
+		in, err := isa.Decode(word)
+		if err != nil {
+			b.Fail(fmt.Errorf("tile %d: runtime routine %s: %w", t, r.name, err))
+			return
+		}
+		b.Emit(in)
+	}
+}
+
 // optimizeExchangePlacement checks that each tile's code with its
 // scheduled exchange code fits below its lowest non-interleaved buffer.
 func (l *linker) optimizeExchangePlacement(*slog.Logger) error {
@@ -564,7 +583,7 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 				for _, k := range s.Work[t] {
 					e := entries[k]
 					b.LoadLabel(codegen.M1, e.Entry)
-					call(rtLaunch(e.Workers))
+					l.expandLaunch(b, t, e.Workers)
 				}
 				if err := l.emitProfileStore(b, i); err != nil {
 					return fmt.Errorf("tile %d: %w", t, err)

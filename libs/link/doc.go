@@ -36,10 +36,11 @@
 // rt_start, position-independent, with a relocation list. link_runtime
 // links into each tile program the routines it uses and resolves their
 // references. Layout of a tile's code: its kernels, its host command
-// tables, its runtime (rt_start last), then the supervisor program, a
-// sequence of runtime calls (li $m1, kernel; call $m14, rt_launch_<w>),
-// syncs, exchange code and branch tests. A call and its return cost
-// prog.LaunchCallCycles per launch, which libs/cost and costProgram add.
+// tables, its runtime (rt_start last), then the supervisor program: per
+// launch the kernel's entry loaded and the launch routine rt_launch_<w>
+// expanded in place (its runs and join, without its return: no call
+// cycles), host command loops called, syncs, exchange code and branch
+// tests.
 //
 // # Layouts
 //
@@ -61,7 +62,7 @@
 // final_cycles counts the supersteps from the first compute or exchange
 // superstep to the last, each as its longest tile plus the preset's sync:
 // a compute superstep's tile runs its launches back to back (codegen's
-// exact CyclesAt and the runtime call's prog.LaunchCallCycles), an exchange superstep lasts sched's makespan. The
+// exact CyclesAt), an exchange superstep lasts sched's makespan. The
 // host supersteps are reported separately.
 //
 // # Reused exchange schedules

@@ -223,8 +223,7 @@ func (l *linker) linkRuntime(log *slog.Logger) error {
 				if err != nil {
 					return fmt.Errorf("tile %d: %w", t, err)
 				}
-				use[rtLaunch(c.Workers)] = true
-				n += 2 // li of the entry, call
+				n += 2 + c.Workers // li of the entry, the launch routine expanded: a run per worker, the join
 			}
 			for _, op := range s.Host[t] {
 				use[hostRoutine(op.In)] = true

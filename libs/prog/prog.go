@@ -402,14 +402,9 @@ const (
 	ProfileStoreCycles = ProfileStoreInstrs * codegen.Slots
 )
 
-// A launch goes through the tile runtime's launch routine (libs/link
-// runtime.go): the supervisor loads the kernel's entry, calls the routine
-// for its worker count (call), which runs the workers, joins them and
-// returns (jr). Next to the launch and the join that codegen's CyclesAt
-// counts, the call and the return are two more supervisor issues, one
-// every codegen.Slots cycles: no worker runs at either (the previous
-// join waited for them all), so the issue phase of what follows is
-// unchanged. libs/cost and the linker add LaunchCallCycles per launch.
+// LaunchCallInstrs and LaunchCallCycles are what a launch costs beyond
+// codegen's CyclesAt: nothing, since the linker expands the runtime's
+// launch routine in place (codegen.LaunchCallCycles).
 const (
 	LaunchCallInstrs = codegen.LaunchCallIssues
 	LaunchCallCycles = codegen.LaunchCallCycles
