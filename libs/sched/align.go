@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"ipu.local/libs/arch"
 	"sort"
 	"time"
 
@@ -36,6 +37,29 @@ const maxRounds = 8
 // scheduleChecked runs one pass with strategy st: the fast schedule,
 // then validation and incremental repair. The scheduler returned plans
 // under the exact constraints.
+// alignRetryMax is the largest phase scheduled fast and then repaired.
+// Beyond it the repair reaches most transfers (everything after a
+// failure on its tiles) and costs more than scheduling under the exact
+// rule from the start, which is what a larger phase gets: its figures
+// show no validation round. A repaired phase is also scheduled exactly,
+// and the shorter of the two is kept (the repair's figures still report
+// the validation work done).
+const alignRetryMax = 512
+
+// scheduleAligned schedules the phase with strategy st (see alignRetryMax).
+func scheduleAligned(p *arch.Preset, phase []Transfer, opt Options, st strategy) (*scheduler, AlignStats) {
+	exact := newScheduler(p, phase, opt, st)
+	exact.run()
+	if len(phase) > alignRetryMax {
+		return exact, AlignStats{Success: true}
+	}
+	rep, a := scheduleChecked(newScheduler(p, phase, opt, st))
+	if exact.makespan < rep.makespan {
+		return exact, a
+	}
+	return rep, a
+}
+
 func scheduleChecked(s0 *scheduler) (*scheduler, AlignStats) {
 	fast := s0
 	for _, t := range fast.tiles {

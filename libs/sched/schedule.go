@@ -37,7 +37,7 @@ func ScheduleStats(p *arch.Preset, phase []Transfer, opt Options) (*Plan, AlignS
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runs[k], stats[k] = scheduleChecked(newScheduler(p, phase, opt, strategies[k]))
+			runs[k], stats[k] = scheduleAligned(p, phase, opt, strategies[k])
 		}()
 	}
 	wg.Wait()
@@ -56,7 +56,7 @@ func ScheduleStats(p *arch.Preset, phase []Transfer, opt Options) (*Plan, AlignS
 				st.bonus[id] = t.sync + 1
 			}
 		}
-		s, a := scheduleChecked(newScheduler(p, phase, opt, st))
+		s, a := scheduleAligned(p, phase, opt, st)
 		if s.makespan < best.makespan {
 			best, align = s, a
 		}
