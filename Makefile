@@ -31,7 +31,10 @@ OUT := $(ART)/$(NAME)
 TILES ?= 64
 # The search runs in two steps through the state file, as the seed's run
 # resumed a saved search: the first saves the analytic start (no move,
-# its log in plan-start.log), the second loads it ("loaded mid-plan search
+# its log in plan-start.log and at the head of run.log: it is the step
+# that schedules qk-early's exchange, where the fast schedule fails the
+# instruction-alignment validation and is repaired, the "retrying
+# exchange schedule" line), the second loads it ("loaded mid-plan search
 # state ... attempts=0") and makes PLAN_ATTEMPTS moves. Resuming is exact:
 # the plan is byte for byte the one a single run of PLAN_ATTEMPTS moves
 # writes (tools/ipu-plan testdata/script/plan.txtar checks it). The state
@@ -46,7 +49,7 @@ SEED_LOG := $(firstword $(wildcard ../shared/seed/000_ad3fbe4381067c88.txt) test
 run: build
 	@mkdir -p $(OUT)
 	rm -f $(OUT)/state.json $(OUT)/run.log $(OUT)/plan-start.log
-	$(BIN)/ipu-plan $(MODEL) -o $(OUT)/model.plan --state $(OUT)/state.json $(if $(TILES),--tiles $(TILES)) --max-attempts 0 2> $(OUT)/plan-start.log || { cat $(OUT)/plan-start.log; exit 1; }
+	set -o pipefail; $(BIN)/ipu-plan $(MODEL) -o $(OUT)/model.plan --state $(OUT)/state.json $(if $(TILES),--tiles $(TILES)) --max-attempts 0 2>&1 | tee $(OUT)/plan-start.log | tee -a $(OUT)/run.log
 	set -o pipefail; $(BIN)/ipu-plan $(MODEL) -o $(OUT)/model.plan --state $(OUT)/state.json $(if $(TILES),--tiles $(TILES)) --max-attempts $(PLAN_ATTEMPTS) 2>&1 | tee -a $(OUT)/run.log
 	set -o pipefail; $(BIN)/ipu-link $(OUT)/model.plan -o $(OUT)/model.ipuobj 2>&1 | tee -a $(OUT)/run.log
 	set -o pipefail; $(BIN)/ipu-pack $(OUT)/model.ipuobj -o $(OUT)/model.ipuexe 2>&1 | tee -a $(OUT)/run.log
