@@ -307,6 +307,9 @@ func decodeStrict(data []byte, v any) error {
 		if errors.As(err, &se) {
 			return errAt("", "bad JSON at byte %d: %v", se.Offset, se)
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return errAt("", "bad JSON at byte %d: unexpected end of JSON input", len(data))
+		}
 		return errAt("", "%v", err)
 	}
 	if dec.More() {
@@ -342,7 +345,7 @@ func readFormat(data []byte) (*string, error) {
 			return errAt("", "bad JSON at byte %d: %v", se.Offset, se)
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return errAt("", "bad JSON at byte %d: unexpected end of input", dec.InputOffset())
+			return errAt("", "bad JSON at byte %d: unexpected end of JSON input", len(data))
 		}
 		return errAt("format", "%v", err)
 	}
