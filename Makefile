@@ -6,7 +6,7 @@ GO ?= go
 BIN := bin
 ART := artifacts
 DEVICE ?= $(ART)/ipu0
-TOOLS := ipu-plan ipu-link ipu-as ipu-dump ipu-diff ipu-pack ipu-load ipu-check
+TOOLS := ipu-plan ipu-link ipu-as ipu-dump ipu-diff ipu-pack ipu-load ipu-check ipu-report
 MODULES := formats libs tools scripts
 # -count=1: the end-to-end test runs tool binaries it builds itself, which
 # the test cache cannot see; never trust a cached pass.

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"ipu.local/formats/profile"
+)
+
+// Trace-event processes.
+const (
+	pidTiles      = 1
+	pidNodes      = 2
+	pidSupersteps = 3
+)
+
+// event is one trace event of the Chrome trace-event format: "X" a
+// complete slice (ts and dur in microseconds), "M" metadata naming a
+// process or thread.
+type event struct {
+	Name string         `json:"name"`
+	Cat  string         `json:"cat,omitempty"`
+	Ph   string         `json:"ph"`
+	Ts   float64        `json:"ts"`
+	Dur  *float64       `json:"dur,omitempty"`
+	Pid  int            `json:"pid"`
+	Tid  int            `json:"tid"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// tileGroup is tiles with the same cycles in every superstep.
+type tileGroup struct {
+	tiles []int
+	idle  bool
+}
+
+// tileGroups groups the profile's tiles: those that ran, identical ones
+// together, in order of their first tile; the idle tiles last.
+func (r *report) tileGroups() []tileGroup {
+	var groups []tileGroup
+	bySig := map[string]int{}
+	var idle []int
+	var sig strings.Builder
+	for t := 0; t < r.in.prof.Tiles; t++ {
+		sig.Reset()
+		ran := false
+		for _, ph := range r.phases {
+			c := ph.TileCycles[t]
+			ran = ran || c > 0
+			fmt.Fprintf(&sig, "%d,", c)
+		}
+		if !ran {
+			idle = append(idle, t)
+			continue
+		}
+		k := sig.String()
+		if i, ok := bySig[k]; ok {
+			groups[i].tiles = append(groups[i].tiles, t)
+			continue
+		}
+		bySig[k] = len(groups)
+		groups = append(groups, tileGroup{tiles: []int{t}})
+	}
+	if len(idle) > 0 {
+		groups = append(groups, tileGroup{tiles: idle, idle: true})
+	}
+	return groups
+}
+
+// traceJSON is the trace of the profile: tile groups, plan nodes and
+// supersteps.
+func (r *report) traceJSON() ([]byte, error) {
+	us := 1e6 / r.in.preset.ClockHz // microseconds per cycle
+	if r.in.preset.ClockHz <= 0 {
+		us = 1e6 / r.in.prof.ClockHz
+	}
+	at := func(c int64) float64 { return float64(c) * us }
+	var evs []event
+	meta := func(pid, tid int, what, name string, sort int) {
+		evs = append(evs, event{Name: what, Ph: "M", Pid: pid, Tid: tid, Args: map[string]any{"name": name}})
+		key := "sort_index"
+		evs = append(evs, event{Name: strings.Replace(what, "_name", "_sort_index", 1), Ph: "M", Pid: pid, Tid: tid, Args: map[string]any{key: sort}})
+	}
+	slice := func(pid, tid int, name, cat string, start, cycles int64, args map[string]any) {
+		d := at(cycles)
+		if args == nil {
+			args = map[string]any{}
+		}
+		args["cycles"] = cycles
+		evs = append(evs, event{Name: name, Cat: cat, Ph: "X", Ts: at(start), Dur: &d, Pid: pid, Tid: tid, Args: args})
+	}
+
+	meta(pidTiles, 0, "process_name", "tiles", 0)
+	meta(pidNodes, 0, "process_name", "nodes", 1)
+	meta(pidSupersteps, 0, "process_name", "supersteps", 2)
+
+	for g, grp := range r.tileGroups() {
+		tid := g + 1
+		label := tilesLabel(grp.tiles)
+		if grp.idle {
+			label = fmt.Sprintf("idle %s", label)
+		}
+		if len(label) > 60 {
+			label = label[:57] + "..."
+		}
+		if len(grp.tiles) > 1 {
+			label = fmt.Sprintf("%s (x%d)", label, len(grp.tiles))
+		}
+		meta(pidTiles, tid, "thread_name", label, tid)
+		t := grp.tiles[0]
+		for _, ph := range r.phases {
+			if c := ph.TileCycles[t]; c > 0 {
+				args := map[string]any{"superstep": ph.Index, "count": len(grp.tiles), "tile": t}
+				if len(ph.ExchangeBytes) > t && ph.ExchangeBytes[t] > 0 {
+					args["exchange_bytes"] = ph.ExchangeBytes[t]
+				}
+				slice(pidTiles, tid, ph.Kind.String()+" "+ph.Node, ph.Kind.String(), ph.Start, c, args)
+			}
+			if ph.SyncCycles > 0 {
+				slice(pidTiles, tid, "sync", "sync", ph.Start+ph.Cycles, ph.SyncCycles, map[string]any{"superstep": ph.Index, "count": len(grp.tiles)})
+			}
+		}
+	}
+
+	nodeTid := map[string]int{}
+	for i, n := range r.nodes {
+		if n.Supersteps == 0 {
+			continue
+		}
+		nodeTid[n.Name] = i + 1
+		meta(pidNodes, i+1, "thread_name", n.Name, i+1)
+	}
+	// A node's consecutive supersteps make one slice.
+	for i := 0; i < len(r.phases); {
+		j := i + 1
+		for j < len(r.phases) && r.phases[j].Node == r.phases[i].Node {
+			j++
+		}
+		var cycles int64
+		kinds := []string{}
+		for _, ph := range r.phases[i:j] {
+			cycles += ph.Cycles + ph.SyncCycles
+			if k := ph.Kind.String(); !slices.Contains(kinds, k) {
+				kinds = append(kinds, k)
+			}
+		}
+		slice(pidNodes, nodeTid[r.phases[i].Node], r.phases[i].Node, "node", r.phases[i].Start, cycles,
+			map[string]any{"supersteps": j - i, "kinds": strings.Join(kinds, ",")})
+		i = j
+	}
+
+	meta(pidSupersteps, 1, "thread_name", "BSP supersteps", 1)
+	for _, ph := range r.phases {
+		name := ph.Name
+		if name == "" {
+			name = ph.Kind.String()
+		}
+		active := 0
+		for _, c := range ph.TileCycles {
+			if c > 0 {
+				active++
+			}
+		}
+		args := map[string]any{"superstep": ph.Index, "kind": ph.Kind.String(), "sync_cycles": ph.SyncCycles,
+			"active_tiles": active, "instructions": ph.Instructions}
+		if ph.Kind == profile.KindHost {
+			args["host_bytes"] = ph.HostBytes
+		}
+		slice(pidSupersteps, 1, name, ph.Kind.String(), ph.Start, ph.Cycles+ph.SyncCycles, args)
+	}
+
+	doc := struct {
+		TraceEvents     []event        `json:"traceEvents"`
+		DisplayTimeUnit string         `json:"displayTimeUnit"`
+		OtherData       map[string]any `json:"otherData"`
+	}{evs, "ns", map[string]any{
+		"arch": r.in.preset.Name, "clock_hz": r.in.preset.ClockHz, "tiles": r.in.prof.Tiles,
+		"total_cycles": r.totalCycles(), "fingerprint": r.in.prof.Fingerprint,
+	}}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("trace.json: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// tilesLabel names increasing tile numbers: "tile 3", "tiles 0-63,65".
+func tilesLabel(tiles []int) string {
+	if len(tiles) == 1 {
+		return fmt.Sprintf("tile %d", tiles[0])
+	}
+	var b strings.Builder
+	b.WriteString("tiles ")
+	for i := 0; i < len(tiles); {
+		j := i + 1
+		for j < len(tiles) && tiles[j] == tiles[j-1]+1 {
+			j++
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if j-1 == i {
+			fmt.Fprintf(&b, "%d", tiles[i])
+		} else {
+			fmt.Fprintf(&b, "%d-%d", tiles[i], tiles[j-1])
+		}
+		i = j
+	}
+	return b.String()
+}
