@@ -33,7 +33,7 @@ var (
 	colSync     = color.RGBA{0x7f, 0x7f, 0x7f, 0xff}
 )
 
-func png(p *plot.Plot, name string) ([]byte, error) {
+func encodePNG(p *plot.Plot, name string) ([]byte, error) {
 	w, err := p.WriterTo(plotW, plotH, "png")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -132,7 +132,7 @@ func (r *report) memoryPlot() ([]byte, error) {
 	}
 	p.Y.Min = 0
 	p.Y.Max = float64(r.usable) * 1.15
-	return png(p, "memory.png")
+	return encodePNG(p, "memory.png")
 }
 
 // phaseLabels are the supersteps' names for a nominal axis, thinned to
@@ -186,7 +186,7 @@ func (r *report) timelinePlot() ([]byte, error) {
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.X.Tick.Label.YAlign = draw.YTop
 	p.Y.Min = 0
-	return png(p, "timeline.png")
+	return encodePNG(p, "timeline.png")
 }
 
 // tileGrid is each tile's cycles on the chip's grid: column t/rows, row
@@ -242,7 +242,7 @@ func (r *report) tilesPlot() ([]byte, error) {
 	p.X.Label.Text = "column (tile / " + fmt.Sprint(rows) + ")"
 	p.Y.Label.Text = "row (tile % " + fmt.Sprint(rows) + ")"
 	p.Add(h)
-	return png(p, "tiles.png")
+	return encodePNG(p, "tiles.png")
 }
 
 // livenessPlot is the live bytes at each step on the worst tile and on
@@ -286,7 +286,7 @@ func (r *report) livenessPlot() ([]byte, error) {
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.X.Tick.Label.YAlign = draw.YTop
 	p.Y.Min = 0
-	return png(p, "liveness.png")
+	return encodePNG(p, "liveness.png")
 }
 
 // group writes n with thousands separators: 1,234,567.
