@@ -12,7 +12,7 @@ MODULES := formats libs tools scripts
 # the test cache cannot see; never trust a cached pass.
 GOFLAGS_TEST ?= -count=1
 
-.PHONY: gendata all build run run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-fp64 transformers transformer-models transformers-smoke torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run report run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-fp64 transformers transformer-models transformers-smoke torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -56,6 +56,13 @@ run: build
 	@if [ -f $(SEED_LOG) ] && [ -z "$(DATA)" ]; then \
 		$(GO) run ./scripts/seedcheck $(if $(SEED_GOLDEN),-golden $(SEED_GOLDEN) $(SEED_UPDATE)) $(SEED_LOG) $(OUT)/run.log > $(OUT)/seedcheck.txt || { cat $(OUT)/seedcheck.txt; exit 1; }; \
 		echo "every seed log line has its counterpart in $(OUT)/run.log ($(OUT)/seedcheck.txt)$(if $(SEED_GOLDEN), with the values of $(SEED_GOLDEN))"; fi
+
+# `make report` runs `make run`, then ipu-report on its plan, object and
+# profile: trace.json (ui.perfetto.dev, "Open trace file"), the PNG plots
+# and index.html under $(OUT)/report/.
+report: run
+	$(BIN)/ipu-report --plan $(OUT)/model.plan --object $(OUT)/model.ipuobj --profile $(OUT)/model.capnp -o $(OUT)/report
+	@echo "open $(OUT)/report/index.html in a browser; load $(OUT)/report/trace.json in ui.perfetto.dev (Open trace file)"
 
 # seed-golden rewrites the seed lines' values of the default run after a
 # deliberate change (wall times and thread counts are masked).
