@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"image/png"
 	"math"
@@ -51,6 +52,8 @@ func qkEarly(t *testing.T) *artifacts {
 	}
 	return fixture
 }
+
+var update = flag.Bool("update", false, "rewrite testdata/qk-early-trace.json")
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -433,4 +436,42 @@ func TestPartial(t *testing.T) {
 			t.Errorf("%s: files %v, want %v", tc.flag, got, tc.want)
 		}
 	}
+}
+
+// TestTraceGolden compares qk-early's trace with testdata/qk-early-trace.json
+// (go test -run TestTraceGolden -update rewrites it after a deliberate
+// change of the compiler's cycles or of the trace).
+func TestTraceGolden(t *testing.T) {
+	a := qkEarly(t)
+	out := filepath.Join(t.TempDir(), "r")
+	if code, _, stderr := runReport("--profile", a.profile, "--plan", a.plan, "-o", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	got, err := os.ReadFile(filepath.Join(out, "trace.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "qk-early-trace.json")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("trace.json differs from %s (-update rewrites it):\n%s", golden, firstDiff(string(want), string(got)))
+	}
+}
+
+// firstDiff shows where two texts first differ.
+func firstDiff(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	lo := max(0, i-80)
+	return fmt.Sprintf("want ...%s...\ngot  ...%s...", a[lo:min(len(a), i+80)], b[lo:min(len(b), i+80)])
 }

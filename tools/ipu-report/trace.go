@@ -172,20 +172,30 @@ func (r *report) traceJSON() ([]byte, error) {
 		slice(pidSupersteps, 1, name, ph.Kind.String(), ph.Start, ph.Cycles+ph.SyncCycles, args)
 	}
 
-	doc := struct {
-		TraceEvents     []event        `json:"traceEvents"`
-		DisplayTimeUnit string         `json:"displayTimeUnit"`
-		OtherData       map[string]any `json:"otherData"`
-	}{evs, "ns", map[string]any{
+	other, err := json.Marshal(map[string]any{
 		"arch": r.in.preset.Name, "clock_hz": r.in.preset.ClockHz, "tiles": r.in.prof.Tiles,
 		"total_cycles": r.totalCycles(), "fingerprint": r.in.prof.Fingerprint,
-	}}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(doc); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("trace.json: %w", err)
 	}
+	// One event a line: the file stays diffable and small.
+	var b bytes.Buffer
+	b.WriteString("{\"displayTimeUnit\":\"ns\",\"otherData\":")
+	b.Write(other)
+	b.WriteString(",\"traceEvents\":[\n")
+	for i, e := range evs {
+		line, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("trace.json: %w", err)
+		}
+		b.Write(line)
+		if i < len(evs)-1 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("]}\n")
 	return b.Bytes(), nil
 }
 
