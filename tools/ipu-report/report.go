@@ -305,5 +305,19 @@ func buildLiveness(pl *plan.Plan, tiles int) *liveness {
 		lv.Average[s] /= float64(holding)
 		lv.Worst[s] = float64(live[lv.WorstTile][s])
 	}
+	// Folded steps (a cast or transpose a product's pack absorbed) run
+	// nothing: they are no point of the program.
+	k := 0
+	for s, st := range pl.Steps {
+		if st.Kernel == "folded" {
+			continue
+		}
+		lv.Steps[k], lv.Worst[k], lv.Average[k] = lv.Steps[s], lv.Worst[s], lv.Average[s]
+		k++
+	}
+	if k == 0 {
+		return nil
+	}
+	lv.Steps, lv.Worst, lv.Average = lv.Steps[:k], lv.Worst[:k], lv.Average[:k]
 	return lv
 }
