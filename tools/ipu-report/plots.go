@@ -137,10 +137,10 @@ func (r *report) memoryPlot() ([]byte, error) {
 
 // phaseLabels are the supersteps' names for a nominal axis, thinned to
 // at most 40 labels.
-func (r *report) phaseLabels() []string {
-	step := (len(r.phases) + 39) / 40
-	out := make([]string, len(r.phases))
-	for i, ph := range r.phases {
+func phaseLabels(phases []phaseRow) []string {
+	step := (len(phases) + 39) / 40
+	out := make([]string, len(phases))
+	for i, ph := range phases {
 		if i%step != 0 {
 			continue
 		}
@@ -156,12 +156,26 @@ func (r *report) phaseLabels() []string {
 // timelinePlot is the supersteps' cycles stacked compute, exchange, host
 // and sync.
 func (r *report) timelinePlot() ([]byte, error) {
-	n := len(r.phases)
+	// The device's supersteps: the host transfers, often far longer,
+	// would flatten them (their cycles go in the title).
+	var shown []phaseRow
+	var host int64
+	for _, ph := range r.phases {
+		if ph.Kind == profile.KindHost {
+			host += ph.Cycles + ph.SyncCycles
+			continue
+		}
+		shown = append(shown, ph)
+	}
+	if len(shown) == 0 {
+		shown, host = r.phases, 0
+	}
+	n := len(shown)
 	vals := make([]plotter.Values, 4)
 	for i := range vals {
 		vals[i] = make(plotter.Values, n)
 	}
-	for i, ph := range r.phases {
+	for i, ph := range shown {
 		switch ph.Kind {
 		case profile.KindExchange:
 			vals[1][i] = float64(ph.Cycles)
@@ -173,7 +187,7 @@ func (r *report) timelinePlot() ([]byte, error) {
 		vals[3][i] = float64(ph.SyncCycles)
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("BSP supersteps (%d, %s cycles)", n, group(r.totalCycles()))
+	p.Title.Text = fmt.Sprintf("BSP supersteps on the device (%d, %s cycles; host supersteps %s cycles, not drawn)", n, group(r.totalCycles()-host), group(host))
 	p.Y.Label.Text = "cycles"
 	if err := stack(p, n, []series{
 		{"compute", colCompute, vals[0]}, {"exchange", colExchange, vals[1]},
@@ -181,7 +195,7 @@ func (r *report) timelinePlot() ([]byte, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("timeline.png: %w", err)
 	}
-	p.NominalX(r.phaseLabels()...)
+	p.NominalX(phaseLabels(shown)...)
 	p.X.Tick.Label.Rotation = math.Pi / 6
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.X.Tick.Label.YAlign = draw.YTop
@@ -231,14 +245,14 @@ func (r *report) tilesPlot() ([]byte, error) {
 	if hi == 0 {
 		lo = 0
 	}
-	cm := moreland.ExtendedBlackBody()
+	cm := moreland.SmoothBlueRed()
 	cm.SetMin(0)
 	cm.SetMax(1)
 	h := plotter.NewHeatMap(g, cm.Palette(64))
 	h.Min, h.Max = float64(lo), float64(max(hi, lo+1))
 	h.NaN = colFree
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Cycles per tile, all supersteps: black %s to white %s, idle tiles grey (%d columns of %d tiles)", group(lo), group(hi), cols, rows)
+	p.Title.Text = fmt.Sprintf("Cycles per tile, all supersteps: blue %s to red %s, idle tiles grey (%d columns of %d tiles)", group(lo), group(hi), cols, rows)
 	p.X.Label.Text = "column (tile / " + fmt.Sprint(rows) + ")"
 	p.Y.Label.Text = "row (tile % " + fmt.Sprint(rows) + ")"
 	p.Add(h)
