@@ -475,3 +475,60 @@ func firstDiff(a, b string) string {
 	lo := max(0, i-80)
 	return fmt.Sprintf("want ...%s...\ngot  ...%s...", a[lo:min(len(a), i+80)], b[lo:min(len(b), i+80)])
 }
+
+// TestTraceLarge: 1472 tiles, each with its own cycles, over 200
+// supersteps: the tile tracks are merged to within a few percent and the
+// trace stays far under 20 MB, still covering every tile that ran.
+func TestTraceLarge(t *testing.T) {
+	p := arch.MustLookup("ipu21")
+	prof := &profile.Profile{Arch: p.Name, Tiles: p.Tiles, ClockHz: p.ClockHz, Inferences: 1}
+	for i := 0; i < 200; i++ {
+		ph := profile.Phase{Index: i, Kind: profile.KindCompute, Name: fmt.Sprintf("compute:n%d", i/4), SyncCycles: 90, TileCycles: make([]int64, p.Tiles)}
+		if i%2 == 1 {
+			ph.Kind, ph.Name = profile.KindExchange, fmt.Sprintf("exchange:n%d", i/4)
+		}
+		for tile := 0; tile < 1400; tile++ {
+			ph.TileCycles[tile] = 10000 + int64((tile*7919+i*104729)%5000)
+			ph.Cycles = max(ph.Cycles, ph.TileCycles[tile])
+		}
+		prof.Phases = append(prof.Phases, ph)
+	}
+	in := &inputs{prof: prof, preset: p}
+	r, err := build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := r.traceJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > 20<<20 {
+		t.Errorf("trace.json is %d bytes", len(data))
+	}
+	var doc struct {
+		TraceEvents []traceEvent `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	covered, tracks := map[int]int{}, 0
+	for _, e := range doc.TraceEvents {
+		if e.Ph == "M" && e.Name == "thread_name" && e.Pid == pidTiles {
+			tracks++
+			if name := e.Args["name"].(string); !strings.HasPrefix(name, "idle") && strings.Contains(name, "(x") && !strings.Contains(name, "within") && !strings.Contains(name, "band") {
+				t.Errorf("track %q: not marked as merged within a tolerance", name)
+			}
+		}
+		if e.Ph == "X" && e.Pid == pidTiles && e.Name != "sync" && e.Args["superstep"].(float64) == 0 {
+			covered[e.Tid] = int(e.Args["count"].(float64))
+		}
+	}
+	n := 0
+	for _, c := range covered {
+		n += c
+	}
+	if n != 1400 {
+		t.Errorf("tile tracks cover %d tiles, 1400 ran", n)
+	}
+	t.Logf("%d tile tracks, %d events, %d bytes", tracks, len(doc.TraceEvents), len(data))
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"ipu.local/formats/profile"
@@ -37,9 +38,63 @@ type tileGroup struct {
 	idle  bool
 }
 
+// maxTileSlices bounds the slices of the tile tracks, which keeps a
+// 1472-tile trace of many supersteps well under 20 MB.
+const maxTileSlices = 60000
+
 // tileGroups groups the profile's tiles: those that ran, identical ones
-// together, in order of their first tile; the idle tiles last.
-func (r *report) tileGroups() []tileGroup {
+// together, in order of their first tile; the idle tiles last. When
+// that gives more slices than maxTileSlices, tiles whose cycles agree to
+// within 1%, then 5%, 20% and 100% of each superstep's longest tile are
+// grouped instead (the track names say so, and the slices' args give
+// the group's longest cycles); when even 20% gives too many, the tiles
+// are split into bands of about equal size by their total cycles.
+func (r *report) tileGroups() (groups []tileGroup, within int) {
+	perGroup := 0
+	for _, ph := range r.phases {
+		perGroup++
+		if ph.SyncCycles > 0 {
+			perGroup++
+		}
+	}
+	for _, pct := range []int{0, 1, 5, 20} {
+		groups = r.groupTiles(pct)
+		if len(groups)*perGroup <= maxTileSlices {
+			return groups, pct
+		}
+	}
+	return r.bandTiles(max(1, maxTileSlices/max(perGroup, 1)-1)), -1
+}
+
+// bandTiles groups the tiles that ran into k bands of about equal size
+// by their total cycles, the idle tiles last.
+func (r *report) bandTiles(k int) []tileGroup {
+	total := r.tileCycles()
+	var ran, idle []int
+	for t, c := range total {
+		if c > 0 {
+			ran = append(ran, t)
+		} else {
+			idle = append(idle, t)
+		}
+	}
+	sort.SliceStable(ran, func(i, j int) bool { return total[ran[i]] < total[ran[j]] })
+	var groups []tileGroup
+	k = min(k, len(ran))
+	for b := 0; b < k; b++ {
+		band := slices.Clone(ran[b*len(ran)/k : (b+1)*len(ran)/k])
+		sort.Ints(band)
+		groups = append(groups, tileGroup{tiles: band})
+	}
+	if len(idle) > 0 {
+		groups = append(groups, tileGroup{tiles: idle, idle: true})
+	}
+	return groups
+}
+
+// groupTiles groups tiles whose cycles in every superstep fall in the
+// same pct% bucket of the superstep's longest tile (pct 0: equal).
+func (r *report) groupTiles(pct int) []tileGroup {
 	var groups []tileGroup
 	bySig := map[string]int{}
 	var idle []int
@@ -50,6 +105,10 @@ func (r *report) tileGroups() []tileGroup {
 		for _, ph := range r.phases {
 			c := ph.TileCycles[t]
 			ran = ran || c > 0
+			if pct > 0 && c > 0 && ph.Cycles > 0 {
+				// Buckets 1.. (0 stays apart); the longest tile in the top one.
+				c = 1 + min(c*100/(ph.Cycles*int64(pct)), int64(99/pct))
+			}
 			fmt.Fprintf(&sig, "%d,", c)
 		}
 		if !ran {
@@ -97,7 +156,8 @@ func (r *report) traceJSON() ([]byte, error) {
 	meta(pidNodes, 0, "process_name", "nodes", 1)
 	meta(pidSupersteps, 0, "process_name", "supersteps", 2)
 
-	for g, grp := range r.tileGroups() {
+	groups, within := r.tileGroups()
+	for g, grp := range groups {
 		tid := g + 1
 		label := tilesLabel(grp.tiles)
 		if grp.idle {
@@ -108,12 +168,26 @@ func (r *report) traceJSON() ([]byte, error) {
 		}
 		if len(grp.tiles) > 1 {
 			label = fmt.Sprintf("%s (x%d)", label, len(grp.tiles))
+			switch {
+			case grp.idle:
+			case within > 0:
+				label = fmt.Sprintf("%s within %d%%", label, within)
+			case within < 0:
+				label = fmt.Sprintf("%s band %d by cycles", label, g+1)
+			}
 		}
 		meta(pidTiles, tid, "thread_name", label, tid)
 		t := grp.tiles[0]
 		for _, ph := range r.phases {
-			if c := ph.TileCycles[t]; c > 0 {
+			var c int64
+			for _, u := range grp.tiles {
+				c = max(c, ph.TileCycles[u])
+			}
+			if c > 0 {
 				args := map[string]any{"superstep": ph.Index, "count": len(grp.tiles), "tile": t}
+				if c != ph.TileCycles[t] {
+					args["tile_cycles"] = ph.TileCycles[t] // the first tile's; cycles are the group's longest
+				}
 				if len(ph.ExchangeBytes) > t && ph.ExchangeBytes[t] > 0 {
 					args["exchange_bytes"] = ph.ExchangeBytes[t]
 				}
