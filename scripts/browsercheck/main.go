@@ -42,7 +42,8 @@ func main() {
 
 func findChromium() string {
 	if c := os.Getenv("CHROMIUM"); c != "" {
-		return c
+		p, _ := exec.LookPath(c)
+		return p
 	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
