@@ -8,8 +8,9 @@
 //   - trace.json (with a profile): the Chrome trace-event JSON format that
 //     ui.perfetto.dev and chrome://tracing open. Process "tiles" has a
 //     track per group of tiles that ran with identical cycles (the track
-//     name lists the tiles, args.count says how many), and one track for
-//     the idle tiles; each track has a slice per compute, exchange or
+//     name lists the tiles, args.count says how many; past 60000 tile
+//     slices, tiles within 1, 5 or 20% of each superstep's longest, else
+//     bands by total cycles), and one track for the idle tiles; each track has a slice per compute, exchange or
 //     host period of every superstep and one per sync. Process "nodes"
 //     has a track per plan node with the node's supersteps, and process
 //     "supersteps" one track with every superstep. Times are
