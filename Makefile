@@ -6,13 +6,13 @@ GO ?= go
 BIN := bin
 ART := artifacts
 DEVICE ?= $(ART)/ipu0
-TOOLS := ipu-plan ipu-link ipu-as ipu-dump ipu-diff ipu-pack ipu-load ipu-check
+TOOLS := ipu-plan ipu-link ipu-as ipu-dump ipu-diff ipu-pack ipu-load ipu-check ipu-report
 MODULES := formats libs tools scripts
 # -count=1: the end-to-end test runs tool binaries it builds itself, which
 # the test cache cannot see; never trust a cached pass.
 GOFLAGS_TEST ?= -count=1
 
-.PHONY: gendata all build run run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-fp64 transformers transformer-models transformers-smoke torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run report test-browser deps-chromium run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-fp64 transformers transformer-models transformers-smoke torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -31,7 +31,10 @@ OUT := $(ART)/$(NAME)
 TILES ?= 64
 # The search runs in two steps through the state file, as the seed's run
 # resumed a saved search: the first saves the analytic start (no move,
-# its log in plan-start.log), the second loads it ("loaded mid-plan search
+# its log in plan-start.log and at the head of run.log: it is the step
+# that schedules qk-early's exchange, where the fast schedule fails the
+# instruction-alignment validation and is repaired, the "retrying
+# exchange schedule" line), the second loads it ("loaded mid-plan search
 # state ... attempts=0") and makes PLAN_ATTEMPTS moves. Resuming is exact:
 # the plan is byte for byte the one a single run of PLAN_ATTEMPTS moves
 # writes (tools/ipu-plan testdata/script/plan.txtar checks it). The state
@@ -46,7 +49,7 @@ SEED_LOG := $(firstword $(wildcard ../shared/seed/000_ad3fbe4381067c88.txt) test
 run: build
 	@mkdir -p $(OUT)
 	rm -f $(OUT)/state.json $(OUT)/run.log $(OUT)/plan-start.log
-	$(BIN)/ipu-plan $(MODEL) -o $(OUT)/model.plan --state $(OUT)/state.json $(if $(TILES),--tiles $(TILES)) --max-attempts 0 2> $(OUT)/plan-start.log || { cat $(OUT)/plan-start.log; exit 1; }
+	set -o pipefail; $(BIN)/ipu-plan $(MODEL) -o $(OUT)/model.plan --state $(OUT)/state.json $(if $(TILES),--tiles $(TILES)) --max-attempts 0 2>&1 | tee $(OUT)/plan-start.log | tee -a $(OUT)/run.log
 	set -o pipefail; $(BIN)/ipu-plan $(MODEL) -o $(OUT)/model.plan --state $(OUT)/state.json $(if $(TILES),--tiles $(TILES)) --max-attempts $(PLAN_ATTEMPTS) 2>&1 | tee -a $(OUT)/run.log
 	set -o pipefail; $(BIN)/ipu-link $(OUT)/model.plan -o $(OUT)/model.ipuobj 2>&1 | tee -a $(OUT)/run.log
 	set -o pipefail; $(BIN)/ipu-pack $(OUT)/model.ipuobj -o $(OUT)/model.ipuexe 2>&1 | tee -a $(OUT)/run.log
@@ -56,6 +59,28 @@ run: build
 	@if [ -f $(SEED_LOG) ] && [ -z "$(DATA)" ]; then \
 		$(GO) run ./scripts/seedcheck $(if $(SEED_GOLDEN),-golden $(SEED_GOLDEN) $(SEED_UPDATE)) $(SEED_LOG) $(OUT)/run.log > $(OUT)/seedcheck.txt || { cat $(OUT)/seedcheck.txt; exit 1; }; \
 		echo "every seed log line has its counterpart in $(OUT)/run.log ($(OUT)/seedcheck.txt)$(if $(SEED_GOLDEN), with the values of $(SEED_GOLDEN))"; fi
+
+# `make report` runs `make run`, then ipu-report on its plan, object and
+# profile: trace.json (ui.perfetto.dev, "Open trace file"), the PNG plots
+# and index.html under $(OUT)/report/.
+report: run
+	$(BIN)/ipu-report --plan $(OUT)/model.plan --object $(OUT)/model.ipuobj --profile $(OUT)/model.capnp -o $(OUT)/report
+	@echo "open $(OUT)/report/index.html in a browser; load $(OUT)/report/trace.json in ui.perfetto.dev (Open trace file)"
+
+# test-browser loads the report of `make report` in headless chromium
+# (installing Debian's chromium when it is missing): a screenshot at
+# 1280 px with JavaScript off, a title, every plot decoded, no resource
+# failed, loaded in under 2 s (scripts/browsercheck). Where chromium
+# cannot be installed it says so and skips.
+test-browser: report deps-chromium
+	$(GO) run ./scripts/browsercheck $(OUT)/report
+
+deps-chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+		echo "installing chromium (for the browser test)"; \
+		(apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || \
+		(sudo -n apt-get update -qq && sudo -n apt-get install -y -qq chromium >/dev/null) || \
+		echo "chromium could not be installed: the browser test will skip"; }
 
 # seed-golden rewrites the seed lines' values of the default run after a
 # deliberate change (wall times and thread counts are masked).
@@ -83,7 +108,7 @@ run-asm: build
 		--profile $(ART)/dot64/dot64.capnp $(ART)/dot64/dot64.ipuexe
 	$(BIN)/ipu-dump $(ART)/dot64/dot64.capnp | head -n 30
 
-test: vet fmt-check deps-capnp test-go conformance conformance-64 conformance-fp64 torch-smoke run-asm run
+test: vet fmt-check deps-capnp test-go conformance conformance-64 conformance-fp64 torch-smoke run-asm run test-browser
 
 # The conformance data the Go tests read ($$IPU_CONFORMANCE, for the
 # packages that do not look it up through libs/repodata): ../shared

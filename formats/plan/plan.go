@@ -40,6 +40,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 )
 
@@ -306,6 +307,9 @@ func decodeStrict(data []byte, v any) error {
 		if errors.As(err, &se) {
 			return errAt("", "bad JSON at byte %d: %v", se.Offset, se)
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return errAt("", "bad JSON at byte %d: unexpected end of JSON input", len(data))
+		}
 		return errAt("", "%v", err)
 	}
 	if dec.More() {
@@ -317,23 +321,59 @@ func decodeStrict(data []byte, v any) error {
 // checkFormat reads the "format" field alone, so that another version is
 // refused by name before its fields are interpreted.
 func checkFormat(data []byte, want string) error {
-	var head struct {
-		Format *string `json:"format"`
+	format, err := readFormat(data)
+	if err != nil {
+		return err
 	}
-	if err := json.Unmarshal(data, &head); err != nil {
+	if format == nil {
+		return errAt("format", "missing (want %q)", want)
+	}
+	if *format != want {
+		return errAt("format", "unsupported format %q (want %q)", *format, want)
+	}
+	return nil
+}
+
+// readFormat returns the top-level "format" string, reading tokens only
+// up to it (the writers put it first), or nil when the object has none.
+// The rest of the document is checked by the full decode that follows.
+func readFormat(data []byte) (*string, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	bad := func(err error) error {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			return errAt("", "bad JSON at byte %d: %v", se.Offset, se)
 		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return errAt("", "bad JSON at byte %d: unexpected end of JSON input", len(data))
+		}
 		return errAt("format", "%v", err)
 	}
-	if head.Format == nil {
-		return errAt("format", "missing (want %q)", want)
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, bad(err)
 	}
-	if *head.Format != want {
-		return errAt("format", "unsupported format %q (want %q)", *head.Format, want)
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errAt("", "bad JSON at byte %d: want an object", dec.InputOffset())
 	}
-	return nil
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, bad(err)
+		}
+		if key, _ := tok.(string); key == "format" {
+			var f string
+			if err := dec.Decode(&f); err != nil {
+				return nil, bad(err)
+			}
+			return &f, nil
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, bad(err)
+		}
+	}
+	return nil, nil
 }
 
 // Read decodes and validates a plan file.

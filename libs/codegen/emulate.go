@@ -44,7 +44,7 @@ func ipow(x, y float32) float32 { return rn32(math.Pow(float64(x), float64(y))) 
 
 // ifma is d + a*b as the device's f32fma: rounded once to FP32.
 func ifma(d, a, b float32) float32 {
-	return rn32(numfmt.SumRTO(float64(a)*float64(b), float64(d)))
+	return rn32(numfmt.SumRTO(float64(float64(a)*float64(b)), float64(d)))
 }
 
 func iadd(a, b float32) float32 { return cf(a + b) }

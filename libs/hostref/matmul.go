@@ -103,7 +103,8 @@ func (ev *evaluator) mm(m, k, n int, a, b, y []float64) {
 			}
 		}
 	default:
-		compute = func(r0, r1 int) { deviceMM(r0, r1, k, n, a, b, y) }
+		bt := transposeKN(k, n, b) // each output element's k run contiguous
+		compute = func(r0, r1 int) { deviceMM(r0, r1, k, n, a, bt, y) }
 	}
 	threads := min(ev.opt.Threads, m)
 	if threads <= 1 {
@@ -126,20 +127,54 @@ func (ev *evaluator) mm(m, k, n int, a, b, y []float64) {
 // product exact, accumulated with one FP32 rounding per k, in k order.
 // A fused multiply-add in float64 then rounded to float32 equals that
 // when the product fits in float32 (FP16 and FP8 inputs), and is what
-// the device's FP32 fma instruction computes otherwise.
-func deviceMM(r0, r1, k, n int, a, b, y []float64) {
-	for i := r0; i < r1; i++ {
-		row := a[i*k : i*k+k]
-		for j := 0; j < n; j++ {
-			var acc float32
-			for p, av := range row {
-				// The product of two FP16 or FP8 values is exact in
-				// FP32, so this rounds once, as the AMP does.
-				acc = float32(numfmt.SumRTO(av*b[p*n+j], float64(acc)))
+// the device's FP32 fma instruction computes otherwise. bt is b
+// transposed (n×k), so that both operands of an element are read in
+// order; columns go in blocks that stay in cache while a block of rows
+// passes over them. The order of every element's sum is k order
+// whatever the blocking.
+func deviceMM(r0, r1, k, n int, a, bt, y []float64) {
+	const rowBlock, colBlock = 16, 64
+	for i0 := r0; i0 < r1; i0 += rowBlock {
+		i1 := min(i0+rowBlock, r1)
+		for j0 := 0; j0 < n; j0 += colBlock {
+			j1 := min(j0+colBlock, n)
+			for i := i0; i < i1; i++ {
+				row := a[i*k : i*k+k]
+				for j := j0; j < j1; j++ {
+					col := bt[j*k : j*k+k]
+					var acc float32
+					for p, av := range row {
+						prod := float64(av * col[p])
+						if f := float32(prod); float64(f) == prod {
+							// The product of two FP16 or FP8 values is
+							// exact in FP32: one FP32 addition rounds the
+							// exact sum once, as the AMP does.
+							acc += f
+							continue
+						}
+						acc = float32(numfmt.SumRTO(prod, float64(acc)))
+					}
+					y[i*n+j] = float64(acc)
+				}
 			}
-			y[i*n+j] = float64(acc)
 		}
 	}
+}
+
+// transposeKN returns the k×n row-major b as n×k.
+func transposeKN(k, n int, b []float64) []float64 {
+	t := make([]float64, len(b))
+	const blk = 32
+	for p0 := 0; p0 < k; p0 += blk {
+		for j0 := 0; j0 < n; j0 += blk {
+			for p := p0; p < min(p0+blk, k); p++ {
+				for j := j0; j < min(j0+blk, n); j++ {
+					t[j*k+p] = b[p*n+j]
+				}
+			}
+		}
+	}
+	return t
 }
 
 func to32(v []float64) []float32 {

@@ -169,6 +169,7 @@ func (l *linker) lowerExchanges(log *slog.Logger) error {
 	refused := make([]error, n)
 	saved := l.savedByPattern(log)
 	fromState := make([]bool, n)
+	aligns := make([]*sched.AlignStats, n) // supersteps scheduled here
 	schedule := func(i int) error {
 		if sv, ok := saved[sched.PatternKey(xss[i])]; ok && !l.noReuse {
 			sp, err := sched.Relocate(sv.plan, sv.phase, xss[i])
@@ -181,9 +182,10 @@ func (l *linker) lowerExchanges(log *slog.Logger) error {
 			}
 			refused[i] = err
 		}
-		sp, err := sched.Schedule(l.p, xss[i], sched.Options{})
+		sp, al, err := sched.ScheduleStats(l.p, xss[i], sched.Options{})
 		if err == nil {
 			err = sched.Validate(l.p, xss[i], sp)
+			aligns[i] = &al
 		}
 		l.exch[i] = sp
 		return err
@@ -235,6 +237,11 @@ func (l *linker) lowerExchanges(log *slog.Logger) error {
 		case refused[i] != nil:
 			l.st.RefusedReuses++
 			log.Debug("scheduled exchange superstep again: its relocation was refused", slog.Int("phase", i), slog.String("reason", refused[i].Error()))
+		}
+		if a := aligns[i]; a != nil {
+			l.st.addAlign(*a)
+			log.Debug("validated exchange schedule instruction alignment", slog.Int("phase", i), slog.Int("transfers", a.Transfers),
+				slog.Int("failed", a.Failed), slog.Int("rescheduled", a.Rescheduled), slog.Int("rounds", a.Rounds), slog.Bool("success", a.Success))
 		}
 		s.Cycles = sp.Makespan
 		l.st.Transfers += len(s.Xfers)
@@ -725,4 +732,22 @@ func (l *linker) emit(fingerprint string) (*obj.Object, error) {
 		return nil, fmt.Errorf("internal error: linked %w", err)
 	}
 	return o, nil
+}
+
+// addAlign accounts for one scheduled superstep's instruction-alignment
+// validation (sched.AlignStats).
+func (st *Stats) addAlign(a sched.AlignStats) {
+	if st.AlignedPhases == 0 {
+		st.Alignment.Success = true
+	}
+	st.AlignedPhases++
+	if a.Retried() {
+		st.RetriedPhases++
+	}
+	st.Alignment.Transfers += a.Transfers
+	st.Alignment.Failed += a.Failed
+	st.Alignment.Rescheduled += a.Rescheduled
+	st.Alignment.Rounds = max(st.Alignment.Rounds, a.Rounds)
+	st.Alignment.Success = st.Alignment.Success && a.Success
+	st.Alignment.Elapsed += a.Elapsed
 }

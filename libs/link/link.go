@@ -52,10 +52,18 @@ type Stats struct {
 	// (one per pattern), for a search state to keep.
 	FromState int
 	Saved     []plan.Exchange
-	Tiles     int // tiles with a program
 	// PadClearsRemoved counts the FP8 casts whose unread padding clears
 	// the padding-clear pass removed (prog.Program.PadClearsRemoved).
 	PadClearsRemoved int
+	// AlignedPhases counts the exchange supersteps scheduled in this
+	// link (not reused), RetriedPhases those whose fast schedule failed
+	// instruction-alignment validation and was repaired. Alignment sums
+	// their sched.AlignStats: transfers, failing and rescheduled ones and
+	// the time are totals (the time added over supersteps scheduled side
+	// by side), Rounds the most of one superstep, Success all of them.
+	AlignedPhases, RetriedPhases int
+	Alignment                    sched.AlignStats
+	Tiles                        int // tiles with a program
 	// Figures of the tile with the most code.
 	LinkedEnd          uint32 // end of its code
 	CodeAddress        uint32 // its supervisor entry

@@ -36,6 +36,17 @@
 // could start meanwhile. Schedule runs a few such passes with other tie
 // and send2 rules (Options.Passes) and keeps the shortest.
 //
+// Each pass is a fast schedule followed by instruction-alignment
+// validation (align.go): the fast schedule lets an event issue any cycle
+// from 6(m+1) after the previous one (m loads between), ignoring that the
+// supervisor issues only on its slot of the 6-cycle round-robin, so that
+// a gap of 6(m+1)+1 .. 6(m+2)-1 cycles cannot be met; every transfer is
+// then replayed under the exact rule (and its addresses checked for
+// alignment), the failing ones and every transfer planned after them on
+// their tiles (transitively) are rescheduled exactly while the others
+// keep their cycles, and the rescheduled tiles are validated again until
+// the schedule holds. ScheduleStats reports the figures (AlignStats).
+//
 // Validate replays a Plan's code against the simulator's rules in plain
 // Go; see RATIONALE.md for the rules that shaped the design.
 package sched

@@ -12,8 +12,15 @@ import (
 // doc). The phase is checked first: tiles, ranges, alignment, no tile
 // sending to itself, no two transfers writing the same bytes of a tile.
 func Schedule(p *arch.Preset, phase []Transfer, opt Options) (*Plan, error) {
+	pl, _, err := ScheduleStats(p, phase, opt)
+	return pl, err
+}
+
+// ScheduleStats is Schedule that also returns the instruction-alignment
+// validation figures of the pass the plan comes from.
+func ScheduleStats(p *arch.Preset, phase []Transfer, opt Options) (*Plan, AlignStats, error) {
 	if err := check(p, phase, opt); err != nil {
-		return nil, err
+		return nil, AlignStats{}, err
 	}
 	passes := opt.Passes
 	if passes <= 0 {
@@ -24,20 +31,21 @@ func Schedule(p *arch.Preset, phase []Transfer, opt Options) (*Plan, error) {
 	// and run in parallel; later ones serve first the tiles that ended
 	// last in the best schedule so far.
 	runs := make([]*scheduler, min(passes, len(strategies)))
+	stats := make([]AlignStats, len(runs))
 	var wg sync.WaitGroup
 	for k := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runs[k] = newScheduler(p, phase, opt, strategies[k])
-			runs[k].run()
+			runs[k], stats[k] = scheduleAligned(p, phase, opt, strategies[k])
 		}()
 	}
 	wg.Wait()
 	var best *scheduler
-	for _, s := range runs {
+	var align AlignStats
+	for k, s := range runs {
 		if best == nil || s.makespan < best.makespan {
-			best = s
+			best, align = s, stats[k]
 		}
 	}
 	for k := len(runs); k < passes; k++ {
@@ -48,10 +56,9 @@ func Schedule(p *arch.Preset, phase []Transfer, opt Options) (*Plan, error) {
 				st.bonus[id] = t.sync + 1
 			}
 		}
-		s := newScheduler(p, phase, opt, st)
-		s.run()
+		s, a := scheduleAligned(p, phase, opt, st)
 		if s.makespan < best.makespan {
-			best = s
+			best, align = s, a
 		}
 	}
 	pl := &Plan{Events: best.events, Options: opt, LowerBound: bound(p, phase, opt), Makespan: best.makespan}
@@ -61,11 +68,11 @@ func Schedule(p *arch.Preset, phase []Transfer, opt Options) (*Plan, error) {
 		}
 		code, err := t.code()
 		if err != nil {
-			return nil, fmt.Errorf("sched: tile %d: %w", id, err)
+			return nil, AlignStats{}, fmt.Errorf("sched: tile %d: %w", id, err)
 		}
 		pl.Tiles = append(pl.Tiles, TileCode{Tile: id, Code: code, Cycles: t.sync + 1})
 	}
-	return pl, nil
+	return pl, align, nil
 }
 
 // DefaultPasses is the number of scheduling passes when Options.Passes
@@ -122,6 +129,7 @@ type scheduler struct {
 	remI   []int64      // issue cycles each tile's pending events need, at most
 	pend   [][]int      // each tile's sends
 	done   []bool       // committed transfers
+	order  []int        // committed transfers, in commit order
 	events []Event
 	// makespan is the phase's cycles once run has placed the syncs.
 	makespan int64
@@ -250,7 +258,9 @@ func (h *candHeap) pop() cand {
 func (s *scheduler) run() {
 	h := make(candHeap, 0, len(s.phase))
 	for i := range s.phase {
-		h.push(s.eval(i))
+		if !s.done[i] {
+			h.push(s.eval(i))
+		}
 	}
 	for len(h) > 0 {
 		old := h.pop()
@@ -543,7 +553,7 @@ func (s *scheduler) commit(c cand) {
 		dur, slots, op = dur/2, 2, isa.SEND2
 	}
 	src := s.tiles[x.Src]
-	src.add(c.start, op, s.sp)
+	src.add(c.start, op, s.sp, c.x)
 	src.portFree = c.start + dur
 	src.sends = append(src.sends, busUse{c.start, c.start + dur, slots})
 	s.remS[x.Src] -= int64(x.Words)
@@ -554,7 +564,7 @@ func (s *scheduler) commit(c cand) {
 		u := x.Dst + k
 		r := c.start + int64(s.p.Latency(x.Src, u))
 		t := s.tiles[u]
-		t.add(r, isa.RECV, s.rps[k])
+		t.add(r, isa.RECV, s.rps[k], c.x)
 		t.listenEnd = r + dur
 		s.remR[u] -= int64(x.Words)
 		s.remI[u] -= issueCost(recvOps(x))
@@ -563,6 +573,7 @@ func (s *scheduler) commit(c cand) {
 	}
 	s.events[c.x] = ev
 	s.done[c.x] = true
+	s.order = append(s.order, c.x)
 }
 
 // prio is the load of transfer x's most loaded tile.

@@ -18,10 +18,16 @@ type gap struct {
 	end   int64 // this event's issue cycle
 	stall bool  // the event is a send issued the cycle the port frees
 	used  int   // load instructions placed in the gap
+	loose bool  // planned without the issue-slot constraint (fast pass)
 }
 
 // capacity is the number of load instructions the gap can hold.
-func (g *gap) capacity() int { return fill(g.end-g.start, g.stall) }
+func (g *gap) capacity() int {
+	if g.loose {
+		return int((g.end-g.start)/issue - 1)
+	}
+	return fill(g.end-g.start, g.stall)
+}
 
 // fill returns the most instructions that fit between two events g cycles
 // apart: m of them take the next event to 6(m+1) exactly, or, with a
@@ -54,6 +60,7 @@ type tevent struct {
 	t    int64
 	op   isa.Op
 	regs [3]uint8 // d, a, b
+	x    int      // the transfer
 }
 
 // load is one value placed in a register in the gap before event gap.
@@ -91,6 +98,20 @@ type tileState struct {
 	// whose value no pending event reads is the one to reuse.
 	future map[uint32]int32
 	live   uint16 // registers holding a value some pending event reads
+	// loose drops the issue-slot constraint: an event with m loads
+	// before it may issue at any cycle from 6(m+1) after the previous
+	// one, as if a delay could be shorter than an issue period. The
+	// fast pass plans with it; validation finds where it was wrong.
+	loose bool
+}
+
+// next returns the first cycle >= t at which an event with m loads in
+// its gap can issue after the tile's last event.
+func (s *tileState) next(m int, t int64) int64 {
+	if s.loose {
+		return max(t, s.last+issue*int64(m+1))
+	}
+	return nextIssue(s.last, m, t)
 }
 
 // evictBefore reports whether register r is a better one to load than
@@ -244,7 +265,7 @@ func (s *tileState) nextSend(t int64, m int) int64 {
 	if t == s.portFree && t >= s.last+issue*int64(m+1) {
 		return t
 	}
-	return nextIssue(s.last, m, t)
+	return s.next(m, t)
 }
 
 // nextRecv returns the first cycle >= t at which s can issue a recv
@@ -253,14 +274,14 @@ func (s *tileState) nextRecv(t int64, m int) int64 {
 	if t < s.listenEnd {
 		t = s.listenEnd
 	}
-	return nextIssue(s.last, m, t)
+	return s.next(m, t)
 }
 
 // add appends an event at cycle t planned by p; the caller has checked
 // that t is feasible.
-func (s *tileState) add(t int64, op isa.Op, p opPlan) {
+func (s *tileState) add(t int64, op isa.Op, p opPlan, x int) {
 	stall := op != isa.RECV && t == s.portFree
-	g := gap{start: s.last, end: t, stall: stall}
+	g := gap{start: s.last, end: t, stall: stall, loose: s.loose}
 	room := g.capacity()
 	// Keep loads in the event's own gap when it has room: earlier gaps'
 	// spare slots stay for later events and cached values live longer.
@@ -299,7 +320,7 @@ func (s *tileState) add(t int64, op isa.Op, p opPlan) {
 			s.lastUse[r] = t
 		}
 	}
-	s.events = append(s.events, tevent{t: t, op: op, regs: p.regs})
+	s.events = append(s.events, tevent{t: t, op: op, regs: p.regs, x: x})
 	s.last = t
 	// Keep the open list to the gaps with spare room.
 	for i := 0; i < p.n; i++ {
@@ -353,5 +374,5 @@ func (s *tileState) finish(early bool) {
 	if !early {
 		t = max(t, s.portFree, s.listenEnd)
 	}
-	s.sync = nextIssue(s.last, 0, t)
+	s.sync = s.next(0, t)
 }

@@ -876,7 +876,7 @@ func b2u(b bool) uint32 {
 // fma32 is d + a*b with FP32 operands, rounded once to FP32: the exact
 // product (FP64), summed with round-to-odd, then rounded to FP32.
 func fma32(a, b, d uint32) uint32 {
-	return bits32(float32(numfmt.SumRTO(float64(f32(a))*float64(f32(b)), float64(f32(d)))))
+	return bits32(float32(numfmt.SumRTO(float64(float64(f32(a))*float64(f32(b))), float64(f32(d)))))
 }
 
 // memFail records the fault of a failed fast-path access.

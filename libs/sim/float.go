@@ -170,7 +170,7 @@ func h4op(op isa.Op, a, b, d uint64) uint64 {
 	case isa.H4FMA:
 		for i := 0; i < 64; i += 16 {
 			x, y, z := float64(h16f(uint16(a>>i))), float64(h16f(uint16(b>>i))), float64(h16f(uint16(d>>i)))
-			r |= uint64(f64to16(numfmt.SumRTO(x*y, z))) << i
+			r |= uint64(f64to16(numfmt.SumRTO(float64(x*y), z))) << i
 		}
 	case isa.H4MAX, isa.H4MIN:
 		for i := 0; i < 64; i += 16 {

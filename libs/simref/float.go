@@ -20,7 +20,7 @@ func scalarFloat(op isa.Op, d, a, b, c, a1 uint32) uint32 {
 	case isa.FMUL:
 		return arith32(fa * fb)
 	case isa.FMA:
-		return arith32(float32(numfmt.SumRTO(float64(fa)*float64(fb), float64(fd))))
+		return arith32(float32(numfmt.SumRTO(float64(float64(fa)*float64(fb)), float64(fd))))
 	case isa.FMAX:
 		return arith32(fmax(fa, fb))
 	case isa.FMIN:
@@ -108,7 +108,7 @@ func halfFloat(op isa.Op, d, a, b, c uint16) uint16 {
 	case isa.H4MUL:
 		return arith16(fa * fb)
 	case isa.H4FMA:
-		return arith16(numfmt.SumRTO(fa*fb, fd))
+		return arith16(numfmt.SumRTO(float64(fa*fb), fd))
 	case isa.H4MAX:
 		return arith16(fmax(fa, fb))
 	case isa.H4MIN:

@@ -29,8 +29,15 @@
 // program's (cost.estimated=false), the figure ipu-link reports for the
 // same plan. A plan holding a node the linker does not lower yet keeps the
 // cost model's estimate (cost.estimated=true) with a warning; ipu-link
-// then refuses it. The "incremental instruction-alignment validation"
-// step re-reads and validates the encoded plan.
+// then refuses it. The linker's exchange scheduler (libs/sched) first
+// schedules each exchange superstep without the supervisor's issue-slot
+// constraint, validates every transfer against it and reschedules only
+// the failing transfers and those planned after them on their tiles;
+// the validation link's figures give "retrying exchange schedule with
+// incremental instruction-alignment validation transfers=N" (N failing
+// transfers; logged only when some failed) and "finished incremental
+// instruction-alignment validation" (logged when a superstep was
+// scheduled, not when every schedule was reused from the state).
 //
 // The plan and the state are written atomically, and the same inputs give
 // byte-identical files (the model path is recorded as given, or as its

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -181,17 +181,13 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		slog.Int("fragment_limit", st.FragmentLimit))
 	log.Info("eliminated unread FP8 cast input padding clears", slog.Int("removed", st.PaddingClearsRemoved))
 
-	log.Info("retrying exchange schedule with incremental instruction-alignment validation", slog.Int("transfers", st.Transfers))
-	start := time.Now()
 	if err := checkEncoded(encoded); err != nil {
-		log.Error("finished incremental instruction-alignment validation", slog.Int("transfers", st.Transfers),
-			trace.Elapsed(start), slog.Bool("success", false))
 		return err
 	}
-	log.Info("finished incremental instruction-alignment validation", slog.Int("transfers", st.Transfers),
-		trace.Elapsed(start), slog.Bool("success", true))
 	// Validate the incumbent by lowering it as ipu-link will: the exact
-	// final_cycles replace the estimate.
+	// final_cycles replace the estimate. The link's exchange scheduler
+	// validates its fast schedules' instruction alignment and repairs
+	// them; its figures are this step's lines.
 	var saved []plan.Exchange
 	if opt.State != nil {
 		saved = opt.State.Exchanges
@@ -200,6 +196,7 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	if err != nil {
 		return err
 	}
+	logAlignment(log, linked)
 	state.Exchanges = linked.Saved
 	log.Info("costed search incumbent", slog.Int64("estimated_cycles", pl.Cost.FinalCycles), slog.Int64("linked_cycles", linked.FinalCycles))
 	pl.Cost.FinalCycles, pl.Cost.FinalExchange, pl.Cost.Estimated = linked.FinalCycles, linked.FinalExchange, false
@@ -287,4 +284,27 @@ func validate(log *slog.Logger, cfg config, pl *plan.Plan, saved []plan.Exchange
 		return nil, fmt.Errorf("%s: building the tile images: %w", cfg.model, err)
 	}
 	return st, nil
+}
+
+// logAlignment reports the instruction-alignment validation of the
+// exchange supersteps the validation link scheduled: the retry line only
+// when some fast schedule failed (transfers: the failing ones), the
+// finished line whenever a superstep was scheduled (none is when every
+// schedule was reused from the search state).
+func logAlignment(log *slog.Logger, st *link.Stats) {
+	if st.AlignedPhases == 0 {
+		return
+	}
+	a := st.Alignment
+	if a.Retried() {
+		log.Info("retrying exchange schedule with incremental instruction-alignment validation", slog.Int("transfers", a.Failed))
+	}
+	level := slog.LevelInfo
+	if !a.Success {
+		level = slog.LevelError
+	}
+	log.Debug("rescheduled exchange transfers after instruction-alignment validation", slog.Int("failed", a.Failed), slog.Int("rescheduled", a.Rescheduled),
+		slog.Int("supersteps", st.AlignedPhases), slog.Int("retried_supersteps", st.RetriedPhases), slog.Int("rounds", a.Rounds))
+	log.Log(context.Background(), level, "finished incremental instruction-alignment validation", slog.Int("transfers", a.Failed),
+		trace.ElapsedMS(a.Elapsed), slog.Bool("success", a.Success))
 }
