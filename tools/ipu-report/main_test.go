@@ -451,6 +451,9 @@ func TestTraceGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The package's fingerprint changes with any change of the code the
+	// compiler emits; the trace's structure and cycles are what is pinned.
+	got = regexp.MustCompile(`"fingerprint":"[0-9a-f]+"`).ReplaceAll(got, []byte(`"fingerprint":"*"`))
 	golden := filepath.Join("testdata", "qk-early-trace.json")
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
