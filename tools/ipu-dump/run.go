@@ -22,9 +22,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Name:      "ipu-dump",
 		Usage:     "print the canonical text of an object, package or profile",
 		ArgsUsage: "FILE",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "memory", Usage: "print only an object's per-tile memory breakdown, the fullest tiles first"},
+		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return toolrun.Usagef("want exactly one FILE")
+			}
+			if c.Bool("memory") {
+				return dumpMemory(c.Args().First(), c.App.Writer)
 			}
 			return dump(c.Args().First(), c.App.Writer)
 		},
@@ -74,6 +80,30 @@ func dumpObject(w io.Writer, o *obj.Object) error {
 		return err
 	}
 	return obj.Dump(w, o, obj.DumpOptions{Disasm: disasm, UsableMemory: int64(p.UsableMemory().Size())})
+}
+
+// dumpMemory writes an object's per-tile memory breakdown against the
+// usable tile memory of its architecture.
+func dumpMemory(path string, out io.Writer) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(data, []byte(obj.Magic[:len(obj.Magic)-1])) {
+		return fmt.Errorf("%s: --memory: not an object", path)
+	}
+	o, err := obj.Read(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	p, err := arch.Lookup(o.Arch)
+	if err != nil {
+		return fmt.Errorf("%s: field arch: %w", path, err)
+	}
+	w := bufio.NewWriter(out)
+	defer w.Flush()
+	obj.DumpMemoryByTile(w, o, int64(p.UsableMemory().Size()))
+	return nil
 }
 
 func disasm(w io.Writer, addr uint32, code []byte) {
