@@ -51,6 +51,10 @@ type Options struct {
 	// incumbent's exchanges: for a caller that links the plan next and
 	// takes the exact cycles from there (ipu-plan).
 	SearchEstimate bool
+	// Progress, when set, is told the attempts made so far out of
+	// MaxAttempts and the incumbent's cycles, before each attempt and
+	// once at the end (a progress bar; it must not change anything).
+	Progress func(done, total int, incumbent int64)
 }
 
 // Stats are the figures of the planner's log lines.
@@ -320,6 +324,9 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		visited[k] = true
 	}
 	for a := 0; a < opt.MaxAttempts; a++ {
+		if opt.Progress != nil {
+			opt.Progress(a, opt.MaxAttempts, incR.total)
+		}
 		nb := pl.move(cur, rng)
 		u := rng.Float64() // drawn every attempt, so the stream does not depend on what was visited
 		k := nb.key()
@@ -345,6 +352,9 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		if r.total < incR.total {
 			inc, incR = nb, r
 		}
+	}
+	if opt.Progress != nil {
+		opt.Progress(opt.MaxAttempts, opt.MaxAttempts, incR.total)
 	}
 	st.Attempts = opt.MaxAttempts
 	s.Attempts += opt.MaxAttempts

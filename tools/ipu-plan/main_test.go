@@ -163,3 +163,28 @@ func TestExitStatus(t *testing.T) {
 		})
 	}
 }
+
+// The search's progress bar: drawn with --progress always, never drawn
+// on a writer that is not a terminal (auto), so logs hold no carriage
+// return; a bad mode is a usage error.
+func TestProgress(t *testing.T) {
+	model := filepath.Join("..", "..", "testdata", "models", "qk-early.onnx")
+	for _, c := range []struct {
+		mode   string
+		status int
+		bar    bool
+	}{{"always", 0, true}, {"auto", 0, false}, {"never", 0, false}, {"sometimes", 2, false}} {
+		var stdout, stderr bytes.Buffer
+		out := filepath.Join(t.TempDir(), "p.plan")
+		status := run([]string{"ipu-plan", model, "-o", out, "--tiles", "64", "--max-attempts", "3", "--progress", c.mode}, &stdout, &stderr)
+		if status != c.status {
+			t.Fatalf("--progress %s: status %d, want %d (%s)", c.mode, status, c.status, stderr.String())
+		}
+		if got := strings.Contains(stderr.String(), "\r"); got != c.bar {
+			t.Errorf("--progress %s: carriage returns %v, want %v", c.mode, got, c.bar)
+		}
+		if c.bar && !strings.Contains(stderr.String(), "search: incumbent") {
+			t.Errorf("--progress %s: no bar in %q", c.mode, stderr.String())
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"ipu.local/libs/planner"
 	"ipu.local/libs/toolrun"
 	"ipu.local/libs/trace"
+	"ipu.local/tools/internal/progress"
 )
 
 // defaultAttempts is the local moves a run makes without --max-attempts.
@@ -42,6 +43,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.Uint64Flag{Name: "seed", Usage: "search seed", Value: 1},
 			&cli.BoolFlag{Name: "downcast-fp64", Usage: "compute DOUBLE tensors in FP32 (each one is logged; ipu-check then checks them at FP32)"},
 			&cli.StringSliceFlag{Name: "dim", Usage: "bind a symbolic input dimension (an exporter's dynamic axis): `NAME=N` (repeatable)"},
+			&cli.StringFlag{Name: "progress", Usage: "a progress bar of the search: `auto` (when stderr is a terminal), always or never", Value: progress.Auto},
 			&cli.StringFlag{Name: "input-shapes", Usage: "compile for the shapes of `DIR`/input_N.pb (an ONNX test data set), binding the model's symbolic dimensions"},
 		},
 		Action: func(c *cli.Context) error {
@@ -70,6 +72,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if cfg.attempts < 0 {
 				return toolrun.Usagef("--max-attempts %d is negative", cfg.attempts)
 			}
+			if err := progress.Check(c.String("progress")); err != nil {
+				return toolrun.Usagef("%v", err)
+			}
+			cfg.progress, cfg.progressOut = c.String("progress"), c.App.ErrWriter
 			return planModel(toolrun.Logger(c), cfg)
 		},
 	}
@@ -86,6 +92,8 @@ type config struct {
 	downcast          bool // --downcast-fp64
 	dims              map[string]int64
 	shapesDir         string // --input-shapes
+	progress          string // --progress
+	progressOut       io.Writer
 }
 
 // planModel reads the model, builds its graph, and runs the phases:
@@ -158,7 +166,12 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		}
 	}
 
+	bar := progress.New(cfg.progress, cfg.progressOut, cfg.attempts, "search")
+	opt.Progress = func(done, total int, incumbent int64) {
+		bar.Set(done, fmt.Sprintf("search: incumbent %d cycles", incumbent))
+	}
 	pl, state, st, err := planner.Plan(g, cfg.arch, opt)
+	bar.Finish()
 	if err != nil {
 		if opt.State != nil {
 			return fmt.Errorf("%s: %w", cfg.state, err)
