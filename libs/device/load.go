@@ -54,6 +54,9 @@ type LoadOptions struct {
 	// and before the startup program runs: a test hook to kill a loader
 	// at the worst moment.
 	AfterImages func()
+	// Progress, when set, is told the tile images written so far out of
+	// those to write (a progress bar).
+	Progress func(done, total int)
 }
 
 // Load powers the device on, replays pkg's device configuration, writes
@@ -106,6 +109,7 @@ func (d *Device) load(pkg *ipuexe.Package, images []*sim.Image, fingerprint stri
 	}
 	log.Info("replaying device configuration", slog.Int("register_writes", writes))
 
+	done := 0
 	for t, idx := range pkg.TileImage {
 		img := images[idx]
 		if img == nil {
@@ -114,6 +118,9 @@ func (d *Device) load(pkg *ipuexe.Package, images []*sim.Image, fingerprint stri
 		d.setDirty(t)
 		if err := m.Load(t, *img); err != nil {
 			return fmt.Errorf("device %s: tile %d: load image %d: %w", d.path, t, idx, err)
+		}
+		if done++; opt.Progress != nil {
+			opt.Progress(done, len(busy))
 		}
 	}
 	if opt.AfterImages != nil {

@@ -30,6 +30,7 @@ import (
 	"ipu.local/libs/toolrun"
 	"ipu.local/libs/trace"
 	"ipu.local/libs/verdict"
+	"ipu.local/tools/internal/progress"
 )
 
 // Limits on the command line.
@@ -73,6 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.IntFlag{Name: "threads", Usage: "host reference BLAS threads (0: one per CPU)"},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the generated inputs (without --data)", Value: defaultSeed},
 			&cli.StringFlag{Name: "profile", Usage: "write the first inference's profile to `OUT.capnp`"},
+			&cli.StringFlag{Name: "progress", Usage: "a progress bar of the inferences: `auto` (when stderr is a terminal), always or never", Value: progress.Auto},
 			&cli.Int64Flag{Name: "sample-period", Usage: "cycles between PC samples in the profile", Value: defaultSample},
 		},
 		Action: func(c *cli.Context) error {
@@ -103,6 +105,9 @@ func parseOptions(c *cli.Context) (*options, error) {
 		seed:         c.Uint64("seed"),
 		profile:      c.String("profile"),
 		samplePeriod: c.Int64("sample-period"),
+	}
+	if err := progress.Check(c.String("progress")); err != nil {
+		return nil, toolrun.Usagef("%v", err)
 	}
 	if o.lock == "" {
 		o.lock = device.LockPath(o.dev)
@@ -181,11 +186,15 @@ func check(c *cli.Context, o *options) error {
 	}
 
 	var t tally
+	bar := progress.New(c.String("progress"), c.App.ErrWriter, o.inferences, "inferences")
 	for i := 1; i <= o.inferences && t.hardwareErr == nil; i++ {
+		bar.Set(i-1, fmt.Sprintf("inference %d/%d", i, o.inferences))
 		if err := inference(s, i, o, pkg, fingerprint, refs, &t, log, out); err != nil {
+			bar.Finish()
 			return err
 		}
 	}
+	bar.Finish()
 
 	numerical, hardware := "PASS", "PASS"
 	if t.numericFail || t.hardwareErr != nil {

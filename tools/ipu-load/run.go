@@ -14,6 +14,7 @@ import (
 	"ipu.local/libs/pack"
 	"ipu.local/libs/toolrun"
 	"ipu.local/libs/trace"
+	"ipu.local/tools/internal/progress"
 )
 
 // crashEnv names a debug hook for tests: IPU_LOAD_CRASH_AFTER=images makes
@@ -30,10 +31,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.StringFlag{Name: "device", Usage: "device `PATH` (created when missing)", Required: true},
 			&cli.StringFlag{Name: "lock", Usage: "hardware ownership lock `FILE` (default: DEV.lock)"},
 			&cli.DurationFlag{Name: "lock-timeout", Usage: "how long to wait for hardware ownership", Value: 10 * time.Second},
+			&cli.StringFlag{Name: "progress", Usage: "a progress bar of the tile writes: `auto` (when stderr is a terminal), always or never", Value: progress.Auto},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return toolrun.Usagef("want exactly one package IN.ipuexe, got %d arguments", c.NArg())
+			}
+			if err := progress.Check(c.String("progress")); err != nil {
+				return toolrun.Usagef("%v", err)
 			}
 			if c.Duration("lock-timeout") < 0 {
 				return toolrun.Usagef("--lock-timeout %s: must not be negative", c.Duration("lock-timeout"))
@@ -81,7 +86,11 @@ func load(c *cli.Context, in, dev, lockPath string, timeout time.Duration, crash
 	}
 	defer d.Close()
 
-	opt := device.LoadOptions{}
+	bar := progress.New(c.String("progress"), c.App.ErrWriter, 100, "tile images")
+	defer bar.Finish()
+	opt := device.LoadOptions{Progress: func(done, total int) {
+		bar.Set(done*100/max(total, 1), fmt.Sprintf("tile images %d/%d", done, total))
+	}}
 	switch crashAfter {
 	case "":
 	case "images":
