@@ -534,7 +534,7 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 			for _, run := range hostCmdRuns(s.Host[t]) {
 				at := b.Here()
 				if len(tl.layout) == 0 {
-					tl.layout = append(tl.layout, kernelSym{"host_commands", at})
+					tl.layout = append(tl.layout, kernelSym{obj.HostCommandsSymbol, at})
 				}
 				for _, op := range run {
 					b.Word(op.Ref.Addr())
@@ -608,7 +608,9 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 				}
 			case obj.Exchange:
 				if tc := l.exch[i].Tile(t); tc != nil {
+					lo := b.Here()
 					tc.Emit(b)
+					tl.exPieces = append(tl.exPieces, [2]codegen.Label{lo, b.Here()})
 				} else {
 					b.Emit(syncInst())
 				}
@@ -705,6 +707,17 @@ func (l *linker) emit(fingerprint string) (*obj.Object, error) {
 			ot.Symbols = append(ot.Symbols, obj.Symbol{Name: seg.Name, Addr: seg.Addr, Size: seg.Size})
 		}
 		sort.Slice(ot.Symbols, func(i, j int) bool { return ot.Symbols[i].Addr < ot.Symbols[j].Addr })
+		// The exchange code, inline in the supervisor program: a data
+		// symbol per exchange superstep (so that a PC in it is still
+		// the supervisor program's), after the symbols at its address.
+		for _, pc := range tl.exPieces {
+			lo, _ := tl.b.Addr(pc[0])
+			hi, _ := tl.b.Addr(pc[1])
+			if hi > lo {
+				ot.Symbols = append(ot.Symbols, obj.Symbol{Name: obj.ExchangeCodeSymbol, Addr: lo, Size: hi - lo})
+			}
+		}
+		sort.SliceStable(ot.Symbols, func(i, j int) bool { return ot.Symbols[i].Addr < ot.Symbols[j].Addr })
 		for i, sp := range l.exch {
 			if sp == nil {
 				continue

@@ -147,11 +147,12 @@ type tile struct {
 	layout   []kernelSym            // what follows them: host command tables, runtime routines, the supervisor program
 	code     []byte
 	entry    uint32
-	gen      int          // worker code bytes (compile_kernels)
-	rt       *tileRuntime // the linked runtime (link_runtime)
-	launch   int          // runtime and supervisor program bytes (link_runtime), host transfers aside
-	hostCode int          // host transfer code bytes
-	exCode   int          // exchange code bytes
+	gen      int                // worker code bytes (compile_kernels)
+	rt       *tileRuntime       // the linked runtime (link_runtime)
+	launch   int                // runtime and supervisor program bytes (link_runtime), host transfers aside
+	hostCode int                // host transfer code bytes
+	exCode   int                // exchange code bytes
+	exPieces [][2]codegen.Label // the exchange code emitted, per exchange superstep: [start, end)
 	hostData int
 }
 

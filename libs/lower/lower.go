@@ -30,6 +30,7 @@ package lower
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -266,11 +267,39 @@ func (l *lowerer) add(kind obj.PhaseKind, name string) *prog.Superstep {
 
 // compute returns the compute superstep a step's local work goes to: the
 // current one when nothing has happened since, else a new one.
+//
+// The superstep is named by the steps whose kernels run in it: one that
+// holds no kernel yet takes the name of the step asking for it (the
+// exchange of a re-layout leaves an empty compute superstep that the
+// next step's kernels fill), one that holds some gets "+name" appended
+// ("compute:relayout:q8+matmul").
 func (l *lowerer) compute(name string) *prog.Superstep {
 	if l.cur == nil || l.out.Steps[len(l.out.Steps)-1] != l.cur {
 		l.cur = l.add(obj.Compute, "compute:"+name)
+		return l.cur
 	}
+	l.cur.Name = joinStepName(l.cur, "compute:", name)
 	return l.cur
+}
+
+// joinStepName is the name of superstep s (named prefix+names joined by
+// "+") once name's kernels join those in it.
+func joinStepName(s *prog.Superstep, prefix, name string) string {
+	empty := true
+	for _, ks := range s.Work {
+		if len(ks) > 0 {
+			empty = false
+			break
+		}
+	}
+	if empty {
+		return prefix + name
+	}
+	names, ok := strings.CutPrefix(s.Name, prefix)
+	if !ok || slices.Contains(strings.Split(names, "+"), name) {
+		return s.Name
+	}
+	return s.Name + "+" + name
 }
 
 // moves is what a step needs before its kernels: transfers between

@@ -6,7 +6,9 @@
 // The kind is recognised from the file's magic number: an object
 // (.ipuobj: tiles, segments, disassembled code, symbols, exchange
 // transfers, host program, configuration, and the memory report: per
-// tile the bytes of code, constants and variables and what is left of
+// tile the bytes of code (kernels, runtime, supervisor), exchange code and
+// tables, constants, variables, the profile buffer and stacks (none: the
+// architecture runs without stacks), and what is left of
 // the architecture preset's usable tile memory, the 8 tiles using the
 // most, the totals), a package (.ipuexe: each
 // distinct tile image with the tiles using it and its disassembly), or a

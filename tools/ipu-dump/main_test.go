@@ -20,12 +20,12 @@ func TestDump(t *testing.T) {
 	}{
 		{"object", []string{"../../formats/obj/testdata/full.ipuobj"}, 0, "segment", ""},
 		{"object memory", []string{"../../formats/obj/testdata/full.ipuobj"}, 0, "\n\nmemory tiles 2 usable 637872 bytes per tile\n" +
-			"  tile 0: code 24 constants 4096 variables 65536 used 69656 free 568216\n", ""},
+			"  tile 0: code 24 exchange 0 constants 4096 variables 65536 profile 0 stacks 0 used 69656 free 568216\n", ""},
 		{"package", []string{"../../formats/ipuexe/testdata/full.ipuexe"}, 0, "image 0", ""},
 		// --memory: the whole output, fullest tiles first.
 		{"memory only", []string{"--memory", "../../formats/obj/testdata/full.ipuobj"}, 0, "memory tiles 2 usable 637872 bytes per tile, fullest first\n" +
-			"  tile 0: code 24 constants 4096 variables 65536 used 69656 (10.9%) free 568216\n" +
-			"  tile 2: code 4 constants 0 variables 0 used 4 (0.0%) free 637868\n", ""},
+			"  tile 0: code 24 exchange 0 constants 4096 variables 65536 profile 0 stacks 0 used 69656 (10.9%) free 568216\n" +
+			"  tile 2: code 4 exchange 0 constants 0 variables 0 profile 0 stacks 0 used 4 (0.0%) free 637868\n", ""},
 		{"memory of a package", []string{"--memory", "../../formats/ipuexe/testdata/full.ipuexe"}, 1, "", "--memory: not an object"},
 		{"not an artifact", []string{"main.go"}, 1, "", "not an object, package or profile"},
 		{"missing file", []string{"nope.ipuobj"}, 1, "", "nope.ipuobj"},

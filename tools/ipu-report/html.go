@@ -65,9 +65,10 @@ type figure struct {
 type kv struct{ K, V string }
 
 type memRow struct {
-	Tile                                      int
-	Code, Constants, Variables, Profile, Used string
-	Free, Percent                             string
+	Tile                                     int
+	Code, ExchangeCode, Constants, Variables string
+	Stacks, Profile, Used                    string
+	Free, Percent                            string
 }
 
 func (r *report) summary() (rows, verdicts []kv) {
@@ -136,8 +137,8 @@ func (r *report) memRows() []memRow {
 	var out []memRow
 	for _, m := range r.worstMemory()[:min(len(r.memory), 16)] {
 		free := group(r.usable - m.Used())
-		out = append(out, memRow{Tile: m.Tile, Code: group(m.Code), Constants: group(m.Constants), Variables: group(m.Variables),
-			Profile: group(m.Profile), Used: group(m.Used()), Free: free, Percent: fmt.Sprintf("%.1f%%", 100*float64(m.Used())/float64(r.usable))})
+		out = append(out, memRow{Tile: m.Tile, Code: group(m.Code), ExchangeCode: group(m.ExchangeCode), Constants: group(m.Constants),
+			Variables: group(m.Variables), Stacks: group(m.Stacks), Profile: group(m.Profile), Used: group(m.Used()), Free: free, Percent: fmt.Sprintf("%.1f%%", 100*float64(m.Used())/float64(r.usable))})
 	}
 	return out
 }
@@ -225,8 +226,8 @@ figcaption { color: #555; font-size: 13px; }
 {{if .Memory}}<h2 id="memory">Worst tiles' memory</h2>
 <p>Bytes of the tiles using the most memory, of {{.Usable}} usable bytes per tile.</p>
 <table class="memory">
-<tr><th class="n">tile</th><th class="n">code</th><th class="n">constants</th><th class="n">variables</th><th class="n">profile</th><th class="n">used</th><th class="n">free</th><th class="n">used %</th></tr>
-{{range .Memory}}<tr><td class="n">{{.Tile}}</td><td class="n">{{.Code}}</td><td class="n">{{.Constants}}</td><td class="n">{{.Variables}}</td><td class="n">{{.Profile}}</td><td class="n">{{.Used}}</td><td class="n">{{.Free}}</td><td class="n">{{.Percent}}</td></tr>
+<tr><th class="n">tile</th><th class="n">code</th><th class="n">exchange code and tables</th><th class="n">constants</th><th class="n">variables</th><th class="n">stacks</th><th class="n">profile</th><th class="n">used</th><th class="n">free</th><th class="n">used %</th></tr>
+{{range .Memory}}<tr><td class="n">{{.Tile}}</td><td class="n">{{.Code}}</td><td class="n">{{.ExchangeCode}}</td><td class="n">{{.Constants}}</td><td class="n">{{.Variables}}</td><td class="n">{{.Stacks}}</td><td class="n">{{.Profile}}</td><td class="n">{{.Used}}</td><td class="n">{{.Free}}</td><td class="n">{{.Percent}}</td></tr>
 {{end}}</table>{{end}}
 </body>
 </html>

@@ -26,6 +26,8 @@ var (
 	colConst    = color.RGBA{0x9a, 0x6f, 0xd0, 0xff}
 	colVars     = color.RGBA{0x2c, 0xa0, 0x2c, 0xff}
 	colProfile  = color.RGBA{0xd6, 0x27, 0x28, 0xff}
+	colExchCode = color.RGBA{0xff, 0x7f, 0x0e, 0xff}
+	colStacks   = color.RGBA{0x8c, 0x56, 0x4b, 0xff}
 	colFree     = color.RGBA{0xdd, 0xdd, 0xdd, 0xff}
 	colCompute  = color.RGBA{0x1f, 0x77, 0xb4, 0xff}
 	colExchange = color.RGBA{0xff, 0x7f, 0x0e, 0xff}
@@ -88,24 +90,27 @@ func (r *report) memoryPlot() ([]byte, error) {
 	for _, m := range r.memory {
 		n = max(n, m.Tile+1)
 	}
-	vals := make([]plotter.Values, 5)
+	vals := make([]plotter.Values, 7)
 	for i := range vals {
 		vals[i] = make(plotter.Values, n)
 	}
 	for _, m := range r.memory {
 		vals[0][m.Tile] = float64(m.Code)
-		vals[1][m.Tile] = float64(m.Constants)
-		vals[2][m.Tile] = float64(m.Variables)
-		vals[3][m.Tile] = float64(m.Profile)
-		vals[4][m.Tile] = float64(max(r.usable-m.Used(), 0))
+		vals[1][m.Tile] = float64(m.ExchangeCode)
+		vals[2][m.Tile] = float64(m.Constants)
+		vals[3][m.Tile] = float64(m.Variables)
+		vals[4][m.Tile] = float64(m.Stacks)
+		vals[5][m.Tile] = float64(m.Profile)
+		vals[6][m.Tile] = float64(max(r.usable-m.Used(), 0))
 	}
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Memory per tile (%d tiles with a program, %s usable bytes per tile)", len(r.memory), group(r.usable))
 	p.X.Label.Text = "tile"
 	p.Y.Label.Text = "bytes"
 	if err := stack(p, n, []series{
-		{"code", colCode, vals[0]}, {"constants", colConst, vals[1]}, {"variables", colVars, vals[2]},
-		{"profile", colProfile, vals[3]}, {"free", colFree, vals[4]},
+		{"code", colCode, vals[0]}, {"exchange code and tables", colExchCode, vals[1]},
+		{"constants", colConst, vals[2]}, {"variables", colVars, vals[3]}, {"stacks (none)", colStacks, vals[4]},
+		{"profile", colProfile, vals[5]}, {"free", colFree, vals[6]},
 	}); err != nil {
 		return nil, fmt.Errorf("memory.png: %w", err)
 	}

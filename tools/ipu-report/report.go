@@ -16,16 +16,17 @@ type report struct {
 	in     *inputs
 	usable int64 // usable bytes of memory per tile
 
-	phases []phaseRow // the profile's supersteps, in order
-	nodes  []nodeRow  // the plan's steps (or the profile's nodes)
-	memory []tileMem  // tiles with a program, by tile
-	live   *liveness  // nil without a plan
+	phases []phaseRow       // the profile's supersteps, in order
+	nodes  []nodeRow        // the plan's steps (or the profile's nodes)
+	memory []obj.TileMemory // tiles with a program, by tile
+	live   *liveness        // nil without a plan
 }
 
 // phaseRow is one superstep of the profile.
 type phaseRow struct {
 	profile.Phase
-	Node  string // the plan node it belongs to ("host" for host supersteps)
+	Node  string // the plan node(s) whose kernels run in it ("host" for host supersteps)
+	Row   string // the node row it counts for: Node, or the last plan step of those Node names
 	Start int64  // cycles since the first superstep began
 }
 
@@ -37,14 +38,6 @@ type nodeRow struct {
 	Cycles           int64 // its supersteps' cycles, syncs included (profile)
 	Supersteps       int
 }
-
-// tileMem is one tile's memory by category.
-type tileMem struct {
-	Tile                                int
-	Code, Constants, Variables, Profile int64
-}
-
-func (m tileMem) Used() int64 { return m.Code + m.Constants + m.Variables + m.Profile }
 
 // liveness is the bytes of tensors live at each step of the plan.
 type liveness struct {
@@ -165,14 +158,25 @@ func (r *report) buildNodes() {
 			r.nodes = append(r.nodes, row)
 		}
 	}
-	for _, ph := range r.phases {
+	for k := range r.phases {
+		ph := &r.phases[k]
 		i, ok := index[ph.Node]
+		if !ok {
+			// A superstep several steps' kernels share
+			// ("relayout:q8+k8_Cast+s_MatMul") counts for the last of
+			// them that is a plan step.
+			parts := strings.Split(ph.Node, "+")
+			for k := len(parts) - 1; k >= 0 && !ok; k-- {
+				i, ok = index[parts[k]]
+			}
+		}
 		if !ok {
 			i = len(r.nodes)
 			index[ph.Node] = i
 			r.nodes = append(r.nodes, nodeRow{Name: ph.Node, Kernel: ph.Kind.String()})
 		}
 		n := &r.nodes[i]
+		ph.Row = n.Name
 		n.Cycles += ph.Cycles + ph.SyncCycles
 		n.Supersteps++
 		if r.in.plan == nil || ph.Node == "host" {
@@ -187,39 +191,13 @@ func (r *report) buildNodes() {
 	}
 }
 
-// memory is every tile's bytes by category: code segments, data segments
-// (constants), bss segments (variables) less the profile buffer, which
-// is its own category.
-func memory(o *obj.Object) []tileMem {
-	out := make([]tileMem, 0, len(o.Tiles))
-	for _, t := range o.Tiles {
-		m := tileMem{Tile: t.Index}
-		for _, s := range t.Segments {
-			switch s.Kind {
-			case obj.Code:
-				m.Code += int64(s.Size)
-			case obj.Data:
-				m.Constants += int64(s.Size)
-			case obj.BSS:
-				m.Variables += int64(s.Size)
-			}
-		}
-		for _, sym := range t.Symbols {
-			if sym.Name == obj.ProfileSymbol && !sym.Code {
-				m.Profile += int64(sym.Size)
-				m.Variables -= int64(sym.Size)
-			}
-		}
-		m.Variables = max(m.Variables, 0)
-		out = append(out, m)
-	}
-	return out
-}
+// memory is every tile's bytes by category (obj.Memory).
+func memory(o *obj.Object) []obj.TileMemory { return obj.Memory(o) }
 
 // worstMemory is the tiles by bytes used, most first (ties by tile).
-func (r *report) worstMemory() []tileMem {
+func (r *report) worstMemory() []obj.TileMemory {
 	w := slices.Clone(r.memory)
-	slices.SortStableFunc(w, func(a, b tileMem) int {
+	slices.SortStableFunc(w, func(a, b obj.TileMemory) int {
 		if c := cmp.Compare(b.Used(), a.Used()); c != 0 {
 			return c
 		}

@@ -210,7 +210,7 @@ func (r *report) traceJSON() ([]byte, error) {
 	// A node's consecutive supersteps make one slice.
 	for i := 0; i < len(r.phases); {
 		j := i + 1
-		for j < len(r.phases) && r.phases[j].Node == r.phases[i].Node {
+		for j < len(r.phases) && r.phases[j].Row == r.phases[i].Row {
 			j++
 		}
 		var cycles int64
@@ -221,7 +221,7 @@ func (r *report) traceJSON() ([]byte, error) {
 				kinds = append(kinds, k)
 			}
 		}
-		slice(pidNodes, nodeTid[r.phases[i].Node], r.phases[i].Node, "node", r.phases[i].Start, cycles,
+		slice(pidNodes, nodeTid[r.phases[i].Row], r.phases[i].Row, "node", r.phases[i].Start, cycles,
 			map[string]any{"supersteps": j - i, "kinds": strings.Join(kinds, ",")})
 		i = j
 	}
