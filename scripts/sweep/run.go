@@ -109,6 +109,9 @@ func (e *engine) runAll(ctx context.Context, configs []Config) ([]Result, bool) 
 		device := filepath.Join(e.out, "devices", "ipu"+strconv.Itoa(w))
 		wg.Go(func() {
 			for i := range next {
+				if ctx.Err() != nil {
+					continue // interrupted: not started
+				}
 				r, ok := e.runSafe(ctx, configs[i], device)
 				mu.Lock()
 				results[i] = r
@@ -123,11 +126,13 @@ func (e *engine) runAll(ctx context.Context, configs []Config) ([]Result, bool) 
 			}
 		})
 	}
+dispatch:
 	for _, i := range todo {
-		if ctx.Err() != nil {
-			break
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break dispatch
 		}
-		next <- i
 	}
 	close(next)
 	wg.Wait()
