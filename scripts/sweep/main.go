@@ -5,7 +5,7 @@
 // Usage (from the repository, as `make sweep` runs it):
 //
 //	go run ./scripts/sweep [--engine local] [-j N] [--bin DIR] [--lock-timeout DUR]
-//	    [--timeout DUR] -o DIR SWEEP.json
+//	    [--timeout DUR] [--device PATH] [--index N | --collect] -o DIR SWEEP.json
 //
 // Each configuration has a stable id, MODEL-HASH (HASH: of the model's
 // bytes, its data set's files and the options), listed in
@@ -24,6 +24,14 @@
 // binaries); a re-run skips the configurations whose fingerprint is
 // unchanged, so a killed sweep resumes. A failing configuration is
 // recorded with its one-line error and the sweep goes on.
+//
+// --device PATH gives every worker the one device PATH instead (a
+// node-local path shared by the jobs of a node): a configuration holds
+// PATH.sweep.lock from its ipu-load to the end of its ipu-check, so that
+// no other job loads the device in between. --index N runs configuration
+// N only (a job array's task) and collects nothing; --collect runs
+// nothing and collects what is recorded (a configuration not recorded is
+// an ERROR "sweep: not run").
 //
 // Then DIR/results.csv (a row per configuration, in the sweep's order),
 // DIR/results.png (final_cycles per configuration, by model, each
@@ -81,6 +89,9 @@ func sweep(ctx context.Context, args []string, stdout io.Writer) error {
 	out := fs.String("o", "", "output directory")
 	lockTimeout := fs.Duration("lock-timeout", 30*time.Minute, "ipu-load and ipu-check --lock-timeout")
 	timeout := fs.Duration("timeout", 30*time.Minute, "a configuration's time limit")
+	device := fs.String("device", "", "one device for every worker (default: DIR/devices/ipuN, worker N's own)")
+	index := fs.Int("index", -1, "run only configuration N of DIR/configs.json (0-based), and collect nothing")
+	collectOnly := fs.Bool("collect", false, "run nothing: collect the recorded results")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error() + " (usage: sweep [--engine local] [-j N] [--bin DIR] -o DIR SWEEP.json)"}
 	}
@@ -92,6 +103,9 @@ func sweep(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if *engineName != "local" {
 		return usageError{fmt.Sprintf("--engine %q: only local is implemented", *engineName)}
+	}
+	if *index >= 0 && *collectOnly {
+		return usageError{"--index and --collect exclude each other"}
 	}
 	if *jobs < 1 {
 		return usageError{fmt.Sprintf("-j %d: want at least 1", *jobs)}
@@ -127,9 +141,30 @@ func sweep(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	e := &engine{out: absOut, bin: absBin, jobs: *jobs, toolsFP: toolsFP,
 		lockTimeout: *lockTimeout, timeout: *timeout, log: stdout}
-	results, interrupted := e.runAll(ctx, configs)
-	if interrupted {
-		return errors.New("interrupted: the configurations finished are recorded; run the sweep again to resume")
+	if *device != "" {
+		if e.device, err = filepath.Abs(*device); err != nil {
+			return err
+		}
+	}
+	var results []Result
+	switch {
+	case *collectOnly:
+		results = e.recorded(configs)
+	case *index >= 0:
+		if *index >= len(configs) {
+			return usageError{fmt.Sprintf("--index %d: the sweep has %d configurations", *index, len(configs))}
+		}
+		one := configs[*index : *index+1]
+		if _, interrupted := e.runAll(ctx, one); interrupted {
+			return errors.New("interrupted: configuration " + one[0].ID + " not recorded")
+		}
+		return nil
+	default:
+		var interrupted bool
+		results, interrupted = e.runAll(ctx, configs)
+		if interrupted {
+			return errors.New("interrupted: the configurations finished are recorded; run the sweep again to resume")
+		}
 	}
 	if err := collect(absOut, results); err != nil {
 		return err

@@ -45,6 +45,7 @@ type engine struct {
 	bin         string // absolute
 	jobs        int
 	toolsFP     string
+	device      string // "": DIR/devices/ipuN, worker N's own
 	lockTimeout time.Duration
 	timeout     time.Duration
 	log         io.Writer // progress lines
@@ -86,6 +87,21 @@ func (e *engine) done(c Config) (Result, bool) {
 	return r, true
 }
 
+// recorded returns the recorded results, a configuration without one
+// as an ERROR "not run".
+func (e *engine) recorded(configs []Config) []Result {
+	results := make([]Result, len(configs))
+	for i, c := range configs {
+		r, ok := e.done(c)
+		if !ok {
+			r = e.base(c)
+			r.Verdict, r.Error = "ERROR", "sweep: not run"
+		}
+		results[i] = r
+	}
+	return results
+}
+
 // runAll runs the configurations that are not done on e.jobs workers,
 // each worker with its own device DIR/devices/ipuN. It returns the
 // results in the order of configs, and whether the run was interrupted.
@@ -106,7 +122,10 @@ func (e *engine) runAll(ctx context.Context, configs []Config) ([]Result, bool) 
 	var mu sync.Mutex
 	finished, interrupted := 0, false
 	for w := range max(1, min(e.jobs, len(todo))) {
-		device := filepath.Join(e.out, "devices", "ipu"+strconv.Itoa(w))
+		device := e.device
+		if device == "" {
+			device = filepath.Join(e.out, "devices", "ipu"+strconv.Itoa(w))
+		}
 		wg.Go(func() {
 			for i := range next {
 				if ctx.Err() != nil {
@@ -222,7 +241,18 @@ func (e *engine) run(ctx context.Context, c Config, device string) (Result, bool
 		{"ipu-load", []string{"--device", device, "--lock-timeout", lockTimeout, "model.ipuexe"}},
 		{"ipu-check", check},
 	}
+	var pair *pairLock
+	defer func() { pair.release() }()
 	for _, s := range steps {
+		if s.tool == "ipu-load" {
+			var err error
+			if pair, err = acquirePair(ctx, device, e.lockTimeout); err != nil {
+				if parent.Err() != nil {
+					return r, false
+				}
+				return fail(err.Error())
+			}
+		}
 		start := time.Now()
 		stdout, stderr, err := e.exec(ctx, dir, logf, s.tool, s.args)
 		elapsed := time.Since(start).Seconds()

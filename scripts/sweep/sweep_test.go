@@ -324,3 +324,61 @@ func readCSV(t *testing.T, path string) [][]string {
 	}
 	return rows
 }
+
+// TestSweepTasksShareDevice runs a sweep as a job array would: each
+// configuration by --index, at once, on one shared device, then
+// --collect.
+func TestSweepTasksShareDevice(t *testing.T) {
+	bin := tools(t)
+	root := repoRoot(t)
+	dir := t.TempDir()
+	sweepFile := filepath.Join(dir, "tiny.json")
+	quoted, err := json.Marshal(filepath.Join(root, "testdata", "models", "qk-early.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := `{"models": [{"path": ` + string(quoted) + `}], "grid": {"--tiles": [4, 8, 16], "--max-attempts": [0]}}`
+	if err := os.WriteFile(sweepFile, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	device := filepath.Join(dir, "node-local", "ipu0")
+	sweep := func(args ...string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append(args, "--bin", bin, "-o", out, sweepFile), &stdout, &stderr)
+		return code, stdout.String() + stderr.String()
+	}
+	// Collecting before anything ran: every configuration "not run".
+	if code, log := sweep("--collect"); code != 0 {
+		t.Fatalf("--collect: exit %d: %s", code, log)
+	}
+	for _, r := range readCSV(t, filepath.Join(out, "results.csv"))[1:] {
+		if r[9] != "ERROR" || r[10] != "sweep: not run" {
+			t.Errorf("row before running: %v", r)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			if code, log := sweep("--index", string(rune('0'+i)), "--device", device); code != 0 {
+				t.Errorf("--index %d: exit %d: %s", i, code, log)
+			}
+		})
+	}
+	wg.Wait()
+	if code, log := sweep("--collect"); code != 0 {
+		t.Fatalf("--collect: exit %d: %s", code, log)
+	}
+	rows := readCSV(t, filepath.Join(out, "results.csv"))
+	if len(rows) != 4 {
+		t.Fatalf("results.csv: %v", rows)
+	}
+	for _, r := range rows[1:] {
+		if r[9] != "PASS" {
+			t.Errorf("row: %v", r)
+		}
+	}
+	if code, log := sweep("--index", "3"); code != 2 || !strings.Contains(log, "has 3 configurations") {
+		t.Errorf("--index 3: exit %d: %s", code, log)
+	}
+}
