@@ -93,6 +93,12 @@ func sweep(ctx context.Context, args []string, stdout io.Writer) error {
 	index := fs.Int("index", -1, "run only configuration N of DIR/configs.json (0-based), and collect nothing")
 	collectOnly := fs.Bool("collect", false, "run nothing: collect the recorded results")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "usage: sweep [flags] -o DIR SWEEP.json")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return nil
+		}
 		return usageError{err.Error() + " (usage: sweep [--engine local] [-j N] [--bin DIR] -o DIR SWEEP.json)"}
 	}
 	if fs.NArg() != 1 {
