@@ -12,7 +12,7 @@ MODULES := formats libs tools scripts
 # the test cache cannot see; never trust a cached pass.
 GOFLAGS_TEST ?= -count=1
 
-.PHONY: gendata all build run report test-browser deps-chromium run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-fp64 transformers transformer-models transformers-smoke torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run report sweep test-browser deps-chromium run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-fp64 transformers transformer-models transformers-smoke torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -59,6 +59,19 @@ run: build
 	@if [ -f $(SEED_LOG) ] && [ -z "$(DATA)" ]; then \
 		$(GO) run ./scripts/seedcheck $(if $(SEED_GOLDEN),-golden $(SEED_GOLDEN) $(SEED_UPDATE)) $(SEED_LOG) $(OUT)/run.log > $(OUT)/seedcheck.txt || { cat $(OUT)/seedcheck.txt; exit 1; }; \
 		echo "every seed log line has its counterpart in $(OUT)/run.log ($(OUT)/seedcheck.txt)$(if $(SEED_GOLDEN), with the values of $(SEED_GOLDEN))"; fi
+
+# `make sweep SWEEP=F OUT=DIR [ENGINE=local] [J=N]` runs every
+# configuration of the sweep file F (its models times its grid of
+# ipu-plan options) through plan, link, pack, load and check into
+# DIR/<id>/, J at once, each worker with its own device DIR/devices/ipuN,
+# then writes DIR/results.csv, DIR/results.png and DIR/best.json
+# (scripts/sweep). A re-run skips the configurations already done.
+SWEEP ?= testdata/sweeps/qk.json
+SWEEP_OUT := $(if $(filter command line environment,$(origin OUT)),$(OUT),$(ART)/sweep)
+ENGINE ?= local
+J ?= 2
+sweep: build
+	$(GO) run ./scripts/sweep --engine $(ENGINE) -j $(J) --bin $(BIN) -o $(SWEEP_OUT) $(SWEEP)
 
 # `make report` runs `make run`, then ipu-report on its plan, object and
 # profile: trace.json (ui.perfetto.dev, "Open trace file"), the PNG plots

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"path/filepath"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// csvHeader are results.csv's columns.
+var csvHeader = []string{"id", "model", "options", "final_cycles", "compute_bound", "ratio", "estimate",
+	"plan_seconds", "link_seconds", "verdict", "error"}
+
+// collect writes DIR/results.csv, DIR/results.png and DIR/best.json
+// from the results, in the order of the configurations.
+func collect(out string, results []Result) error {
+	b, err := resultsCSV(results)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(out, "results.csv"), b); err != nil {
+		return err
+	}
+	best := bestOf(results)
+	bj, err := json.MarshalIndent(best, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(out, "best.json"), append(bj, '\n')); err != nil {
+		return err
+	}
+	png, err := plotResults(results, best)
+	if err != nil {
+		return fmt.Errorf("results.png: %s", oneLine(err.Error()))
+	}
+	return writeAtomic(filepath.Join(out, "results.png"), png)
+}
+
+func num(v int64) string {
+	if v <= 0 {
+		return ""
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+func resultsCSV(results []Result) ([]byte, error) {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	if err := w.Write(csvHeader); err != nil {
+		return nil, err
+	}
+	for _, r := range results {
+		ratio := ""
+		if r.FinalCycles > 0 && r.ComputeBound > 0 {
+			ratio = strconv.FormatFloat(float64(r.FinalCycles)/float64(r.ComputeBound), 'f', 3, 64)
+		}
+		row := []string{r.ID, r.Model, r.Options, num(r.FinalCycles), num(r.ComputeBound), ratio, num(r.Estimate),
+			strconv.FormatFloat(r.PlanSeconds, 'f', 3, 64), strconv.FormatFloat(r.LinkSeconds, 'f', 3, 64),
+			r.Verdict, r.Error}
+		if err := w.Write(row); err != nil {
+			return nil, err
+		}
+	}
+	w.Flush()
+	return buf.Bytes(), w.Error()
+}
+
+// Best is a model's best configuration: the passing one with the
+// fewest final_cycles, the first in the sweep's order on a tie.
+type Best struct {
+	Model        string `json:"model"`
+	ID           string `json:"id,omitempty"`
+	Options      string `json:"options,omitempty"`
+	FinalCycles  int64  `json:"final_cycles,omitempty"`
+	ComputeBound int64  `json:"compute_bound,omitempty"`
+	Configs      int    `json:"configurations"`
+	Passed       int    `json:"passed"`
+}
+
+// bestOf returns each model's best, in the order the models first
+// appear.
+func bestOf(results []Result) []Best {
+	var best []Best
+	index := map[string]int{}
+	for _, r := range results {
+		i, ok := index[r.Model]
+		if !ok {
+			i = len(best)
+			index[r.Model] = i
+			best = append(best, Best{Model: r.Model})
+		}
+		b := &best[i]
+		b.Configs++
+		if r.Verdict != "PASS" || r.FinalCycles <= 0 {
+			continue
+		}
+		b.Passed++
+		if b.ID == "" || r.FinalCycles < b.FinalCycles {
+			b.ID, b.Options, b.FinalCycles, b.ComputeBound = r.ID, r.Options, r.FinalCycles, r.ComputeBound
+		}
+	}
+	return best
+}
+
+// palette colours the models' bars.
+var palette = []color.RGBA{
+	{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
+	{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255},
+}
+
+// plotResults draws final_cycles per configuration, a bar each, the
+// models' configurations side by side in their colours, each model's
+// best marked with a star; a configuration without final_cycles has
+// no bar.
+func plotResults(results []Result, best []Best) ([]byte, error) {
+	p := plot.New()
+	p.Title.Text = "final_cycles per configuration (triangle: each model's best passing configuration)"
+	p.Y.Label.Text = "final_cycles"
+	p.X.Label.Text = "configuration"
+	var labels []string
+	bestIDs := map[string]bool{}
+	for _, b := range best {
+		if b.ID != "" {
+			bestIDs[b.ID] = true
+		}
+	}
+	var marks plotter.XYs
+	x, top := 0, int64(1)
+	for mi, b := range best {
+		var vals plotter.Values
+		start := x
+		for _, r := range results {
+			if r.Model != b.Model {
+				continue
+			}
+			vals = append(vals, float64(max(r.FinalCycles, 0)))
+			top = max(top, r.FinalCycles)
+			labels = append(labels, r.Options)
+			if bestIDs[r.ID] {
+				marks = append(marks, plotter.XY{X: float64(x), Y: float64(r.FinalCycles)})
+			}
+			x++
+		}
+		bars, err := plotter.NewBarChart(vals, vg.Points(10))
+		if err != nil {
+			return nil, err
+		}
+		bars.XMin = float64(start)
+		bars.Color = palette[mi%len(palette)]
+		bars.LineStyle.Width = 0
+		p.Add(bars)
+		p.Legend.Add(b.Model, bars)
+	}
+	if len(marks) > 0 {
+		s, err := plotter.NewScatter(marks)
+		if err != nil {
+			return nil, err
+		}
+		s.GlyphStyle.Shape = draw.PyramidGlyph{}
+		s.GlyphStyle.Radius = vg.Points(5)
+		s.GlyphStyle.Color = color.Black
+		p.Add(s)
+	}
+	p.NominalX(labels...)
+	p.X.Tick.Label.Rotation = 1.2
+	p.X.Tick.Label.XAlign = draw.XRight
+	p.X.Tick.Label.YAlign = draw.YCenter
+	p.Y.Min, p.Y.Max = 0, 1.2*float64(top) // room for the legend
+	p.Legend.Top = true
+	width := vg.Length(max(640, 24*len(labels)+160))
+	c := vgimg.New(width, 480+vg.Length(4*maxLen(labels)))
+	p.Draw(draw.New(c))
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: c}).WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func maxLen(ss []string) int {
+	n := 0
+	for _, s := range ss {
+		n = max(n, len(s))
+	}
+	return n
+}
