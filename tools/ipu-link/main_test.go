@@ -45,11 +45,13 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// mkplan MODEL OUT TILES plans MODEL over TILES tiles of ipu21 (seed 1,
-// 4 attempts), as ipu-plan would, and writes the plan.
+// mkplan MODEL OUT TILES [STATE] plans MODEL over TILES tiles of ipu21
+// (seed 1, 4 attempts), as ipu-plan would, and writes the plan; with
+// STATE also the search state with the exchange schedules of linking the
+// plan, as ipu-plan --state keeps them.
 func mkplan(args []string) int {
-	if len(args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: mkplan MODEL OUT TILES")
+	if len(args) != 3 && len(args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: mkplan MODEL OUT TILES [STATE]")
 		return 2
 	}
 	tiles, err := strconv.Atoi(args[2])
@@ -74,7 +76,7 @@ func mkplan(args []string) int {
 		if err != nil {
 			return err
 		}
-		pl, _, _, err := planner.Plan(g, p, planner.Options{Tiles: tiles, Seed: 1, MaxAttempts: 4,
+		pl, state, _, err := planner.Plan(g, p, planner.Options{Tiles: tiles, Seed: 1, MaxAttempts: 4,
 			ModelPath: filepath.Base(args[0]), ModelFingerprint: onnx.Fingerprint(data)})
 		if err != nil {
 			return err
@@ -82,6 +84,20 @@ func mkplan(args []string) int {
 		out, err := plan.Marshal(pl)
 		if err != nil {
 			return err
+		}
+		if len(args) == 4 {
+			_, st, err := link.Link(pl, plan.Fingerprint(out), link.Options{})
+			if err != nil {
+				return err
+			}
+			state.Exchanges = st.Saved
+			sd, err := plan.MarshalState(state)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(args[3], sd, 0o644); err != nil {
+				return err
+			}
 		}
 		return os.WriteFile(args[1], out, 0o644)
 	}()

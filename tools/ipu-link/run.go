@@ -25,19 +25,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "o", Usage: "write the object to `OUT.ipuobj`", Required: true},
 			&cli.StringFlag{Name: "model", Usage: "check that the plan was made from `MODEL.onnx` (its fingerprint)"},
+			&cli.StringFlag{Name: "state", Usage: "reuse the exchange schedules ipu-plan kept in its search state `S.json` (relocated and validated, not trusted)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return toolrun.Usagef("want exactly one plan IN.plan, got %d arguments", c.NArg())
 			}
-			return linkPlan(toolrun.Logger(c), c.Args().First(), c.String("o"), c.String("model"))
+			return linkPlan(toolrun.Logger(c), c.Args().First(), c.String("o"), c.String("model"), c.String("state"))
 		},
 	}
 	return toolrun.Main(app, args, stdout, stderr)
 }
 
 // linkPlan reads the plan, lowers it and writes the object.
-func linkPlan(log *slog.Logger, in, out, model string) error {
+func linkPlan(log *slog.Logger, in, out, model, state string) error {
 	data, err := os.ReadFile(in)
 	if err != nil {
 		return fmt.Errorf("read plan: %w", err)
@@ -55,8 +56,24 @@ func linkPlan(log *slog.Logger, in, out, model string) error {
 			return fmt.Errorf("%s: plan was made from model %q (sha256 %.12s), not from %s (sha256 %.12s)", in, pl.Model.Path, pl.Model.Fingerprint, model, fp)
 		}
 	}
+	opt := link.Options{}
+	if state != "" {
+		sd, err := os.ReadFile(state)
+		if err != nil {
+			return fmt.Errorf("read search state: %w", err)
+		}
+		s, err := plan.ReadState(sd)
+		if err != nil {
+			return fmt.Errorf("%s: %w", state, err)
+		}
+		if s.Model != pl.Model.Fingerprint || s.Arch != pl.Arch || s.Tiles != pl.Tiles {
+			return fmt.Errorf("%s: search state is for model %.12s arch %s tiles %d, the plan for model %.12s arch %s tiles %d", state, s.Model, s.Arch, s.Tiles, pl.Model.Fingerprint, pl.Arch, pl.Tiles)
+		}
+		opt.Saved = s.Exchanges
+	}
 	build := trace.Span(log, trace.BuildSpan, slog.Int("tile_count", pl.Tiles), slog.Int("operations", len(pl.Graph.Nodes)))
-	o, _, err := link.Link(pl, plan.Fingerprint(data), link.Options{Log: build})
+	opt.Log = build
+	o, _, err := link.Link(pl, plan.Fingerprint(data), opt)
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}
