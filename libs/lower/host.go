@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"ipu.local/formats/obj"
+	"ipu.local/libs/codegen"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
 	"ipu.local/libs/onnx"
@@ -213,10 +214,15 @@ func (l *lowerer) fromHost(t *layout.Tensor) ([]prog.Ref, error) {
 	page := l.out.Inputs[l.inIndex[m.root]].Page
 	size := t.Size
 	for i, pc := range t.Pieces {
+		var odd []hostRun // runs that are not whole words
 		err := l.storageRuns(t, i, m, func(so, f, n int) error {
 			h := prog.HostOp{In: true, Page: page, Off: off + uint32(f*size), Ref: refs[i].Add(so * size), Bytes: uint32(n * size)}
 			if h.Off%4 != 0 || (h.Ref.Off)%4 != 0 || h.Bytes%4 != 0 {
-				return l.notLowered(nil, "input %q: %d %s elements from element %d to tile %d are not whole aligned 32-bit words (host transfers move words)", m.root.Name, n, elemType(v.DType), f, pc.Tile)
+				if size != 2 {
+					return l.notLowered(nil, "input %q: %d %s elements from element %d to tile %d are not whole aligned 32-bit words (host transfers move words)", m.root.Name, n, elemType(v.DType), f, pc.Tile)
+				}
+				odd = append(odd, hostRun{so, f, n})
+				return nil
 			}
 			l.fetch.Host[pc.Tile] = append(l.fetch.Host[pc.Tile], h)
 			return nil
@@ -224,8 +230,39 @@ func (l *lowerer) fromHost(t *layout.Tensor) ([]prog.Ref, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(odd) > 0 {
+			l.stagedHalves(t, i, page, off, refs[i], odd)
+		}
 	}
 	return refs, nil
+}
+
+// hostRun is n elements of a host tensor from flat element f of its page
+// block to element so of a piece's storage.
+type hostRun struct{ so, f, n int }
+
+// stagedHalves delivers the 2-byte runs of piece i that are not whole
+// words: the host writes the whole words of the page holding them into a
+// staging buffer on the piece's tile in the fetch superstep, and a
+// codegen.Gather per run copies the halves into place, in the compute
+// superstep of the step reading the tensor, before its own kernels.
+func (l *lowerer) stagedHalves(t *layout.Tensor, i int, page uint8, off uint32, ref prog.Ref, runs []hostRun) {
+	lo, hi := runs[0].f, runs[0].f+runs[0].n
+	for _, r := range runs {
+		lo, hi = min(lo, r.f), max(hi, r.f+r.n)
+	}
+	lo &^= 1           // whole words of the page block (it starts on a word)
+	hi = (hi + 1) &^ 1 // the block's allocation is rounded up to 8 bytes
+	tile := t.Pieces[i].Tile
+	stage := l.out.NewBuffer(fmt.Sprintf("t%d.%s.stage%d", t.ID, t.Name, i), []int{tile}, 2*(hi-lo), 8, prog.AnyRegion)
+	sref := prog.Ref{Buf: stage}
+	l.fetch.Host[tile] = append(l.fetch.Host[tile], prog.HostOp{In: true, Page: page, Off: off + uint32(2*lo), Ref: sref, Bytes: uint32(2 * (hi - lo))})
+	s := l.compute("unpack:" + t.Name)
+	for _, r := range runs {
+		g := &codegen.Gather{Size: 2, R: 1, C: r.n, YStride: r.n, CStride: 1, Workers: codegen.Slots}
+		s.Work[tile] = append(s.Work[tile], &prog.Kernel{What: "unpack:" + t.Name, Params: g, Fixes: []prog.Fix{
+			{Field: &g.X, Ref: sref.Add(2 * (r.f - lo))}, {Field: &g.Y, Ref: ref.Add(2 * r.so), Write: true}}})
+	}
 }
 
 // rects splits a row-major box into rectangles of its value's matrix
