@@ -123,12 +123,10 @@ run-asm: build
 
 test: vet fmt-check deps-capnp test-go conformance conformance-64 conformance-fp64 torch-smoke run-asm run test-browser
 
-# The conformance data the Go tests read ($$IPU_CONFORMANCE, for the
-# packages that do not look it up through libs/repodata): ../shared
-# beside the repository when it is there, else the committed copy
-# (testdata/conformance), so that a clone alone passes.
-CONFORMANCE_DIR := $(or $(IPU_CONFORMANCE),$(if $(wildcard ../shared/conformance),$(abspath ../shared/conformance),$(CURDIR)/testdata/conformance))
-test-go fuzz: export IPU_CONFORMANCE := $(CONFORMANCE_DIR)
+# The Go tests find their data through libs/repodata: $IPU_CONFORMANCE
+# and $IPU_MODELS when set, the shared folder beside the repository when
+# it is there, else the committed copies under testdata, so that a clone
+# alone passes.
 test-go:
 	for m in $(MODULES); do (cd $$m && $(GO) test $(GOFLAGS_TEST) ./...) || exit 1; done
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,18 +15,19 @@ import (
 	"ipu.local/libs/graph"
 	"ipu.local/libs/hostref"
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/repodata"
 )
 
 // roundTripModels lists the models of the round-trip test: every
-// conformance model ($IPU_CONFORMANCE or the checkout's sibling
-// shared/conformance), every test model and the committed copies of the
+// conformance model (libs/repodata), every test model and the committed copies of the
 // PyTorch-exporter cases.
 func roundTripModels(t *testing.T) []string {
 	t.Helper()
-	dir := os.Getenv("IPU_CONFORMANCE")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "conformance")
+	conf, err := repodata.Conformance()
+	if err != nil {
+		t.Fatal(err)
 	}
+	dir := conf.Dir
 	files, _ := filepath.Glob(filepath.Join(dir, "*", "*", "model.onnx"))
 	models, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "models", "*.onnx"))
 	files = append(files, models...)

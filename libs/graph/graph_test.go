@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/repodata"
 )
 
 // Model builders: the graph tests build onnx.Model values directly.
@@ -754,18 +755,16 @@ func TestDecodeFloats(t *testing.T) {
 	}
 }
 
-// conformanceDir finds the shared conformance data: $IPU_CONFORMANCE, or
-// the checkout's sibling shared/conformance.
-func conformanceDir(t *testing.T) string {
+// conformanceDir is the conformance data (libs/repodata:
+// $IPU_CONFORMANCE, the shared folder beside the repository when present,
+// else the committed copies under testdata/conformance).
+func conformanceDir(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("IPU_CONFORMANCE")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "conformance")
+	r, err := repodata.Conformance()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("no conformance data: %v", err)
-	}
-	return dir
+	return r.Dir
 }
 
 // checkGraph checks the invariants of a built graph.
@@ -806,17 +805,14 @@ func checkGraph(t *testing.T, g *Graph) {
 // FuzzBuild checks that no model, however malformed, makes Build panic,
 // and that what it builds keeps the graph invariants.
 func FuzzBuild(f *testing.F) {
-	dir := os.Getenv("IPU_CONFORMANCE")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "conformance")
-	}
+	dir := conformanceDir(f)
 	for _, c := range []string{"ort/attention", "ort/layernorm_residual", "ort/qk_late_fp16", "onnx-pytorch/test_operator_mm", "onnx-pytorch/test_Softsign", "onnx-pytorch/test_operator_reduced_mean"} {
 		if data, err := os.ReadFile(filepath.Join(dir, c, "model.onnx")); err == nil {
 			f.Add(data)
 		}
 	}
 	for _, c := range []string{"torch_gate_taken", "torch_attention", "torch_embedding"} {
-		if data, err := os.ReadFile(filepath.Join(sharedModels(), c, "model.onnx")); err == nil {
+		if data, err := os.ReadFile(filepath.Join(sharedModels(f), c, "model.onnx")); err == nil {
 			f.Add(data)
 		}
 	}

@@ -3,7 +3,6 @@ package graph
 import (
 	"encoding/binary"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -11,20 +10,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/repodata"
 )
 
-// sharedModels returns the folder of the shared model cases:
-// $IPU_MODELS, or ../shared/models beside the repository, or the
-// committed copies under testdata/models/shared.
-func sharedModels() string {
-	if dir := os.Getenv("IPU_MODELS"); dir != "" {
-		return dir
+// sharedModels returns the folder of the shared model cases
+// (libs/repodata: $IPU_MODELS, the shared folder beside the repository
+// when present, else the committed copies under testdata).
+func sharedModels(t testing.TB) string {
+	t.Helper()
+	r, err := repodata.Models()
+	if err != nil {
+		t.Fatal(err)
 	}
-	beside := filepath.Join("..", "..", "..", "shared", "models")
-	if _, err := os.Stat(beside); err == nil {
-		return beside
-	}
-	return filepath.Join("..", "..", "testdata", "models", "shared")
+	return r.Dir
 }
 
 // modelNodes counts the nodes of an ONNX graph, its subgraphs' included.
@@ -69,7 +67,7 @@ func TestTorchModels(t *testing.T) {
 			"LayerNormalization": 1, "Gelu": 1, "Erf": 0}},
 		{"torch_embedding", map[string]int{"Gather": 1, "LayerNormalization": 1, "Identity": 0}},
 	}
-	root := sharedModels()
+	root := sharedModels(t)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := onnx.ReadModelFile(filepath.Join(root, tc.name, "model.onnx"))

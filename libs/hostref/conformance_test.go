@@ -5,27 +5,25 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 
 	"ipu.local/libs/graph"
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/repodata"
 )
 
-// conformanceDir finds the shared conformance data: $IPU_CONFORMANCE, or
-// the checkout's sibling shared/conformance.
-func conformanceDir(t *testing.T) string {
+// conformanceDir is the conformance data (libs/repodata:
+// $IPU_CONFORMANCE, the shared folder beside the repository when present,
+// else the committed copies under testdata/conformance).
+func conformanceDir(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("IPU_CONFORMANCE")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "conformance")
+	r, err := repodata.Conformance()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("no conformance data: %v", err)
-	}
-	return dir
+	return r.Dir
 }
 
 // conformanceCase is one case folder, loaded.

@@ -66,9 +66,9 @@ func checkModel(t *testing.T, o *obj.Object, st *Stats, g *graph.Graph) {
 	checkVerdict(t, o, st, g, 1)
 }
 
-// conformanceModel is the model of a conformance case: under
-// ../shared/conformance when it is beside the repository, or its
-// committed copy under testdata/conformance (libs/repodata).
+// conformanceModel is the model of a conformance case, where
+// libs/repodata finds the conformance data (the shared copy beside the
+// repository, or the committed one under testdata/conformance).
 func conformanceModel(t *testing.T, c string) string {
 	t.Helper()
 	r, err := repodata.Conformance()

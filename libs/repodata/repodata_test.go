@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The committed copies stand in for ../shared: each root resolves, and
+// The committed copies stand in for the shared data: each root resolves, and
 // the copies hold what the tests read.
 func TestRoots(t *testing.T) {
 	for name, f := range map[string]func() (Root, error){"conformance": Conformance, "models": Models, "seed": SeedLog} {
@@ -34,7 +34,8 @@ func TestRoots(t *testing.T) {
 	}
 }
 
-// Without ../shared the copies are used; with it, the shared data; the
+// Without the folder beside the repository the copies are used; with
+// it, its data; the
 // environment overrides both.
 func TestFind(t *testing.T) {
 	top := t.TempDir()
@@ -49,31 +50,31 @@ func TestFind(t *testing.T) {
 	}
 	t.Chdir(filepath.Join(repo, "sub"))
 	t.Setenv("IPU_TEST_ROOT", "")
-	shared := filepath.Join("..", "shared", "c")
+	beside := filepath.Join("..", "beside", "c")
 	copy := filepath.Join("testdata", "c")
-	r, err := find("IPU_TEST_ROOT", shared, copy)
+	r, err := find("IPU_TEST_ROOT", beside, copy)
 	if err != nil || r.Shared || r.Dir != filepath.Join(repo, copy) {
 		t.Fatalf("clone alone: %+v %v", r, err)
 	}
-	if err := os.MkdirAll(filepath.Join(top, "shared", "c"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(top, "beside", "c"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r, err = find("IPU_TEST_ROOT", shared, copy)
-	if err != nil || !r.Shared || r.Dir != filepath.Join(repo, shared) {
-		t.Fatalf("beside shared: %+v %v", r, err)
+	r, err = find("IPU_TEST_ROOT", beside, copy)
+	if err != nil || !r.Shared || r.Dir != filepath.Join(repo, beside) {
+		t.Fatalf("beside: %+v %v", r, err)
 	}
 	t.Setenv("IPU_TEST_ROOT", "/elsewhere")
-	if r, err = find("IPU_TEST_ROOT", shared, copy); err != nil || r.Dir != "/elsewhere" {
+	if r, err = find("IPU_TEST_ROOT", beside, copy); err != nil || r.Dir != "/elsewhere" {
 		t.Fatalf("environment: %+v %v", r, err)
 	}
 	t.Setenv("IPU_TEST_ROOT", "")
 	if err := os.RemoveAll(filepath.Join(repo, "testdata")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.RemoveAll(filepath.Join(top, "shared")); err != nil {
+	if err := os.RemoveAll(filepath.Join(top, "beside")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := find("IPU_TEST_ROOT", shared, copy); err == nil {
+	if _, err := find("IPU_TEST_ROOT", beside, copy); err == nil {
 		t.Fatal("found a root where there is none")
 	}
 }

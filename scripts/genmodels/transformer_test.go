@@ -16,6 +16,7 @@ import (
 	"ipu.local/libs/graph"
 	"ipu.local/libs/hostref"
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/repodata"
 )
 
 // caseFiles are the files of a case, relative to its folder.
@@ -77,17 +78,16 @@ func TestCommittedTransformersAreGenerated(t *testing.T) {
 	}
 }
 
-// sharedModels returns the folder of the shared model cases: $IPU_MODELS,
-// or ../shared/models beside the repository, or the committed copies.
-func sharedModels() string {
-	if dir := os.Getenv("IPU_MODELS"); dir != "" {
-		return dir
+// sharedModels returns the folder of the shared model cases
+// (libs/repodata: $IPU_MODELS, the shared folder beside the repository
+// when present, else the committed copies under testdata).
+func sharedModels(t testing.TB) string {
+	t.Helper()
+	r, err := repodata.Models()
+	if err != nil {
+		t.Fatal(err)
 	}
-	beside := filepath.Join("..", "..", "..", "shared", "models")
-	if _, err := os.Stat(beside); err == nil {
-		return beside
-	}
-	return filepath.Join("..", "..", "testdata", "models", "shared")
+	return r.Dir
 }
 
 // structure dumps what a transformer model is made of, without the random
@@ -133,7 +133,7 @@ func structure(t *testing.T, data []byte) string {
 // header, values, initializers (but the random ones' values), nodes and
 // attributes, and the same built graph.
 func TestTransformersMirrorShared(t *testing.T) {
-	dir := sharedModels()
+	dir := sharedModels(t)
 	tests := []struct {
 		name   string
 		family family
