@@ -107,6 +107,23 @@ func inputOf(n *Node, i int, ok func(onnx.DataType) bool) (*Value, error) {
 	return v, nil
 }
 
+// oneInput returns the attributes of a node of one data input, and the
+// input (any type).
+func oneInput[T any](n *Node) (*T, *Value, error) {
+	a, err := attrsAs[T](n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := inputsOf(n, 1, 1); err != nil {
+		return nil, nil, err
+	}
+	x, err := inputOf(n, 0, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, x, nil
+}
+
 // attrsAs returns n.Attrs as *T.
 func attrsAs[T any](n *Node) (*T, error) {
 	a, ok := n.Attrs.(*T)

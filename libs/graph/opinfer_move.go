@@ -102,14 +102,7 @@ func sliceCount(start, end, step int64) int64 {
 }
 
 func shapeSlice(n *Node) ([]onnx.DataType, [][]int64, error) {
-	a, err := attrsAs[Slice](n)
-	if err != nil {
-		return fail(err)
-	}
-	if err := inputsOf(n, 1, 1); err != nil {
-		return fail(err)
-	}
-	x, err := inputOf(n, 0, nil)
+	a, x, err := oneInput[Slice](n)
 	if err != nil {
 		return fail(err)
 	}
@@ -147,14 +140,7 @@ func shapeSlice(n *Node) ([]onnx.DataType, [][]int64, error) {
 }
 
 func shapeSplit(n *Node) ([]onnx.DataType, [][]int64, error) {
-	a, err := attrsAs[Split](n)
-	if err != nil {
-		return fail(err)
-	}
-	if err := inputsOf(n, 1, 1); err != nil {
-		return fail(err)
-	}
-	x, err := inputOf(n, 0, nil)
+	a, x, err := oneInput[Split](n)
 	if err != nil {
 		return fail(err)
 	}
@@ -183,14 +169,7 @@ func shapeSplit(n *Node) ([]onnx.DataType, [][]int64, error) {
 }
 
 func shapeSqueeze(n *Node) ([]onnx.DataType, [][]int64, error) {
-	a, err := attrsAs[Squeeze](n)
-	if err != nil {
-		return fail(err)
-	}
-	if err := inputsOf(n, 1, 1); err != nil {
-		return fail(err)
-	}
-	x, err := inputOf(n, 0, nil)
+	a, x, err := oneInput[Squeeze](n)
 	if err != nil {
 		return fail(err)
 	}
@@ -213,14 +192,7 @@ func shapeSqueeze(n *Node) ([]onnx.DataType, [][]int64, error) {
 }
 
 func shapeUnsqueeze(n *Node) ([]onnx.DataType, [][]int64, error) {
-	a, err := attrsAs[Unsqueeze](n)
-	if err != nil {
-		return fail(err)
-	}
-	if err := inputsOf(n, 1, 1); err != nil {
-		return fail(err)
-	}
-	x, err := inputOf(n, 0, nil)
+	a, x, err := oneInput[Unsqueeze](n)
 	if err != nil {
 		return fail(err)
 	}
@@ -243,14 +215,7 @@ func shapeUnsqueeze(n *Node) ([]onnx.DataType, [][]int64, error) {
 }
 
 func shapeExpand(n *Node) ([]onnx.DataType, [][]int64, error) {
-	a, err := attrsAs[Expand](n)
-	if err != nil {
-		return fail(err)
-	}
-	if err := inputsOf(n, 1, 1); err != nil {
-		return fail(err)
-	}
-	x, err := inputOf(n, 0, nil)
+	a, x, err := oneInput[Expand](n)
 	if err != nil {
 		return fail(err)
 	}
@@ -261,14 +226,7 @@ func shapeExpand(n *Node) ([]onnx.DataType, [][]int64, error) {
 }
 
 func shapeTile(n *Node) ([]onnx.DataType, [][]int64, error) {
-	a, err := attrsAs[Tile](n)
-	if err != nil {
-		return fail(err)
-	}
-	if err := inputsOf(n, 1, 1); err != nil {
-		return fail(err)
-	}
-	x, err := inputOf(n, 0, nil)
+	a, x, err := oneInput[Tile](n)
 	if err != nil {
 		return fail(err)
 	}
