@@ -4,7 +4,10 @@
 //	ipu-check --device DEV [--lock FILE] [--lock-timeout DUR] [--data DIR]
 //	          [--inferences N] [--seed N] [--reference-precision device|fp32|fp64]
 //	          [--threads N] [--profile OUT.capnp] [--sample-period CYCLES]
-//	          IN.ipuexe
+//	          [--progress auto|always|never] IN.ipuexe
+//
+// With stderr on a terminal (--progress auto) a progress bar shows the
+// inferences.
 //
 // IN.ipuexe must be the package the device was loaded with (ipu-load): the
 // device records its fingerprint. With --data DIR the inputs are

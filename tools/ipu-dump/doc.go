@@ -2,6 +2,10 @@
 // toolchain, for reading and for diff:
 //
 //	ipu-dump FILE
+//	ipu-dump --memory OBJECT.ipuobj
+//
+// --memory prints only an object's per-tile memory breakdown, the fullest
+// tiles first, tiles with the same figures on one line.
 //
 // The kind is recognised from the file's magic number: an object
 // (.ipuobj: tiles, segments, disassembled code, symbols, exchange

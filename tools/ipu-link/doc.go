@@ -2,7 +2,13 @@
 // kernel, exchange phases scheduled to the cycle, tile memory placement
 // and the host program.
 //
-//	ipu-link IN.plan -o OUT.ipuobj [--model MODEL.onnx]
+//	ipu-link IN.plan -o OUT.ipuobj [--model MODEL.onnx] [--state STATE.json]
+//
+// --state reuses the exchange schedules ipu-plan kept in its search state
+// for this plan: each is relocated to its superstep and validated by
+// replaying its code, and used only then (the object is the one
+// scheduling gives); a state for another model, architecture or tile
+// count is refused.
 //
 // It needs nothing but the plan: the plan embeds the model's graph and
 // constants. It logs the seed's link phases (compile_runtime,

@@ -1,6 +1,9 @@
 // Command ipu-load loads an application package onto an IPU device:
 //
-//	ipu-load --device DEV [--lock FILE] [--lock-timeout DUR] IN.ipuexe
+//	ipu-load --device DEV [--lock FILE] [--lock-timeout DUR] [--progress auto|always|never] IN.ipuexe
+//
+// With stderr on a terminal (--progress auto) a progress bar shows the
+// tile image writes.
 //
 // It reads and checks the package, takes exclusive ownership of the
 // hardware (an flock on --lock, by default DEV.lock, waiting up to

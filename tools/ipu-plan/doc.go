@@ -1,6 +1,15 @@
 // Command ipu-plan maps an ONNX model onto the tiles and writes the plan:
 //
 //	ipu-plan MODEL.onnx -o OUT.plan [--arch ipu21] [--tiles N] [--state STATE.json] [--max-attempts N] [--seed N]
+//	         [--downcast-fp64] [--dim NAME=N]... [--input-shapes DIR] [--progress auto|always|never]
+//
+// --downcast-fp64 computes DOUBLE tensors in FP32 (a WARN names each; the
+// plan's graph records them and ipu-check reads their double test data
+// rounded to float). A symbolic input dimension (an exporter's dynamic
+// axis) is bound by --dim NAME=N or by the shapes of DIR/input_N.pb with
+// --input-shapes; left unbound it is an error naming the dimension. With
+// stderr on a terminal (--progress auto, the default) a progress bar shows
+// the search's attempts and the incumbent's cycles; logs never get one.
 //
 // It reads the model, builds its graph (an operator outside the supported
 // set stops it with `unsupported operator X (node "name")`), and runs the
