@@ -106,11 +106,24 @@ func LaunchCycles(phase int, work []int64) int64 {
 		s := int(t % Slots)
 		return ran[s] && runAt[s] < t && t <= end[s]
 	}
+	// next is the first cycle at or after t whose slot has no running
+	// worker. Past the next Slots cycles, slot s is free from the first
+	// cycle in its slot after end[s] (its worker started before t).
 	next := func(t int64) int64 {
-		for busy(t) {
-			t++
+		for i := int64(0); i < Slots; i++ {
+			if !busy(t + i) {
+				return t + i
+			}
 		}
-		return t
+		first := int64(-1)
+		for s := range ran {
+			u := max(t+Slots, end[s]+1)
+			u += (int64(s) - u%Slots + Slots) % Slots
+			if first < 0 || u < first {
+				first = u
+			}
+		}
+		return first
 	}
 	snext := t0 + Slots // after li
 	for w := 0; w < len(work) && w < Slots; w++ {

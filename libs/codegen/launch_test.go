@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -104,4 +105,57 @@ func TestLaunchSequence(t *testing.T) {
 	if diff := cmp.Diff(want, res.Cycles-1); diff != "" {
 		t.Errorf("cycles mismatch (-sum of costs +measured):\n%s", diff)
 	}
+}
+
+// TestLaunchCyclesSkip checks LaunchCycles' skip over busy cycles
+// against stepping one cycle at a time, on random work and phases.
+func TestLaunchCyclesSkip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 20000; i++ {
+		work := make([]int64, 1+rng.IntN(Slots))
+		for w := range work {
+			work[w] = int64(rng.IntN(200))
+			if rng.IntN(4) == 0 {
+				work[w] = int64(rng.IntN(6))
+			}
+		}
+		phase := rng.IntN(Slots)
+		if got, want := LaunchCycles(phase, work), launchCyclesStepped(phase, work); got != want {
+			t.Fatalf("LaunchCycles(%d, %v) = %d, stepping gives %d", phase, work, got, want)
+		}
+	}
+}
+
+// launchCyclesStepped is LaunchCycles stepping one cycle at a time.
+func launchCyclesStepped(phase int, work []int64) int64 {
+	t0 := int64(phase)
+	var runAt, end [Slots]int64
+	var ran [Slots]bool
+	next := func(t int64) int64 {
+		for {
+			s := int(t % Slots)
+			if !(ran[s] && runAt[s] < t && t <= end[s]) {
+				return t
+			}
+			t++
+		}
+	}
+	snext := t0 + Slots
+	for w := 0; w < len(work) && w < Slots; w++ {
+		t := next(snext)
+		start := t + 1 + (int64(w)-(t+1)%Slots+Slots)%Slots
+		ran[w], runAt[w], end[w] = true, t, start+work[w]
+		snext = t + Slots
+	}
+	tj := next(snext)
+	last := int64(-1)
+	for w := range ran {
+		if ran[w] && end[w] > last {
+			last = end[w]
+		}
+	}
+	if last >= tj {
+		return last + 1 + Slots - t0
+	}
+	return tj + Slots - t0
 }

@@ -29,48 +29,18 @@ import (
 // it changes are replaced by copies (a step cache's supersteps are
 // shared with other programs).
 func elidePadClears(pr *prog.Program) int {
-	type key struct {
-		buf  *prog.Buffer
-		tile int
+	cands := padCandidates(pr)
+	if len(cands) == 0 {
+		return 0
 	}
-	reads := map[key][]padRead{}
-	for _, s := range pr.Steps {
-		for t, ks := range s.Work {
-			for _, k := range ks {
-				for _, f := range k.Fixes {
-					if f.Write {
-						continue
-					}
-					r := padRead{k: k, off: f.Ref.Off}
-					if mm, ok := k.Params.(*codegen.MatMul); ok && f.Field == &mm.A {
-						r.ok = true
-					}
-					reads[key{f.Ref.Buf, t}] = append(reads[key{f.Ref.Buf, t}], r)
-				}
-			}
-		}
-		for _, x := range s.Xfers {
-			if x.From.Buf != nil {
-				reads[key{x.From.Buf, x.Src}] = append(reads[key{x.From.Buf, x.Src}], padRead{})
-			}
-		}
-	}
+	reads := padReads(pr, cands)
 	removed := 0
 	for i, s := range pr.Steps {
 		var copied bool
 		for t, ks := range s.Work {
 			for j, k := range ks {
-				p, ok := k.Params.(*codegen.Pack)
-				if !ok || p.Out != codegen.AMPFP8 || p.Kind != codegen.APanel || p.LanePadUnread {
-					continue
-				}
-				var y prog.Ref
-				for _, f := range k.Fixes {
-					if f.Field == &p.Y {
-						y = f.Ref
-					}
-				}
-				if y.Buf == nil || !lanePadUnread(p, y, reads[key{y.Buf, t}]) {
+				p, y, ok := padPack(k)
+				if !ok || !lanePadUnread(p, y, reads[padKey{y.Buf, t}]) {
 					continue
 				}
 				nk := elided(k, p)
@@ -91,6 +61,72 @@ func elidePadClears(pr *prog.Program) int {
 		}
 	}
 	return removed
+}
+
+// padKey is a buffer on a tile.
+type padKey struct {
+	buf  *prog.Buffer
+	tile int
+}
+
+// padPack returns kernel k's parameters and output when it is an FP8 A
+// panel pack whose clears the pass may remove.
+func padPack(k *prog.Kernel) (*codegen.Pack, prog.Ref, bool) {
+	p, ok := k.Params.(*codegen.Pack)
+	if !ok || p.Out != codegen.AMPFP8 || p.Kind != codegen.APanel || p.LanePadUnread {
+		return nil, prog.Ref{}, false
+	}
+	for _, f := range k.Fixes {
+		if f.Field == &p.Y {
+			return p, f.Ref, f.Ref.Buf != nil
+		}
+	}
+	return nil, prog.Ref{}, false
+}
+
+// padCandidates returns the buffers on tiles that a candidate pack
+// writes: the only ones whose reads the pass needs.
+func padCandidates(pr *prog.Program) map[padKey]bool {
+	cands := map[padKey]bool{}
+	for _, s := range pr.Steps {
+		for t, ks := range s.Work {
+			for _, k := range ks {
+				if _, y, ok := padPack(k); ok {
+					cands[padKey{y.Buf, t}] = true
+				}
+			}
+		}
+	}
+	return cands
+}
+
+// padReads returns every read of the candidate buffers, by buffer and
+// tile: kernels' operand reads and transfers' sources.
+func padReads(pr *prog.Program, cands map[padKey]bool) map[padKey][]padRead {
+	reads := map[padKey][]padRead{}
+	for _, s := range pr.Steps {
+		for t, ks := range s.Work {
+			for _, k := range ks {
+				for _, f := range k.Fixes {
+					key := padKey{f.Ref.Buf, t}
+					if f.Write || !cands[key] {
+						continue
+					}
+					r := padRead{k: k, off: f.Ref.Off}
+					if mm, ok := k.Params.(*codegen.MatMul); ok && f.Field == &mm.A {
+						r.ok = true
+					}
+					reads[key] = append(reads[key], r)
+				}
+			}
+		}
+		for _, x := range s.Xfers {
+			if key := (padKey{x.From.Buf, x.Src}); x.From.Buf != nil && cands[key] {
+				reads[key] = append(reads[key], padRead{})
+			}
+		}
+	}
+	return reads
 }
 
 // padRead is a read of a buffer on a tile: the kernel, the offset it
