@@ -650,6 +650,22 @@ func (l *linker) branchTest(b *codegen.Builder, t int, br *prog.Branch, els code
 	b.Brz(codegen.M1, els)
 }
 
+// sendsByTile returns the object's scheduled transfers by source tile,
+// in phase order and the phase's transfer order.
+func (l *linker) sendsByTile() map[int][]obj.Transfer {
+	sends := map[int][]obj.Transfer{}
+	for i, sp := range l.exch {
+		if sp == nil {
+			continue
+		}
+		for k, x := range l.prog.Steps[i].Xfers {
+			ev := sp.Events[k]
+			sends[x.Src] = append(sends[x.Src], obj.Transfer{Phase: i, Cycle: ev.Send, Dst: x.Dst, DstCount: x.Dests(), Words: x.Words})
+		}
+	}
+	return sends
+}
+
 // emit builds the object.
 func (l *linker) emit(fingerprint string) (*obj.Object, error) {
 	o := &obj.Object{Arch: l.p.Name, Compiler: Compiler, Source: fingerprint}
@@ -659,9 +675,10 @@ func (l *linker) emit(fingerprint string) (*obj.Object, error) {
 			byTile[t] = append(byTile[t], b)
 		}
 	}
+	sends := l.sendsByTile()
 	for _, t := range l.sortedTiles() {
 		tl := l.tiles[t]
-		ot := obj.Tile{Index: t, Entry: tl.entry}
+		ot := obj.Tile{Index: t, Entry: tl.entry, Exchange: sends[t]}
 		ot.Segments = append(ot.Segments, obj.Segment{Name: "text", Kind: obj.Code, Addr: l.p.Executable.Lo, Size: uint32(len(tl.code)), Data: tl.code})
 		// Code symbols in address order: the kernels, the host command
 		// tables, the runtime's routines and the supervisor program,
@@ -718,17 +735,6 @@ func (l *linker) emit(fingerprint string) (*obj.Object, error) {
 			}
 		}
 		sort.SliceStable(ot.Symbols, func(i, j int) bool { return ot.Symbols[i].Addr < ot.Symbols[j].Addr })
-		for i, sp := range l.exch {
-			if sp == nil {
-				continue
-			}
-			for k, x := range l.prog.Steps[i].Xfers {
-				if x.Src == t {
-					ev := sp.Events[k]
-					ot.Exchange = append(ot.Exchange, obj.Transfer{Phase: i, Cycle: ev.Send, Dst: x.Dst, DstCount: x.Dests(), Words: x.Words})
-				}
-			}
-		}
 		o.Tiles = append(o.Tiles, ot)
 	}
 	for _, s := range l.prog.Steps {
