@@ -37,6 +37,11 @@ type placer struct {
 	// codeTop is the lowest address a non-interleaved buffer may take on
 	// each tile (its code's end).
 	codeTop map[int]uint32
+	// seen marks the buffers busy has collected in its current call
+	// (seen[b] == call): a buffer has one address on all its tiles, so
+	// its spans on its other tiles add nothing.
+	seen map[*prog.Buffer]int
+	call int
 }
 
 // MemoryError is a buffer that does not fit.
@@ -55,12 +60,17 @@ func (e *MemoryError) Error() string {
 // busy returns the address ranges used on the buffer's tiles while it
 // lives, sorted and merged.
 func (pl *placer) busy(b *prog.Buffer) [][2]uint32 {
+	if pl.seen == nil {
+		pl.seen = map[*prog.Buffer]int{}
+	}
+	pl.call++
 	var rs [][2]uint32
 	for _, t := range b.Tiles {
 		for _, s := range pl.tiles[t] {
-			if s.last < b.First || s.first > b.Last {
+			if s.last < b.First || s.first > b.Last || pl.seen[s.buf] == pl.call {
 				continue
 			}
+			pl.seen[s.buf] = pl.call
 			rs = append(rs, [2]uint32{s.lo, s.hi})
 		}
 	}

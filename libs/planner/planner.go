@@ -23,8 +23,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"ipu.local/formats/plan"
@@ -94,7 +96,7 @@ type planner struct {
 	folded   map[int]*graph.Node // chain node -> its product node
 	prefs    *prefs
 	cache    map[string]*result // evaluated points by key
-	steps    *lower.StepCache   // lowered steps, across points
+	steps    []*lower.StepCache // lowered steps, across points: one per worker
 	evals    int                // points priced
 	// expansion and footprint are the time the search spent expanding
 	// exchange geometry, and checking memory footprints.
@@ -105,7 +107,10 @@ type planner struct {
 }
 
 func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
-	pl := &planner{g: g, p: p, tiles: tiles, prod: map[int]*product{}, folded: map[int]*graph.Node{}, cache: map[string]*result{}, steps: lower.NewStepCache()}
+	pl := &planner{g: g, p: p, tiles: tiles, prod: map[int]*product{}, folded: map[int]*graph.Node{}, cache: map[string]*result{}}
+	for range searchWorkers() {
+		pl.steps = append(pl.steps, lower.NewStepCache())
+	}
 	uses := map[*graph.Value]int{}
 	for _, n := range g.Nodes {
 		for _, v := range n.Inputs {
@@ -171,49 +176,117 @@ type result struct {
 	mem             error // the point does not fit the tiles
 }
 
+// searchWorkers is the number of points priced at once: one a core, at
+// most 4 (each worker's step cache holds lowered programs).
+func searchWorkers() int {
+	return max(1, min(runtime.GOMAXPROCS(0), 4))
+}
+
 // eval prices a point: its plan lowered and costed.
 func (pl *planner) eval(pt point) (*result, error) {
-	if r, ok := pl.cache[pt.key()]; ok {
-		return r, nil
+	rs, errs := pl.evalAll([]point{pt})
+	return rs[0], errs[0]
+}
+
+// evalAll prices points, the ones not priced before in parallel, each
+// worker with its own step cache (a cache's lowered programs share
+// buffers and kernels, which pricing writes to). The results and the
+// counts do not depend on the workers: a point's price does not depend
+// on what a cache holds.
+func (pl *planner) evalAll(pts []point) ([]*result, []error) {
+	rs, errs := make([]*result, len(pts)), make([]error, len(pts))
+	var todo []int
+	for i, pt := range pts {
+		if r, ok := pl.cache[pt.key()]; ok {
+			rs[i] = r
+			continue
+		}
+		todo = append(todo, i)
 	}
-	pl.evals++
+	workers := min(len(todo), len(pl.steps))
+	pcs := make([]pricing, len(pts))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := w; j < len(todo); j += workers {
+				i := todo[j]
+				pcs[i] = pl.price(pts[i], pl.steps[w])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, i := range todo {
+		pc := pcs[i]
+		pl.evals++
+		pl.expansion += pc.expansion
+		pl.footprint += pc.footprint
+		if pc.err != nil {
+			errs[i] = pc.err
+			continue
+		}
+		if r, ok := pl.cache[pts[i].key()]; ok {
+			rs[i] = r // the same point twice in pts
+			continue
+		}
+		pl.cache[pts[i].key()] = pc.r
+		rs[i] = pc.r
+	}
+	return rs, errs
+}
+
+// pricing is one point's price and the time its parts took.
+type pricing struct {
+	r                    *result
+	err                  error
+	expansion, footprint time.Duration
+}
+
+// price lowers and costs a point with a step cache that no other
+// goroutine uses.
+func (pl *planner) price(pt point, steps *lower.StepCache) (pc pricing) {
 	b, err := pl.build(pt)
 	if err != nil {
-		return nil, err
+		pc.err = err
+		return pc
 	}
 	r := &result{b: b}
-	pr, err := lower.LowerWith(b.plan(pl, point(pt)), pl.g, pl.p, lower.Options{NoData: true, Cache: pl.steps})
+	pr, err := lower.LowerWith(b.plan(pl, point(pt)), pl.g, pl.p, lower.Options{NoData: true, Cache: steps})
 	if err != nil {
 		var pe *lower.PlanError
 		if errors.As(err, &pe) {
 			if verr := b.check(); verr != nil {
-				return nil, verr
+				pc.err = verr
+				return pc
 			}
 		}
-		return nil, err
+		pc.err = err
+		return pc
 	}
 	r.padRemoved = pr.PadClearsRemoved
 	t0 := time.Now()
 	r.geo = expandGeometry(pl.p, pr, cost.Synthetic(pl.p, pr.Buffers))
 	t1 := time.Now()
-	pl.expansion += t1.Sub(t0)
+	pc.expansion = t1.Sub(t0)
 	err = r.geo.check(sched.FragmentLimit(pl.p))
 	if err == nil {
 		err = fits(pl.p, pl.tiles, pr)
 	}
-	pl.footprint += time.Since(t1)
+	pc.footprint = time.Since(t1)
 	if err != nil {
 		r.mem = err
-		pl.cache[pt.key()] = r
-		return r, nil
+		pc.r = r
+		return pc
 	}
 	c, err := cost.ProgramWith(pr, cost.Options{Bound: true})
 	if err != nil {
-		return nil, err
+		pc.err = err
+		return pc
 	}
 	r.total, r.exchange, r.transfers = c.FinalCycles, c.FinalExchange, c.Transfers
-	pl.cache[pt.key()] = r
-	return r, nil
+	pc.r = r
+	return pc
 }
 
 // ComputeBound is the graph's matrix work at the product rate on every

@@ -291,11 +291,15 @@ func (pl *planner) start() (point, *result, error) {
 			pl.placeRange(pt, i)
 			continue
 		}
-		for _, d := range cands[i] {
-			cand := pt.clone()
-			cand[i] = d
-			pl.placeRange(cand, i)
-			r, err := pl.eval(cand)
+		pts := make([]point, len(cands[i]))
+		for j, d := range cands[i] {
+			pts[j] = pt.clone()
+			pts[j][i] = d
+			pl.placeRange(pts[j], i)
+		}
+		rs, errs := pl.evalAll(pts)
+		for j, cand := range pts {
+			r, err := rs[j], errs[j]
 			if err != nil {
 				var nl *lower.NotLoweredError
 				if errors.As(err, &nl) {
