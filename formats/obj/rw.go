@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 
 	"ipu.local/formats/obj/wire"
 )
@@ -65,17 +67,39 @@ func Marshal(o *Object) ([]byte, error) {
 	meta.String(o.Source)
 
 	tiles.U32(uint32(len(o.Tiles)))
-	for i := range o.Tiles {
-		t := &o.Tiles[i]
-		tiles.U32(uint32(t.Index))
-		tiles.U32(t.Entry)
-		EncodeSegments(&tiles, t.Segments, true)
-		EncodeSymbols(&tiles, t.Symbols)
-		EncodeTransfers(&tiles, t.Exchange)
+	for _, part := range encodeTiles(o.Tiles) {
+		tiles.Raw(part)
 	}
 	EncodeHost(&host, &o.Host)
 	EncodeConfig(&config, o.Config)
 	return format.Build([][]byte{meta.Data(), tiles.Data(), host.Data(), config.Data()}), nil
+}
+
+// encodeTiles encodes each tile (its segments compressed) on a worker
+// per core; the parts are in tile order, so the bytes do not depend on
+// the workers.
+func encodeTiles(ts []Tile) [][]byte {
+	parts := make([][]byte, len(ts))
+	workers := min(runtime.GOMAXPROCS(0), len(ts))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(ts); i += workers {
+				t := &ts[i]
+				var e wire.Encoder
+				e.U32(uint32(t.Index))
+				e.U32(t.Entry)
+				EncodeSegments(&e, t.Segments, true)
+				EncodeSymbols(&e, t.Symbols)
+				EncodeTransfers(&e, t.Exchange)
+				parts[i] = e.Data()
+			}
+		}()
+	}
+	wg.Wait()
+	return parts
 }
 
 // Read decodes and validates an object file. Its errors are *FormatError.

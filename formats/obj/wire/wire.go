@@ -89,6 +89,9 @@ func (e *Encoder) String(s string) {
 	e.buf = append(e.buf, s...)
 }
 
+// Raw appends b as it is (no length).
+func (e *Encoder) Raw(b []byte) { e.buf = append(e.buf, b...) }
+
 // Bytes appends a uint32 length and b.
 func (e *Encoder) Bytes(b []byte) {
 	e.U32(uint32(len(b)))

@@ -2,17 +2,20 @@ package wire
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
 
-// The encoder's options are fixed and it runs on one goroutine, so the
-// same input always compresses to the same bytes.
+// The encoder's options are fixed and EncodeAll compresses each input
+// with one block encoder, so the same input always compresses to the
+// same bytes; it holds one block encoder per core, so that concurrent
+// calls do not wait for each other.
 var encoder = sync.OnceValue(func() *zstd.Encoder {
 	e, err := zstd.NewWriter(nil,
 		zstd.WithEncoderLevel(zstd.SpeedDefault),
-		zstd.WithEncoderConcurrency(1),
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
 		zstd.WithEncoderCRC(true),
 		// Entropy-code literals even when a block has no matches: weights
 		// and tables often have skewed byte distributions and few repeats.
