@@ -279,3 +279,37 @@ func TestReshaped(t *testing.T) {
 		t.Error("column blocks are not a flat view")
 	}
 }
+
+// TestGeometryRun checks that the elements Run counts from an index are
+// stored one after the other, for every kind, on random boxes.
+func TestGeometryRun(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for i := 0; i < 300; i++ {
+		r := 2 + rng.Intn(2)
+		b := make(Box, r)
+		for d := range b {
+			lo := rng.Intn(20)
+			b[d] = Range{Lo: lo, Hi: lo + 1 + rng.Intn(40)}
+		}
+		for _, k := range []Kind{RowMajor, APanel, BPanel} {
+			tn := &Tensor{Kind: k, Size: 2, Pad: 1 + rng.Intn(8)}
+			g := tn.GeometryOf(b)
+			idx := make([]int, r)
+			for d := range idx {
+				idx[d] = b[d].Lo + rng.Intn(b[d].Len())
+			}
+			n := g.Run(idx)
+			if n < 1 || idx[r-1]+n > b[r-1].Hi {
+				t.Fatalf("%v %v at %v: run %d", k, b, idx, n)
+			}
+			at := g.Offset(idx)
+			for j := 1; j < n; j++ {
+				next := append([]int(nil), idx...)
+				next[r-1] += j
+				if got := g.Offset(next); got != at+j {
+					t.Fatalf("%v %v: run %d from %v, but element %d is at %d, not %d", k, b, n, idx, j, got, at+j)
+				}
+			}
+		}
+	}
+}

@@ -78,6 +78,26 @@ func (t *Tensor) GeometryOf(b Box) Geometry {
 // Bytes is the piece's storage in bytes, rounded up to 8.
 func (g Geometry) Bytes() int { return pad(g.Elems*g.Size, 8) }
 
+// Run is the number of elements from index idx along the box's last
+// axis, up to its end, that are stored one after the other from
+// Offset(idx).
+func (g Geometry) Run(idx []int) int {
+	r := len(g.Box)
+	if r == 0 {
+		return 1
+	}
+	left := g.Box[r-1].Hi - idx[r-1]
+	switch g.Kind {
+	case RowMajor:
+		return left // the last axis' stride is 1
+	case APanel:
+		return 1 // the last axis is k: AGroup elements apart
+	default:
+		n := idx[r-1] - g.Box[r-1].Lo
+		return min(left, BGroup-n%BGroup)
+	}
+}
+
 // Offset is the element offset of the value's element at index idx (in
 // the value's coordinates, inside the box).
 func (g Geometry) Offset(idx []int) int {

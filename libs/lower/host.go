@@ -93,6 +93,44 @@ func (m *indexMap) flat(idx []int) int {
 // transposed).
 func (m *indexMap) direct() bool { return len(m.stages) == 0 && !m.t.Transposed }
 
+// eachRun calls f for indexes of box b in row-major order: f handles the
+// elements from idx along the last axis and returns how many (at least
+// one); the next call is at the first element it did not handle.
+func eachRun(b layout.Box, f func(idx []int) int) {
+	r := len(b)
+	if r == 0 {
+		f(nil)
+		return
+	}
+	idx := make([]int, r)
+	for d := range idx {
+		if b[d].Hi <= b[d].Lo {
+			return // an empty box
+		}
+		idx[d] = b[d].Lo
+	}
+	for {
+		idx[r-1] += max(f(idx), 1)
+		if idx[r-1] < b[r-1].Hi {
+			continue
+		}
+		d := r - 1
+		for d >= 0 {
+			if idx[d] < b[d].Hi {
+				break
+			}
+			idx[d] = b[d].Lo
+			if d > 0 {
+				idx[d-1]++
+			}
+			d--
+		}
+		if d < 0 {
+			return
+		}
+	}
+}
+
 // eachIndex calls f for every index of box b in row-major order.
 func eachIndex(b layout.Box, f func(idx []int)) {
 	r := len(b)
@@ -150,9 +188,15 @@ func (l *lowerer) fromConst(t *layout.Tensor) ([]prog.Ref, error) {
 			buf.Data[pc.Tile] = data
 		}
 		base := int(refs[i].Off)
-		eachIndex(pc.Box, func(idx []int) {
+		direct := m.direct()
+		eachRun(pc.Box, func(idx []int) int {
+			n := 1
+			if direct {
+				n = g.Run(idx) // the source's row is contiguous too
+			}
 			f := m.flat(idx)
-			copy(data[base+size*g.Offset(idx):], raw[size*f:size*(f+1)])
+			copy(data[base+size*g.Offset(idx):], raw[size*f:size*(f+n)])
+			return n
 		})
 	}
 	return refs, nil
