@@ -280,11 +280,11 @@ func marshal(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", " ")
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return b.Bytes(), nil
+	compact := b.Bytes() // ends with the encoder's newline
+	return indent(make([]byte, 0, len(compact)+len(compact)/2), compact), nil
 }
 
 // Fingerprint is the hex SHA-256 of a plan file's bytes.
