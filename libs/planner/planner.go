@@ -98,6 +98,7 @@ type planner struct {
 	cache    map[string]*result // evaluated points by key
 	steps    []*lower.StepCache // lowered steps, across points: one per worker
 	evals    int                // points priced
+	counted  map[string]bool    // the points evals counts
 	// expansion and footprint are the time the search spent expanding
 	// exchange geometry, and checking memory footprints.
 	expansion, footprint time.Duration
@@ -107,7 +108,7 @@ type planner struct {
 }
 
 func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
-	pl := &planner{g: g, p: p, tiles: tiles, prod: map[int]*product{}, folded: map[int]*graph.Node{}, cache: map[string]*result{}}
+	pl := &planner{g: g, p: p, tiles: tiles, prod: map[int]*product{}, folded: map[int]*graph.Node{}, cache: map[string]*result{}, counted: map[string]bool{}}
 	for range searchWorkers() {
 		pl.steps = append(pl.steps, lower.NewStepCache())
 	}
@@ -176,6 +177,90 @@ type result struct {
 	mem             error // the point does not fit the tiles
 }
 
+// walk is the search's random walk: the current point, the incumbent,
+// the points visited and the random stream.
+type walk struct {
+	cur, inc   point
+	curR, incR *result
+	visited    map[string]bool
+	pcg        *rand.PCG
+	rng        *rand.Rand
+}
+
+// attempts makes the walk's attempts from attempt a on, as many as it
+// can price at once, and returns how many it made. Each attempt's move
+// is drawn from the current point, so attempts are priced together on
+// the guess that none before them moves the walk: the first that does
+// ends the batch, the random stream goes back to where it stood after
+// that attempt, and the attempts priced past it are dropped (their
+// prices stay cached but are not counted). The walk is therefore the
+// one-at-a-time walk, whatever the number of workers.
+func (pl *planner) attempts(w *walk, a int, opt Options, st *Stats) (int, error) {
+	type attempt struct {
+		nb    point
+		u     float64
+		after rand.PCG // the stream after the attempt's draws
+	}
+	n := min(len(pl.steps), opt.MaxAttempts-a)
+	batch := make([]attempt, n)
+	var pts []point
+	seen := map[string]bool{}
+	for j := range batch {
+		nb := pl.move(w.cur, w.rng)
+		u := w.rng.Float64() // drawn every attempt, so the stream does not depend on what was visited
+		batch[j] = attempt{nb, u, *w.pcg}
+		if k := nb.key(); !w.visited[k] && !seen[k] {
+			seen[k] = true
+			pts = append(pts, nb)
+		}
+	}
+	pl.evalAll(pts)
+	for j, at := range batch {
+		if opt.Progress != nil {
+			opt.Progress(a+j, opt.MaxAttempts, w.incR.total)
+		}
+		moved, err := pl.attempt(w, at.nb, at.u, st)
+		if err != nil {
+			return 0, err
+		}
+		if moved && j < len(batch)-1 {
+			*w.pcg = at.after
+			return j + 1, nil
+		}
+	}
+	return len(batch), nil
+}
+
+// attempt tries the walk's move to nb (its price cached by attempts)
+// and reports whether the current point changed.
+func (pl *planner) attempt(w *walk, nb point, u float64, st *Stats) (bool, error) {
+	k := nb.key()
+	if w.visited[k] {
+		return false, nil
+	}
+	w.visited[k] = true
+	r, err := pl.eval(nb)
+	if err != nil {
+		var nl *lower.NotLoweredError
+		if errors.As(err, &nl) {
+			return false, nil // a layout the linker cannot run: not a candidate
+		}
+		return false, err
+	}
+	st.Evaluated++
+	if r.mem != nil {
+		return false, nil
+	}
+	moved := false
+	if r.total < w.curR.total || u < acceptWorse {
+		w.cur, w.curR, moved = nb, r, true
+	}
+	if r.total < w.incR.total {
+		w.inc, w.incR = nb, r
+	}
+	return moved, nil
+}
+
 // searchWorkers is the number of points priced at once: one a core, at
 // most 4 (each worker's step cache holds lowered programs).
 func searchWorkers() int {
@@ -185,14 +270,24 @@ func searchWorkers() int {
 // eval prices a point: its plan lowered and costed.
 func (pl *planner) eval(pt point) (*result, error) {
 	rs, errs := pl.evalAll([]point{pt})
+	pl.count(pt)
 	return rs[0], errs[0]
+}
+
+// count counts pt among the points the search priced, once: evalAll
+// may price points (ahead of the walk) that the search then drops.
+func (pl *planner) count(pt point) {
+	if k := pt.key(); !pl.counted[k] {
+		pl.counted[k] = true
+		pl.evals++
+	}
 }
 
 // evalAll prices points, the ones not priced before in parallel, each
 // worker with its own step cache (a cache's lowered programs share
 // buffers and kernels, which pricing writes to). The results and the
-// counts do not depend on the workers: a point's price does not depend
-// on what a cache holds.
+// caller's counts do not depend on the workers: a point's price does
+// not depend on what a cache holds.
 func (pl *planner) evalAll(pts []point) ([]*result, []error) {
 	rs, errs := make([]*result, len(pts)), make([]error, len(pts))
 	var todo []int
@@ -219,7 +314,6 @@ func (pl *planner) evalAll(pts []point) ([]*result, []error) {
 	wg.Wait()
 	for _, i := range todo {
 		pc := pcs[i]
-		pl.evals++
 		pl.expansion += pc.expansion
 		pl.footprint += pc.footprint
 		if pc.err != nil {
@@ -396,36 +490,15 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	for _, k := range s.Visited {
 		visited[k] = true
 	}
-	for a := 0; a < opt.MaxAttempts; a++ {
-		if opt.Progress != nil {
-			opt.Progress(a, opt.MaxAttempts, incR.total)
-		}
-		nb := pl.move(cur, rng)
-		u := rng.Float64() // drawn every attempt, so the stream does not depend on what was visited
-		k := nb.key()
-		if visited[k] {
-			continue
-		}
-		visited[k] = true
-		r, err := pl.eval(nb)
+	w := walk{cur: cur, curR: curR, inc: inc, incR: incR, visited: visited, pcg: pcg, rng: rng}
+	for a := 0; a < opt.MaxAttempts; {
+		n, err := pl.attempts(&w, a, opt, st)
 		if err != nil {
-			var nl *lower.NotLoweredError
-			if errors.As(err, &nl) {
-				continue // a layout the linker cannot run: not a candidate
-			}
 			return nil, nil, nil, err
 		}
-		st.Evaluated++
-		if r.mem != nil {
-			continue
-		}
-		if r.total < curR.total || u < acceptWorse {
-			cur, curR = nb, r
-		}
-		if r.total < incR.total {
-			inc, incR = nb, r
-		}
+		a += n
 	}
+	cur, curR, inc, incR = w.cur, w.curR, w.inc, w.incR
 	if opt.Progress != nil {
 		opt.Progress(opt.MaxAttempts, opt.MaxAttempts, incR.total)
 	}

@@ -299,6 +299,7 @@ func (pl *planner) start() (point, *result, error) {
 		}
 		rs, errs := pl.evalAll(pts)
 		for j, cand := range pts {
+			pl.count(cand)
 			r, err := rs[j], errs[j]
 			if err != nil {
 				var nl *lower.NotLoweredError
