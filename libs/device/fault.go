@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sort"
 	"syscall"
 	"unsafe"
+
+	"ipu.local/formats/ipuexe"
 )
 
 // FileError is a failure of the file system under the device file: a
@@ -54,31 +57,63 @@ func (d *Device) guard(what string, f func() error) (err error) {
 	return f()
 }
 
-// reserve allocates disk blocks for the memory of the given tiles (in
-// increasing order), so that a full disk is an error here, before
-// anything is written through the mapping. A file system without
-// fallocate is left to guard.
-func (d *Device) reserve(tiles []int) error {
-	const keepSize = 0x1 // FALLOC_FL_KEEP_SIZE
-	for i := 0; i < len(tiles); {
-		j := i + 1
-		for j < len(tiles) && tiles[j] == tiles[j-1]+1 {
-			j++
+// fileSpan is a byte range of the device file holding tile memory, and
+// the tiles it covers (for messages).
+type fileSpan struct {
+	off, n      int64
+	first, last int
+}
+
+// usedSpans returns the pages of the device file that the package's
+// segments (code, data and BSS) cover on its busy tiles, in file order,
+// adjacent pages merged.
+func (d *Device) usedSpans(pkg *ipuexe.Package, busy []int) []fileSpan {
+	var out []fileSpan
+	lo := d.g.preset.Memory.Lo
+	for _, t := range busy {
+		base := int64(d.g.memOffset + uint64(t)*d.g.tileStride)
+		var rs [][2]int64
+		for _, s := range pkg.Images[pkg.TileImage[t]].Segments {
+			if s.Size == 0 {
+				continue
+			}
+			a := int64(s.Addr-lo) &^ (pageSize - 1)
+			b := (int64(s.Addr-lo) + int64(s.Size) + pageSize - 1) &^ (pageSize - 1)
+			rs = append(rs, [2]int64{base + a, base + min(b, int64(d.g.tileStride))})
 		}
-		off := int64(d.g.memOffset + uint64(tiles[i])*d.g.tileStride)
-		n := int64(j-i) * int64(d.g.tileStride)
-		err := syscall.Fallocate(int(d.f.Fd()), keepSize, off, n)
+		sort.Slice(rs, func(i, j int) bool { return rs[i][0] < rs[j][0] })
+		for _, r := range rs {
+			if n := len(out); n > 0 && r[0] <= out[n-1].off+out[n-1].n {
+				last := &out[n-1]
+				last.n = max(last.off+last.n, r[1]) - last.off
+				last.last = t
+				continue
+			}
+			out = append(out, fileSpan{off: r[0], n: r[1] - r[0], first: t, last: t})
+		}
+	}
+	return out
+}
+
+// reserve allocates disk blocks for the given spans of tile memory, so
+// that a full disk is an error here, before anything is written through
+// the mapping. Memory a program writes outside them (none of its
+// segments) is left to guard. A file system without fallocate is left
+// to guard.
+func (d *Device) reserve(spans []fileSpan) error {
+	const keepSize = 0x1 // FALLOC_FL_KEEP_SIZE
+	for _, sp := range spans {
+		err := syscall.Fallocate(int(d.f.Fd()), keepSize, sp.off, sp.n)
 		if errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) {
 			return nil
 		}
 		if err != nil {
-			what := fmt.Sprintf("reserve the memory of tile %d", tiles[i])
-			if j-i > 1 {
-				what = fmt.Sprintf("reserve the memory of tiles %d-%d", tiles[i], tiles[j-1])
+			what := fmt.Sprintf("reserve the memory of tile %d", sp.first)
+			if sp.last > sp.first {
+				what = fmt.Sprintf("reserve the memory of tiles %d-%d", sp.first, sp.last)
 			}
 			return &FileError{Path: d.path, What: what, Off: -1, Err: err}
 		}
-		i = j
 	}
 	return nil
 }

@@ -106,7 +106,7 @@ func TestReserveError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if err := d.reserve([]int{0, 1, 3}); err != nil {
+	if err := d.reserve(wholeTiles(d, 0, 1, 3)); err != nil {
 		t.Fatal(err)
 	}
 	// A read-only descriptor cannot allocate: EBADF.
@@ -117,7 +117,7 @@ func TestReserveError(t *testing.T) {
 	defer ro.Close()
 	rw := d.f
 	d.f = ro
-	err = d.reserve([]int{1, 2})
+	err = d.reserve(wholeTiles(d, 1, 2))
 	d.f = rw
 	if err == nil || err.Error() != "device "+path+": reserve the memory of tiles 1-2: bad file descriptor" {
 		t.Errorf("reserve on a read-only file: %v", err)
@@ -161,4 +161,20 @@ func TestCallFileFault(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), "device "+path+": call \"run\": ") {
 		t.Errorf("error %q does not name the device and the call", err)
 	}
+}
+
+// wholeTiles is the file spans of whole tiles' memory, adjacent tiles
+// merged.
+func wholeTiles(d *Device, tiles ...int) []fileSpan {
+	var out []fileSpan
+	for _, t := range tiles {
+		off := int64(d.g.memOffset + uint64(t)*d.g.tileStride)
+		if n := len(out); n > 0 && out[n-1].off+out[n-1].n == off {
+			out[n-1].n += int64(d.g.tileStride)
+			out[n-1].last = t
+			continue
+		}
+		out = append(out, fileSpan{off: off, n: int64(d.g.tileStride), first: t, last: t})
+	}
+	return out
 }

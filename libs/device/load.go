@@ -92,7 +92,7 @@ func (d *Device) load(pkg *ipuexe.Package, images []*sim.Image, fingerprint stri
 			busy = append(busy, t)
 		}
 	}
-	if err := d.reserve(busy); err != nil {
+	if err := d.reserve(d.usedSpans(pkg, busy)); err != nil {
 		return err
 	}
 	log.Info("IPU device initialized")

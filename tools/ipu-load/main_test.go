@@ -19,6 +19,7 @@ import (
 
 	"ipu.local/formats/ipuexe"
 	"ipu.local/formats/obj"
+	"ipu.local/libs/arch"
 	"ipu.local/libs/device"
 	"ipu.local/libs/device/devicetest"
 	"ipu.local/libs/sim"
@@ -64,7 +65,8 @@ func TestScript(t *testing.T) {
 }
 
 // mkpkg ARCH OUT BUSY... writes a devicetest package for ARCH whose tiles
-// BUSY run the test program.
+// BUSY run the test program; bss=BYTES adds a zero-filled segment of
+// BYTES at the top of their memory.
 //
 // Arguments set=TILE:REG=VALUE change the value of the package's write of
 // REG on TILE; add=TILE:REG=VALUE append a write (numbers in Go syntax).
@@ -75,7 +77,16 @@ func mkpkg(args []string) int {
 	}
 	var busy []int
 	var set, add []obj.RegWrite
+	bss := 0
 	for _, a := range args[2:] {
+		if n, ok := strings.CutPrefix(a, "bss="); ok {
+			var err error
+			if bss, err = strconv.Atoi(n); err != nil {
+				fmt.Fprintln(os.Stderr, "mkpkg:", a, err)
+				return 2
+			}
+			continue
+		}
 		if kind, w, ok := strings.Cut(a, "="); ok {
 			var tile, reg, val uint32
 			if _, err := fmt.Sscanf(w, "%v:%v=%v", &tile, &reg, &val); err != nil {
@@ -98,6 +109,15 @@ func mkpkg(args []string) int {
 		busy = append(busy, n)
 	}
 	pkg := devicetest.Package(args[0], busy...)
+	if bss > 0 {
+		// A zero-filled segment of bss bytes at the top of tile memory.
+		hi := arch.MustLookup(args[0]).Memory.Hi
+		for i := range pkg.Images {
+			if !pkg.Images[i].Idle {
+				pkg.Images[i].Segments = append(pkg.Images[i].Segments, obj.Segment{Name: "big", Kind: obj.BSS, Addr: (hi - uint32(bss)) &^ 7, Size: uint32(bss)})
+			}
+		}
+	}
 	for _, s := range set {
 		found := false
 		for i, w := range pkg.Config {
