@@ -309,6 +309,9 @@ func (l *lowerer) selectStep(st *plan.Step, side graph.Side) error {
 func (l *lowerer) finishBranches() error {
 	all := map[int]bool{}
 	for _, s := range l.out.Steps {
+		if len(l.branches) == 0 {
+			break // no condition to send
+		}
 		for _, t := range s.Tiles() {
 			all[t] = true
 		}

@@ -95,6 +95,7 @@ type planner struct {
 	prod     map[int]*product    // by node index
 	folded   map[int]*graph.Node // chain node -> its product node
 	prefs    *prefs
+	encoded  plan.Graph         // the graph as plans carry it (shared, never changed)
 	cache    map[string]*result // evaluated points by key
 	steps    []*lower.StepCache // lowered steps, across points: one per worker
 	evals    int                // points priced
@@ -108,7 +109,7 @@ type planner struct {
 }
 
 func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
-	pl := &planner{g: g, p: p, tiles: tiles, prod: map[int]*product{}, folded: map[int]*graph.Node{}, cache: map[string]*result{}, counted: map[string]bool{}}
+	pl := &planner{g: g, p: p, tiles: tiles, prod: map[int]*product{}, folded: map[int]*graph.Node{}, cache: map[string]*result{}, counted: map[string]bool{}, encoded: graph.Encode(g)}
 	for range searchWorkers() {
 		pl.steps = append(pl.steps, lower.NewStepCache())
 	}
@@ -409,7 +410,7 @@ func (pl *planner) computeBound() int64 {
 
 // plan converts a builder's tensors and steps into a plan.
 func (b *builder) plan(pl *planner, pt point) *plan.Plan {
-	out := &plan.Plan{Format: plan.Format, Arch: pl.p.Name, Tiles: pl.tiles, Graph: graph.Encode(pl.g)}
+	out := &plan.Plan{Format: plan.Format, Arch: pl.p.Name, Tiles: pl.tiles, Graph: pl.encoded}
 	for _, t := range b.tensors {
 		pt := plan.Tensor{ID: t.ID, Value: t.Value, Name: t.Name, DType: pl.g.Values[t.Value].DType.String(), Transposed: t.Transposed,
 			Layout: t.Kind.String(), Pad: t.Pad, Source: t.Source.String()}
