@@ -136,12 +136,32 @@ type TileCode struct {
 	Code []isa.Inst
 	// Cycles is the tile's superstep cycles: its sync's issue cycle + 1.
 	Cycles int64
+	// Table is the patch table of code Compress made: the per-iteration
+	// operand values its repeat loops load (ldm with post-increment)
+	// from TableAt, in order. Code[TableLoad] is the li of TableAt.
+	// Straight-line code has none (Table nil).
+	Table     []uint32
+	TableAt   uint32
+	TableLoad int
 }
 
-// Emit appends the tile's code to b.
-func (c *TileCode) Emit(b *codegen.Builder) {
-	for _, in := range c.Code {
+// Emit appends the tile's code to b. Code with a patch table loads the
+// address of label table instead of TableAt; the caller emits the table
+// there (EmitTable), outside the instruction stream.
+func (c *TileCode) Emit(b *codegen.Builder, table codegen.Label) {
+	for i, in := range c.Code {
+		if c.Table != nil && i == c.TableLoad {
+			b.LoadLabel(codegen.MReg(in.D), table)
+			continue
+		}
 		b.Emit(in)
+	}
+}
+
+// EmitTable appends the patch table to b as data words.
+func (c *TileCode) EmitTable(b *codegen.Builder) {
+	for _, w := range c.Table {
+		b.Word(w)
 	}
 }
 

@@ -1,0 +1,123 @@
+package link
+
+import (
+	"fmt"
+	"log/slog"
+
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/sched"
+)
+
+// Exchange code storage: the scheduled code of every exchange superstep
+// compressed with repeat loops (sched.Compress), the patch tables those
+// loops load, and their figures.
+
+// ExchangeStorage are the figures of the compressed exchange code, each
+// the largest over tiles of the tile's total over its exchange
+// supersteps; Loops is the total of all tiles.
+type ExchangeStorage struct {
+	StraightBytes int // the exchange code without repeat loops
+	CodeBytes     int // the exchange code with them, patch tables aside
+	TableBytes    int // code and patch tables: what the tile stores
+	PatchBytes    int // patch tables: per-iteration values stored
+	ElidedBytes   int // per-iteration values computed by the loops, not stored
+	Loops         int
+}
+
+// packExchanges compresses every exchange superstep's code, sets each
+// tile's exchange code bytes to what it stores, and logs the storage.
+func (l *linker) packExchanges(log *slog.Logger) {
+	l.packed = make([]*sched.Plan, len(l.exch))
+	stats := make([][]sched.CompressStats, len(l.exch))
+	var steps []int
+	for i, sp := range l.exch {
+		if sp != nil {
+			steps = append(steps, i)
+		}
+	}
+	l.parallel(steps, func(i int) {
+		l.packed[i], stats[i] = sched.Compress(l.p, l.exch[i])
+	})
+	per := map[int]*sched.CompressStats{}
+	for _, i := range steps {
+		for k, tc := range l.exch[i].Tiles {
+			s := per[tc.Tile]
+			if s == nil {
+				s = &sched.CompressStats{}
+				per[tc.Tile] = s
+			}
+			s.Add(stats[i][k])
+		}
+	}
+	st := &l.st.ExchangeStorage
+	for _, t := range l.sortedTiles() {
+		s := per[t]
+		if s == nil {
+			continue
+		}
+		l.tiles[t].exCode = s.PackedBytes + s.PatchBytes
+		st.StraightBytes = max(st.StraightBytes, s.CodeBytes)
+		st.CodeBytes = max(st.CodeBytes, s.PackedBytes)
+		st.TableBytes = max(st.TableBytes, s.PackedBytes+s.PatchBytes)
+		st.PatchBytes = max(st.PatchBytes, s.PatchBytes)
+		st.ElidedBytes = max(st.ElidedBytes, s.ElidedBytes)
+		st.Loops += s.Loops
+	}
+	l.st.ExchangeTableBytes = st.TableBytes
+	log.Info("exchange table and repeat patch storage", slog.Int("exchange_table_bytes", st.TableBytes),
+		slog.Int("maximum_uncompressed_repeat_patch_bytes", st.PatchBytes), slog.Int("maximum_elided_arithmetic_patch_bytes", st.ElidedBytes))
+	log.Debug("compressed exchange code with repeat loops", slog.Int("loops", st.Loops),
+		slog.Int("straight_code_bytes", st.StraightBytes), slog.Int("compressed_code_bytes", st.CodeBytes))
+}
+
+// pendingTable is a patch table to emit after a tile's program.
+type pendingTable struct {
+	at codegen.Label
+	tc *sched.TileCode
+}
+
+// patchTable returns the label of tile t's patch table for the exchange
+// code tc, which emitTables places after the program.
+func (l *linker) patchTable(t int, tc *sched.TileCode) codegen.Label {
+	tl := l.tiles[t]
+	if tc.Table == nil {
+		return codegen.Label(-1)
+	}
+	at := tl.b.Label()
+	tl.tables = append(tl.tables, pendingTable{at, tc})
+	return at
+}
+
+// emitTables emits tile t's patch tables, each as exchange storage.
+func (l *linker) emitTables(t int) {
+	tl := l.tiles[t]
+	for _, pt := range tl.tables {
+		tl.b.Bind(pt.at)
+		pt.tc.EmitTable(tl.b)
+		tl.exPieces = append(tl.exPieces, [2]codegen.Label{pt.at, tl.b.Here()})
+	}
+}
+
+// optimizeExchangePlacement checks that each tile's code with its
+// scheduled exchange code fits below its lowest non-interleaved buffer.
+func (l *linker) optimizeExchangePlacement(*slog.Logger) error {
+	for _, t := range l.sortedTiles() {
+		tl := l.tiles[t]
+		end := uint64(l.p.Executable.Lo) + uint64(tl.codeBytes())
+		if lo := l.lowestNI(t); end > uint64(lo) {
+			return fmt.Errorf("tile %d: code of %d bytes overlaps its non-interleaved buffers from %#x", t, end-uint64(l.p.Executable.Lo), lo)
+		}
+	}
+	return nil
+}
+
+// lowestNI is the lowest non-interleaved buffer address of tile t.
+func (l *linker) lowestNI(t int) uint32 {
+	lo := l.p.NonInterleaved.Hi
+	for _, b := range l.prog.Buffers {
+		if b.Placed && b.Addr < l.p.NonInterleaved.Hi && containsTile(b.Tiles, t) {
+			lo = min(lo, b.Addr)
+		}
+	}
+	return lo
+}
