@@ -22,6 +22,9 @@ type ExchangeStorage struct {
 	PatchBytes    int // patch tables: per-iteration values stored
 	ElidedBytes   int // per-iteration values computed by the loops, not stored
 	Loops         int
+	// TotalStraight and TotalStored are the exchange code of all tiles
+	// without loops, and with them and their patch tables.
+	TotalStraight, TotalStored int
 }
 
 // packExchanges compresses every exchange superstep's code, sets each
@@ -36,6 +39,10 @@ func (l *linker) packExchanges(log *slog.Logger) {
 		}
 	}
 	l.parallel(steps, func(i int) {
+		if l.noLoops {
+			l.packed[i], stats[i] = l.exch[i], sched.Straight(l.exch[i])
+			return
+		}
 		l.packed[i], stats[i] = sched.Compress(l.p, l.exch[i])
 	})
 	per := map[int]*sched.CompressStats{}
@@ -62,39 +69,55 @@ func (l *linker) packExchanges(log *slog.Logger) {
 		st.PatchBytes = max(st.PatchBytes, s.PatchBytes)
 		st.ElidedBytes = max(st.ElidedBytes, s.ElidedBytes)
 		st.Loops += s.Loops
+		st.TotalStraight += s.CodeBytes
+		st.TotalStored += s.PackedBytes + s.PatchBytes
 	}
 	l.st.ExchangeTableBytes = st.TableBytes
 	log.Info("exchange table and repeat patch storage", slog.Int("exchange_table_bytes", st.TableBytes),
 		slog.Int("maximum_uncompressed_repeat_patch_bytes", st.PatchBytes), slog.Int("maximum_elided_arithmetic_patch_bytes", st.ElidedBytes))
 	log.Debug("compressed exchange code with repeat loops", slog.Int("loops", st.Loops),
-		slog.Int("straight_code_bytes", st.StraightBytes), slog.Int("compressed_code_bytes", st.CodeBytes))
+		slog.Int("straight_code_bytes", st.StraightBytes), slog.Int("compressed_code_bytes", st.CodeBytes),
+		slog.Int("all_tiles_straight_bytes", st.TotalStraight), slog.Int("all_tiles_stored_bytes", st.TotalStored))
 }
 
-// pendingTable is a patch table to emit after a tile's program.
+// pendingTable is a patch table to emit after a tile's program, with
+// the labels its code loads (by word).
 type pendingTable struct {
-	at codegen.Label
-	tc *sched.TileCode
+	tc     *sched.TileCode
+	labels map[int]codegen.Label
 }
 
-// patchTable returns the label of tile t's patch table for the exchange
-// code tc, which emitTables places after the program.
-func (l *linker) patchTable(t int, tc *sched.TileCode) codegen.Label {
+// patchTable returns the function that gives tile t's exchange code tc
+// the label of its patch table's word i, which emitTables binds after
+// the program.
+func (l *linker) patchTable(t int, tc *sched.TileCode) func(i int) codegen.Label {
 	tl := l.tiles[t]
-	if tc.Table == nil {
-		return codegen.Label(-1)
+	pt := pendingTable{tc, map[int]codegen.Label{}}
+	if tc.Table != nil {
+		tl.tables = append(tl.tables, pt)
 	}
-	at := tl.b.Label()
-	tl.tables = append(tl.tables, pendingTable{at, tc})
-	return at
+	return func(i int) codegen.Label {
+		at, ok := pt.labels[i]
+		if !ok {
+			at = tl.b.Label()
+			pt.labels[i] = at
+		}
+		return at
+	}
 }
 
 // emitTables emits tile t's patch tables, each as exchange storage.
 func (l *linker) emitTables(t int) {
 	tl := l.tiles[t]
 	for _, pt := range tl.tables {
-		tl.b.Bind(pt.at)
-		pt.tc.EmitTable(tl.b)
-		tl.exPieces = append(tl.exPieces, [2]codegen.Label{pt.at, tl.b.Here()})
+		lo := tl.b.Here()
+		pt.tc.EmitTable(tl.b, func(i int) codegen.Label {
+			if at, ok := pt.labels[i]; ok {
+				return at
+			}
+			return -1
+		})
+		tl.exPieces = append(tl.exPieces, [2]codegen.Label{lo, tl.b.Here()})
 	}
 }
 

@@ -111,6 +111,9 @@ type Options struct {
 	// state's): a superstep moving the pattern of one of them relocates
 	// and validates it instead of scheduling.
 	Saved []plan.Exchange
+	// NoExchangeLoops keeps every exchange superstep's code straight-line
+	// (a debug switch: the same cycles and results, more code).
+	NoExchangeLoops bool
 	// KeepPadClears skips the padding-clear pass (lower.Options): every
 	// FP8 cast clears its padding (a debug switch).
 	KeepPadClears bool
@@ -138,10 +141,10 @@ type linker struct {
 	// profWord is each superstep's word in the profile buffer (-1: none).
 	profWord []int
 	// noReuse is Options.NoExchangeReuse; saved, Options.Saved.
-	noReuse, keepPad bool
-	saved            []plan.Exchange
-	rt               *runtimeLib // the tile runtime (compile_runtime)
-	given            *Runtime    // Options.Runtime
+	noReuse, keepPad, noLoops bool
+	saved                     []plan.Exchange
+	rt                        *runtimeLib // the tile runtime (compile_runtime)
+	given                     *Runtime    // Options.Runtime
 }
 
 // tile is one tile's code.
@@ -184,7 +187,7 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan: %w", err)
 	}
-	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, saved: opt.Saved, given: opt.Runtime}
+	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, noLoops: opt.NoExchangeLoops, saved: opt.Saved, given: opt.Runtime}
 	for _, ph := range []struct {
 		name string
 		fn   func(*slog.Logger) error

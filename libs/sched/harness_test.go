@@ -54,9 +54,9 @@ func runOnSim(tb testing.TB, p *arch.Preset, phase []Transfer, pl *Plan, edit fu
 			code = edit(tc.Tile, code)
 		}
 		code = append(code, isa.Inst{Op: isa.HALT})
-		if tc.Table != nil {
+		for _, i := range tc.TableLoads {
 			// The patch table right after the halt.
-			code[tc.TableLoad].Imm = int32(codeBase + 4*len(code))
+			code[i].Imm += int32(codeBase + 4*len(code) - int(tc.TableAt))
 		}
 		b := make([]byte, 4*(len(code)+len(tc.Table)))
 		for i, in := range code {

@@ -137,30 +137,38 @@ type TileCode struct {
 	// Cycles is the tile's superstep cycles: its sync's issue cycle + 1.
 	Cycles int64
 	// Table is the patch table of code Compress made: the per-iteration
-	// operand values its repeat loops load (ldm with post-increment)
-	// from TableAt, in order. Code[TableLoad] is the li of TableAt.
+	// operand values its repeat loops load (ldm with post-increment), in
+	// order. Each instruction of TableLoads is the li of the address of
+	// one loop's values: TableAt plus 4 times their index in Table.
 	// Straight-line code has none (Table nil).
-	Table     []uint32
-	TableAt   uint32
-	TableLoad int
+	Table      []uint32
+	TableAt    uint32
+	TableLoads []int
 }
 
 // Emit appends the tile's code to b. Code with a patch table loads the
-// address of label table instead of TableAt; the caller emits the table
-// there (EmitTable), outside the instruction stream.
-func (c *TileCode) Emit(b *codegen.Builder, table codegen.Label) {
+// label tableWord(i) returns for Table's word i instead of its address;
+// the caller emits the table there (EmitTable), outside the instruction
+// stream.
+func (c *TileCode) Emit(b *codegen.Builder, tableWord func(i int) codegen.Label) {
+	k := 0
 	for i, in := range c.Code {
-		if c.Table != nil && i == c.TableLoad {
-			b.LoadLabel(codegen.MReg(in.D), table)
+		if k < len(c.TableLoads) && i == c.TableLoads[k] {
+			k++
+			b.LoadLabel(codegen.MReg(in.D), tableWord(int((uint32(in.Imm)-c.TableAt)/4)))
 			continue
 		}
 		b.Emit(in)
 	}
 }
 
-// EmitTable appends the patch table to b as data words.
-func (c *TileCode) EmitTable(b *codegen.Builder) {
-	for _, w := range c.Table {
+// EmitTable appends the patch table to b as data words, binding the
+// label of word i (at(i), or -1: none) where it lands.
+func (c *TileCode) EmitTable(b *codegen.Builder, at func(i int) codegen.Label) {
+	for i, w := range c.Table {
+		if l := at(i); l >= 0 {
+			b.Bind(l)
+		}
 		b.Word(w)
 	}
 }
