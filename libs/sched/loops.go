@@ -138,6 +138,7 @@ type loopPlan struct {
 	fix      []slot // registers loaded before the loop for later code
 	ptr      int    // the table pointer register (-1: no patch)
 	pre      int64  // cycles before the setup: 0, or a delay of pre-6
+	rotated  bool   // the loop begins with the event (see fit)
 	fill     int64  // cycles of the body's delay: 0, or a delay of fill-6
 	setup    int    // setup instructions, rpti included
 	body     int
@@ -264,32 +265,55 @@ func (c *compressor) slotOf(j, k, s int, start [16]uint32, valid uint16) slot {
 	return slot{kind: patch}
 }
 
-// fit times the loop: the body's delay makes an iteration last g
-// cycles, the setup issues right before the first iteration, after the
-// previous event at prev; and checks that the loop pays.
+// fit times the loop, in whichever of two forms takes less code:
+//
+//   - plain: the setup, rpti, then k iterations of [operand loads,
+//     delay, event], the setup issuing right before the first
+//     iteration, which begins g-6 cycles before the first event;
+//   - rotated: the setup, the first event's operand loads, rpti, k-1
+//     iterations of [event, the next event's operand loads, delay],
+//     then the last event, the setup issuing right before the first
+//     event: the gap before the run needs room for the setup and the
+//     loads only, not for a whole period.
+//
+// The iteration's delay makes it last g cycles; a delay before the setup
+// takes what is left of the gap after the previous event at prev.
 func (c *compressor) fit(lp loopPlan, prev int64) (loopPlan, bool) {
-	varying := 0
+	v := 0
 	for _, sl := range lp.slots {
 		if sl.kind != fixed {
-			varying++
+			v++
 		}
 	}
-	lp.fill = lp.g - issue*int64(varying+1)
-	if lp.fill < 0 || (lp.fill > 0 && lp.fill < issue) || lp.fill-issue > maxDelay {
+	lp.fill = lp.g - issue*int64(v+1)
+	if !delayFits(lp.fill) {
 		return lp, false
 	}
-	lp.body = varying + 1
+	lp.body = v + 1
 	if lp.fill > 0 {
 		lp.body++
 	}
-	body0 := c.evs[lp.j].t - (lp.g - issue)
-	lp.pre = body0 - issue*int64(lp.setup) - (prev + issue)
-	if lp.pre < 0 || (lp.pre > 0 && lp.pre < issue) || lp.pre-issue > maxDelay {
-		return lp, false
+	gap := c.evs[lp.j].t - (prev + issue) // cycles before the first event's issue
+	best := -1
+	for _, rot := range []bool{false, true} {
+		pre := gap - (lp.g - issue) - issue*int64(lp.setup)
+		n := lp.setup + lp.body
+		if rot {
+			pre = gap - issue*int64(lp.setup+v)
+			n += v + 1
+		}
+		if !delayFits(pre) {
+			continue
+		}
+		if pre > 0 {
+			n++
+		}
+		if best < 0 || n < best {
+			best, lp.pre, lp.rotated = n, pre, rot
+		}
 	}
-	n := lp.setup + lp.body
-	if lp.pre > 0 {
-		n++
+	if best < 0 {
+		return lp, false
 	}
 	patches := 0
 	for _, sl := range lp.slots {
@@ -297,8 +321,12 @@ func (c *compressor) fit(lp loopPlan, prev int64) (loopPlan, bool) {
 			patches++
 		}
 	}
-	return lp, n+lp.k*patches < lp.to-lp.from+1
+	return lp, best+lp.k*patches < lp.to-lp.from+1
 }
+
+// delayFits reports whether g cycles before an instruction are nothing
+// or one delay.
+func delayFits(g int64) bool { return g == 0 || (g >= issue && g-issue <= maxDelay) }
 
 // emit appends the code before the run and the loop, and records the
 // loop's table and figures.
@@ -321,31 +349,47 @@ func (c *compressor) emit(lp loopPlan) {
 			c.out = append(c.out, isa.Inst{Op: isa.LIH, D: sl.reg, Imm: int32(sl.load >> 16)})
 		}
 	}
-	c.out = append(c.out, isa.Inst{Op: isa.RPTI, Imm: int32(lp.k<<8 | lp.body)})
-	for _, sl := range lp.slots {
-		switch sl.kind {
-		case stride:
-			c.out = append(c.out, isa.Inst{Op: isa.ADDI, D: sl.reg, A: sl.reg, Imm: sl.stride})
-			c.st.ElidedBytes += 4 * lp.k
-		case patch:
-			c.out = append(c.out, isa.Inst{Op: isa.LDMP, D: sl.reg, A: uint8(lp.ptr), Imm: 4})
-			c.st.PatchBytes += 4 * lp.k
-		}
-	}
-	if lp.fill > 0 {
-		c.out = append(c.out, isa.Inst{Op: isa.DELAY, Imm: int32(lp.fill - issue)})
-	}
 	first := c.code[c.evs[lp.j].at]
-	c.out = append(c.out, isa.Inst{Op: first.Op, D: lp.slots[0].reg, A: lp.slots[1].reg, B: lp.slots[2].reg})
+	event := isa.Inst{Op: first.Op, D: lp.slots[0].reg, A: lp.slots[1].reg, B: lp.slots[2].reg}
+	if !lp.rotated {
+		c.out = append(c.out, isa.Inst{Op: isa.RPTI, Imm: int32(lp.k<<8 | lp.body)})
+		c.emitLoads(lp, true)
+		c.out = append(c.out, event)
+	} else {
+		c.emitLoads(lp, false)
+		c.out = append(c.out, isa.Inst{Op: isa.RPTI, Imm: int32((lp.k-1)<<8 | lp.body)}, event)
+		c.emitLoads(lp, true)
+		c.out = append(c.out, event)
+	}
 	for i := range lp.k {
 		for s, sl := range lp.slots {
-			if sl.kind == patch {
+			switch {
+			case sl.kind == patch:
 				c.table = append(c.table, c.evs[lp.j+i].val[s])
+				c.st.PatchBytes += 4
+			case sl.kind == stride:
+				c.st.ElidedBytes += 4
 			}
 		}
 	}
 	c.st.Loops++
 	c.done = lp.to + 1
+}
+
+// emitLoads appends the operand loads of one iteration, and with delay
+// the delay that takes the iteration to its period.
+func (c *compressor) emitLoads(lp loopPlan, delay bool) {
+	for _, sl := range lp.slots {
+		switch sl.kind {
+		case stride:
+			c.out = append(c.out, isa.Inst{Op: isa.ADDI, D: sl.reg, A: sl.reg, Imm: sl.stride})
+		case patch:
+			c.out = append(c.out, isa.Inst{Op: isa.LDMP, D: sl.reg, A: uint8(lp.ptr), Imm: 4})
+		}
+	}
+	if delay && lp.fill > 0 {
+		c.out = append(c.out, isa.Inst{Op: isa.DELAY, Imm: int32(lp.fill - issue)})
+	}
 }
 
 func (lp loopPlan) String() string {
