@@ -3,6 +3,7 @@ package link
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"ipu.local/libs/codegen"
 	"ipu.local/libs/sched"
@@ -30,6 +31,7 @@ type ExchangeStorage struct {
 // packExchanges compresses every exchange superstep's code, sets each
 // tile's exchange code bytes to what it stores, and logs the storage.
 func (l *linker) packExchanges(log *slog.Logger) {
+	began := time.Now()
 	l.packed = make([]*sched.Plan, len(l.exch))
 	stats := make([][]sched.CompressStats, len(l.exch))
 	var steps []int
@@ -77,7 +79,8 @@ func (l *linker) packExchanges(log *slog.Logger) {
 		slog.Int("maximum_uncompressed_repeat_patch_bytes", st.PatchBytes), slog.Int("maximum_elided_arithmetic_patch_bytes", st.ElidedBytes))
 	log.Debug("compressed exchange code with repeat loops", slog.Int("loops", st.Loops),
 		slog.Int("straight_code_bytes", st.StraightBytes), slog.Int("compressed_code_bytes", st.CodeBytes),
-		slog.Int("all_tiles_straight_bytes", st.TotalStraight), slog.Int("all_tiles_stored_bytes", st.TotalStored))
+		slog.Int("all_tiles_straight_bytes", st.TotalStraight), slog.Int("all_tiles_stored_bytes", st.TotalStored),
+		slog.Int64("elapsed_ms", time.Since(began).Milliseconds()))
 }
 
 // pendingTable is a patch table to emit after a tile's program, with

@@ -39,16 +39,12 @@ type compressor struct {
 // newCompressor replays the tile's code for its events, their cycles and
 // the registers, and computes register liveness.
 func newCompressor(p *arch.Preset, tc TileCode, regs uint16) (*compressor, error) {
-	r := newReplayer(p)
-	if _, err := r.run(&tc); err != nil {
+	at := make([]int64, len(tc.Code))
+	if _, _, err := issueCode(&tc, false, func(e issued) error {
+		at[e.pc] = e.t
+		return nil
+	}); err != nil {
 		return nil, err
-	}
-	at := map[int]int64{}
-	for _, s := range r.sends {
-		at[s.pc] = s.t
-	}
-	for _, v := range r.recvs[tc.Tile] {
-		at[v.pc] = v.t
 	}
 	c := &compressor{code: tc.Code, regs: regs &^ (1 << 15)}
 	var vals [16]uint32

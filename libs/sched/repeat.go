@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"ipu.local/libs/arch"
+	"ipu.local/libs/isa"
 )
 
 // Exchange code compressed with repeat loops.
@@ -84,6 +85,15 @@ func compressTile(p *arch.Preset, tc TileCode, regs uint16) (TileCode, CompressS
 	if tc.Table != nil {
 		return tc, st
 	}
+	events := 0
+	for _, in := range tc.Code {
+		if in.Op == isa.SEND || in.Op == isa.SEND2 || in.Op == isa.RECV {
+			events++
+		}
+	}
+	if events < minRun {
+		return tc, st
+	}
 	c, err := newCompressor(p, tc, regs)
 	if err != nil {
 		return tc, st
@@ -93,42 +103,41 @@ func compressTile(p *arch.Preset, tc TileCode, regs uint16) (TileCode, CompressS
 		return tc, st
 	}
 	out := TileCode{Tile: tc.Tile, Cycles: tc.Cycles, Code: c.out, Table: c.table, TableLoads: c.loads}
-	if err := sameIssue(p, tc, out); err != nil {
+	if err := sameIssue(tc, out); err != nil {
 		return tc, st // a bug, not a user error: keep the straight-line code
 	}
 	c.st.CodeBytes, c.st.PackedBytes = st.CodeBytes, 4*len(out.Code)
 	return out, c.st
 }
 
-// sameIssue replays a tile's straight-line and compressed code alone and
-// checks that every send, recv and sync issues at the same cycle with the
-// same operands.
-func sameIssue(p *arch.Preset, a, b TileCode) error {
-	ra, rb := newReplayer(p), newReplayer(p)
-	ca, err := ra.run(&a)
+// sameIssue issues a tile's straight-line and compressed code alone and
+// checks that every send, send2 and recv issues at the same cycle with
+// the same operands, and the sync at the same cycle with the port free
+// at the same cycle.
+func sameIssue(a, b TileCode) error {
+	var ea []issued
+	ca, pa, err := issueCode(&a, false, func(e issued) error {
+		e.pc = 0
+		ea = append(ea, e)
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	cb, err := rb.run(&b)
+	i := 0
+	cb, pb, err := issueCode(&b, true, func(e issued) error {
+		e.pc = 0
+		if i >= len(ea) || e != ea[i] {
+			return fmt.Errorf("sched: compress: tile %d: event %d issues otherwise", a.Tile, i)
+		}
+		i++
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	if ca != cb || len(ra.sends) != len(rb.sends) || len(ra.recvs[a.Tile]) != len(rb.recvs[b.Tile]) {
-		return fmt.Errorf("sched: compress: tile %d: the compressed code issues otherwise", a.Tile)
-	}
-	for i, s := range ra.sends {
-		t := rb.sends[i]
-		s.pc, t.pc = 0, 0
-		if s != t {
-			return fmt.Errorf("sched: compress: tile %d: send %d differs", a.Tile, i)
-		}
-	}
-	for i, s := range ra.recvs[a.Tile] {
-		t := rb.recvs[b.Tile][i]
-		s.pc, t.pc = 0, 0
-		if s != t {
-			return fmt.Errorf("sched: compress: tile %d: recv %d differs", a.Tile, i)
-		}
+	if ca != cb || pa != pb || i != len(ea) {
+		return fmt.Errorf("sched: compress: tile %d: %d cycles and %d events, compressed %d and %d", a.Tile, ca, len(ea), cb, i)
 	}
 	return nil
 }
