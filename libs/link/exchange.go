@@ -109,19 +109,23 @@ func (l *linker) patchTable(t int, tc *sched.TileCode) func(i int) codegen.Label
 	}
 }
 
-// emitTables emits tile t's patch tables, each as exchange storage.
+// emitTables emits tile t's patch tables, one after the other, as one
+// piece of exchange storage.
 func (l *linker) emitTables(t int) {
 	tl := l.tiles[t]
+	if len(tl.tables) == 0 {
+		return
+	}
+	lo := tl.b.Here()
 	for _, pt := range tl.tables {
-		lo := tl.b.Here()
 		pt.tc.EmitTable(tl.b, func(i int) codegen.Label {
 			if at, ok := pt.labels[i]; ok {
 				return at
 			}
 			return -1
 		})
-		tl.exPieces = append(tl.exPieces, [2]codegen.Label{lo, tl.b.Here()})
 	}
+	tl.exPieces = append(tl.exPieces, [2]codegen.Label{lo, tl.b.Here()})
 }
 
 // optimizeExchangePlacement checks that each tile's code with its
