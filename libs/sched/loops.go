@@ -171,6 +171,20 @@ func (c *compressor) plan(j, k int) (loopPlan, bool) {
 	for s := range 3 {
 		lp.slots[s] = c.slotOf(j, k, s, start, valid&^(out&^kept))
 	}
+	if !c.assign(&lp, out, out&^kept) {
+		return lp, false
+	}
+	return c.fit(lp, prev)
+}
+
+// assign gives the loop's operands that need one a register: a register
+// of must (registers later code reads, which must end with the old
+// code's values) that ends with the operand's last value, else a free
+// one (the code's registers but those of out and the constants' held
+// ones); the table pointer too. The registers of must left are loaded
+// before the loop (lp.fix). It counts the setup instructions.
+func (c *compressor) assign(lp *loopPlan, out, must uint16) bool {
+	last := &c.evs[lp.j+lp.k-1]
 	free := c.regs &^ out
 	for _, sl := range lp.slots {
 		if sl.kind == fixed && !sl.setup {
@@ -180,20 +194,18 @@ func (c *compressor) plan(j, k int) (loopPlan, bool) {
 	lp.setup = 1 // rpti
 	need := uint16(0)
 	for s := range 3 {
-		sl := &lp.slots[s]
-		if sl.kind == fixed && !sl.setup {
-			continue
-		}
-		need |= 1 << s
-		for r := range 15 {
-			if out&^kept&(1<<r) != 0 && last.regs[r] == last.val[s] {
-				sl.reg, out, need = uint8(r), out&^(1<<r), need&^(1<<s)
-				break
+		if sl := &lp.slots[s]; sl.kind != fixed || sl.setup {
+			need |= 1 << s
+			for r := range 15 {
+				if must&(1<<r) != 0 && last.regs[r] == last.val[s] {
+					sl.reg, must, need = uint8(r), must&^(1<<r), need&^(1<<s)
+					break
+				}
 			}
 		}
 	}
 	for r := range 15 {
-		if out&^kept&(1<<r) != 0 {
+		if must&(1<<r) != 0 {
 			lp.fix = append(lp.fix, slot{reg: uint8(r), load: last.regs[r], setup: true})
 			lp.setup += codegen.ConstLen(last.regs[r])
 		}
@@ -212,7 +224,7 @@ func (c *compressor) plan(j, k int) (loopPlan, bool) {
 		if need&(1<<s) != 0 {
 			r, ok := take()
 			if !ok {
-				return lp, false
+				return false
 			}
 			sl.reg = r
 		}
@@ -222,13 +234,13 @@ func (c *compressor) plan(j, k int) (loopPlan, bool) {
 		if sl.kind == patch && lp.ptr < 0 {
 			p, ok := take()
 			if !ok {
-				return lp, false
+				return false
 			}
 			lp.ptr = int(p)
 			lp.setup++
 		}
 	}
-	return c.fit(lp, prev)
+	return true
 }
 
 // slotOf decides how the loop gets operand s of events j..j+k-1, given
