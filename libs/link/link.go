@@ -408,8 +408,9 @@ const maxInstrsPerExchangeEvent = 8
 
 // sizeTileCode bounds each tile's supervisor code: host transfers (calls
 // of the runtime's command loops and their command tables) and exchange
-// code.
-func (l *linker) sizeTileCode(log *slog.Logger) error {
+// code (straight-line, before compression: lower_exchanges replaces the
+// bound with the code and logs its storage).
+func (l *linker) sizeTileCode(*slog.Logger) error {
 	for _, s := range l.prog.Steps {
 		for t, ops := range s.Host {
 			tl := l.tile(t)
