@@ -245,12 +245,9 @@ func (l *linker) lowerExchanges(log *slog.Logger) error {
 		}
 		s.Cycles = sp.Makespan
 		l.st.Transfers += len(s.Xfers)
-		for _, tc := range sp.Tiles {
-			l.tile(tc.Tile).exCode += 4 * len(tc.Code)
-			l.st.ExchangeTableBytes = max(l.st.ExchangeTableBytes, 4*len(tc.Code))
-		}
 	}
 	l.saveSchedules(xss, from)
+	l.packExchanges(log)
 	return nil
 }
 
@@ -363,30 +360,6 @@ func (l *linker) expandLaunch(b *codegen.Builder, t, w int) {
 		}
 		b.Emit(in)
 	}
-}
-
-// optimizeExchangePlacement checks that each tile's code with its
-// scheduled exchange code fits below its lowest non-interleaved buffer.
-func (l *linker) optimizeExchangePlacement(*slog.Logger) error {
-	for _, t := range l.sortedTiles() {
-		tl := l.tiles[t]
-		end := uint64(l.p.Executable.Lo) + uint64(tl.codeBytes())
-		if lo := l.lowestNI(t); end > uint64(lo) {
-			return fmt.Errorf("tile %d: code of %d bytes overlaps its non-interleaved buffers from %#x", t, end-uint64(l.p.Executable.Lo), lo)
-		}
-	}
-	return nil
-}
-
-// lowestNI is the lowest non-interleaved buffer address of tile t.
-func (l *linker) lowestNI(t int) uint32 {
-	lo := l.p.NonInterleaved.Hi
-	for _, b := range l.prog.Buffers {
-		if b.Placed && b.Addr < l.p.NonInterleaved.Hi && containsTile(b.Tiles, t) {
-			lo = min(lo, b.Addr)
-		}
-	}
-	return lo
 }
 
 func containsTile(ts []int, t int) bool {
@@ -607,15 +580,16 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 					b.Emit(syncInst())
 				}
 			case obj.Exchange:
-				if tc := l.exch[i].Tile(t); tc != nil {
+				if tc := l.packed[i].Tile(t); tc != nil {
 					lo := b.Here()
-					tc.Emit(b)
+					tc.Emit(b, l.patchTable(t, tc))
 					tl.exPieces = append(tl.exPieces, [2]codegen.Label{lo, b.Here()})
 				} else {
 					b.Emit(syncInst())
 				}
 			}
 		}
+		l.emitTables(t)
 		code, err := b.Finish()
 		if err != nil {
 			return fmt.Errorf("tile %d: %w", t, err)

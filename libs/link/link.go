@@ -69,10 +69,13 @@ type Stats struct {
 	CodeAddress        uint32 // its supervisor entry
 	GeneratedCodeBytes int    // worker kernels (code and tables)
 	HostCodeBytes      int    // the supervisor's host supersteps
-	ExchangeTableBytes int    // the supervisor's exchange code (largest over tiles)
-	HostDataBytes      int    // host-delivered buffers (hin targets) on that tile
-	Executable         arch.Range
-	Available          []arch.Range // memory free on every tile after placement
+	ExchangeTableBytes int    // the supervisor's exchange code and patch tables (largest over tiles)
+	// ExchangeStorage are the figures of the exchange code's repeat
+	// loops and patch tables.
+	ExchangeStorage ExchangeStorage
+	HostDataBytes   int // host-delivered buffers (hin targets) on that tile
+	Executable      arch.Range
+	Available       []arch.Range // memory free on every tile after placement
 	// ProfileBytes and ProfileAddr are the per-tile profile buffer
 	// (ProfileSymbol): one word per compute superstep, where each tile's
 	// supervisor stores the cycle counter (CSR cycles) just before the
@@ -108,6 +111,9 @@ type Options struct {
 	// state's): a superstep moving the pattern of one of them relocates
 	// and validates it instead of scheduling.
 	Saved []plan.Exchange
+	// NoExchangeLoops keeps every exchange superstep's code straight-line
+	// (a debug switch: the same cycles and results, more code).
+	NoExchangeLoops bool
 	// KeepPadClears skips the padding-clear pass (lower.Options): every
 	// FP8 cast clears its padding (a debug switch).
 	KeepPadClears bool
@@ -128,14 +134,17 @@ type linker struct {
 	model []byte
 	tiles map[int]*tile
 	exch  []*sched.Plan // by superstep (nil for others)
-	prof  *prog.Buffer  // the profile buffer (nil: none)
+	// packed is exch with every tile's code compressed (packExchanges):
+	// the code the tiles run.
+	packed []*sched.Plan
+	prof   *prog.Buffer // the profile buffer (nil: none)
 	// profWord is each superstep's word in the profile buffer (-1: none).
 	profWord []int
 	// noReuse is Options.NoExchangeReuse; saved, Options.Saved.
-	noReuse, keepPad bool
-	saved            []plan.Exchange
-	rt               *runtimeLib // the tile runtime (compile_runtime)
-	given            *Runtime    // Options.Runtime
+	noReuse, keepPad, noLoops bool
+	saved                     []plan.Exchange
+	rt                        *runtimeLib // the tile runtime (compile_runtime)
+	given                     *Runtime    // Options.Runtime
 }
 
 // tile is one tile's code.
@@ -152,7 +161,8 @@ type tile struct {
 	launch   int                // runtime and supervisor program bytes (link_runtime), host transfers aside
 	hostCode int                // host transfer code bytes
 	exCode   int                // exchange code bytes
-	exPieces [][2]codegen.Label // the exchange code emitted, per exchange superstep: [start, end)
+	exPieces [][2]codegen.Label // the exchange code emitted, per exchange superstep, and its patch tables: [start, end)
+	tables   []pendingTable     // patch tables to emit after the program
 	hostData int
 }
 
@@ -177,7 +187,7 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan: %w", err)
 	}
-	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, saved: opt.Saved, given: opt.Runtime}
+	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, noLoops: opt.NoExchangeLoops, saved: opt.Saved, given: opt.Runtime}
 	for _, ph := range []struct {
 		name string
 		fn   func(*slog.Logger) error
@@ -398,9 +408,9 @@ const maxInstrsPerExchangeEvent = 8
 
 // sizeTileCode bounds each tile's supervisor code: host transfers (calls
 // of the runtime's command loops and their command tables) and exchange
-// code.
-func (l *linker) sizeTileCode(log *slog.Logger) error {
-	worstX := 0
+// code (straight-line, before compression: lower_exchanges replaces the
+// bound with the code and logs its storage).
+func (l *linker) sizeTileCode(*slog.Logger) error {
 	for _, s := range l.prog.Steps {
 		for t, ops := range s.Host {
 			tl := l.tile(t)
@@ -425,14 +435,10 @@ func (l *linker) sizeTileCode(log *slog.Logger) error {
 				}
 			}
 			for t, n := range per {
-				b := 4 * (n*maxInstrsPerExchangeEvent + 1)
-				l.tile(t).exCode += b
-				worstX = max(worstX, b)
+				l.tile(t).exCode += 4 * (n*maxInstrsPerExchangeEvent + 1)
 			}
 		}
 	}
-	log.Info("exchange table and repeat patch storage", slog.Int("exchange_table_bytes", worstX),
-		slog.Int("maximum_uncompressed_repeat_patch_bytes", 0), slog.Int("maximum_elided_arithmetic_patch_bytes", 0))
 	return nil
 }
 

@@ -54,9 +54,16 @@ func runOnSim(tb testing.TB, p *arch.Preset, phase []Transfer, pl *Plan, edit fu
 			code = edit(tc.Tile, code)
 		}
 		code = append(code, isa.Inst{Op: isa.HALT})
-		b := make([]byte, 4*len(code))
+		for _, i := range tc.TableLoads {
+			// The patch table right after the halt.
+			code[i].Imm += int32(codeBase + 4*len(code) - int(tc.TableAt))
+		}
+		b := make([]byte, 4*(len(code)+len(tc.Table)))
 		for i, in := range code {
 			binary.LittleEndian.PutUint32(b[4*i:], isa.MustEncode(in))
+		}
+		for i, w := range tc.Table {
+			binary.LittleEndian.PutUint32(b[4*(len(code)+i):], w)
 		}
 		if err := m.Load(tc.Tile, sim.Image{Entry: codeBase, Segments: []sim.Segment{{Addr: codeBase, Data: b, Code: true}}}); err != nil {
 			tb.Fatal(err)

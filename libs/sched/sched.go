@@ -136,12 +136,40 @@ type TileCode struct {
 	Code []isa.Inst
 	// Cycles is the tile's superstep cycles: its sync's issue cycle + 1.
 	Cycles int64
+	// Table is the patch table of code Compress made: the per-iteration
+	// operand values its repeat loops load (ldm with post-increment), in
+	// order. Each instruction of TableLoads is the li of the address of
+	// one loop's values: TableAt plus 4 times their index in Table.
+	// Straight-line code has none (Table nil).
+	Table      []uint32
+	TableAt    uint32
+	TableLoads []int
 }
 
-// Emit appends the tile's code to b.
-func (c *TileCode) Emit(b *codegen.Builder) {
-	for _, in := range c.Code {
+// Emit appends the tile's code to b. Code with a patch table loads the
+// label tableWord(i) returns for Table's word i instead of its address;
+// the caller emits the table there (EmitTable), outside the instruction
+// stream.
+func (c *TileCode) Emit(b *codegen.Builder, tableWord func(i int) codegen.Label) {
+	k := 0
+	for i, in := range c.Code {
+		if k < len(c.TableLoads) && i == c.TableLoads[k] {
+			k++
+			b.LoadLabel(codegen.MReg(in.D), tableWord(int((uint32(in.Imm)-c.TableAt)/4)))
+			continue
+		}
 		b.Emit(in)
+	}
+}
+
+// EmitTable appends the patch table to b as data words, binding the
+// label of word i (at(i), or -1: none) where it lands.
+func (c *TileCode) EmitTable(b *codegen.Builder, at func(i int) codegen.Label) {
+	for i, w := range c.Table {
+		if l := at(i); l >= 0 {
+			b.Bind(l)
+		}
+		b.Word(w)
 	}
 }
 

@@ -47,8 +47,7 @@ func Validate(p *arch.Preset, phase []Transfer, pl *Plan) error {
 // replay issues the tiles' code and checks the bus, the exchange and the
 // delivered words against the phase.
 func replay(p *arch.Preset, phase []Transfer, tiles []TileCode, early bool) (*replayer, error) {
-	r := &replayer{p: p, sendAt: map[[2]int64]int{}, recvAt: map[[2]int64]int{},
-		recvs: map[int][]rrecv{}, syncs: map[int]int64{}, port: map[int]int64{}}
+	r := newReplayer(p)
 	for i := range tiles {
 		tc := &tiles[i]
 		if tc.Tile < 0 || tc.Tile >= p.Tiles || (i > 0 && tc.Tile <= tiles[i-1].Tile) {
@@ -115,69 +114,176 @@ type replayer struct {
 	cycles []int64 // per tile of the code, in order
 }
 
+func newReplayer(p *arch.Preset) *replayer {
+	return &replayer{p: p, sendAt: map[[2]int64]int{}, recvAt: map[[2]int64]int{},
+		recvs: map[int][]rrecv{}, syncs: map[int]int64{}, port: map[int]int64{}}
+}
+
 // run issues one tile's code and returns its cycles.
 func (r *replayer) run(tc *TileCode) (int64, error) {
+	cycles, port, err := issueCode(tc, true, func(e issued) error {
+		switch e.op {
+		case isa.SEND, isa.SEND2:
+			return r.send(tc.Tile, e.pc, e.t, e.op == isa.SEND2, e.val)
+		case isa.RECV:
+			return r.recv(tc.Tile, e.pc, e.t, e.val[0], e.val[1], e.val[2])
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	r.syncs[tc.Tile] = cycles - 1
+	r.port[tc.Tile] = port
+	return cycles, nil
+}
+
+// issued is a send, send2 or recv as a tile's code issues it.
+type issued struct {
+	pc  int
+	t   int64
+	op  isa.Op
+	val [3]uint32 // its operands: d, a, b
+}
+
+// issueCode issues a tile's code alone, calling visit for every send,
+// send2 and recv, and returns its cycles (the sync's issue cycle + 1) and
+// the cycle its send port frees. Besides the straight-line code Schedule
+// emits it follows the repeat loops Compress makes: rpti, addi and
+// post-increment ldm from the tile's patch table. With check, every
+// instruction must encode.
+func issueCode(tc *TileCode, check bool, visit func(issued) error) (int64, int64, error) {
 	var regs [16]uint32
 	now, portFree := int64(0), int64(none)
-	for pc, in := range tc.Code {
-		if _, err := isa.Encode(in); err != nil {
-			return 0, fmt.Errorf("pc %d: %w", pc, err)
+	var lp loop
+	for pc := 0; pc < len(tc.Code); {
+		in := tc.Code[pc]
+		if check {
+			if _, err := isa.Encode(in); err != nil {
+				return 0, 0, fmt.Errorf("pc %d: %w", pc, err)
+			}
 		}
-		wait := int64(0)
+		wait, npc := int64(0), pc+1
 		switch in.Op {
 		case isa.LI:
 			regs[in.D] = uint32(in.Imm)
 		case isa.LIH:
 			regs[in.D] = regs[in.D]&0xFFFF | uint32(in.Imm)<<16
+		case isa.ADDI:
+			regs[in.D] = regs[in.A] + uint32(in.Imm)
+		case isa.LDMP:
+			v, err := tc.patch(regs[in.A])
+			if err != nil {
+				return 0, 0, fmt.Errorf("pc %d: %w", pc, err)
+			}
+			regs[in.D] = v
+			regs[in.A] += uint32(in.Imm)
+		case isa.NOP:
+		case isa.RPTI:
+			count, n := int(in.Imm>>8), int(in.Imm&0xFF)
+			if lp.on || count == 0 || npc+n > len(tc.Code) {
+				return 0, 0, fmt.Errorf("pc %d: repeat of %d times %d instructions (nested, empty or past the code)", pc, count, n)
+			}
+			if n > 0 {
+				lp = loop{true, npc, npc + n, count}
+			}
 		case isa.DELAY:
 			wait = int64(in.Imm)
-		case isa.SEND, isa.SEND2:
-			now = max(now, portFree)
-			d, a, b := regs[in.D], regs[in.A], regs[in.B]
-			pair := in.Op == isa.SEND2
-			lo, n := int(d&0xFFFF), int(d>>16)
-			if n == 0 {
-				n = 1
+		case isa.SEND, isa.SEND2, isa.RECV:
+			if in.Op != isa.RECV {
+				now = max(now, portFree)
 			}
-			switch {
-			case b == 0 || (pair && b%2 != 0) || uint64(b) > uint64(r.p.Memory.Size()/4):
-				return 0, fmt.Errorf("pc %d: %s of %d words", pc, in.Op, b)
-			case lo+n > r.p.Tiles:
-				return 0, fmt.Errorf("pc %d: %s to tiles [%d, %d) beyond the device", pc, in.Op, lo, lo+n)
-			case !r.p.Memory.Contains(a, 4*b) || a%4 != 0:
-				return 0, fmt.Errorf("pc %d: %s reads [%#x, +%d words): not in tile memory or misaligned", pc, in.Op, a, b)
+			e := issued{pc, now, in.Op, [3]uint32{regs[in.D], regs[in.A], regs[in.B]}}
+			if err := visit(e); err != nil {
+				return 0, 0, err
 			}
-			dur := int64(b)
-			if pair {
-				dur /= 2
+			switch in.Op {
+			case isa.SEND:
+				portFree = now + int64(e.val[2])
+			case isa.SEND2:
+				portFree = now + int64(e.val[2]/2)
 			}
-			r.sendAt[[2]int64{int64(tc.Tile), now}] = len(r.sends)
-			r.sends = append(r.sends, rsend{tc.Tile, pc, now, lo, n, a, b, pair})
-			portFree = now + dur
-		case isa.RECV:
-			src, a, b := regs[in.D], regs[in.A], regs[in.B]
-			switch {
-			case int64(src) >= int64(r.p.Tiles):
-				return 0, fmt.Errorf("pc %d: recv from tile %d beyond the device", pc, src)
-			case b == 0 || uint64(b) > uint64(r.p.Memory.Size()/4) || !r.p.Memory.Contains(a, 4*b) || a%4 != 0:
-				return 0, fmt.Errorf("pc %d: recv of %d words at %#x: empty, not in tile memory or misaligned", pc, b, a)
-			}
-			r.recvAt[[2]int64{int64(tc.Tile), now}] = len(r.recvs[tc.Tile])
-			r.recvs[tc.Tile] = append(r.recvs[tc.Tile], rrecv{pc, now, int(src), a, b})
 		case isa.SYNC:
-			if pc != len(tc.Code)-1 {
-				return 0, fmt.Errorf("pc %d: sync before the end of the code", pc)
+			if pc != len(tc.Code)-1 || lp.on {
+				return 0, 0, fmt.Errorf("pc %d: sync before the end of the code", pc)
 			}
-			r.syncs[tc.Tile] = now
-			r.port[tc.Tile] = portFree
-			return now + 1, nil
+			return now + 1, portFree, nil
 		default:
-			return 0, fmt.Errorf("pc %d: %s is not exchange code", pc, in.Op)
+			return 0, 0, fmt.Errorf("pc %d: %s is not exchange code", pc, in.Op)
 		}
 		regs[15] = 0
 		now += issue + wait
+		pc = lp.next(npc)
 	}
-	return 0, fmt.Errorf("code does not end with sync")
+	return 0, 0, fmt.Errorf("code does not end with sync")
+}
+
+// loop is the state of a repeat loop: while on, reaching end with more
+// than one iteration left goes back to start.
+type loop struct {
+	on         bool
+	start, end int
+	rem        int
+}
+
+// next returns the pc after an instruction whose successor is npc.
+func (l *loop) next(npc int) int {
+	if !l.on || npc != l.end {
+		return npc
+	}
+	if l.rem > 1 {
+		l.rem--
+		return l.start
+	}
+	l.on = false
+	return npc
+}
+
+// patch returns the word of the tile's patch table at addr.
+func (tc *TileCode) patch(addr uint32) (uint32, error) {
+	i := (uint64(addr) - uint64(tc.TableAt)) / 4
+	if addr < tc.TableAt || addr%4 != tc.TableAt%4 || i >= uint64(len(tc.Table)) {
+		return 0, fmt.Errorf("load at %#x outside the patch table [%#x, +%d words)", addr, tc.TableAt, len(tc.Table))
+	}
+	return tc.Table[i], nil
+}
+
+// send replays a send (send2 when pair) issued at now with operands
+// d, a, b.
+func (r *replayer) send(tile, pc int, now int64, pair bool, ops [3]uint32) error {
+	d, a, b := ops[0], ops[1], ops[2]
+	op := isa.SEND
+	if pair {
+		op = isa.SEND2
+	}
+	lo, n := int(d&0xFFFF), int(d>>16)
+	if n == 0 {
+		n = 1
+	}
+	switch {
+	case b == 0 || (pair && b%2 != 0) || uint64(b) > uint64(r.p.Memory.Size()/4):
+		return fmt.Errorf("pc %d: %s of %d words", pc, op, b)
+	case lo+n > r.p.Tiles:
+		return fmt.Errorf("pc %d: %s to tiles [%d, %d) beyond the device", pc, op, lo, lo+n)
+	case !r.p.Memory.Contains(a, 4*b) || a%4 != 0:
+		return fmt.Errorf("pc %d: %s reads [%#x, +%d words): not in tile memory or misaligned", pc, op, a, b)
+	}
+	r.sendAt[[2]int64{int64(tile), now}] = len(r.sends)
+	r.sends = append(r.sends, rsend{tile, pc, now, lo, n, a, b, pair})
+	return nil
+}
+
+// recv replays a recv issued at now.
+func (r *replayer) recv(tile, pc int, now int64, src, a, b uint32) error {
+	switch {
+	case int64(src) >= int64(r.p.Tiles):
+		return fmt.Errorf("pc %d: recv from tile %d beyond the device", pc, src)
+	case b == 0 || uint64(b) > uint64(r.p.Memory.Size()/4) || !r.p.Memory.Contains(a, 4*b) || a%4 != 0:
+		return fmt.Errorf("pc %d: recv of %d words at %#x: empty, not in tile memory or misaligned", pc, b, a)
+	}
+	r.recvAt[[2]int64{int64(tile), now}] = len(r.recvs[tile])
+	r.recvs[tile] = append(r.recvs[tile], rrecv{pc, now, int(src), a, b})
+	return nil
 }
 
 // checkBus checks that no supertile's sends use more slots in one cycle
