@@ -85,6 +85,17 @@ sweep: build
 test-slurm: build
 	bash scripts/slurm/test.sh $(BIN)
 
+# shard-quality measures the merged plan of a search split in 1, 2, 4
+# and 8 shards, with the same total attempts and with the same attempts
+# per shard, over seeds 1..6 (scripts/shardquality; the torch attention
+# case on 64 tiles, where the search matters; about 3 minutes), prints
+# the figures and plots them in $(ART)/shard-quality.png
+# (SHARD_QUALITY_FLAGS: e.g. --model M.onnx --tiles 16 --attempts 128).
+SHARD_QUALITY_FLAGS ?=
+shard-quality: build
+	@mkdir -p $(ART)
+	$(GO) run ./scripts/shardquality --bin $(BIN) -o $(ART)/shard-quality.png $(SHARD_QUALITY_FLAGS)
+
 # `make report` runs `make run`, then ipu-report on its plan, object and
 # profile: trace.json (ui.perfetto.dev, "Open trace file"), the PNG plots
 # and index.html under $(OUT)/report/.
