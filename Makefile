@@ -81,7 +81,7 @@ sweep: build
 # Debian's slurm-wlm and munge when missing; daemons, config and state in
 # a temporary directory, stopped on exit), runs a grid sweep and a
 # sharded search sweep through ENGINE=slurm and checks them against the
-# local engine (scripts/slurm/test.sh; about 40 s).
+# local engine, and --no-wait (scripts/slurm/test.sh; about 35 s).
 test-slurm: build
 	bash scripts/slurm/test.sh $(BIN)
 

@@ -164,6 +164,24 @@ check_sweep() {
 }
 
 check_sweep testdata/sweeps/small.json grid
+
+# --no-wait: one configuration lost, resubmitted alone; the driver
+# returns at once and the collect job writes the results.
+first=$(sed -n '2s/,.*//p' "$tmp/grid-slurm/results.csv")
+rm "$tmp/grid-slurm/$first/result.json"
+sweep --engine slurm --no-wait --node-dir "$tmp/node" -o "$tmp/grid-slurm" testdata/sweeps/small.json >"$tmp/nowait.log"
+grep -q "^sweep: 4 configurations, 3 done before, 1 to submit$" "$tmp/nowait.log" ||
+	{ echo "test-slurm: --no-wait: not one configuration submitted" >&2; cat "$tmp/nowait.log" >&2; exit 1; }
+collect=$(sed -n 's/.* and collect job \([0-9]*\) after it.*/\1/p' "$tmp/nowait.log")
+for i in $(seq 240); do
+	[ -z "$(squeue -h -j "$collect" 2>/dev/null)" ] && break
+	[ "$i" = 240 ] && { echo "test-slurm: --no-wait: collect job $collect still queued after 120 s" >&2; exit 1; }
+	sleep 0.5
+done
+diff <(masked "$tmp/grid-local/results.csv") <(masked "$tmp/grid-slurm/results.csv") ||
+	{ echo "test-slurm: --no-wait: results.csv differs from the local engine's" >&2; exit 1; }
+echo "test-slurm: --no-wait: the lost configuration ran again, collect job $collect wrote the same results"
+
 check_sweep testdata/sweeps/search.json search
 if ! diff "$tmp/search-local/searches.csv" "$tmp/search-slurm/searches.csv"; then
 	echo "test-slurm: search: searches.csv differs between the local and slurm engines" >&2
