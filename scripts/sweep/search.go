@@ -68,14 +68,15 @@ func searchOptions(c Config) string {
 	return strings.Join(args, " ")
 }
 
-// merge merges one search: the states of its shards that planned, the
-// merged plan compared with theirs to name the best shard.
+// merge merges one search: the states of its shards that planned and
+// are recorded (a shard interrupted after planning is not), the merged
+// plan compared with theirs to name the best shard.
 func (e *engine) merge(ctx context.Context, s *SearchResult, configs []Config, results []Result, idx []int) {
 	fail := func(msg string) { s.Verdict, s.Error = "ERROR", oneLine(msg) }
 	var states []string
 	for _, i := range idx {
 		st := filepath.Join(e.out, configs[i].ID, "state.json")
-		if results[i].Key != "" && fileExists(st) {
+		if _, recorded := e.done(configs[i]); recorded && fileExists(st) {
 			states = append(states, st)
 		}
 	}
