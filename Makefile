@@ -12,7 +12,7 @@ MODULES := formats libs tools scripts
 # the test cache cannot see; never trust a cached pass.
 GOFLAGS_TEST ?= -count=1
 
-.PHONY: gendata all build run report sweep test-browser deps-chromium run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-fp64 transformers transformer-models transformers-smoke torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run report sweep test-slurm shard-quality test-browser deps-chromium run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-fp64 transformers transformer-models transformers-smoke torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -66,12 +66,35 @@ run: build
 # DIR/<id>/, J at once, each worker with its own device DIR/devices/ipuN,
 # then writes DIR/results.csv, DIR/results.png and DIR/best.json
 # (scripts/sweep). A re-run skips the configurations already done.
+# ENGINE=slurm submits them as a job array (J at once) and a collect job;
+# SWEEP_FLAGS passes the driver's other flags (e.g. --partition P
+# --time 30:00 --account A --node-dir DIR --no-wait).
 SWEEP ?= testdata/sweeps/qk.json
 SWEEP_OUT := $(if $(filter command line environment,$(origin OUT)),$(OUT),$(ART)/sweep)
 ENGINE ?= local
 J ?= 2
+SWEEP_FLAGS ?=
 sweep: build
-	$(GO) run ./scripts/sweep --engine $(ENGINE) -j $(J) --bin $(BIN) -o $(SWEEP_OUT) $(SWEEP)
+	$(GO) run ./scripts/sweep --engine $(ENGINE) -j $(J) --bin $(BIN) $(SWEEP_FLAGS) -o $(SWEEP_OUT) $(SWEEP)
+
+# test-slurm starts a one-node Slurm cluster on this host (installing
+# Debian's slurm-wlm and munge when missing; daemons, config and state in
+# a temporary directory, stopped on exit), runs a grid sweep and a
+# sharded search sweep through ENGINE=slurm and checks them against the
+# local engine, and --no-wait (scripts/slurm/test.sh; about 35 s).
+test-slurm: build
+	bash scripts/slurm/test.sh $(BIN)
+
+# shard-quality measures the merged plan of a search split in 1, 2, 4
+# and 8 shards, with the same total attempts and with the same attempts
+# per shard, over seeds 1..6 (scripts/shardquality; the torch attention
+# case on 64 tiles, where the search matters; about 3 minutes), prints
+# the figures and plots them in $(ART)/shard-quality.png
+# (SHARD_QUALITY_FLAGS: e.g. --model M.onnx --tiles 16 --attempts 128).
+SHARD_QUALITY_FLAGS ?=
+shard-quality: build
+	@mkdir -p $(ART)
+	$(GO) run ./scripts/shardquality --bin $(BIN) -o $(ART)/shard-quality.png $(SHARD_QUALITY_FLAGS)
 
 # `make report` runs `make run`, then ipu-report on its plan, object and
 # profile: trace.json (ui.perfetto.dev, "Open trace file"), the PNG plots
@@ -121,7 +144,7 @@ run-asm: build
 		--profile $(ART)/dot64/dot64.capnp $(ART)/dot64/dot64.ipuexe
 	$(BIN)/ipu-dump $(ART)/dot64/dot64.capnp | head -n 30
 
-test: vet fmt-check deps-capnp test-go conformance conformance-64 conformance-fp64 torch-smoke run-asm run test-browser
+test: vet fmt-check deps-capnp test-go conformance conformance-64 conformance-fp64 torch-smoke run-asm run test-browser test-slurm
 
 # The Go tests find their data through libs/repodata: $IPU_CONFORMANCE
 # and $IPU_MODELS when set, the shared folder beside the repository when

@@ -155,6 +155,9 @@ func TestState(t *testing.T) {
 		{"rng", func(s *State) { s.RNG = []byte{1} }, "search state: rng:"},
 		{"visited", func(s *State) { s.Visited = []string{"b", "a"} }, "search state: visited[1]: not sorted"},
 		{"tiles", func(s *State) { s.Incumbent.Decisions[0].Tiles = [2]int{0, 5} }, "search state: incumbent.decisions[0].tiles"},
+		{"shard", func(s *State) { s.Shard, s.Shards = 4, 4 }, "search state: shard: shard 4 of 4"},
+		{"shard-alone", func(s *State) { s.Shard = 1 }, "search state: shard: shard 1 of 0"},
+		{"validated", func(s *State) { s.Validated = -1 }, "search state: validated_cycles: negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _ := ReadState(data)

@@ -19,6 +19,11 @@ const StateFormat = "ipu-plan-state/1"
 //		incumbent   the best point seen, with its cycles
 //		visited     keys of the points evaluated, sorted, deduplicated
 //		exchanges   the last validation link's exchange schedules (optional)
+//		validated_cycles  the incumbent's linked cycles, as ipu-plan's
+//		            validation link found them (optional: 0 before one)
+//		shard, shards     the part of a sharded search (ipu-plan --shard
+//		            I/N: shard I of N, its RNG stream jumped I x 2^64
+//		            draws ahead of the seed's); absent when unsharded
 //	}
 //
 // A planner run loads it, makes its moves and saves it: one run of 2N
@@ -37,7 +42,16 @@ type State struct {
 	// Exchanges are the validation link's exchange schedules, for the
 	// next run to reuse (exchanges.go).
 	Exchanges []Exchange `json:"exchanges,omitempty"`
+	// Validated is the incumbent's linked cycles (0: not validated):
+	// what ipu-plan --merge compares shards by.
+	Validated int64 `json:"validated_cycles,omitempty"`
+	// Shard of Shards: a sharded search's part (0 of 0: unsharded).
+	Shard  int `json:"shard,omitempty"`
+	Shards int `json:"shards,omitempty"`
 }
+
+// MaxShards bounds a sharded search's shard count.
+const MaxShards = 4096
 
 // Point is one assignment of decisions to the planned nodes.
 type Point struct {
@@ -98,6 +112,12 @@ func (s *State) Validate() error {
 	}
 	if s.Attempts < 0 {
 		return stateAt("attempts", "negative")
+	}
+	if s.Validated < 0 {
+		return stateAt("validated_cycles", "negative")
+	}
+	if s.Shards < 0 || s.Shards > MaxShards || s.Shard < 0 || (s.Shards == 0 && s.Shard != 0) || (s.Shards > 0 && s.Shard >= s.Shards) {
+		return stateAt("shard", "shard %d of %d is not one of [0, N) with N in [1, %d]", s.Shard, s.Shards, MaxShards)
 	}
 	if _, err := s.PCG(); err != nil {
 		return stateAt("rng", "%v", err)

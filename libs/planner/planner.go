@@ -44,6 +44,9 @@ type Options struct {
 	Tiles       int    // tiles to use (0: the preset's)
 	Seed        uint64 // search seed
 	MaxAttempts int    // local moves this call makes
+	// Shard of Shards: search shard.go's part Shard of a search split
+	// into Shards (0 of 0, or of 1: the whole, unsharded).
+	Shard, Shards int
 	// State resumes an earlier search (nil: fresh).
 	State *plan.State
 	// ModelPath and ModelFingerprint go into the plan and state.
@@ -443,6 +446,10 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	if opt.MaxAttempts < 0 {
 		return nil, nil, nil, fmt.Errorf("max attempts %d is negative", opt.MaxAttempts)
 	}
+	if err := checkShard(opt.Shard, opt.Shards); err != nil {
+		return nil, nil, nil, err
+	}
+	opt.Shard, opt.Shards = shardOf(opt.Shard, opt.Shards)
 	g, rewrites := graph.Canonicalize(g)
 	pl, err := newPlanner(g, p, tiles)
 	if err != nil {
@@ -457,6 +464,9 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		if s.Model != opt.ModelFingerprint || s.Arch != p.Name || s.Tiles != tiles || s.Seed != opt.Seed {
 			return nil, nil, nil, fmt.Errorf("search state is for model %.12s arch %s tiles %d seed %d, not model %.12s arch %s tiles %d seed %d",
 				s.Model, s.Arch, s.Tiles, s.Seed, opt.ModelFingerprint, p.Name, tiles, opt.Seed)
+		}
+		if s.Shard != opt.Shard || s.Shards != opt.Shards {
+			return nil, nil, nil, fmt.Errorf("search state is for shard %d/%d, not %d/%d", s.Shard, s.Shards, opt.Shard, opt.Shards)
 		}
 		cur, inc = point(s.Current.Decisions).clone(), point(s.Incumbent.Decisions).clone()
 		if err := pl.checkPoint(cur); err != nil {
@@ -473,7 +483,9 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		}
 		st.Resuming = true
 	} else {
-		s = plan.NewState(opt.ModelFingerprint, p.Name, tiles, opt.Seed)
+		if s, err = newState(opt, p.Name, tiles); err != nil {
+			return nil, nil, nil, fmt.Errorf("search state rng: %w", err)
+		}
 		cur, curR, err = pl.start()
 		if err != nil {
 			return nil, nil, nil, err
@@ -505,6 +517,7 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	}
 	st.Attempts = opt.MaxAttempts
 	s.Attempts += opt.MaxAttempts
+	s.Validated = 0 // the caller's validation link sets it
 	s.SetPCG(pcg)
 	s.Current = plan.Point{Cycles: curR.total, Decisions: cur.clone()}
 	s.Incumbent = plan.Point{Cycles: incR.total, Decisions: inc.clone()}

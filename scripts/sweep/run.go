@@ -226,6 +226,9 @@ func (e *engine) run(ctx context.Context, c Config, device string) (Result, bool
 
 	lockTimeout := e.lockTimeout.String()
 	plan := append([]string{c.modelPath, "-o", "model.plan"}, c.Args...)
+	if c.Search != "" {
+		plan = append(plan, "--state", "state.json") // the shard's, for the merge
+	}
 	check := []string{"--device", device, "--lock-timeout", lockTimeout}
 	if c.dataPath != "" {
 		check = append(check, "--data", c.dataPath)

@@ -18,6 +18,12 @@ import (
 // SweepFile is a sweep file as written: the models and the grid of
 // ipu-plan options.
 type SweepFile struct {
+	// Type is "grid" (the default: a configuration per model and grid
+	// point) or "search": each model and grid point is one plan search
+	// split in Shards shards (ipu-plan --shard I/N, a configuration each),
+	// merged by the collect step (ipu-plan --merge).
+	Type   string      `json:"type,omitempty"`
+	Shards int         `json:"shards,omitempty"`
 	Models []ModelSpec `json:"models"`
 	// Grid maps an ipu-plan flag (with its dashes) to the values it
 	// takes: numbers or strings, or true/false for a switch (present or
@@ -41,13 +47,29 @@ type Config struct {
 	Data    string   `json:"data,omitempty"` // as the sweep file names it
 	Options string   `json:"options"`        // the plan options, one string
 	Args    []string `json:"plan_args"`      // the plan options, as arguments
+	// A search sweep's shard: the search's id, the shard, the shard
+	// count, and the search's options that ipu-plan --merge takes.
+	Search    string   `json:"search,omitempty"`
+	Shard     int      `json:"shard,omitempty"`
+	Shards    int      `json:"shards,omitempty"`
+	MergeArgs []string `json:"merge_args,omitempty"`
 
 	modelPath string // resolved
 	dataPath  string // resolved, "" without data
 }
 
 // reserved are the ipu-plan flags the driver sets itself.
-var reserved = map[string]bool{"-o": true, "--log-format": true}
+var reserved = map[string]bool{"-o": true, "--log-format": true, "--merge": true}
+
+// searchReserved are the flags a search sweep's driver sets too.
+var searchReserved = map[string]bool{"--shard": true, "--state": true}
+
+// notMerged are the search options that ipu-plan --merge takes from the
+// shards' states instead.
+var notMerged = map[string]bool{"--tiles": true, "--seed": true, "--max-attempts": true, "--progress": true}
+
+// maxShards bounds a search sweep's shards (ipu-plan's limit).
+const maxShards = 4096
 
 // loadSweep reads and expands a sweep file into its configurations, in
 // the order of the models, then of the grid's flags sorted by name, each
@@ -72,7 +94,21 @@ func expand(sf SweepFile, base, name string) ([]Config, error) {
 	if len(sf.Models) == 0 {
 		return nil, fmt.Errorf("sweep file %s: no models", name)
 	}
-	points, err := gridPoints(sf.Grid)
+	search := false
+	switch sf.Type {
+	case "", "grid":
+		if sf.Shards != 0 {
+			return nil, fmt.Errorf("sweep file %s: shards: only a sweep of type \"search\" has shards", name)
+		}
+	case "search":
+		if sf.Shards < 1 || sf.Shards > maxShards {
+			return nil, fmt.Errorf("sweep file %s: shards: %d out of range [1, %d]", name, sf.Shards, maxShards)
+		}
+		search = true
+	default:
+		return nil, fmt.Errorf("sweep file %s: type: %q is not grid or search", name, sf.Type)
+	}
+	points, err := gridPoints(sf.Grid, search)
 	if err != nil {
 		return nil, fmt.Errorf("sweep file %s: %w", name, err)
 	}
@@ -95,47 +131,77 @@ func expand(sf SweepFile, base, name string) ([]Config, error) {
 			}
 		}
 		modelFP := sha256.Sum256(model)
-		for _, args := range points {
+		for _, groups := range points {
+			args := slices.Concat(groups...)
 			c := Config{Model: m.Path, Data: m.Data, Args: args, Options: strings.Join(args, " "),
 				modelPath: mp, dataPath: dp}
 			c.ID = configID(m.Path, hex.EncodeToString(modelFP[:]), dataFP, args)
-			if prev, ok := seen[c.ID]; ok {
-				return nil, fmt.Errorf("sweep file %s: configuration %s (%s) given twice (%s)", name, c.ID, c.Options, prev)
+			shards := []Config{c}
+			if search {
+				shards = searchShards(c, groups, sf.Shards, hex.EncodeToString(modelFP[:]), dataFP)
 			}
-			seen[c.ID] = c.Model + " " + c.Options
-			configs = append(configs, c)
+			for _, c := range shards {
+				if prev, ok := seen[c.ID]; ok {
+					return nil, fmt.Errorf("sweep file %s: configuration %s (%s) given twice (%s)", name, c.ID, c.Options, prev)
+				}
+				seen[c.ID] = c.Model + " " + c.Options
+				configs = append(configs, c)
+			}
 		}
 	}
 	return configs, nil
 }
 
-// gridPoints is the cartesian product of the grid, as argument lists.
-func gridPoints(grid map[string][]json.RawMessage) ([][]string, error) {
+// searchShards are the configurations of one search, c, split in n
+// shards: c's options and --shard I/N, each with the search's id (c's)
+// and the options that ipu-plan --merge takes.
+func searchShards(c Config, groups [][]string, n int, modelFP, dataFP string) []Config {
+	var merge []string
+	for _, g := range groups {
+		if len(g) > 0 && !notMerged[g[0]] {
+			merge = append(merge, g...)
+		}
+	}
+	var out []Config
+	for i := range n {
+		s := c
+		s.Args = append(slices.Clip(c.Args), "--shard", fmt.Sprintf("%d/%d", i, n))
+		s.Options = strings.Join(s.Args, " ")
+		s.ID = configID(c.Model, modelFP, dataFP, s.Args)
+		s.Search, s.Shard, s.Shards, s.MergeArgs = c.ID, i, n, merge
+		out = append(out, s)
+	}
+	return out
+}
+
+// gridPoints is the cartesian product of the grid, as argument lists:
+// a group of arguments per flag (none for a switch that is off).
+func gridPoints(grid map[string][]json.RawMessage, search bool) ([][][]string, error) {
 	flags := make([]string, 0, len(grid))
 	for f := range grid {
 		flags = append(flags, f)
 	}
 	slices.Sort(flags)
-	points := [][]string{nil}
+	points := [][][]string{nil}
 	for _, f := range flags {
 		if !strings.HasPrefix(f, "-") || strings.TrimLeft(f, "-") == "" || strings.ContainsAny(f, " =") {
 			return nil, fmt.Errorf("grid: %q is not a flag (write it as --name)", f)
 		}
-		if reserved[f] {
+		if reserved[f] || search && searchReserved[f] {
 			return nil, fmt.Errorf("grid: %s is set by the sweep driver", f)
 		}
 		values := grid[f]
 		if len(values) == 0 {
 			return nil, fmt.Errorf("grid: %s has no values", f)
 		}
-		var next [][]string
+		var next [][][]string
 		for _, p := range points {
 			for j, raw := range values {
 				arg, err := flagArgs(f, raw)
 				if err != nil {
 					return nil, fmt.Errorf("grid: %s[%d]: %w", f, j, err)
 				}
-				next = append(next, append(slices.Clip(p), arg...))
+				next = append(next, append(slices.Clip(p), arg))
 			}
 		}
 		points = next

@@ -2,6 +2,19 @@
 //
 //	ipu-plan MODEL.onnx -o OUT.plan [--arch ipu21] [--tiles N] [--state STATE.json] [--max-attempts N] [--seed N]
 //	         [--downcast-fp64] [--dim NAME=N]... [--input-shapes DIR] [--progress auto|always|never]
+//	         [--shard I/N]
+//	ipu-plan --merge MODEL.onnx STATE.json... -o OUT.plan [--downcast-fp64] [--dim NAME=N]... [--input-shapes DIR]
+//
+// --shard I/N searches shard I of a search split N ways: the same
+// analytic start, then --max-attempts moves drawn from the seed's
+// generator jumped I x 2^64 draws ahead, so that the shards' walks draw
+// disjoint streams (shard 0's is the unsharded search's); give each
+// shard its own --state. --merge reads the shards' states (same model,
+// arch, tiles, seed and shard count, each shard once, each validated:
+// the state records the incumbent's linked cycles) and writes the plan
+// of the best, the fewest validated cycles and the lowest shard on a
+// tie: the plan that shard wrote, byte for byte. A state that does not
+// fit is refused in one line naming its file, and nothing is written.
 //
 // --downcast-fp64 computes DOUBLE tensors in FP32 (a WARN names each; the
 // plan's graph records them and ipu-check reads their double test data

@@ -30,6 +30,13 @@ func TestMain(m *testing.M) {
 //	    matmul (one 64x64 MatMul)
 //	truncate IN OUT N
 //	    copy the first N bytes of IN to OUT
+//	cmpjson FIELD A B
+//	    the top-level FIELD of the JSON files A and B is the same
+//	bestshard STATE...
+//	    set BEST_PLAN to sI.plan, I the shard of the state with the
+//	    fewest validated_cycles (the lowest shard on a tie)
+//	unvalidate IN OUT
+//	    copy the state IN to OUT without its validated_cycles
 func TestScript(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -40,6 +47,11 @@ func TestScript(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("ROOT", root)
 			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"cmpjson":    cmpJSON,
+			"bestshard":  bestShard,
+			"unvalidate": unvalidate,
 		},
 	})
 }

@@ -44,8 +44,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.StringSliceFlag{Name: "dim", Usage: "bind a symbolic input dimension (an exporter's dynamic axis): `NAME=N` (repeatable)"},
 			&cli.StringFlag{Name: "progress", Usage: "a progress bar of the search: `auto` (when stderr is a terminal), always or never", Value: progress.Auto},
 			&cli.StringFlag{Name: "input-shapes", Usage: "compile for the shapes of `DIR`/input_N.pb (an ONNX test data set), binding the model's symbolic dimensions"},
+			&cli.StringFlag{Name: "shard", Usage: "search shard `I/N` of a search split N ways (its own --state; --merge joins them)"},
+			&cli.BoolFlag{Name: "merge", Usage: "arguments MODEL.onnx STATE.json...: write the plan of the shards' best validated incumbent"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("merge") {
+				return mergeAction(c)
+			}
 			if c.NArg() != 1 {
 				return toolrun.Usagef("want exactly one model MODEL.onnx, got %d arguments", c.NArg())
 			}
@@ -71,6 +76,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if cfg.attempts < 0 {
 				return toolrun.Usagef("--max-attempts %d is negative", cfg.attempts)
 			}
+			if c.IsSet("shard") {
+				if cfg.shard, cfg.shards, err = parseShard(c.String("shard")); err != nil {
+					return err
+				}
+			}
 			if err := progress.Check(c.String("progress")); err != nil {
 				return toolrun.Usagef("%v", err)
 			}
@@ -87,12 +97,15 @@ type config struct {
 	arch              *arch.Preset
 	runtime           *link.Runtime // compiled by the compile_runtime phase
 	tiles, attempts   int
+	shard, shards     int // --shard I/N (0/0: unsharded)
 	seed              uint64
-	downcast          bool // --downcast-fp64
-	dims              map[string]int64
-	shapesDir         string // --input-shapes
-	progress          string // --progress
-	progressOut       io.Writer
+	// merge: the state is read, not written (--merge of shards).
+	merge       bool
+	downcast    bool // --downcast-fp64
+	dims        map[string]int64
+	shapesDir   string // --input-shapes
+	progress    string // --progress
+	progressOut io.Writer
 }
 
 // planModel reads the model, builds its graph, and runs the phases:
@@ -146,7 +159,7 @@ func planModel(log *slog.Logger, cfg config) error {
 // planPackage is the plan_package phase.
 func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint string) error {
 	opt := planner.Options{
-		Tiles: cfg.tiles, Seed: cfg.seed, MaxAttempts: cfg.attempts,
+		Tiles: cfg.tiles, Seed: cfg.seed, MaxAttempts: cfg.attempts, Shard: cfg.shard, Shards: cfg.shards,
 		ModelPath: recordedPath(cfg.model), ModelFingerprint: fingerprint,
 		// The incumbent is linked below: its exact cycles replace the
 		// search's estimate, which the log line compares them with.
@@ -212,7 +225,7 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		return err
 	}
 	logAlignment(log, linked)
-	state.Exchanges = linked.Saved
+	state.Exchanges, state.Validated = linked.Saved, linked.FinalCycles
 	log.Info("costed search incumbent", slog.Int64("estimated_cycles", pl.Cost.FinalCycles), slog.Int64("linked_cycles", linked.FinalCycles))
 	pl.Cost.FinalCycles, pl.Cost.FinalExchange, pl.Cost.Estimated = linked.FinalCycles, linked.FinalExchange, false
 	pl.Search.IncumbentCycles = linked.FinalCycles
@@ -224,7 +237,7 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	if err := atomicfile.Write(cfg.out, encoded); err != nil {
 		return fmt.Errorf("write %s: %w", cfg.out, err)
 	}
-	if cfg.state != "" {
+	if cfg.state != "" && !cfg.merge {
 		sd, err := plan.MarshalState(state)
 		if err != nil {
 			return fmt.Errorf("encode search state: %w", err)

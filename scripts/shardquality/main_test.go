@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--shards", "1,0"}, `--shards "1,0": want shard counts in [1, 4096]`},
+		{[]string{"--attempts", "0"}, "--attempts 0: want at least 1"},
+		{[]string{"--seeds", "0"}, "--seeds 0: want at least 1"},
+		{[]string{"--model", "none.onnx"}, "--model: stat none.onnx: no such file or directory"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), tc.want) || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line with %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}
+
+func TestRegimes(t *testing.T) {
+	c := config{attempts: 64}
+	for _, tc := range []struct {
+		regime string
+		n      int
+		want   int
+	}{{sameTotal, 1, 64}, {sameTotal, 8, 8}, {sameTotal, 128, 1}, {samePerShard, 8, 64}} {
+		if got := perShard(c, tc.regime, tc.n); got != tc.want {
+			t.Errorf("perShard(%s, %d) = %d, want %d", tc.regime, tc.n, got, tc.want)
+		}
+	}
+	mean, lo, hi := stats([]int64{3, 1, 2})
+	if mean != 2 || lo != 1 || hi != 3 {
+		t.Errorf("stats = %v %d %d", mean, lo, hi)
+	}
+	png, err := plotRows(config{tiles: 4, attempts: 2, seeds: 2, shards: []int{1, 2}},
+		[]row{{sameTotal, 1, 2, []int64{10, 12}}, {sameTotal, 2, 1, []int64{9, 12}},
+			{samePerShard, 1, 2, []int64{10, 12}}, {samePerShard, 2, 2, []int64{8, 11}}})
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("plotRows: %v", err)
+	}
+}
