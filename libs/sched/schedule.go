@@ -184,14 +184,14 @@ func recvOps(x Transfer) [3]uint32 {
 
 // cand is a transfer's earliest start as last evaluated.
 type cand struct {
-	x     int
 	start int64
-	pair  bool
 	prio  int64 // the most loaded of its tiles, in remaining words
-	words int
+	x     int32
+	words int32
 	// block is the tile that last held the start back (-1: none known):
 	// the first one to check when the candidate is popped again.
-	block int
+	block int32
+	pair  bool
 }
 
 // before orders candidates: earliest start, then the most loaded tiles,
@@ -268,7 +268,7 @@ func (s *scheduler) run() {
 		if old.block >= 0 {
 			// The tile that held it back last time usually still does:
 			// one tile's bound screens it before all of them.
-			if q := s.tileBound(x, old.block, old.start); q > old.start {
+			if q := s.tileBound(x, int(old.block), old.start); q > old.start {
 				old.start = q
 				h.push(old)
 				continue
@@ -283,7 +283,7 @@ func (s *scheduler) run() {
 				continue
 			}
 		}
-		c, ok := s.evalFrom(old.x, old.start, old.prio)
+		c, ok := s.evalFrom(int(old.x), old.start, old.prio)
 		if !ok || old.before(&c) {
 			h.push(c)
 			continue
@@ -374,11 +374,11 @@ func (s *scheduler) eval(i int) cand {
 // its start and the tile as its block, and the plans are not made.
 func (s *scheduler) evalFrom(i int, t0, prio int64) (c cand, ok bool) {
 	x := s.phase[i]
-	c = cand{x: i, prio: prio, words: x.Words, block: -1}
+	c = cand{x: int32(i), prio: prio, words: int32(x.Words), block: -1}
 	src := s.tiles[x.Src]
 	s.sp = src.plan(sendOps(x), s.mask)
 	if q := src.nextSend(t0, s.sp.need); q > t0 {
-		c.start, c.block = q, x.Src
+		c.start, c.block = q, int32(x.Src)
 		return c, false
 	}
 	ro := recvOps(x)
@@ -387,7 +387,7 @@ func (s *scheduler) evalFrom(i int, t0, prio int64) (c cand, ok bool) {
 		rp := s.tiles[u].plan(ro, s.mask)
 		l := int64(s.p.Latency(x.Src, u))
 		if q := s.tiles[u].nextRecv(t0+l, rp.need) - l; q > t0 {
-			c.start, c.block = q, u
+			c.start, c.block = q, int32(u)
 			return c, false
 		}
 		s.rps = append(s.rps, rp)
@@ -553,7 +553,7 @@ func (s *scheduler) commit(c cand) {
 		dur, slots, op = dur/2, 2, isa.SEND2
 	}
 	src := s.tiles[x.Src]
-	src.add(c.start, op, s.sp, c.x)
+	src.add(c.start, op, s.sp, int(c.x))
 	src.portFree = c.start + dur
 	src.sends = append(src.sends, busUse{c.start, c.start + dur, slots})
 	s.remS[x.Src] -= int64(x.Words)
@@ -564,7 +564,7 @@ func (s *scheduler) commit(c cand) {
 		u := x.Dst + k
 		r := c.start + int64(s.p.Latency(x.Src, u))
 		t := s.tiles[u]
-		t.add(r, isa.RECV, s.rps[k], c.x)
+		t.add(r, isa.RECV, s.rps[k], int(c.x))
 		t.listenEnd = r + dur
 		s.remR[u] -= int64(x.Words)
 		s.remI[u] -= issueCost(recvOps(x))
@@ -573,7 +573,7 @@ func (s *scheduler) commit(c cand) {
 	}
 	s.events[c.x] = ev
 	s.done[c.x] = true
-	s.order = append(s.order, c.x)
+	s.order = append(s.order, int(c.x))
 }
 
 // prio is the load of transfer x's most loaded tile.
