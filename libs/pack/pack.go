@@ -14,6 +14,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"ipu.local/formats/ipuexe"
 	"ipu.local/formats/obj"
@@ -50,15 +52,21 @@ func Build(o *obj.Object, p *arch.Preset) (*ipuexe.Package, error) {
 	}
 	var d dedup
 	idle := IdleImage(p)
+	idleEnc := encodeImage(&idle)
+	imgs := make([]ipuexe.Image, len(o.Tiles))
+	for i := range o.Tiles {
+		ot := &o.Tiles[i]
+		imgs[i] = ipuexe.Image{Entry: ot.Entry, Segments: ot.Segments, Symbols: ot.Symbols, Exchange: ot.Exchange}
+	}
+	encs := encodeImages(imgs)
 	next := 0 // next object tile
 	for t := 0; t < p.Tiles; t++ {
-		img := &idle
+		img, enc := &idle, idleEnc
 		if next < len(o.Tiles) && o.Tiles[next].Index == t {
-			ot := &o.Tiles[next]
-			img = &ipuexe.Image{Entry: ot.Entry, Segments: ot.Segments, Symbols: ot.Symbols, Exchange: ot.Exchange}
+			img, enc = &imgs[next], encs[next]
 			next++
 		}
-		pkg.TileImage[t] = d.add(pkg, img)
+		pkg.TileImage[t] = d.add(pkg, img, enc)
 	}
 
 	// The exchange's members: every tile whose code sends or receives,
@@ -124,13 +132,14 @@ func exchangeCode(segs []obj.Segment) bool {
 			continue
 		}
 		for off := 0; off+4 <= len(s.Data); off += 4 {
-			in, err := isa.Decode(isa.Word(s.Data[off:]))
-			if err != nil {
-				continue
-			}
-			switch in.Op {
+			w := isa.Word(s.Data[off:])
+			// The opcode is the top byte: decode only the candidates
+			// (a data word in the code stream fails to decode).
+			switch isa.Op(w >> 24) {
 			case isa.SEND, isa.SEND2, isa.RECV:
-				return true
+				if _, err := isa.Decode(w); err == nil {
+					return true
+				}
 			}
 		}
 	}
@@ -162,22 +171,49 @@ type dedup struct {
 	bodies [][]byte              // canonical bytes of each stored image
 }
 
-func (d *dedup) add(pkg *ipuexe.Package, img *ipuexe.Image) uint32 {
+func (d *dedup) add(pkg *ipuexe.Package, img *ipuexe.Image, enc encodedImage) uint32 {
 	if d.index == nil {
 		d.index = map[[32]byte][]uint32{}
 	}
-	body := ipuexe.EncodeImage(img)
-	sum := sha256.Sum256(body)
-	for _, i := range d.index[sum] {
-		if bytes.Equal(d.bodies[i], body) {
+	for _, i := range d.index[enc.sum] {
+		if bytes.Equal(d.bodies[i], enc.body) {
 			return i
 		}
 	}
 	i := uint32(len(pkg.Images))
 	pkg.Images = append(pkg.Images, *img)
-	d.bodies = append(d.bodies, body)
-	d.index[sum] = append(d.index[sum], i)
+	d.bodies = append(d.bodies, enc.body)
+	d.index[enc.sum] = append(d.index[enc.sum], i)
 	return i
+}
+
+// encodedImage is an image's canonical bytes and their hash.
+type encodedImage struct {
+	body []byte
+	sum  [32]byte
+}
+
+func encodeImage(img *ipuexe.Image) encodedImage {
+	body := ipuexe.EncodeImage(img)
+	return encodedImage{body, sha256.Sum256(body)}
+}
+
+// encodeImages encodes and hashes images on a worker per core.
+func encodeImages(imgs []ipuexe.Image) []encodedImage {
+	out := make([]encodedImage, len(imgs))
+	workers := min(runtime.GOMAXPROCS(0), len(imgs))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(imgs); i += workers {
+				out[i] = encodeImage(&imgs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // checkTile checks one tile's program against the preset's memory map.
