@@ -191,8 +191,10 @@ func (l *linker) lowerExchanges(log *slog.Logger) error {
 		return err
 	}
 	// The phases are independent: schedule and validate the first of
-	// each pattern side by side, then relocate the others side by side,
-	// then log and account for them in program order.
+	// each pattern side by side, the most transfers first (so that no
+	// big one starts last, alone), then relocate the others side by
+	// side, then log and account for them in program order.
+	sort.SliceStable(leaders, func(a, b int) bool { return len(xss[leaders[a]]) > len(xss[leaders[b]]) })
 	l.parallel(leaders, func(i int) {
 		if err := schedule(i); err != nil {
 			errs[i] = fmt.Errorf("superstep %d (%s): %w", i, l.prog.Steps[i].Name, err)
