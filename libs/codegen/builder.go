@@ -67,13 +67,15 @@ const (
 	fixRpt                  // rpt: Imm = body length
 	fixRpti                 // rpti: Imm = count<<8 | body length
 	fixAbs20                // li/ali: Imm = target address
+	fixWord                 // data word: target address + add
 )
 
 type fixup struct {
 	at    int // instruction index
 	label Label
 	kind  fixKind
-	count int // rpti repeat count
+	count int    // rpti repeat count
+	add   uint32 // fixWord: added to the address
 }
 
 // Builder assembles tile code in Go: instructions, labels, branch, repeat
@@ -210,6 +212,53 @@ func (b *Builder) emitFix(in isa.Inst, l Label, kind fixKind, count int) {
 // never executed; a repeat body may not contain one.
 func (b *Builder) Word(w uint32) { b.push(isa.Inst{}, true, w) }
 
+// WordLabel appends a data word holding l's address plus add, resolved
+// by Finish: code that stores addresses in the code stream stays
+// position-independent (see Splice).
+func (b *Builder) WordLabel(l Label, add uint32) {
+	if !b.valid(l) {
+		return
+	}
+	b.fixups = append(b.fixups, fixup{at: len(b.insts), label: l, kind: fixWord, add: add})
+	b.push(isa.Inst{}, true, 0)
+}
+
+// Splice appends the code src built, as if it had been emitted here:
+// its instructions, data words, labels (bound at their new places) and
+// fixups (resolved by b's Finish). Code built only through the Builder
+// (no address computed from src's PC or base) is position-independent,
+// so one kernel's code emitted once can be spliced into every tile's
+// program. It returns the map from src's labels to b's.
+func (b *Builder) Splice(src *Builder) func(Label) Label {
+	if src.err != nil {
+		b.fail(b.PC(), "spliced code: %v", src.err)
+	}
+	off := len(b.insts)
+	b.insts = append(b.insts, src.insts...)
+	b.data = append(b.data, src.data...)
+	b.raw = append(b.raw, src.raw...)
+	b.issued += src.issued * b.mult
+	first := Label(len(b.labels)) // src's label 1
+	for _, at := range src.labels[1:] {
+		if at >= 0 {
+			at += off
+		}
+		b.labels = append(b.labels, at)
+	}
+	remap := func(l Label) Label {
+		if l <= 0 || int(l) >= len(src.labels) {
+			return 0
+		}
+		return first + l - 1
+	}
+	for _, f := range src.fixups {
+		f.at += off
+		f.label = remap(f.label)
+		b.fixups = append(b.fixups, f)
+	}
+	return remap
+}
+
 // Finish resolves every fixup and returns the code as little-endian bytes.
 func (b *Builder) Finish() ([]byte, error) {
 	if b.err != nil {
@@ -220,11 +269,16 @@ func (b *Builder) Finish() ([]byte, error) {
 		return nil, fmt.Errorf("codegen: code [%#x, %#x) outside the executable range [%#x, %#x)", b.base, end, b.arch.Executable.Lo, b.arch.Executable.Hi)
 	}
 	insts := append([]isa.Inst(nil), b.insts...)
+	raw := append([]uint32(nil), b.raw...)
 	for _, f := range b.fixups {
 		pc := b.base + 4*uint32(f.at)
 		target := b.labels[f.label]
 		if target < 0 {
 			return nil, fmt.Errorf("codegen: pc %#x: label %d is never bound", pc, f.label)
+		}
+		if f.kind == fixWord {
+			raw[f.at] = b.base + 4*uint32(target) + f.add
+			continue
 		}
 		in := &insts[f.at]
 		switch f.kind {
@@ -258,7 +312,7 @@ func (b *Builder) Finish() ([]byte, error) {
 	}
 	out := make([]byte, 4*len(insts))
 	for i, in := range insts {
-		w := b.raw[i]
+		w := raw[i]
 		if !b.data[i] {
 			w = isa.MustEncode(in)
 		}

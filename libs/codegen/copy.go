@@ -498,15 +498,14 @@ func (w genPlan) emit(b *Builder) (Kernel, error) {
 		s.emit(b)
 		b.Exit()
 	}
-	rows := make([][]uint32, len(w.code))
+	b.Bind(table)
 	for i, s := range w.code {
-		rows[i] = []uint32{uint32(s.ptr[gSrc].first), uint32(s.ptr[gDst].first)}
+		b.Word(uint32(s.ptr[gSrc].first))
+		b.Word(uint32(s.ptr[gDst].first))
 		if len(uniq) > 1 {
-			at, _ := b.Addr(labels[of[i]])
-			rows[i] = append(rows[i], at)
+			b.WordLabel(labels[of[i]], 0)
 		}
 	}
-	emitTable(b, table, rows)
 	return k, b.Err()
 }
 

@@ -1286,13 +1286,10 @@ func (p Pack) emitSplit(b *Builder, s packShape, split *packSplit) {
 
 	// The table: per worker its entries' address (and whether it has a
 	// partial-group segment), then each worker's entries.
-	words := 1
-	if s.both() {
-		words = 2
-	}
 	b.Bind(table)
 	lists := make([][]uint32, len(split.segs))
-	at := b.PC() + uint32(4*words*len(split.segs))
+	listsAt := b.Label() // bound after the per-worker words
+	at := uint32(0)      // the worker's list, from listsAt
 	for w, segs := range split.segs {
 		var part, full []packSeg
 		for _, sg := range segs {
@@ -1313,13 +1310,14 @@ func (p Pack) emitSplit(b *Builder, s packShape, split *packSplit) {
 			l = append(l, p.segEntry(s, sg)...)
 			l = append(l, boolWord(i+1 < len(full)))
 		}
-		b.Word(at)
+		b.WordLabel(listsAt, at)
 		if s.both() {
 			b.Word(boolWord(len(part) > 0))
 		}
 		lists[w] = l
 		at += uint32(4 * len(l))
 	}
+	b.Bind(listsAt)
 	for _, l := range lists {
 		for _, v := range l {
 			b.Word(v)

@@ -648,13 +648,9 @@ func (p Rows) emitSplit(b *Builder) (Kernel, error) {
 	// The table: per worker its first entry's address and its unit
 	// counts, then the entries, each worker's full-length units first.
 	fields := p.unitFields()
-	head := 2
-	if p.twoLoops() {
-		head = 3
-	}
 	var rows [][]uint32
 	var entries []uint32
-	next := b.PC() + uint32(4*head*len(c.first))
+	entriesAt := b.Label() // bound after the table's rows
 	for w := range c.first {
 		var full, last []int
 		for u := c.first[w]; u < c.first[w]+c.count[w]; u++ {
@@ -664,7 +660,7 @@ func (p Rows) emitSplit(b *Builder) (Kernel, error) {
 				full = append(full, u)
 			}
 		}
-		row := []uint32{next + uint32(4*len(entries)), uint32(len(full))}
+		row := []uint32{uint32(4 * len(entries)), uint32(len(full))}
 		if p.twoLoops() {
 			row = append(row, uint32(len(last)))
 		}
@@ -675,7 +671,15 @@ func (p Rows) emitSplit(b *Builder) (Kernel, error) {
 			}
 		}
 	}
-	emitTable(b, table, rows)
+	// Each row's first word is its worker's entries, from entriesAt.
+	b.Bind(table)
+	for _, r := range rows {
+		b.WordLabel(entriesAt, r[0])
+		for _, w := range r[1:] {
+			b.Word(w)
+		}
+	}
+	b.Bind(entriesAt)
 	for _, v := range entries {
 		b.Word(v)
 	}
