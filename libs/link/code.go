@@ -468,6 +468,35 @@ func (st *Stats) onPath(i int, then []bool) bool {
 	return true
 }
 
+// kernelCode is one kernel's code, emitted once for every tile that runs
+// it (the code is position-independent: codegen.Builder.Splice).
+type kernelCode struct {
+	once sync.Once
+	b    *codegen.Builder
+	k    codegen.Kernel
+	err  error
+}
+
+// kernelCode returns the code of the kernels with key (k is one of
+// them, its addresses placed), emitting it on first use.
+func (l *linker) kernelCode(key any, k *prog.Kernel) *kernelCode {
+	l.kcodeMu.Lock()
+	kc := l.kcode[key]
+	if kc == nil {
+		kc = &kernelCode{}
+		l.kcode[key] = kc
+	}
+	l.kcodeMu.Unlock()
+	kc.once.Do(func() {
+		kc.b = codegen.NewBuilder(l.p, l.p.Executable.Lo)
+		kc.k, kc.err = k.Emit(kc.b)
+		if kc.err == nil {
+			kc.err = kc.b.Err()
+		}
+	})
+	return kc
+}
+
 // prepareTileCode emits each tile's kernels (placed addresses) and its
 // supervisor: startup hsync, then the supersteps, then the loop back.
 func (l *linker) prepareTileCode(*slog.Logger) error {
@@ -487,10 +516,12 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 					entries[k] = e
 					continue
 				}
-				kk, err := k.Emit(b)
-				if err != nil {
-					return fmt.Errorf("tile %d: %w", t, err)
+				kc := l.kernelCode(key, k)
+				if kc.err != nil {
+					return fmt.Errorf("tile %d: %w", t, kc.err)
 				}
+				kk := kc.k
+				kk.Entry = b.Splice(kc.b)(kc.k.Entry)
 				tl.entries[key] = kk
 				entries[k] = kk
 				tl.kernels = append(tl.kernels, kernelSym{k.What, kk.Entry})

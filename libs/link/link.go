@@ -145,6 +145,9 @@ type linker struct {
 	saved                     []plan.Exchange
 	rt                        *runtimeLib // the tile runtime (compile_runtime)
 	given                     *Runtime    // Options.Runtime
+	// kcode is the kernels' code by key (prepare_tile_code).
+	kcode   map[any]*kernelCode
+	kcodeMu sync.Mutex
 }
 
 // tile is one tile's code.
@@ -187,7 +190,7 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan: %w", err)
 	}
-	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, noLoops: opt.NoExchangeLoops, saved: opt.Saved, given: opt.Runtime}
+	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, noLoops: opt.NoExchangeLoops, saved: opt.Saved, given: opt.Runtime, kcode: map[any]*kernelCode{}}
 	for _, ph := range []struct {
 		name string
 		fn   func(*slog.Logger) error

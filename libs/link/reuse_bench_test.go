@@ -99,7 +99,7 @@ func placedLinker(t *testing.T) *linker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &linker{p: p, pl: pl, g: g, tiles: map[int]*tile{}}
+	l := &linker{p: p, pl: pl, g: g, tiles: map[int]*tile{}, kcode: map[any]*kernelCode{}}
 	for _, fn := range []func() error{
 		func() error { return l.planKernels(nil) },
 		func() error { return l.compileKernels(nil) },

@@ -180,6 +180,11 @@ func (pl *planner) computePrefs() {
 			pr.align = productAlign(max(pr.align, a[r-2]))
 		}
 	}
+	// Every value has its entry from here on: the search's workers read
+	// them at once, and alignOf must not write.
+	for _, v := range pl.g.Values {
+		p.alignOf(v)
+	}
 }
 
 // productAlign is the row alignment of a product's result blocks (4, 8
