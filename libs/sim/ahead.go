@@ -153,23 +153,25 @@ func (x *exec) dist(d []uint32, c *context) int64 {
 // returns the next issue cycle and the instructions run; 0 when the first
 // would fault (the caller reports it).
 func (x *exec) ahead(k int, c *context, t, horizon int64, replay bool) (int64, int64) {
-	insts := x.prog.insts
-	base := x.prog.base
+	p := x.prog
+	insts := p.insts
 	ninst := uint32(len(insts))
 	forbid := c.forbid | fGlobal
 	bound := int64(-1)
-	if replay {
-		bound = never
-	}
 	ck := &x.ck[k]
-	if !replay {
+	switch {
+	case replay:
+		bound = never
+	case horizon > t+1: // more than one instruction: keep the state
+		ck.save(c, t)
+	default:
 		ck.valid = false
 	}
-	t0 := t
+	t0, lastT := t, t
 	pc := c.pc
 	var n int64
 	for {
-		idx := (pc - base) >> 2
+		idx := (pc - p.base) >> 2
 		if pc&3 != 0 || idx >= ninst || t >= horizon {
 			break
 		}
@@ -184,15 +186,31 @@ func (x *exec) ahead(k int, c *context, t, horizon int64, replay bool) (int64, i
 			}
 			horizon = min(horizon, bound)
 		}
-		if n == 1 && !replay {
-			c.pc = pc
-			ck.save(c, t)
+		var cyc, wait int64
+		npc := pc + 4
+		if cnt := int64(p.simple[idx]); cnt > 0 {
+			// A block of one-cycle register instructions: each issues 6
+			// cycles after the previous (the supervisor's too: no worker
+			// runs, or the horizon allows one).
+			if horizon-t < numWorkers*cnt {
+				cnt = (horizon - t + numWorkers - 1) / numWorkers
+			}
+			if c.loopOn && c.loopEnd > pc {
+				cnt = min(cnt, int64(c.loopEnd-pc)/4)
+			}
+			runSimple(c, insts[idx:int64(idx)+cnt])
+			npc = pc + 4*uint32(cnt)
+			n += cnt - 1
+			t += numWorkers * (cnt - 1)
+			cyc = 1
+		} else {
+			var ok bool
+			npc, cyc, wait, ok = x.step(k, c, in, pc, t, ck.valid && !replay)
+			if !ok {
+				break
+			}
+			c.m[15], c.a[15] = 0, 0
 		}
-		npc, cyc, wait, ok := x.step(k, c, in, pc, t, ck.valid && !replay)
-		if !ok {
-			break
-		}
-		c.m[15], c.a[15] = 0, 0
 		if c.loopOn {
 			forbid |= fNoLoop
 			if npc == c.loopEnd {
@@ -207,7 +225,7 @@ func (x *exec) ahead(k int, c *context, t, horizon int64, replay bool) (int64, i
 		}
 		pc = npc
 		n++
-		ck.lastT = t
+		lastT = t
 		if k < numWorkers {
 			t += numWorkers * cyc
 			if wait != 0 {
@@ -220,9 +238,84 @@ func (x *exec) ahead(k int, c *context, t, horizon int64, replay bool) (int64, i
 	c.pc = pc
 	c.forbid = forbid &^ fGlobal
 	if !replay && ck.valid {
-		ck.n = n - 1
+		ck.n, ck.lastT = n, lastT
 	}
 	return t, n
+}
+
+// runSimple executes a block of simple instructions (isSimple).
+func runSimple(c *context, block []inst) {
+	m, a := &c.m, &c.a
+	for i := range block {
+		in := &block[i]
+		switch in.op {
+		case isa.ADD:
+			m[in.d&15] = m[in.a&15] + m[in.b&15]
+		case isa.SUB:
+			m[in.d&15] = m[in.a&15] - m[in.b&15]
+		case isa.MUL:
+			m[in.d&15] = m[in.a&15] * m[in.b&15]
+		case isa.AND:
+			m[in.d&15] = m[in.a&15] & m[in.b&15]
+		case isa.OR:
+			m[in.d&15] = m[in.a&15] | m[in.b&15]
+		case isa.XOR:
+			m[in.d&15] = m[in.a&15] ^ m[in.b&15]
+		case isa.SHL:
+			m[in.d&15] = m[in.a&15] << (m[in.b&15] & 31)
+		case isa.SHR:
+			m[in.d&15] = m[in.a&15] >> (m[in.b&15] & 31)
+		case isa.SAR:
+			m[in.d&15] = uint32(int32(m[in.a&15]) >> (m[in.b&15] & 31))
+		case isa.CMPEQ:
+			m[in.d&15] = b2u(m[in.a&15] == m[in.b&15])
+		case isa.CMPLT:
+			m[in.d&15] = b2u(int32(m[in.a&15]) < int32(m[in.b&15]))
+		case isa.CMPULT:
+			m[in.d&15] = b2u(m[in.a&15] < m[in.b&15])
+		case isa.MIN:
+			m[in.d&15] = uint32(min(int32(m[in.a&15]), int32(m[in.b&15])))
+		case isa.MAX:
+			m[in.d&15] = uint32(max(int32(m[in.a&15]), int32(m[in.b&15])))
+		case isa.ADDI:
+			m[in.d&15] = m[in.a&15] + uint32(in.imm)
+		case isa.ANDI:
+			m[in.d&15] = m[in.a&15] & uint32(in.imm)
+		case isa.ORI:
+			m[in.d&15] = m[in.a&15] | uint32(in.imm)
+		case isa.XORI:
+			m[in.d&15] = m[in.a&15] ^ uint32(in.imm)
+		case isa.SHLI:
+			m[in.d&15] = m[in.a&15] << (uint32(in.imm) & 31)
+		case isa.SHRI:
+			m[in.d&15] = m[in.a&15] >> (uint32(in.imm) & 31)
+		case isa.SARI:
+			m[in.d&15] = uint32(int32(m[in.a&15]) >> (uint32(in.imm) & 31))
+		case isa.MULI:
+			m[in.d&15] = m[in.a&15] * uint32(in.imm)
+		case isa.CMPEQI:
+			m[in.d&15] = b2u(m[in.a&15] == uint32(in.imm))
+		case isa.CMPLTI:
+			m[in.d&15] = b2u(int32(m[in.a&15]) < in.imm)
+		case isa.LI:
+			m[in.d&15] = uint32(in.imm)
+		case isa.LIH:
+			m[in.d&15] = m[in.d&15]&0xFFFF | uint32(in.imm)<<16
+
+		case isa.MTA:
+			a[in.d&15] = m[in.a&15]
+		case isa.MFA:
+			m[in.d&15] = a[in.a&15]
+		case isa.AMOV:
+			a[in.d&15] = a[in.a&15]
+		case isa.ALI:
+			a[in.d&15] = uint32(in.imm)
+		case isa.ALIH:
+			a[in.d&15] = a[in.d&15]&0xFFFF | uint32(in.imm)<<16
+
+		}
+		m[15], a[15] = 0, 0
+	}
 }
 
 // step executes one local or read instruction of context k issued at t;
@@ -231,62 +324,9 @@ func (x *exec) ahead(k int, c *context, t, horizon int64, replay bool) (int64, i
 func (x *exec) step(k int, c *context, in *inst, pc uint32, t int64, saveAcc bool) (npc uint32, cyc, wait int64, ok bool) {
 	npc = pc + 4
 	cyc = int64(in.cycles)
-	m, a := &c.m, &c.a
+	m := &c.m
 	switch in.op {
 	case isa.NOP:
-	case isa.ADD:
-		m[in.d&15] = m[in.a&15] + m[in.b&15]
-	case isa.SUB:
-		m[in.d&15] = m[in.a&15] - m[in.b&15]
-	case isa.MUL:
-		m[in.d&15] = m[in.a&15] * m[in.b&15]
-	case isa.AND:
-		m[in.d&15] = m[in.a&15] & m[in.b&15]
-	case isa.OR:
-		m[in.d&15] = m[in.a&15] | m[in.b&15]
-	case isa.XOR:
-		m[in.d&15] = m[in.a&15] ^ m[in.b&15]
-	case isa.SHL:
-		m[in.d&15] = m[in.a&15] << (m[in.b&15] & 31)
-	case isa.SHR:
-		m[in.d&15] = m[in.a&15] >> (m[in.b&15] & 31)
-	case isa.SAR:
-		m[in.d&15] = uint32(int32(m[in.a&15]) >> (m[in.b&15] & 31))
-	case isa.CMPEQ:
-		m[in.d&15] = b2u(m[in.a&15] == m[in.b&15])
-	case isa.CMPLT:
-		m[in.d&15] = b2u(int32(m[in.a&15]) < int32(m[in.b&15]))
-	case isa.CMPULT:
-		m[in.d&15] = b2u(m[in.a&15] < m[in.b&15])
-	case isa.MIN:
-		m[in.d&15] = uint32(min(int32(m[in.a&15]), int32(m[in.b&15])))
-	case isa.MAX:
-		m[in.d&15] = uint32(max(int32(m[in.a&15]), int32(m[in.b&15])))
-	case isa.ADDI:
-		m[in.d&15] = m[in.a&15] + uint32(in.imm)
-	case isa.ANDI:
-		m[in.d&15] = m[in.a&15] & uint32(in.imm)
-	case isa.ORI:
-		m[in.d&15] = m[in.a&15] | uint32(in.imm)
-	case isa.XORI:
-		m[in.d&15] = m[in.a&15] ^ uint32(in.imm)
-	case isa.SHLI:
-		m[in.d&15] = m[in.a&15] << (uint32(in.imm) & 31)
-	case isa.SHRI:
-		m[in.d&15] = m[in.a&15] >> (uint32(in.imm) & 31)
-	case isa.SARI:
-		m[in.d&15] = uint32(int32(m[in.a&15]) >> (uint32(in.imm) & 31))
-	case isa.MULI:
-		m[in.d&15] = m[in.a&15] * uint32(in.imm)
-	case isa.CMPEQI:
-		m[in.d&15] = b2u(m[in.a&15] == uint32(in.imm))
-	case isa.CMPLTI:
-		m[in.d&15] = b2u(int32(m[in.a&15]) < in.imm)
-	case isa.LI:
-		m[in.d&15] = uint32(in.imm)
-	case isa.LIH:
-		m[in.d&15] = m[in.d&15]&0xFFFF | uint32(in.imm)<<16
-
 	case isa.BR:
 		npc = pc + 4 + 4*uint32(in.imm)
 	case isa.BRZ:
@@ -315,17 +355,6 @@ func (x *exec) step(k int, c *context, in *inst, pc uint32, t int64, saveAcc boo
 			c.loopOn, c.loopStart, c.loopEnd, c.loopRem = true, npc, end, count
 			c.forbid |= fNoLoop
 		}
-
-	case isa.MTA:
-		a[in.d&15] = m[in.a&15]
-	case isa.MFA:
-		m[in.d&15] = a[in.a&15]
-	case isa.AMOV:
-		a[in.d&15] = a[in.a&15]
-	case isa.ALI:
-		a[in.d&15] = uint32(in.imm)
-	case isa.ALIH:
-		a[in.d&15] = a[in.d&15]&0xFFFF | uint32(in.imm)<<16
 
 	case isa.GET:
 		m[in.d&15] = x.csr(k, c, in.imm, t)

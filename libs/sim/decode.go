@@ -46,6 +46,9 @@ type program struct {
 	// but exit, jr, a word that is not code), distE[i] the same with exit
 	// counted: see readBound.
 	distW, distE []uint32
+	// simple[i] is the number of simple instructions (isSimple) from
+	// insts[i] on, at most 255.
+	simple []uint8
 	// body[i] is the number of instructions from insts[i] on before the
 	// next fGlobal one or jr, straight on.
 	body []uint32
@@ -85,6 +88,16 @@ func (m *Machine) predecode(mem []byte, code []arch.Range) *program {
 		}
 	}
 	p.distW, p.distE = distances(p.insts, false), distances(p.insts, true)
+	p.simple = make([]uint8, len(p.insts))
+	for i := len(p.insts) - 1; i >= 0; i-- {
+		if !isSimple(&p.insts[i]) {
+			continue
+		}
+		p.simple[i] = 1
+		if i+1 < len(p.insts) && p.simple[i+1] < 255 {
+			p.simple[i] += p.simple[i+1]
+		}
+	}
 	p.body = make([]uint32, len(p.insts))
 	for i := len(p.insts) - 1; i >= 0; i-- {
 		in := &p.insts[i]
@@ -120,6 +133,19 @@ func decodeWord(w uint32) inst {
 		in.flags |= fNoLoop
 	}
 	return in
+}
+
+// isSimple reports whether runSimple executes in: a one-cycle instruction
+// on the context's registers, for any context.
+func isSimple(in *inst) bool {
+	if in.flags != 0 || in.cycles != 1 {
+		return false
+	}
+	switch in.op {
+	case isa.ADD, isa.SUB, isa.MUL, isa.AND, isa.OR, isa.XOR, isa.SHL, isa.SHR, isa.SAR, isa.CMPEQ, isa.CMPLT, isa.CMPULT, isa.MIN, isa.MAX, isa.ADDI, isa.ANDI, isa.ORI, isa.XORI, isa.SHLI, isa.SHRI, isa.SARI, isa.MULI, isa.CMPEQI, isa.CMPLTI, isa.LI, isa.LIH, isa.MTA, isa.MFA, isa.AMOV, isa.ALI, isa.ALIH:
+		return true
+	}
+	return false
 }
 
 // opClass returns fRead for the loads, fGlobal for the instructions that

@@ -74,8 +74,16 @@ func stepFloat(c *context, in *inst) bool {
 	// f16v4.
 	case isa.H4ADD, isa.H4SUB, isa.H4MUL, isa.H4FMA, isa.H4MAX, isa.H4MIN, isa.H4CMPLT, isa.H4CMPEQ:
 		d, a, b := in.d&15, in.a&15, in.b&15
-		v := h4op(in.op, uint64(c.a[a])|uint64(c.a[(a+1)&15])<<32, uint64(c.a[b])|uint64(c.a[(b+1)&15])<<32,
-			uint64(c.a[d])|uint64(c.a[(d+1)&15])<<32)
+		x, y := uint64(c.a[a])|uint64(c.a[(a+1)&15])<<32, uint64(c.a[b])|uint64(c.a[(b+1)&15])<<32
+		var v uint64
+		switch in.op {
+		case isa.H4MAX, isa.H4MIN:
+			v = h4maxmin(x, y, in.op == isa.H4MAX)
+		case isa.H4CMPLT, isa.H4CMPEQ:
+			v = h4op(in.op, x, y, 0)
+		default:
+			v = h4arith(in.op, x, y, uint64(c.a[d])|uint64(c.a[(d+1)&15])<<32)
+		}
 		c.a[d], c.a[(d+1)&15] = uint32(v), uint32(v>>32)
 	case isa.H4SEL:
 		d, a, b, cc := in.d&15, in.a&15, in.b&15, in.c&15
