@@ -7,18 +7,10 @@ import (
 	"ipu.local/libs/numfmt"
 )
 
-// The f16v4 lanes without the generic path: FP16 to float64 and back by
-// integer arithmetic on the bits in the common range (normal values), the
-// generic conversions for the rest. Results equal h4op's bit for bit.
-
-// h16d returns FP16 bits as a float64, exactly.
-func h16d(h uint16) float64 {
-	if e := h & 0x7C00; e == 0 || e == 0x7C00 {
-		return float64(h16f(h)) // zero, subnormal, Inf, NaN
-	}
-	// Rebias the exponent: FP16 bias 15, FP64 bias 1023.
-	return math.Float64frombits(uint64(h&0x8000)<<48 | (uint64(h&0x7FFF)<<42 + 1008<<52))
-}
+// The f16v4 lanes without the generic path: FP16 to FP64 back by integer
+// arithmetic on the bits in the common range (normal values), the generic
+// conversion for the rest, and fma's round to odd only when needed.
+// Results equal h4op's bit for bit.
 
 // Bits of 2^-14 (the smallest normal FP16) and 2^16 as FP64.
 const (
@@ -26,49 +18,63 @@ const (
 	f64Two16       = 1039 << 52
 )
 
-// f64to16fast is f64to16: when |x| is in [2^-14, 2^16) it rounds the FP64
+// round16 is f64to16: when |x| is in [2^-14, 2^16) it rounds the FP64
 // bits to 10 mantissa bits, to nearest even (a carry into the exponent,
-// up to Inf at 65520, is the right result), and rebiases.
-func f64to16fast(x float64) uint16 {
+// up to Inf at 65520, is the right result), and rebiases; f64to16 does
+// the rest.
+func round16(x float64) uint16 {
 	b := math.Float64bits(x)
 	a := b &^ (1 << 63)
 	if a-f64MinNormal16 >= f64Two16-f64MinNormal16 {
 		return f64to16(x)
 	}
-	r := (a + (1<<41 - 1) + (a>>42)&1) >> 42
-	return uint16(b>>48)&0x8000 | uint16(r-1008<<10)
+	return uint16(b>>48)&0x8000 | uint16((a+(1<<41-1)+(a>>42)&1)>>42-1008<<10)
 }
 
 // h4arith applies H4ADD, H4SUB, H4MUL or H4FMA to the lanes of a and b
-// (and d, fma's addend).
+// (and d, fma's addend). Sums and products of FP16 values are exact in
+// FP64; the fma's sum may not be.
 func h4arith(op isa.Op, a, b, d uint64) uint64 {
+	if op == isa.H4FMA {
+		return h4fma(a, b, d)
+	}
 	var r uint64
-	switch op {
-	case isa.H4ADD:
-		for i := 0; i < 64; i += 16 {
-			r |= uint64(f64to16fast(h16d(uint16(a>>i))+h16d(uint16(b>>i)))) << i
+	for i := 0; i < 64; i += 16 {
+		x, y := float64(h16f(uint16(a>>i))), float64(h16f(uint16(b>>i)))
+		var s float64
+		switch op {
+		case isa.H4ADD:
+			s = x + y
+		case isa.H4SUB:
+			s = x - y
+		case isa.H4MUL:
+			s = x * y
 		}
-	case isa.H4SUB:
-		for i := 0; i < 64; i += 16 {
-			r |= uint64(f64to16fast(h16d(uint16(a>>i))-h16d(uint16(b>>i)))) << i
+		r |= uint64(round16(s)) << i
+	}
+	return r
+}
+
+// h4fma is H4FMA, round16 written out (it does not inline).
+func h4fma(a, b, d uint64) uint64 {
+	var r uint64
+	for i := 0; i < 64; i += 16 {
+		x, y, z := float64(h16f(uint16(a>>i))), float64(h16f(uint16(b>>i))), float64(h16f(uint16(d>>i)))
+		p := float64(x * y) // exact
+		s := p + z
+		// Round to odd only when the sum is inexact (rarely): by Fast2Sum,
+		// s - p is exact when |p| >= |z| and s - z when |z| >= |p|, so both
+		// equal the other operand iff s is exact.
+		if s-p != z || s-z != p {
+			s = numfmt.SumRTO(p, z)
 		}
-	case isa.H4MUL:
-		for i := 0; i < 64; i += 16 {
-			r |= uint64(f64to16fast(h16d(uint16(a>>i))*h16d(uint16(b>>i)))) << i
+		bits := math.Float64bits(s)
+		abs := bits &^ (1 << 63)
+		if abs-f64MinNormal16 >= f64Two16-f64MinNormal16 {
+			r |= uint64(f64to16(s)) << i
+			continue
 		}
-	case isa.H4FMA:
-		for i := 0; i < 64; i += 16 {
-			p := float64(h16d(uint16(a>>i)) * h16d(uint16(b>>i))) // exact
-			z := h16d(uint16(d >> i))
-			s := p + z
-			// Round to odd only when the sum is inexact (rarely): by
-			// Fast2Sum, s - p is exact when |p| >= |z| and s - z when
-			// |z| >= |p|, so both equal the other operand iff s is exact.
-			if s-p != z || s-z != p {
-				s = numfmt.SumRTO(p, z)
-			}
-			r |= uint64(f64to16fast(s)) << i
-		}
+		r |= uint64(uint16(bits>>48)&0x8000|uint16((abs+(1<<41-1)+(abs>>42)&1)>>42-1008<<10)) << i
 	}
 	return r
 }

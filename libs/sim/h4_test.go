@@ -43,7 +43,7 @@ func TestH4FastEqualsGeneric(t *testing.T) {
 	}
 }
 
-func TestF64to16Fast(t *testing.T) {
+func TestRound16(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for n := 0; n < 1000000; n++ {
 		// Exponents around FP16's range, every mantissa pattern.
@@ -52,15 +52,24 @@ func TestF64to16Fast(t *testing.T) {
 		if n%3 == 0 { // exact halfway cases
 			x = math.Float64frombits(math.Float64bits(x)&^(1<<42-1) | 1<<41)
 		}
-		if got, want := f64to16fast(x), f64to16(x); got != want {
-			t.Fatalf("f64to16fast(%v) = %04x, want %04x", x, got, want)
+		if got, want := round16(x), f64to16(x); got != want {
+			t.Fatalf("round16(%v) = %04x, want %04x", x, got, want)
 		}
 	}
+
+}
+
+func TestHalvesToF32(t *testing.T) {
+	b := make([]byte, 2<<16)
 	for h := 0; h < 1<<16; h++ {
-		want := float64(h16f(uint16(h)))
-		got := h16d(uint16(h))
-		if math.Float64bits(got) != math.Float64bits(want) && !(got != got && want != want) {
-			t.Fatalf("h16d(%04x) = %v, want %v", h, got, want)
+		b[2*h], b[2*h+1] = byte(h), byte(h>>8)
+	}
+	got := make([]float32, 1<<16)
+	halvesToF32(got, b)
+	for h, g := range got {
+		want := h16f(uint16(h))
+		if math.Float32bits(g) != math.Float32bits(want) && !(g != g && want != want) {
+			t.Fatalf("halvesToF32(%04x) = %v, want %v", h, g, want)
 		}
 	}
 }

@@ -29,21 +29,7 @@ func (x *exec) amp(c *context, in *inst) (int64, xfault) {
 	mem := x.mem
 	acc := &c.acc
 	if in.op == isa.AMPH {
-		var xv [4]float32
-		var wv [16]float32
-		for i := range xv {
-			xv[i] = h16f(binary.LittleEndian.Uint16(mem[offA+2*uint32(i):]))
-		}
-		for j := range wv {
-			wv[j] = h16f(binary.LittleEndian.Uint16(mem[offB+2*uint32(j):]))
-		}
-		for i := range xv {
-			row := (*[16]float32)(acc[16*i:])
-			xi := xv[i]
-			for j, wj := range wv {
-				row[j] = row[j] + float32(xi*wj)
-			}
-		}
+		ampHalf(acc, (*[8]byte)(mem[offA:]), (*[32]byte)(mem[offB:]))
 	} else {
 		cfg := decodeFP8(c.fp8)
 		scale := cfg.sa + cfg.sb
@@ -216,4 +202,50 @@ func (m *Machine) readHost(addr uint32, dst []byte) error {
 		return errors.New("no host attached")
 	}
 	return m.host.ReadHost(addr, dst)
+}
+
+// ampHalf adds the outer product of the 4 FP16 values at xb and the 16 at wb
+// to acc: acc[i][j] = acc[i][j] + float32(x[i] * w[j]), the product exact.
+func ampHalf(acc *[64]float32, xb *[8]byte, wb *[32]byte) {
+	var w [16]float32
+	halvesToF32(w[:], wb[:])
+	var x [4]float32
+	halvesToF32(x[:], xb[:])
+	for i := range x {
+		mac16((*[16]float32)(acc[16*i:]), x[i], &w)
+	}
+}
+
+// halvesToF32 converts the little-endian FP16 values of b to dst, exactly
+// (h16f), rebiasing normal values' exponents by integer arithmetic.
+func halvesToF32(dst []float32, b []byte) {
+	for j := range dst {
+		h := uint16(b[2*j]) | uint16(b[2*j+1])<<8
+		if (h&0x7C00+0x400)&0x7800 == 0 { // exponent 0 or 31
+			dst[j] = h16f(h)
+			continue
+		}
+		dst[j] = math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7FFF)<<13 + 112<<23))
+	}
+}
+
+// mac16 is row[j] = row[j] + float32(x * w[j]) (the conversion keeps the
+// compiler from fusing the multiply and the add).
+func mac16(row *[16]float32, x float32, w *[16]float32) {
+	row[0] = row[0] + float32(x*w[0])
+	row[1] = row[1] + float32(x*w[1])
+	row[2] = row[2] + float32(x*w[2])
+	row[3] = row[3] + float32(x*w[3])
+	row[4] = row[4] + float32(x*w[4])
+	row[5] = row[5] + float32(x*w[5])
+	row[6] = row[6] + float32(x*w[6])
+	row[7] = row[7] + float32(x*w[7])
+	row[8] = row[8] + float32(x*w[8])
+	row[9] = row[9] + float32(x*w[9])
+	row[10] = row[10] + float32(x*w[10])
+	row[11] = row[11] + float32(x*w[11])
+	row[12] = row[12] + float32(x*w[12])
+	row[13] = row[13] + float32(x*w[13])
+	row[14] = row[14] + float32(x*w[14])
+	row[15] = row[15] + float32(x*w[15])
 }
