@@ -46,6 +46,7 @@ type program struct {
 	// but exit, jr, a word that is not code), distE[i] the same with exit
 	// counted: see readBound.
 	distW, distE []uint32
+	half         *[1 << 16]float32 // halfTable(), when the code has amph
 	// simple[i] is the number of simple instructions (isSimple) from
 	// insts[i] on, at most 255.
 	simple []uint8
@@ -88,6 +89,12 @@ func (m *Machine) predecode(mem []byte, code []arch.Range) *program {
 		}
 	}
 	p.distW, p.distE = distances(p.insts, false), distances(p.insts, true)
+	for i := range p.insts {
+		if p.insts[i].op == isa.AMPH {
+			p.half = halfTable()
+			break
+		}
+	}
 	p.simple = make([]uint8, len(p.insts))
 	for i := len(p.insts) - 1; i >= 0; i-- {
 		if !isSimple(&p.insts[i]) {

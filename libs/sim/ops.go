@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"ipu.local/libs/isa"
 )
@@ -29,7 +30,7 @@ func (x *exec) amp(c *context, in *inst) (int64, xfault) {
 	mem := x.mem
 	acc := &c.acc
 	if in.op == isa.AMPH {
-		ampHalf(acc, (*[8]byte)(mem[offA:]), (*[32]byte)(mem[offB:]))
+		ampHalf(acc, (*[8]byte)(mem[offA:]), (*[32]byte)(mem[offB:]), x.prog.half)
 	} else {
 		cfg := decodeFP8(c.fp8)
 		scale := cfg.sa + cfg.sb
@@ -204,30 +205,29 @@ func (m *Machine) readHost(addr uint32, dst []byte) error {
 	return m.host.ReadHost(addr, dst)
 }
 
-// ampHalf adds the outer product of the 4 FP16 values at xb and the 16 at wb
-// to acc: acc[i][j] = acc[i][j] + float32(x[i] * w[j]), the product exact.
-func ampHalf(acc *[64]float32, xb *[8]byte, wb *[32]byte) {
+// ampHalf adds the outer product of the 4 FP16 values at xb and the 16 at
+// wb to acc: acc[i][j] = acc[i][j] + float32(x[i] * w[j]), the product
+// exact. half is halfTable().
+func ampHalf(acc *[64]float32, xb *[8]byte, wb *[32]byte, half *[1 << 16]float32) {
 	var w [16]float32
-	halvesToF32(w[:], wb[:])
-	var x [4]float32
-	halvesToF32(x[:], xb[:])
-	for i := range x {
-		mac16((*[16]float32)(acc[16*i:]), x[i], &w)
+	for j := range w {
+		w[j] = half[uint16(wb[2*j])|uint16(wb[2*j+1])<<8]
+	}
+	for i := 0; i < 4; i++ {
+		mac16((*[16]float32)(acc[16*i:]), half[uint16(xb[2*i])|uint16(xb[2*i+1])<<8], &w)
 	}
 }
 
-// halvesToF32 converts the little-endian FP16 values of b to dst, exactly
-// (h16f), rebiasing normal values' exponents by integer arithmetic.
-func halvesToF32(dst []float32, b []byte) {
-	for j := range dst {
-		h := uint16(b[2*j]) | uint16(b[2*j+1])<<8
-		if (h&0x7C00+0x400)&0x7800 == 0 { // exponent 0 or 31
-			dst[j] = h16f(h)
-			continue
-		}
-		dst[j] = math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7FFF)<<13 + 112<<23))
+// halfTable returns every FP16 value as FP32 (h16f), indexed by its bits:
+// one load per operand instead of a conversion. Built on first use (a
+// program with amph), 256 KiB.
+var halfTable = sync.OnceValue(func() *[1 << 16]float32 {
+	t := new([1 << 16]float32)
+	for h := range t {
+		t[h] = h16f(uint16(h))
 	}
-}
+	return t
+})
 
 // mac16 is row[j] = row[j] + float32(x * w[j]) (the conversion keeps the
 // compiler from fusing the multiply and the add).

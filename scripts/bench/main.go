@@ -302,6 +302,7 @@ func simulate(p *arch.Preset, k kernel, n, par, reps int) (timing, int64, int64,
 				return best, 0, 0, err
 			}
 		}
+		runtime.GC() // no collector work left over from the setup
 		start, cpu0 := time.Now(), cpuTime()
 		res, err := m.Run(nil, 0)
 		el := since(start, cpu0)
@@ -323,6 +324,7 @@ func simulate(p *arch.Preset, k kernel, n, par, reps int) (timing, int64, int64,
 func native(a, b []float32, n, par, reps int) timing {
 	var best timing
 	for rep := 0; rep < reps; rep++ {
+		runtime.GC()
 		start, cpu0 := time.Now(), cpuTime()
 		var wg sync.WaitGroup
 		for g := 0; g < par; g++ {
