@@ -203,6 +203,26 @@ func (x *exec) ahead(k int, c *context, t, horizon int64, replay bool) (int64, i
 			n += cnt - 1
 			t += numWorkers * (cnt - 1)
 			cyc = 1
+		} else if in.op == isa.AMPH && c.loopOn && c.loopStart == pc && c.loopEnd == pc+4 {
+			if ck.valid && !replay && !ck.accSaved {
+				ck.acc, ck.accSaved = c.acc, true
+			}
+			next, cnt, last := x.ampRepeat(c, in, t, horizon)
+			if cnt > 0 {
+				n += cnt
+				t, lastT = next, last
+				if !c.loopOn {
+					pc = c.loopEnd
+					forbid &^= fNoLoop
+				}
+				continue
+			}
+			var ok bool
+			npc, cyc, wait, ok = x.step(k, c, in, pc, t, ck.valid && !replay)
+			if !ok {
+				break
+			}
+			c.m[15], c.a[15] = 0, 0
 		} else {
 			var ok bool
 			npc, cyc, wait, ok = x.step(k, c, in, pc, t, ck.valid && !replay)

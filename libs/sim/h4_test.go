@@ -67,3 +67,41 @@ func TestHalfTable(t *testing.T) {
 		}
 	}
 }
+
+func TestMac64(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	val := func() float32 {
+		switch r.IntN(8) {
+		case 0:
+			return math.Float32frombits(r.Uint32()) // any bits: NaN, Inf, subnormal
+		case 1:
+			return float32(math.Inf(1 - 2*r.IntN(2)))
+		case 2:
+			return math.Float32frombits(r.Uint32() & 0x807FFFFF) // subnormal
+		}
+		return float32(r.NormFloat64())
+	}
+	for n := 0; n < 20000; n++ {
+		var acc, want [64]float32
+		var x [4]float32
+		var w [16]float32
+		for i := range acc {
+			acc[i] = val()
+		}
+		for i := range x {
+			x[i] = val()
+		}
+		for i := range w {
+			w[i] = val()
+		}
+		want = acc
+		mac64Go(&want, &x, &w)
+		mac64(&acc, &x, &w)
+		for i := range acc {
+			g, e := acc[i], want[i]
+			if math.Float32bits(g) != math.Float32bits(e) && !(g != g && e != e) {
+				t.Fatalf("case %d: acc[%d] = %v (%08x), want %v (%08x)", n, i, g, math.Float32bits(g), e, math.Float32bits(e))
+			}
+		}
+	}
+}

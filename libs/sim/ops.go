@@ -213,8 +213,17 @@ func ampHalf(acc *[64]float32, xb *[8]byte, wb *[32]byte, half *[1 << 16]float32
 	for j := range w {
 		w[j] = half[uint16(wb[2*j])|uint16(wb[2*j+1])<<8]
 	}
-	for i := 0; i < 4; i++ {
-		mac16((*[16]float32)(acc[16*i:]), half[uint16(xb[2*i])|uint16(xb[2*i+1])<<8], &w)
+	var x [4]float32
+	for i := range x {
+		x[i] = half[uint16(xb[2*i])|uint16(xb[2*i+1])<<8]
+	}
+	mac64(acc, &x, &w)
+}
+
+// mac64Go is mac64 in Go: acc[16i+j] = acc[16i+j] + float32(x[i] * w[j]).
+func mac64Go(acc *[64]float32, x *[4]float32, w *[16]float32) {
+	for i := range x {
+		mac16((*[16]float32)(acc[16*i:]), x[i], w)
 	}
 }
 
