@@ -203,6 +203,17 @@ func (x *exec) ahead(k int, c *context, t, horizon int64, replay bool) (int64, i
 			n += cnt - 1
 			t += numWorkers * (cnt - 1)
 			cyc = 1
+			// A branch closing the block runs with it (branches fault in
+			// a repeat body: the issue loop reports that).
+			if j := int64(idx) + cnt; j < int64(ninst) && !c.loopOn && t+numWorkers < horizon {
+				if br := &insts[j]; br.flags&forbid == 0 {
+					if target, ok := branchTo(c, br, npc); ok {
+						npc = target
+						n++
+						t += numWorkers
+					}
+				}
+			}
 		} else if in.op == isa.AMPH && c.loopOn && c.loopStart == pc && c.loopEnd == pc+4 {
 			if ck.valid && !replay && !ck.accSaved {
 				ck.acc, ck.accSaved = c.acc, true
@@ -261,6 +272,27 @@ func (x *exec) ahead(k int, c *context, t, horizon int64, replay bool) (int64, i
 		ck.n, ck.lastT = n, lastT
 	}
 	return t, n
+}
+
+// branchTo returns the next pc of the branch br at pc (ok false when br is
+// not br, brz or brnz).
+func branchTo(c *context, br *inst, pc uint32) (uint32, bool) {
+	taken := pc + 4 + 4*uint32(br.imm)
+	switch br.op {
+	case isa.BR:
+		return taken, true
+	case isa.BRZ:
+		if c.m[br.a&15] == 0 {
+			return taken, true
+		}
+	case isa.BRNZ:
+		if c.m[br.a&15] != 0 {
+			return taken, true
+		}
+	default:
+		return 0, false
+	}
+	return pc + 4, true
 }
 
 // runSimple executes a block of simple instructions (isSimple).
