@@ -420,11 +420,26 @@ func (x *exec) step(k int, c *context, in *inst, pc uint32, t int64, saveAcc boo
 	case isa.LDM, isa.LDMP, isa.LD32, isa.LD32P, isa.LD64, isa.LD64P, isa.LD128, isa.LD128P:
 		ok = x.load(c, in)
 		return npc, cyc, 0, ok
+	case isa.H4FMA:
+		a := &c.a
+		setPair(a, in.d, h4fma(getPair(a, in.a), getPair(a, in.b), getPair(a, in.d), x.prog.half))
+	case isa.H4MAX, isa.H4MIN:
+		a := &c.a
+		setPair(a, in.d, h4maxmin(getPair(a, in.a), getPair(a, in.b), in.op == isa.H4MAX))
 	default:
 		ok = stepFloat(c, in)
 		return npc, cyc, 0, ok
 	}
 	return npc, cyc, wait, true
+}
+
+// getPair returns registers r and r+1 (mod 16) as one 64-bit value.
+func getPair(a *[16]uint32, r uint8) uint64 {
+	return uint64(a[r&15]) | uint64(a[(r+1)&15])<<32
+}
+
+func setPair(a *[16]uint32, r uint8, v uint64) {
+	a[r&15], a[(r+1)&15] = uint32(v), uint32(v>>32)
 }
 
 func (x *exec) csr(k int, c *context, reg int32, t int64) uint32 {

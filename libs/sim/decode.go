@@ -90,7 +90,7 @@ func (m *Machine) predecode(mem []byte, code []arch.Range) *program {
 	}
 	p.distW, p.distE = distances(p.insts, false), distances(p.insts, true)
 	for i := range p.insts {
-		if p.insts[i].op == isa.AMPH {
+		if op := p.insts[i].op; op == isa.AMPH || op == isa.H4FMA {
 			p.half = halfTable()
 			break
 		}

@@ -36,7 +36,7 @@ func round16(x float64) uint16 {
 // FP64; the fma's sum may not be.
 func h4arith(op isa.Op, a, b, d uint64) uint64 {
 	if op == isa.H4FMA {
-		return h4fma(a, b, d)
+		return h4fma(a, b, d, halfTable())
 	}
 	var r uint64
 	for i := 0; i < 64; i += 16 {
@@ -56,10 +56,10 @@ func h4arith(op isa.Op, a, b, d uint64) uint64 {
 }
 
 // h4fma is H4FMA, round16 written out (it does not inline).
-func h4fma(a, b, d uint64) uint64 {
+func h4fma(a, b, d uint64, half *[1 << 16]float32) uint64 {
 	var r uint64
 	for i := 0; i < 64; i += 16 {
-		x, y, z := float64(h16f(uint16(a>>i))), float64(h16f(uint16(b>>i))), float64(h16f(uint16(d>>i)))
+		x, y, z := float64(half[uint16(a>>i)]), float64(half[uint16(b>>i)]), float64(half[uint16(d>>i)])
 		p := float64(x * y) // exact
 		s := p + z
 		// Round to odd only when the sum is inexact (rarely): by Fast2Sum,
