@@ -211,6 +211,9 @@ func (x *exec) ahead(k int, c *context, t, horizon int64, replay bool) (int64, i
 						npc = target
 						n++
 						t += numWorkers
+						if npc == pc {
+							t, n, npc = loopBlock(c, insts[idx:j+1], pc, t, n, horizon)
+						}
 					}
 				}
 			}
@@ -293,6 +296,27 @@ func branchTo(c *context, br *inst, pc uint32) (uint32, bool) {
 		return 0, false
 	}
 	return pc + 4, true
+}
+
+// loopBlock iterates a loop made of one block and the branch closing it
+// (block, its last instruction), from pc, after an iteration whose branch
+// issued at t, while the next iteration's branch issues before horizon.
+// It returns that last branch's issue cycle, the instruction count and the
+// next pc.
+func loopBlock(c *context, block []inst, pc uint32, t, n, horizon int64) (int64, int64, uint32) {
+	last := len(block) - 1
+	br, end := &block[last], pc+4*uint32(last)
+	per := numWorkers * int64(len(block))
+	for t+per < horizon {
+		runSimple(c, block[:last])
+		target, _ := branchTo(c, br, end)
+		n += int64(len(block))
+		t += per
+		if target != pc {
+			return t, n, target
+		}
+	}
+	return t, n, pc
 }
 
 // runSimple executes a block of simple instructions (isSimple).
