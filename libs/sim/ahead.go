@@ -188,6 +188,24 @@ func (x *exec) ahead(k int, c *context, t, horizon int64, replay bool) (int64, i
 		}
 		var cyc, wait int64
 		npc := pc + 4
+		if c.loopOn && pc == c.loopStart && c.loopRem > 1 && k < numWorkers && p.rep[idx] >= (c.loopEnd-pc)/4 {
+			if bound < 0 && reads(insts[idx:idx+(c.loopEnd-pc)/4]) {
+				bound = x.readBound(k, t0)
+				if t != t0 && t >= bound {
+					break
+				}
+				horizon = min(horizon, bound)
+			}
+			next, cnt, last, stopPC := x.repeatBody(k, c, insts[idx:idx+(c.loopEnd-pc)/4], pc, t, horizon, ck.valid && !replay)
+			if cnt > 0 {
+				n += cnt
+				t, lastT, pc = next, last, stopPC
+				if !c.loopOn {
+					forbid &^= fNoLoop
+				}
+				continue
+			}
+		}
 		if cnt := int64(p.simple[idx]); cnt > 0 {
 			// A block of one-cycle register instructions: each issues 6
 			// cycles after the previous (the supervisor's too: no worker

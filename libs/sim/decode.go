@@ -47,6 +47,9 @@ type program struct {
 	// counted: see readBound.
 	distW, distE []uint32
 	half         *[1 << 16]float32 // halfTable(), when the code has amph
+	// rep[i] is the number of instructions from insts[i] on that a
+	// worker's repeat body may run without the stretch loop (repeatable).
+	rep []uint32
 	// simple[i] is the number of simple instructions (isSimple) from
 	// insts[i] on, at most 255.
 	simple []uint8
@@ -93,6 +96,16 @@ func (m *Machine) predecode(mem []byte, code []arch.Range) *program {
 		if op := p.insts[i].op; op == isa.AMPH || op == isa.H4FMA {
 			p.half = halfTable()
 			break
+		}
+	}
+	p.rep = make([]uint32, len(p.insts))
+	for i := len(p.insts) - 1; i >= 0; i-- {
+		if !repeatable(&p.insts[i]) {
+			continue
+		}
+		p.rep[i] = 1
+		if i+1 < len(p.insts) {
+			p.rep[i] += p.rep[i+1]
 		}
 	}
 	p.simple = make([]uint8, len(p.insts))
@@ -153,6 +166,20 @@ func isSimple(in *inst) bool {
 		return true
 	}
 	return false
+}
+
+// repeatable reports whether repeatBody may run in: not global, legal in
+// a repeat body for a worker, its cycles fixed (not delay, amph, ampq) and
+// not reading the cycle counter (get).
+func repeatable(in *inst) bool {
+	if in.flags&(fGlobal|fNotCode|fInvalid|fSupOnly|fNoLoop) != 0 {
+		return false
+	}
+	switch in.op {
+	case isa.DELAY, isa.GET, isa.AMPH, isa.AMPQ:
+		return false
+	}
+	return true
 }
 
 // opClass returns fRead for the loads, fGlobal for the instructions that

@@ -1,0 +1,47 @@
+package sim
+
+// repeatBody runs whole iterations of a worker's repeat body (body, at pc,
+// the loop's start) from issue cycle t while an iteration's last
+// instruction issues before horizon, without the stretch loop's checks:
+// every instruction is repeatable, so none is global, branches or has
+// cycles that vary. It stops inside an iteration before an instruction
+// that would fault. It returns the next issue cycle, the instructions run,
+// the last one's issue cycle and the pc to go on at.
+func (x *exec) repeatBody(k int, c *context, body []inst, pc uint32, t, horizon int64, saveAcc bool) (int64, int64, int64, uint32) {
+	var cycles int64
+	for i := range body {
+		cycles += int64(body[i].cycles)
+	}
+	lastStart := numWorkers * (cycles - int64(body[len(body)-1].cycles))
+	var n int64
+	lastT := t
+	for t+lastStart < horizon {
+		for i := range body {
+			ipc := pc + 4*uint32(i)
+			_, cyc, _, ok := x.step(k, c, &body[i], ipc, t, saveAcc)
+			if !ok {
+				return t, n, lastT, ipc
+			}
+			c.m[15], c.a[15] = 0, 0
+			n++
+			lastT = t
+			t += numWorkers * cyc
+		}
+		if c.loopRem <= 1 {
+			c.loopOn = false
+			return t, n, lastT, c.loopEnd
+		}
+		c.loopRem--
+	}
+	return t, n, lastT, pc
+}
+
+// reads reports whether an instruction of body reads memory.
+func reads(body []inst) bool {
+	for i := range body {
+		if body[i].flags&fRead != 0 {
+			return true
+		}
+	}
+	return false
+}
