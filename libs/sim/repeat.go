@@ -1,5 +1,11 @@
 package sim
 
+import (
+	"encoding/binary"
+
+	"ipu.local/libs/isa"
+)
+
 // repeatBody runs whole iterations of a worker's repeat body (body, at pc,
 // the loop's start) from issue cycle t while an iteration's last
 // instruction issues before horizon, without the stretch loop's checks:
@@ -17,10 +23,29 @@ func (x *exec) repeatBody(k int, c *context, body []inst, pc uint32, t, horizon 
 	lastT := t
 	for t+lastStart < horizon {
 		for i := range body {
-			ipc := pc + 4*uint32(i)
-			_, cyc, _, ok := x.step(k, c, &body[i], ipc, t, saveAcc)
-			if !ok {
-				return t, n, lastT, ipc
+			in := &body[i]
+			cyc := int64(in.cycles)
+			// The commonest vector-loop instructions here, the rest in step.
+			switch in.op {
+			case isa.LD64P:
+				addr := c.m[in.a&15]
+				if off := addr - x.lo; off <= x.size-8 && addr&7 == 0 {
+					setPair(&c.a, in.d, binary.LittleEndian.Uint64(x.mem[off:]))
+					c.m[in.a&15] = addr + uint32(in.imm)
+					break
+				}
+				return t, n, lastT, pc + 4*uint32(i)
+			case isa.H4FMA:
+				a := &c.a
+				setPair(a, in.d, h4fma(getPair(a, in.a), getPair(a, in.b), getPair(a, in.d), x.prog.half))
+			case isa.H4MAX, isa.H4MIN:
+				a := &c.a
+				setPair(a, in.d, h4maxmin(getPair(a, in.a), getPair(a, in.b), in.op == isa.H4MAX))
+			default:
+				var ok bool
+				if _, cyc, _, ok = x.step(k, c, in, pc+4*uint32(i), t, saveAcc); !ok {
+					return t, n, lastT, pc + 4*uint32(i)
+				}
 			}
 			c.m[15], c.a[15] = 0, 0
 			n++
