@@ -71,7 +71,11 @@ func h4fma(a, b, d uint64, half *[1 << 16]float32) uint64 {
 		bits := math.Float64bits(s)
 		abs := bits &^ (1 << 63)
 		if abs-f64MinNormal16 >= f64Two16-f64MinNormal16 {
-			r |= uint64(f64to16(s)) << i
+			h := uint16(bits>>48) & 0x8000 // zero
+			if abs != 0 {
+				h = f64to16(s)
+			}
+			r |= uint64(h) << i
 			continue
 		}
 		r |= uint64(uint16(bits>>48)&0x8000|uint16((abs+(1<<41-1)+(abs>>42)&1)>>42-1008<<10)) << i
@@ -80,8 +84,29 @@ func h4fma(a, b, d uint64, half *[1 << 16]float32) uint64 {
 }
 
 // h4maxmin is H4MAX (max true) or H4MIN on the bits: NaN if either lane
-// is a NaN; equal zeros give the AND (max) or OR (min) of the bits.
+// is a NaN; equal zeros give the AND (max) or OR (min) of the bits, which
+// is what comparing order16 keys (-0 below +0) picks.
 func h4maxmin(a, b uint64, max bool) uint64 {
+	// A lane is a NaN when its magnitude exceeds 0x7C00: adding 0x3FF
+	// then sets its bit 15 (no carry leaves a lane).
+	const mag, nanBias, top = 0x7FFF7FFF7FFF7FFF, 0x03FF03FF03FF03FF, 0x8000800080008000
+	if ((a&mag+nanBias)|(b&mag+nanBias))&top != 0 {
+		return h4maxminNaN(a, b, max)
+	}
+	var r uint64
+	for i := 0; i < 64; i += 16 {
+		ha, hb := uint16(a>>i), uint16(b>>i)
+		v := hb
+		if (order16(ha) > order16(hb)) == max {
+			v = ha
+		}
+		r |= uint64(v) << i
+	}
+	return r
+}
+
+// h4maxminNaN is h4maxmin lane by lane, NaN lanes included.
+func h4maxminNaN(a, b uint64, max bool) uint64 {
 	var r uint64
 	for i := 0; i < 64; i += 16 {
 		ha, hb := uint16(a>>i), uint16(b>>i)
@@ -89,11 +114,6 @@ func h4maxmin(a, b uint64, max bool) uint64 {
 		switch {
 		case ha&0x7FFF > 0x7C00 || hb&0x7FFF > 0x7C00:
 			v = qnan16
-		case (ha|hb)&0x7FFF == 0 || ha == hb:
-			v = ha & hb
-			if !max {
-				v = ha | hb
-			}
 		case (order16(ha) > order16(hb)) == max:
 			v = ha
 		default:
@@ -107,8 +127,5 @@ func h4maxmin(a, b uint64, max bool) uint64 {
 // order16 maps non-NaN FP16 bits to integers in the order of their values
 // (-0 below +0).
 func order16(h uint16) uint16 {
-	if h&0x8000 != 0 {
-		return ^h
-	}
-	return h | 0x8000
+	return h ^ (uint16(int16(h)>>15) | 0x8000)
 }
