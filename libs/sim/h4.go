@@ -93,16 +93,18 @@ func h4maxmin(a, b uint64, max bool) uint64 {
 	if ((a&mag+nanBias)|(b&mag+nanBias))&top != 0 {
 		return h4maxminNaN(a, b, max)
 	}
-	var r uint64
+	// Order keys for all lanes at once: flip every bit of a negative
+	// lane, only the sign bit of a positive one (order16).
+	const ones = 0x0001000100010001
+	ka := a ^ ((a>>15)&ones*0x7FFF | top)
+	kb := b ^ ((b>>15)&ones*0x7FFF | top)
+	var sel uint64 // the lanes a wins
 	for i := 0; i < 64; i += 16 {
-		ha, hb := uint16(a>>i), uint16(b>>i)
-		v := hb
-		if (order16(ha) > order16(hb)) == max {
-			v = ha
+		if (uint16(ka>>i) > uint16(kb>>i)) == max {
+			sel |= 0xFFFF << i
 		}
-		r |= uint64(v) << i
 	}
-	return r
+	return a&sel | b&^sel
 }
 
 // h4maxminNaN is h4maxmin lane by lane, NaN lanes included.
