@@ -317,7 +317,7 @@ func (x *exec) run() {
 		in := &insts[idx]
 		if in.flags&fGlobal == 0 {
 			h := horizon
-			if k == supCtx && x.running != 0 {
+			if k == supCtx && x.running != 0 || stepwise {
 				h = now + 1 // workers take slots: one instruction at a time
 			}
 			next, n := x.ahead(k, c, now, h, false)
