@@ -16,6 +16,7 @@ import (
 const (
 	f64MinNormal16 = 1009 << 52
 	f64Two16       = 1039 << 52
+	f64Two4        = 1027 << 52
 )
 
 // round16 is f64to16: when |x| is in [2^-14, 2^16) it rounds the FP64
@@ -62,10 +63,12 @@ func h4fma(a, b, d uint64, half *[1 << 16]float32) uint64 {
 		x, y, z := float64(half[uint16(a>>i)]), float64(half[uint16(b>>i)]), float64(half[uint16(d>>i)])
 		p := float64(x * y) // exact
 		s := p + z
-		// Round to odd only when the sum is inexact (rarely): by Fast2Sum,
-		// s - p is exact when |p| >= |z| and s - z when |z| >= |p|, so both
-		// equal the other operand iff s is exact.
-		if s-p != z || s-z != p {
+		// Round to odd only when the sum is inexact (rarely). p and z are
+		// multiples of 2^-48, so below 2^4 both (their bits' OR below
+		// 2^4's) the sum fits FP64's 53 bits. Else by Fast2Sum, s - p is
+		// exact when |p| >= |z| and s - z when |z| >= |p|, so both equal
+		// the other operand iff s is exact.
+		if (math.Float64bits(p)|math.Float64bits(z))&^(1<<63) >= f64Two4 && (s-p != z || s-z != p) {
 			s = numfmt.SumRTO(p, z)
 		}
 		bits := math.Float64bits(s)
