@@ -24,6 +24,8 @@ const (
 	fNoLoop                 // not allowed inside a repeat body
 	fNotCode                // the word is not in a code segment
 	fInvalid                // the word does not decode
+	fGlobal                 // not run ahead: writes memory, or acts on other contexts or the tile
+	fRead                   // reads tile memory (run ahead only up to the read bound)
 )
 
 const (
@@ -39,6 +41,21 @@ type program struct {
 	code  []arch.Range // the code segments, sorted, merged
 	// codeLo, codeHi bound every code segment (equal when there is none).
 	codeLo, codeHi uint32
+	// distW[i] is the fewest instructions a context starting at insts[i]
+	// issues before one that may write memory or start a worker (fGlobal
+	// but exit, jr, a word that is not code), distE[i] the same with exit
+	// counted: see readBound.
+	distW, distE []uint32
+	half         *[1 << 16]float32 // halfTable(), when the code has amph
+	// rep[i] is the number of instructions from insts[i] on that a
+	// worker's repeat body may run without the stretch loop (repeatable).
+	rep []uint32
+	// simple[i] is the number of simple instructions (isSimple) from
+	// insts[i] on, at most 255.
+	simple []uint8
+	// body[i] is the number of instructions from insts[i] on before the
+	// next fGlobal one or jr, straight on.
+	body []uint32
 }
 
 var emptyProgram = &program{}
@@ -74,6 +91,44 @@ func (m *Machine) predecode(mem []byte, code []arch.Range) *program {
 			p.insts[(a-base)/4] = decodeWord(isa.Word(mem[a-lo:]))
 		}
 	}
+	p.distW, p.distE = distances(p.insts, false), distances(p.insts, true)
+	for i := range p.insts {
+		if op := p.insts[i].op; op == isa.AMPH || op == isa.H4FMA {
+			p.half = halfTable()
+			break
+		}
+	}
+	p.rep = make([]uint32, len(p.insts))
+	for i := len(p.insts) - 1; i >= 0; i-- {
+		if !repeatable(&p.insts[i]) {
+			continue
+		}
+		p.rep[i] = 1
+		if i+1 < len(p.insts) {
+			p.rep[i] += p.rep[i+1]
+		}
+	}
+	p.simple = make([]uint8, len(p.insts))
+	for i := len(p.insts) - 1; i >= 0; i-- {
+		if !isSimple(&p.insts[i]) {
+			continue
+		}
+		p.simple[i] = 1
+		if i+1 < len(p.insts) && p.simple[i+1] < 255 {
+			p.simple[i] += p.simple[i+1]
+		}
+	}
+	p.body = make([]uint32, len(p.insts))
+	for i := len(p.insts) - 1; i >= 0; i-- {
+		in := &p.insts[i]
+		if in.flags&(fGlobal|fNotCode|fInvalid) != 0 || in.op == isa.JR {
+			continue
+		}
+		p.body[i] = 1
+		if i+1 < len(p.insts) {
+			p.body[i] += p.body[i+1]
+		}
+	}
 	m.progs[string(key)] = p
 	return p
 }
@@ -91,12 +146,151 @@ func decodeWord(w uint32) inst {
 	case isa.Worker:
 		in.flags |= fWorkerOnly
 	}
+	in.flags |= opClass(d)
 	switch d.Op {
 	case isa.BR, isa.BRZ, isa.BRNZ, isa.CALL, isa.JR, isa.RPT, isa.RPTI,
 		isa.RUN, isa.SYNC, isa.HSYNC, isa.HALT, isa.EXIT:
 		in.flags |= fNoLoop
 	}
 	return in
+}
+
+// isSimple reports whether runSimple executes in: a one-cycle instruction
+// on the context's registers, for any context.
+func isSimple(in *inst) bool {
+	if in.flags != 0 || in.cycles != 1 {
+		return false
+	}
+	switch in.op {
+	case isa.ADD, isa.SUB, isa.MUL, isa.AND, isa.OR, isa.XOR, isa.SHL, isa.SHR, isa.SAR, isa.CMPEQ, isa.CMPLT, isa.CMPULT, isa.MIN, isa.MAX, isa.ADDI, isa.ANDI, isa.ORI, isa.XORI, isa.SHLI, isa.SHRI, isa.SARI, isa.MULI, isa.CMPEQI, isa.CMPLTI, isa.LI, isa.LIH, isa.MTA, isa.MFA, isa.AMOV, isa.ALI, isa.ALIH:
+		return true
+	}
+	return false
+}
+
+// repeatable reports whether repeatBody may run in: not global, legal in
+// a repeat body for a worker, its cycles fixed (not delay, amph, ampq) and
+// not reading the cycle counter (get).
+func repeatable(in *inst) bool {
+	if in.flags&(fGlobal|fNotCode|fInvalid|fSupOnly|fNoLoop) != 0 {
+		return false
+	}
+	switch in.op {
+	case isa.DELAY, isa.GET, isa.AMPH, isa.AMPQ:
+		return false
+	}
+	return true
+}
+
+// opClass returns fRead for the loads, fGlobal for the instructions that
+// cannot run ahead of the other contexts, 0 for those that touch only the
+// context's own state.
+func opClass(d isa.Inst) uint8 {
+	switch d.Op {
+	case isa.LDM, isa.LDMP, isa.LD32, isa.LD32P, isa.LD64, isa.LD64P, isa.LD128, isa.LD128P,
+		isa.AMPH, isa.AMPQ, isa.AMPLD:
+		return fRead
+	case isa.STM, isa.STMP, isa.ST32, isa.ST32P, isa.ST64, isa.ST64P, isa.ST128, isa.ST128P,
+		isa.AMPST, isa.RUN, isa.EXIT, isa.JOIN, isa.SYNC, isa.HSYNC, isa.HALT,
+		isa.SEND, isa.SEND2, isa.RECV, isa.HIN, isa.HOUT:
+		return fGlobal
+	case isa.PUT:
+		if d.Imm != isa.CSRFP8 {
+			return fGlobal // faults
+		}
+	}
+	return 0
+}
+
+// distCap stands for "never": a loop that cannot write.
+const distCap = 1 << 30
+
+// distances computes program.distW (exit false) or distE (exit true): a
+// breadth-first search from the boundary instructions backwards along the
+// control-flow edges (both ways of a conditional branch, the way into and
+// around a repeat body and the body's way back), so the result is a lower
+// bound for every path. Without exit, an exit ends every path.
+func distances(insts []inst, exit bool) []uint32 {
+	n := len(insts)
+	dist := make([]uint32, n)
+	// Reverse edges in compressed form: preds[start[j]:start[j+1]] lead to j.
+	var edges [][2]int32 // {from, to}
+	var queue []int32
+	for i := range insts {
+		in := &insts[i]
+		dist[i] = distCap
+		if in.op == isa.EXIT && !exit {
+			continue
+		}
+		if in.flags&(fGlobal|fNotCode|fInvalid) != 0 || in.op == isa.JR {
+			dist[i] = 0
+			queue = append(queue, int32(i))
+			continue
+		}
+		for _, j := range successors(in, i) {
+			if j < 0 || j >= n {
+				dist[i] = 1 // the next fetch faults
+				continue
+			}
+			edges = append(edges, [2]int32{int32(i), int32(j)})
+		}
+		if in.op == isa.RPT || in.op == isa.RPTI {
+			if body := rptBody(in); body > 0 && i+body < n {
+				edges = append(edges, [2]int32{int32(i + body), int32(i + 1)})
+			}
+		}
+	}
+	start := make([]int32, n+1)
+	for _, e := range edges {
+		start[e[1]+1]++
+	}
+	for j := 0; j < n; j++ {
+		start[j+1] += start[j]
+	}
+	preds := make([]int32, len(edges))
+	fill := append([]int32(nil), start[:n]...)
+	for _, e := range edges {
+		preds[fill[e[1]]] = e[0]
+		fill[e[1]]++
+	}
+	// Seeds at 1 (a fetch fault next) join the queue after the zeros.
+	for i := range dist {
+		if dist[i] == 1 {
+			queue = append(queue, int32(i))
+		}
+	}
+	for q := 0; q < len(queue); q++ {
+		j := queue[q]
+		for _, i := range preds[start[j]:start[j+1]] {
+			if d := dist[j] + 1; d < dist[i] {
+				dist[i] = d
+				queue = append(queue, i)
+			}
+		}
+	}
+	return dist
+}
+
+// successors returns the instruction indices that may follow insts[i]
+// (outside [0, len) when the fetch would fault).
+func successors(in *inst, i int) []int {
+	switch in.op {
+	case isa.BR, isa.CALL:
+		return []int{i + 1 + int(in.imm)}
+	case isa.BRZ, isa.BRNZ:
+		return []int{i + 1, i + 1 + int(in.imm)}
+	case isa.RPT, isa.RPTI:
+		return []int{i + 1, i + 1 + rptBody(in)}
+	}
+	return []int{i + 1}
+}
+
+// rptBody is the body length of rpt or rpti in instructions.
+func rptBody(in *inst) int {
+	if in.op == isa.RPT {
+		return int(uint32(in.imm))
+	}
+	return int(uint32(in.imm) & 0xFF)
 }
 
 // overlapsCode reports whether [addr, addr+n) overlaps a code segment.

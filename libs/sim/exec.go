@@ -3,7 +3,6 @@ package sim
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"ipu.local/libs/isa"
 	"ipu.local/libs/numfmt"
@@ -88,6 +87,16 @@ type exec struct {
 	prog  *program
 
 	portFree int64 // the send port is busy until this cycle
+
+	// Issue state: each running worker's next issue cycle, the running
+	// workers, the workers the stalled supervisor waits for, the
+	// supervisor's earliest issue cycle.
+	wnext   [numWorkers]int64
+	running uint8
+	sblock  uint8
+	snext   int64
+
+	ck [numCtx]ckpt // before each context's latest run-ahead stretch
 }
 
 var ctxForbid = [numCtx]uint8{forbidWorker, forbidWorker, forbidWorker, forbidWorker, forbidWorker, forbidWorker, forbidSup}
@@ -232,13 +241,12 @@ func (x *exec) run() {
 	lo, size := x.lo, x.size
 	codeLo, codeHi := x.prog.codeLo, x.prog.codeHi
 
-	var wnext [numWorkers]int64
-	var running uint8
+	x.running = 0
 	for w := 0; w < numWorkers; w++ {
-		wnext[w] = never
+		x.wnext[w] = never
 		if t.ctx[w].running {
-			running |= 1 << w
-			wnext[w] = int64(w)
+			x.running |= 1 << w
+			x.wnext[w] = int64(w)
 		}
 	}
 	for k := range t.ctx {
@@ -248,8 +256,7 @@ func (x *exec) run() {
 			c.forbid |= fNoLoop
 		}
 	}
-	var sblock uint8 // workers the stalled supervisor waits for
-	snext := int64(0)
+	x.sblock, x.snext = 0, 0
 	limit := x.m.watchdog
 	period := x.m.opt.SamplePeriod
 	nextSample := never
@@ -263,15 +270,15 @@ func (x *exec) run() {
 
 	for {
 		k := -1
-		if running&(1<<s) != 0 {
-			if wnext[s] == now {
+		if x.running&(1<<s) != 0 {
+			if x.wnext[s] == now {
 				k = s
 			}
-		} else if sblock == 0 && snext <= now {
+		} else if x.sblock == 0 && x.snext <= now {
 			k = supCtx
 		}
 		if k < 0 {
-			now = nextEvent(now, running, &wnext, sblock, snext)
+			now = nextEvent(now, x.running, &x.wnext, x.sblock, x.snext)
 			if now == never {
 				x.fail(FaultWatchdog, -1, 0, 0, "no context can ever issue")
 				goto done
@@ -284,14 +291,14 @@ func (x *exec) run() {
 		if now >= horizon {
 			if now >= limit {
 				// No context issued in [limit, now): the tile reached
-				// cycle limit still running.
+				// cycle limit still x.running.
 				x.fail(FaultWatchdog, -1, t.ctx[supCtx].pc, limit, fmt.Sprintf("superstep exceeded %d cycles", limit))
 				goto done
 			}
 			for nextSample <= now {
 				spc := t.ctx[supCtx].pc
 				for w := 0; w < numWorkers; w++ {
-					if running&(1<<w) != 0 {
+					if x.running&(1<<w) != 0 {
 						spc = t.ctx[w].pc
 						break
 					}
@@ -308,114 +315,33 @@ func (x *exec) run() {
 			goto done
 		}
 		in := &insts[idx]
+		if in.flags&fGlobal == 0 {
+			h := horizon
+			if k == supCtx && x.running != 0 || stepwise {
+				h = now + 1 // workers take slots: one instruction at a time
+			}
+			next, n := x.ahead(k, c, now, h, false)
+			if n == 0 {
+				f := x.aheadFault(c, in)
+				x.fail(f.kind, k, pc, now, f.detail)
+				goto done
+			}
+			instrs += n
+			if k < numWorkers {
+				x.wnext[k] = next
+			} else {
+				x.snext = next
+			}
+			now++
+			s = int(now % numWorkers)
+			continue
+		}
 		cyc := int64(in.cycles)
 		wait := int64(0) // extra cycles of delay
 		npc := pc + 4
 
 		switch in.op {
-		case isa.NOP:
-
-		// Integer arithmetic.
-		case isa.ADD:
-			c.m[in.d&15] = c.m[in.a&15] + c.m[in.b&15]
-		case isa.SUB:
-			c.m[in.d&15] = c.m[in.a&15] - c.m[in.b&15]
-		case isa.MUL:
-			c.m[in.d&15] = c.m[in.a&15] * c.m[in.b&15]
-		case isa.AND:
-			c.m[in.d&15] = c.m[in.a&15] & c.m[in.b&15]
-		case isa.OR:
-			c.m[in.d&15] = c.m[in.a&15] | c.m[in.b&15]
-		case isa.XOR:
-			c.m[in.d&15] = c.m[in.a&15] ^ c.m[in.b&15]
-		case isa.SHL:
-			c.m[in.d&15] = c.m[in.a&15] << (c.m[in.b&15] & 31)
-		case isa.SHR:
-			c.m[in.d&15] = c.m[in.a&15] >> (c.m[in.b&15] & 31)
-		case isa.SAR:
-			c.m[in.d&15] = uint32(int32(c.m[in.a&15]) >> (c.m[in.b&15] & 31))
-		case isa.CMPEQ:
-			c.m[in.d&15] = b2u(c.m[in.a&15] == c.m[in.b&15])
-		case isa.CMPLT:
-			c.m[in.d&15] = b2u(int32(c.m[in.a&15]) < int32(c.m[in.b&15]))
-		case isa.CMPULT:
-			c.m[in.d&15] = b2u(c.m[in.a&15] < c.m[in.b&15])
-		case isa.MIN:
-			c.m[in.d&15] = uint32(min(int32(c.m[in.a&15]), int32(c.m[in.b&15])))
-		case isa.MAX:
-			c.m[in.d&15] = uint32(max(int32(c.m[in.a&15]), int32(c.m[in.b&15])))
-		case isa.ADDI:
-			c.m[in.d&15] = c.m[in.a&15] + uint32(in.imm)
-		case isa.ANDI:
-			c.m[in.d&15] = c.m[in.a&15] & uint32(in.imm)
-		case isa.ORI:
-			c.m[in.d&15] = c.m[in.a&15] | uint32(in.imm)
-		case isa.XORI:
-			c.m[in.d&15] = c.m[in.a&15] ^ uint32(in.imm)
-		case isa.SHLI:
-			c.m[in.d&15] = c.m[in.a&15] << (uint32(in.imm) & 31)
-		case isa.SHRI:
-			c.m[in.d&15] = c.m[in.a&15] >> (uint32(in.imm) & 31)
-		case isa.SARI:
-			c.m[in.d&15] = uint32(int32(c.m[in.a&15]) >> (uint32(in.imm) & 31))
-		case isa.MULI:
-			c.m[in.d&15] = c.m[in.a&15] * uint32(in.imm)
-		case isa.CMPEQI:
-			c.m[in.d&15] = b2u(c.m[in.a&15] == uint32(in.imm))
-		case isa.CMPLTI:
-			c.m[in.d&15] = b2u(int32(c.m[in.a&15]) < in.imm)
-		case isa.LI:
-			c.m[in.d&15] = uint32(in.imm)
-		case isa.LIH:
-			c.m[in.d&15] = c.m[in.d&15]&0xFFFF | uint32(in.imm)<<16
-
-		// Control flow.
-		case isa.BR:
-			npc = pc + 4 + 4*uint32(in.imm)
-		case isa.BRZ:
-			if c.m[in.a&15] == 0 {
-				npc = pc + 4 + 4*uint32(in.imm)
-			}
-		case isa.BRNZ:
-			if c.m[in.a&15] != 0 {
-				npc = pc + 4 + 4*uint32(in.imm)
-			}
-		case isa.CALL:
-			c.m[in.d&15] = pc + 4
-			npc = pc + 4 + 4*uint32(in.imm)
-		case isa.JR:
-			npc = c.m[in.a&15]
-		case isa.RPT, isa.RPTI:
-			var count, n uint32
-			if in.op == isa.RPT {
-				count, n = c.m[in.a&15], uint32(in.imm)
-			} else {
-				count, n = uint32(in.imm)>>8, uint32(in.imm)&0xFF
-			}
-			end := pc + 4 + 4*n
-			switch {
-			case count == 0:
-				npc = end
-			case n > 0:
-				c.loopOn, c.loopStart, c.loopEnd, c.loopRem = true, npc, end, count
-				c.forbid |= fNoLoop
-			}
-
 		// Loads and stores.
-		case isa.LDM, isa.LDMP:
-			addr := c.m[in.a&15]
-			if in.op == isa.LDM {
-				addr += uint32(in.imm)
-			}
-			off := addr - lo
-			if off > size-4 || addr&3 != 0 {
-				x.memFail("load", k, pc, now, addr, 4, 4, 0)
-				goto done
-			}
-			c.m[in.d&15] = binary.LittleEndian.Uint32(mem[off:])
-			if in.op == isa.LDMP {
-				c.m[in.a&15] = addr + uint32(in.imm)
-			}
 		case isa.STM, isa.STMP:
 			addr := c.m[in.a&15]
 			if in.op == isa.STM {
@@ -428,20 +354,6 @@ func (x *exec) run() {
 			}
 			binary.LittleEndian.PutUint32(mem[off:], c.m[in.d&15])
 			if in.op == isa.STMP {
-				c.m[in.a&15] = addr + uint32(in.imm)
-			}
-		case isa.LD32, isa.LD32P:
-			addr := c.m[in.a&15]
-			if in.op == isa.LD32 {
-				addr += uint32(in.imm)
-			}
-			off := addr - lo
-			if off > size-4 || addr&3 != 0 {
-				x.memFail("load", k, pc, now, addr, 4, 4, 0)
-				goto done
-			}
-			c.a[in.d&15] = binary.LittleEndian.Uint32(mem[off:])
-			if in.op == isa.LD32P {
 				c.m[in.a&15] = addr + uint32(in.imm)
 			}
 		case isa.ST32, isa.ST32P:
@@ -458,21 +370,6 @@ func (x *exec) run() {
 			if in.op == isa.ST32P {
 				c.m[in.a&15] = addr + uint32(in.imm)
 			}
-		case isa.LD64, isa.LD64P:
-			addr := c.m[in.a&15]
-			if in.op == isa.LD64 {
-				addr += uint32(in.imm)
-			}
-			off := addr - lo
-			if off > size-8 || addr&7 != 0 {
-				x.memFail("load", k, pc, now, addr, 8, 8, 0)
-				goto done
-			}
-			c.a[in.d&15] = binary.LittleEndian.Uint32(mem[off:])
-			c.a[(in.d+1)&15] = binary.LittleEndian.Uint32(mem[off+4:])
-			if in.op == isa.LD64P {
-				c.m[in.a&15] = addr + uint32(in.imm)
-			}
 		case isa.ST64, isa.ST64P:
 			addr := c.m[in.a&15]
 			if in.op == isa.ST64 {
@@ -486,22 +383,6 @@ func (x *exec) run() {
 			binary.LittleEndian.PutUint32(mem[off:], c.a[in.d&15])
 			binary.LittleEndian.PutUint32(mem[off+4:], c.a[(in.d+1)&15])
 			if in.op == isa.ST64P {
-				c.m[in.a&15] = addr + uint32(in.imm)
-			}
-		case isa.LD128, isa.LD128P:
-			addr := c.m[in.a&15]
-			if in.op == isa.LD128 {
-				addr += uint32(in.imm)
-			}
-			off, f := x.check("load", addr, 16, 16, chkInterleaved)
-			if f.kind != "" {
-				x.fail(f.kind, k, pc, now, f.detail)
-				goto done
-			}
-			for i := uint32(0); i < 4; i++ {
-				c.a[(in.d+uint8(i))&15] = binary.LittleEndian.Uint32(mem[off+4*i:])
-			}
-			if in.op == isa.LD128P {
 				c.m[in.a&15] = addr + uint32(in.imm)
 			}
 		case isa.ST128, isa.ST128P:
@@ -521,184 +402,8 @@ func (x *exec) run() {
 				c.m[in.a&15] = addr + uint32(in.imm)
 			}
 
-		// Register moves.
-		case isa.MTA:
-			c.a[in.d&15] = c.m[in.a&15]
-		case isa.MFA:
-			c.m[in.d&15] = c.a[in.a&15]
-		case isa.AMOV:
-			c.a[in.d&15] = c.a[in.a&15]
-		case isa.ALI:
-			c.a[in.d&15] = uint32(in.imm)
-		case isa.ALIH:
-			c.a[in.d&15] = c.a[in.d&15]&0xFFFF | uint32(in.imm)<<16
-
-		// Scalar FP32.
-		case isa.FADD:
-			c.a[in.d&15] = bits32(f32(c.a[in.a&15]) + f32(c.a[in.b&15]))
-		case isa.FSUB:
-			c.a[in.d&15] = bits32(f32(c.a[in.a&15]) - f32(c.a[in.b&15]))
-		case isa.FMUL:
-			c.a[in.d&15] = bits32(f32(c.a[in.a&15]) * f32(c.a[in.b&15]))
-		case isa.FMA:
-			c.a[in.d&15] = fma32(c.a[in.a&15], c.a[in.b&15], c.a[in.d&15])
-		case isa.FMAX:
-			c.a[in.d&15] = fmax32(c.a[in.a&15], c.a[in.b&15])
-		case isa.FMIN:
-			c.a[in.d&15] = fmin32(c.a[in.a&15], c.a[in.b&15])
-		case isa.FCMPLT:
-			c.a[in.d&15] = mask32(f32(c.a[in.a&15]) < f32(c.a[in.b&15]))
-		case isa.FSEL:
-			if c.a[in.a&15] != 0 {
-				c.a[in.d&15] = c.a[in.b&15]
-			} else {
-				c.a[in.d&15] = c.a[in.c&15]
-			}
-
-		// f32v2.
-		case isa.V2ADD, isa.V2SUB, isa.V2MUL, isa.V2FMA, isa.V2MAX, isa.V2MIN, isa.V2CMPLT, isa.V2CMPEQ:
-			d, a, b := in.d&15, in.a&15, in.b&15
-			for l := uint8(0); l < 2; l++ {
-				p, q := c.a[(a+l)&15], c.a[(b+l)&15]
-				var v uint32
-				switch in.op {
-				case isa.V2ADD:
-					v = bits32(f32(p) + f32(q))
-				case isa.V2SUB:
-					v = bits32(f32(p) - f32(q))
-				case isa.V2MUL:
-					v = bits32(f32(p) * f32(q))
-				case isa.V2FMA:
-					v = fma32(p, q, c.a[(d+l)&15])
-				case isa.V2MAX:
-					v = fmax32(p, q)
-				case isa.V2MIN:
-					v = fmin32(p, q)
-				case isa.V2CMPLT:
-					v = mask32(f32(p) < f32(q))
-				case isa.V2CMPEQ:
-					v = mask32(f32(p) == f32(q))
-				}
-				c.a[(d+l)&15] = v
-			}
-		case isa.V2SEL:
-			d, a, b, cc := in.d&15, in.a&15, in.b&15, in.c&15
-			lo0, lo1 := c.a[b], c.a[(b+1)&15]
-			if c.a[a] == 0 {
-				lo0 = c.a[cc]
-			}
-			if c.a[(a+1)&15] == 0 {
-				lo1 = c.a[(cc+1)&15]
-			}
-			c.a[d], c.a[(d+1)&15] = lo0, lo1
-
-		// f16v4.
-		case isa.H4ADD, isa.H4SUB, isa.H4MUL, isa.H4FMA, isa.H4MAX, isa.H4MIN, isa.H4CMPLT, isa.H4CMPEQ:
-			d, a, b := in.d&15, in.a&15, in.b&15
-			v := h4op(in.op, uint64(c.a[a])|uint64(c.a[(a+1)&15])<<32, uint64(c.a[b])|uint64(c.a[(b+1)&15])<<32,
-				uint64(c.a[d])|uint64(c.a[(d+1)&15])<<32)
-			c.a[d], c.a[(d+1)&15] = uint32(v), uint32(v>>32)
-		case isa.H4SEL:
-			d, a, b, cc := in.d&15, in.a&15, in.b&15, in.c&15
-			c.a[d], c.a[(d+1)&15] = sel16(c.a[a], c.a[b], c.a[cc]), sel16(c.a[(a+1)&15], c.a[(b+1)&15], c.a[(cc+1)&15])
-
-		// FP32 functions.
-		case isa.FEXP:
-			c.a[in.d&15] = bits32(float32(math.Exp(float64(f32(c.a[in.a&15])))))
-		case isa.FLOG:
-			c.a[in.d&15] = bits32(float32(math.Log(float64(f32(c.a[in.a&15])))))
-		case isa.FRCP:
-			c.a[in.d&15] = bits32(1 / f32(c.a[in.a&15]))
-		case isa.FRSQRT:
-			c.a[in.d&15] = bits32(float32(1 / math.Sqrt(float64(f32(c.a[in.a&15])))))
-		case isa.FSQRT:
-			c.a[in.d&15] = bits32(float32(math.Sqrt(float64(f32(c.a[in.a&15])))))
-		case isa.FTANH:
-			c.a[in.d&15] = bits32(float32(math.Tanh(float64(f32(c.a[in.a&15])))))
-		case isa.FERF:
-			c.a[in.d&15] = bits32(float32(math.Erf(float64(f32(c.a[in.a&15])))))
-		case isa.FABS:
-			c.a[in.d&15] = c.a[in.a&15] &^ 0x80000000
-		case isa.FNEG:
-			c.a[in.d&15] = c.a[in.a&15] ^ 0x80000000
-		case isa.FPOW:
-			c.a[in.d&15] = bits32(float32(math.Pow(float64(f32(c.a[in.a&15])), float64(f32(c.a[in.b&15])))))
-		case isa.V2EXP, isa.V2RCP, isa.V2ABS, isa.V2NEG:
-			d, a := in.d&15, in.a&15
-			for l := uint8(0); l < 2; l++ {
-				v := c.a[(a+l)&15]
-				switch in.op {
-				case isa.V2EXP:
-					v = bits32(float32(math.Exp(float64(f32(v)))))
-				case isa.V2RCP:
-					v = bits32(1 / f32(v))
-				case isa.V2ABS:
-					v &^= 0x80000000
-				case isa.V2NEG:
-					v ^= 0x80000000
-				}
-				c.a[(d+l)&15] = v
-			}
-
-		// Conversions.
-		case isa.CVTFH:
-			a := in.a & 15
-			c.a[in.d&15] = uint32(numfmt.F32ToF16(c.a[a])) | uint32(numfmt.F32ToF16(c.a[(a+1)&15]))<<16
-		case isa.CVTHF:
-			v, d := c.a[in.a&15], in.d&15
-			c.a[d], c.a[(d+1)&15] = f16to32(uint16(v)), f16to32(uint16(v>>16))
-		case isa.CVTH8:
-			cfg := decodeFP8(c.fp8)
-			a := in.a & 15
-			var v uint32
-			hv := uint64(c.a[a]) | uint64(c.a[(a+1)&15])<<32
-			for i := 0; i < 4; i++ {
-				v |= uint32(numfmt.F16ToF8Dev(uint16(hv>>(16*i)), cfg.fa, cfg.sa, cfg.mode)) << (8 * i)
-			}
-			c.a[in.d&15] = v
-		case isa.CVT8H:
-			cfg := decodeFP8(c.fp8)
-			v, d := c.a[in.a&15], in.d&15
-			var h [4]uint32
-			for i := range h {
-				h[i] = uint32(numfmt.F8ToF16(uint8(v>>(8*i)), cfg.fa, cfg.sa))
-			}
-			c.a[d], c.a[(d+1)&15] = h[0]|h[1]<<16, h[2]|h[3]<<16
-		case isa.CVTF8:
-			cfg := decodeFP8(c.fp8)
-			a := in.a & 15
-			c.a[in.d&15] = uint32(numfmt.F32ToF8Dev(c.a[a], cfg.fa, cfg.sa, cfg.mode)) |
-				uint32(numfmt.F32ToF8Dev(c.a[(a+1)&15], cfg.fa, cfg.sa, cfg.mode))<<8
-		case isa.CVT8F:
-			cfg := decodeFP8(c.fp8)
-			v, d := c.a[in.a&15], in.d&15
-			c.a[d], c.a[(d+1)&15] = numfmt.F8ToF32(uint8(v), cfg.fa, cfg.sa), numfmt.F8ToF32(uint8(v>>8), cfg.fa, cfg.sa)
-		case isa.CVTIF:
-			c.a[in.d&15] = math.Float32bits(float32(int32(c.a[in.a&15])))
-		case isa.CVTFI:
-			c.a[in.d&15] = f32toi32(c.a[in.a&15])
-		case isa.FSUM2:
-			a := in.a & 15
-			c.a[in.d&15] = bits32(f32(c.a[a]) + f32(c.a[(a+1)&15]))
-		case isa.H4SUMF:
-			a := in.a & 15
-			lo, hi := c.a[a], c.a[(a+1)&15]
-			sum := f32(f16to32(uint16(lo))) + f32(f16to32(uint16(lo>>16)))
-			sum = float32(sum) + f32(f16to32(uint16(hi)))
-			sum = float32(sum) + f32(f16to32(uint16(hi>>16)))
-			c.a[in.d&15] = bits32(sum)
-
 		// AMP.
-		case isa.AMPCLR:
-			c.acc = [64]float32{}
-		case isa.AMPH, isa.AMPQ:
-			extra, f := x.amp(c, in)
-			if f.kind != "" {
-				x.fail(f.kind, k, pc, now, f.detail)
-				goto done
-			}
-			cyc += extra
-		case isa.AMPST, isa.AMPLD:
+		case isa.AMPST:
 			if f := x.ampRow(c, in); f.kind != "" {
 				x.fail(f.kind, k, pc, now, f.detail)
 				goto done
@@ -711,8 +416,8 @@ func (x *exec) run() {
 				x.fail(FaultInvalid, k, pc, now, fmt.Sprintf("run: no worker %d", w))
 				goto done
 			}
-			if running&(1<<w) != 0 {
-				sblock = 1 << w
+			if x.running&(1<<w) != 0 {
+				x.sblock = 1 << w
 				now++
 				s = int(now % numWorkers)
 				continue
@@ -720,26 +425,26 @@ func (x *exec) run() {
 			wc := &t.ctx[w]
 			*wc = context{pc: c.m[in.a&15], fp8: c.fp8, running: true, forbid: forbidWorker}
 			wc.m[0] = c.m[in.b&15]
-			running |= 1 << w
-			wnext[w] = slotAt(now+1, w)
+			x.running |= 1 << w
+			x.wnext[w] = slotAt(now+1, w)
 		case isa.EXIT:
 			c.running = false
 			c.pc = npc
 			instrs++
-			running &^= 1 << k
-			wnext[k] = never
-			if sblock&(1<<k) != 0 {
-				sblock &^= 1 << k
-				if sblock == 0 && snext < now+1 {
-					snext = now + 1
+			x.running &^= 1 << k
+			x.wnext[k] = never
+			if x.sblock&(1<<k) != 0 {
+				x.sblock &^= 1 << k
+				if x.sblock == 0 && x.snext < now+1 {
+					x.snext = now + 1
 				}
 			}
 			now++
 			s = int(now % numWorkers)
 			continue
 		case isa.JOIN:
-			if running != 0 {
-				sblock = running
+			if x.running != 0 {
+				x.sblock = x.running
 				now++
 				s = int(now % numWorkers)
 				continue
@@ -747,8 +452,8 @@ func (x *exec) run() {
 		case isa.SYNC, isa.HSYNC, isa.HALT:
 			// sync and hsync join; halt stops the tile, its workers
 			// frozen where they are.
-			if running != 0 && in.op != isa.HALT {
-				sblock = running
+			if x.running != 0 && in.op != isa.HALT {
+				x.sblock = x.running
 				now++
 				s = int(now % numWorkers)
 				continue
@@ -767,31 +472,9 @@ func (x *exec) run() {
 			c.pc = npc
 			instrs++
 			goto done
-		case isa.GET:
-			var v uint32
-			switch in.imm {
-			case isa.CSRTileID:
-				v = uint32(x.id)
-			case isa.CSRContext:
-				v = uint32(k)
-			case isa.CSRCycles:
-				v = uint32(now)
-			case isa.CSRFP8:
-				v = c.fp8
-			case isa.CSRPhase:
-				v = uint32(x.phase)
-			case isa.CSRTiles:
-				v = uint32(x.m.p.Tiles)
-			}
-			c.m[in.d&15] = v
 		case isa.PUT:
-			if in.imm != isa.CSRFP8 {
-				x.fail(FaultInvalid, k, pc, now, fmt.Sprintf("put: control register %d is read-only", in.imm))
-				goto done
-			}
-			c.fp8 = c.m[in.a&15] & fp8Mask
-		case isa.DELAY:
-			wait = int64(in.imm)
+			x.fail(FaultInvalid, k, pc, now, fmt.Sprintf("put: control register %d is read-only", in.imm))
+			goto done
 
 		// Exchange and host.
 		case isa.SEND, isa.SEND2:
@@ -800,8 +483,8 @@ func (x *exec) run() {
 				goto done
 			}
 			if now < x.portFree {
-				if snext < x.portFree {
-					snext = x.portFree
+				if x.snext < x.portFree {
+					x.snext = x.portFree
 				}
 				now++
 				s = int(now % numWorkers)
@@ -846,12 +529,12 @@ func (x *exec) run() {
 		c.pc = npc
 		instrs++
 		if k < numWorkers {
-			wnext[k] = now + numWorkers*cyc
+			x.wnext[k] = now + numWorkers*cyc
 			if wait != 0 {
-				wnext[k] = slotAt(wnext[k]+wait, k)
+				x.wnext[k] = slotAt(x.wnext[k]+wait, k)
 			}
 		} else {
-			snext = now + numWorkers*cyc + wait
+			x.snext = now + numWorkers*cyc + wait
 		}
 		now++
 		s++
@@ -860,7 +543,7 @@ func (x *exec) run() {
 		}
 	}
 done:
-	r.instrs = instrs
+	r.instrs = instrs + x.rewind(r.cycles-1)
 	if r.barrier == barNone {
 		r.barrier = barFault
 	}

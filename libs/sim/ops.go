@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"ipu.local/libs/isa"
 )
@@ -29,21 +30,7 @@ func (x *exec) amp(c *context, in *inst) (int64, xfault) {
 	mem := x.mem
 	acc := &c.acc
 	if in.op == isa.AMPH {
-		var xv [4]float32
-		var wv [16]float32
-		for i := range xv {
-			xv[i] = h16f(binary.LittleEndian.Uint16(mem[offA+2*uint32(i):]))
-		}
-		for j := range wv {
-			wv[j] = h16f(binary.LittleEndian.Uint16(mem[offB+2*uint32(j):]))
-		}
-		for i := range xv {
-			row := (*[16]float32)(acc[16*i:])
-			xi := xv[i]
-			for j, wj := range wv {
-				row[j] = row[j] + float32(xi*wj)
-			}
-		}
+		ampHalf(acc, (*[8]byte)(mem[offA:]), (*[32]byte)(mem[offB:]), x.prog.half)
 	} else {
 		cfg := decodeFP8(c.fp8)
 		scale := cfg.sa + cfg.sb
@@ -216,4 +203,58 @@ func (m *Machine) readHost(addr uint32, dst []byte) error {
 		return errors.New("no host attached")
 	}
 	return m.host.ReadHost(addr, dst)
+}
+
+// ampHalf adds the outer product of the 4 FP16 values at xb and the 16 at
+// wb to acc: acc[i][j] = acc[i][j] + float32(x[i] * w[j]), the product
+// exact. half is halfTable().
+func ampHalf(acc *[64]float32, xb *[8]byte, wb *[32]byte, half *[1 << 16]float32) {
+	var w [16]float32
+	for j := range w {
+		w[j] = half[uint16(wb[2*j])|uint16(wb[2*j+1])<<8]
+	}
+	var x [4]float32
+	for i := range x {
+		x[i] = half[uint16(xb[2*i])|uint16(xb[2*i+1])<<8]
+	}
+	mac64(acc, &x, &w)
+}
+
+// mac64Go is mac64 in Go: acc[16i+j] = acc[16i+j] + float32(x[i] * w[j]).
+func mac64Go(acc *[64]float32, x *[4]float32, w *[16]float32) {
+	for i := range x {
+		mac16((*[16]float32)(acc[16*i:]), x[i], w)
+	}
+}
+
+// halfTable returns every FP16 value as FP32 (h16f), indexed by its bits:
+// one load per operand instead of a conversion. Built on first use (a
+// program with amph), 256 KiB.
+var halfTable = sync.OnceValue(func() *[1 << 16]float32 {
+	t := new([1 << 16]float32)
+	for h := range t {
+		t[h] = h16f(uint16(h))
+	}
+	return t
+})
+
+// mac16 is row[j] = row[j] + float32(x * w[j]) (the conversion keeps the
+// compiler from fusing the multiply and the add).
+func mac16(row *[16]float32, x float32, w *[16]float32) {
+	row[0] = row[0] + float32(x*w[0])
+	row[1] = row[1] + float32(x*w[1])
+	row[2] = row[2] + float32(x*w[2])
+	row[3] = row[3] + float32(x*w[3])
+	row[4] = row[4] + float32(x*w[4])
+	row[5] = row[5] + float32(x*w[5])
+	row[6] = row[6] + float32(x*w[6])
+	row[7] = row[7] + float32(x*w[7])
+	row[8] = row[8] + float32(x*w[8])
+	row[9] = row[9] + float32(x*w[9])
+	row[10] = row[10] + float32(x*w[10])
+	row[11] = row[11] + float32(x*w[11])
+	row[12] = row[12] + float32(x*w[12])
+	row[13] = row[13] + float32(x*w[13])
+	row[14] = row[14] + float32(x*w[14])
+	row[15] = row[15] + float32(x*w[15])
 }
