@@ -443,22 +443,32 @@ func (l *lowerer) panelBlocks(t *layout.Tensor, m *indexMap, refs []prog.Ref) er
 		batch int
 	}
 	offs := map[key]uint32{}
+	x := make([]int, r) // at's index
 	for i, pc := range t.Pieces {
 		g := t.Geometry(i)
 		batch := pc.Box[:r-2]
 		bi := 0
 		var ferr error
+		boxKey := pc.Box.String()
 		eachIndex(append(batch.Clone(), layout.Range{Lo: 0, Hi: 1}, layout.Range{Lo: 0, Hi: 1}), func(idx []int) {
 			if ferr != nil {
 				return
 			}
 			defer func() { bi++ }()
+			k := key{boxKey, bi}
+			if off, ok := offs[k]; ok {
+				// A copy of a block delivered (and checked) already.
+				ref := refs[i].Add(g.BatchOffset(idx[:r-2]) * t.Size)
+				l.fetch.Host[pc.Tile] = append(l.fetch.Host[pc.Tile], prog.HostOp{In: true, Page: in.Page, Off: off, Ref: ref, Bytes: uint32(g.PanelElems * t.Size)})
+				return
+			}
 			// The panel's matrix: rows [r0, r1) x cols [c0, c1) of the
 			// tensor at this batch index, mapped to the root's matrix
 			// view, plainly or transposed.
 			r0, r1, c0, c1 := pc.Box[r-2].Lo, pc.Box[r-2].Hi, pc.Box[r-1].Lo, pc.Box[r-1].Hi
 			at := func(row, col int) (int, int) {
-				x := append(append([]int(nil), idx[:r-2]...), row, col)
+				copy(x, idx[:r-2])
+				x[r-2], x[r-1] = row, col
 				f := m.flat(x)
 				return f / rootCols, f % rootCols
 			}
@@ -471,7 +481,9 @@ func (l *lowerer) panelBlocks(t *layout.Tensor, m *indexMap, refs []prog.Ref) er
 				nr, nc := at(r0, c0+1)
 				transposed = nr == br+1 && nc == bc
 			}
-			for row := r0; row < r1 && ferr == nil; row++ {
+			// A direct map is the root's row-major matrix view: every
+			// box is a block of it.
+			for row := r0; row < r1 && ferr == nil && !m.direct(); row++ {
 				for col := c0; col < c1; col++ {
 					gr, gc := at(row, col)
 					wr, wc := br+row-r0, bc+col-c0
@@ -498,19 +510,14 @@ func (l *lowerer) panelBlocks(t *layout.Tensor, m *indexMap, refs []prog.Ref) er
 				b = obj.Block{R0: uint32(R0), R1: uint32(R1), C0: uint32(C0), C1: uint32(C1), Rows: uint32(g.KP), Cols: uint32(g.GP), Transpose: transposed, Order: obj.BPanel}
 			}
 			bytes := uint32(g.PanelElems * t.Size)
-			k := key{pc.Box.String(), bi}
-			off, ok := offs[k]
-			if !ok {
-				o, err := l.pageAlloc(in.Page, bytes)
-				if err != nil {
-					ferr = err
-					return
-				}
-				off = o
-				offs[k] = off
-				b.Offset = off
-				in.Blocks = append(in.Blocks, b)
+			off, err := l.pageAlloc(in.Page, bytes)
+			if err != nil {
+				ferr = err
+				return
 			}
+			offs[k] = off
+			b.Offset = off
+			in.Blocks = append(in.Blocks, b)
 			ref := refs[i].Add(g.BatchOffset(idx[:r-2]) * t.Size)
 			l.fetch.Host[pc.Tile] = append(l.fetch.Host[pc.Tile], prog.HostOp{In: true, Page: in.Page, Off: off, Ref: ref, Bytes: bytes})
 		})
