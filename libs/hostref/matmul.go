@@ -2,6 +2,7 @@ package hostref
 
 import (
 	"ipu.local/libs/numfmt"
+	"math"
 	"sync"
 
 	"gonum.org/v1/gonum/blas"
@@ -105,6 +106,10 @@ func (ev *evaluator) mm(m, k, n int, a, b, y []float64) {
 	default:
 		bt := transposeKN(k, n, b) // each output element's k run contiguous
 		compute = func(r0, r1 int) { deviceMM(r0, r1, k, n, a, bt, y) }
+		if shortSignificands(a[:m*k]) && shortSignificands(bt) {
+			a32, bt32 := to32(a[:m*k]), to32(bt)
+			compute = func(r0, r1 int) { deviceMMShort(r0, r1, k, n, a32, bt32, y) }
+		}
 	}
 	threads := min(ev.opt.Threads, m)
 	if threads <= 1 {
@@ -155,6 +160,61 @@ func deviceMM(r0, r1, k, n int, a, bt, y []float64) {
 						acc = float32(numfmt.SumRTO(prod, float64(acc)))
 					}
 					y[i*n+j] = float64(acc)
+				}
+			}
+		}
+	}
+}
+
+// shortSignificands reports whether every value is zero or an FP32
+// value of at most 12 significant bits between 2^-60 and 2^60 in
+// magnitude (every FP16 and FP8 value is): the product of two such
+// values is exact in FP32 (at most 24 bits, a normal number).
+func shortSignificands(vs []float64) bool {
+	for _, v := range vs {
+		if v == 0 {
+			continue
+		}
+		f := float32(v)
+		if float64(f) != v || math.Abs(v) < 0x1p-60 || math.Abs(v) > 0x1p60 || math.Float32bits(f)&0xFFF != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// deviceMMShort is deviceMM for operands whose products are all exact in
+// FP32 (shortSignificands): every product added to its FP32 accumulator
+// with one rounding, in k order, four output elements at a time.
+func deviceMMShort(r0, r1, k, n int, a, bt []float32, y []float64) {
+	const rowBlock, colBlock = 16, 64
+	for i0 := r0; i0 < r1; i0 += rowBlock {
+		i1 := min(i0+rowBlock, r1)
+		for j0 := 0; j0 < n; j0 += colBlock {
+			j1 := min(j0+colBlock, n)
+			for i := i0; i < i1; i++ {
+				row := a[i*k : i*k+k]
+				j := j0
+				for ; j+4 <= j1; j += 4 {
+					c0, c1 := bt[j*k : j*k+k][:len(row)], bt[(j+1)*k : (j+1)*k+k][:len(row)]
+					c2, c3 := bt[(j+2)*k : (j+2)*k+k][:len(row)], bt[(j+3)*k : (j+3)*k+k][:len(row)]
+					var s0, s1, s2, s3 float32
+					for p, av := range row {
+						// Exact products: a fused add would round the same.
+						s0 += float32(av * c0[p])
+						s1 += float32(av * c1[p])
+						s2 += float32(av * c2[p])
+						s3 += float32(av * c3[p])
+					}
+					y[i*n+j], y[i*n+j+1], y[i*n+j+2], y[i*n+j+3] = float64(s0), float64(s1), float64(s2), float64(s3)
+				}
+				for ; j < j1; j++ {
+					col := bt[j*k : j*k+k][:len(row)]
+					var s float32
+					for p, av := range row {
+						s += float32(av * col[p])
+					}
+					y[i*n+j] = float64(s)
 				}
 			}
 		}

@@ -62,3 +62,48 @@ func TestDeviceMMOrder(t *testing.T) {
 		}
 	}
 }
+
+// The short-significand product (FP16 and FP8 operands) is bit for bit
+// the plain triple loop, at shapes that do not divide its blocks or its
+// four columns, with signed zeros, the largest and the smallest FP16
+// values and sums that round.
+func TestDeviceMMShort(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	f16 := func(v float64) float64 { return numfmt.F16ToF64(numfmt.F64ToF16(v)) }
+	special := []float64{0, math.Copysign(0, -1), 65504, -65504, 0x1p-24, -0x1p-14, 1}
+	for _, sh := range [][3]int{{1, 1, 1}, {5, 33, 7}, {19, 64, 130}, {3, 300, 9}} {
+		m, k, n := sh[0], sh[1], sh[2]
+		a, b := make([]float64, m*k), make([]float64, k*n)
+		for i := range a {
+			a[i] = f16((r.Float64() - 0.5) * 8)
+			if i%5 == 0 {
+				a[i] = special[i%len(special)]
+			}
+		}
+		for i := range b {
+			b[i] = f16((r.Float64() - 0.5) * 1e-2)
+		}
+		if !shortSignificands(a) || !shortSignificands(b) {
+			t.Fatalf("%v: FP16 operands not taken as short", sh)
+		}
+		got := make([]float64, m*n)
+		ev := &evaluator{opt: Options{Precision: Device, Threads: 2}}
+		ev.mm(m, k, n, a, b, got)
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				var acc float32
+				for p := 0; p < k; p++ {
+					acc = float32(numfmt.SumRTO(a[i*k+p]*b[p*n+j], float64(acc)))
+				}
+				if w, g := math.Float64bits(float64(acc)), math.Float64bits(got[i*n+j]); w != g {
+					t.Fatalf("%v: y[%d][%d] = %v, want %v", sh, i, j, got[i*n+j], acc)
+				}
+			}
+		}
+	}
+	for _, v := range []float64{math.Inf(1), math.NaN(), 1 + 0x1p-20, 0x1p-70, 0x1p70} {
+		if shortSignificands([]float64{v}) {
+			t.Errorf("%v taken as short", v)
+		}
+	}
+}
