@@ -16,11 +16,13 @@ start_mariadb() {
 		{ echo "test-slurm: mariadb-install-db failed" >&2; tail -n 15 "$tmp/db/install.log" >&2; exit 1; }
 	# mariadbd stays in the foreground: its pid is $!, kept for the trap
 	# at once (it writes its own pid file only once it is up).
-	# Durability does not matter for a test's database: no fsyncs.
+	# Durability does not matter for a test's database: no fsyncs. The
+	# buffer pool and lock wait timeout are the least slurmdbd asks for
+	# (else its log says "Database settings not recommended values").
 	mariadbd --no-defaults --user=root --datadir="$tmp/db/data" \
 		--socket="$tmp/db/mariadbd.sock" --port="$db_port" --bind-address=127.0.0.1 \
 		--pid-file="$tmp/db/data/mariadbd.pid" --log-error="$tmp/db/mariadbd.log" \
-		--skip-name-resolve --skip-log-bin --innodb-buffer-pool-size=128M \
+		--skip-name-resolve --skip-log-bin --innodb-buffer-pool-size=1G \
 		--innodb-lock-wait-timeout=900 --innodb-flush-log-at-trx-commit=0 \
 		--innodb-doublewrite=0 --innodb-flush-method=nosync \
 		</dev/null >/dev/null 2>&1 &

@@ -161,6 +161,7 @@ start_slurm() {
 
 cluster=ipusweep
 export SLURM_CONF="$tmp/slurm.conf"
+SECONDS=0
 start_munged
 start_mariadb
 write_slurmdbd_conf
@@ -170,7 +171,7 @@ start_slurm
 echo "test-slurm: Slurm $(sinfo -V | awk '{print $2}'), slurmdbd $(slurmdbd -V | awk '{print $2}')," \
 	"mariadbd $(mariadbd --version | awk '{print $3}'), munge $(munged -V | awk '{sub(/^munge-/, "", $1); print $1}')"
 echo "test-slurm: cluster up: node $node CPUs=$cpus RealMemory=$mem, ports $ctld_port/$slurmd_port," \
-	"slurmdbd $dbd_port, mariadbd $db_port, in $tmp"
+	"slurmdbd $dbd_port, mariadbd $db_port, in $tmp (up in $SECONDS s)"
 
 sweep() { "$GO" run ./scripts/sweep --bin "$BIN" "$@"; }
 # results.csv without its wall-time columns (plan_seconds, link_seconds).
