@@ -77,11 +77,13 @@ SWEEP_FLAGS ?=
 sweep: build
 	$(GO) run ./scripts/sweep --engine $(ENGINE) -j $(J) --bin $(BIN) $(SWEEP_FLAGS) -o $(SWEEP_OUT) $(SWEEP)
 
-# test-slurm starts a one-node Slurm cluster on this host (installing
-# Debian's slurm-wlm and munge when missing; daemons, config and state in
-# a temporary directory, stopped on exit), runs a grid sweep and a
-# sharded search sweep through ENGINE=slurm and checks them against the
-# local engine, and --no-wait (scripts/slurm/test.sh; about 35 s).
+# test-slurm starts a one-node Slurm cluster on this host with slurmdbd
+# and a private MariaDB for accounting (installing Debian's slurm-wlm,
+# slurmdbd, munge and mariadb-server when missing; daemons, config,
+# database and state in a temporary directory, stopped on exit), runs a
+# grid sweep and a sharded search sweep through ENGINE=slurm and checks
+# them against the local engine and the array tasks in sacct, and
+# --no-wait (scripts/slurm/test.sh and dbd.sh; about 40 s).
 test-slurm: build
 	bash scripts/slurm/test.sh $(BIN)
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 )
 
 // jobRecord is how one job or array task ended, by Slurm's accounting.
@@ -14,12 +15,24 @@ type jobRecord struct {
 	ID, State, Exit string
 }
 
-// reportAccounting prints how the array's tasks and the collect job
-// ended: from sacct, or, on a cluster without accounting storage, from
-// the job completion file (JobCompType=jobcomp/filetxt) that sacct
-// would otherwise read. A cluster with neither is said so.
-func (e *engine) reportAccounting(ctx context.Context, arrayID, collectID string) {
+// reportAccounting prints how the array's tasks (ntasks of them) and
+// the collect job ended: from sacct, or, on a cluster without
+// accounting storage, from the job completion file
+// (JobCompType=jobcomp/filetxt) that sacct would otherwise read. A
+// cluster with neither is said so. slurmctld sends the jobs' ends to
+// slurmdbd on its own time, so sacct is asked again, for up to
+// accountingWait, while it lists fewer jobs or one not ended.
+func (e *engine) reportAccounting(ctx context.Context, arrayID, collectID string, ntasks int) {
 	recs, source, err := accounting(ctx, arrayID, collectID)
+	for deadline := time.Now().Add(accountingWait); err == nil && source == "sacct" &&
+		!settled(recs, ntasks+1) && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		recs, source, err = accounting(ctx, arrayID, collectID)
+	}
 	if err != nil {
 		fmt.Fprintf(e.log, "slurm: no accounting of jobs %s and %s: %s\n", arrayID, collectID, err)
 		return
@@ -36,19 +49,31 @@ func (e *engine) reportAccounting(ctx context.Context, arrayID, collectID string
 	fmt.Fprintf(e.log, "slurm: %s: %d jobs and tasks: %s\n", source, len(recs), strings.Join(parts, ", "))
 }
 
-// accounting returns the records of the array's tasks and the collect
-// job, and where they came from.
+// accountingWait is how long reportAccounting waits for sacct to list
+// every job ended.
+const accountingWait = 15 * time.Second
+
+// settled reports whether recs holds at least n records, none of a job
+// still pending, running or completing.
+func settled(recs []jobRecord, n int) bool {
+	if len(recs) < n {
+		return false
+	}
+	for _, r := range recs {
+		switch strings.Fields(r.State + " ")[0] {
+		case "PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "REQUEUED", "RESIZING", "SUSPENDED":
+			return false
+		}
+	}
+	return true
+}
+
+// accounting returns the records of the array's tasks, sorted by task,
+// and of the collect job, and where they came from.
 func accounting(ctx context.Context, arrayID, collectID string) ([]jobRecord, string, error) {
 	out, err := slurmCmd(ctx, "sacct", "-n", "-P", "-X", "-j", arrayID+","+collectID, "-o", "JobID,State,ExitCode")
 	if err == nil {
-		var recs []jobRecord
-		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-			f := strings.Split(l, "|")
-			if len(f) == 3 {
-				recs = append(recs, jobRecord{f[0], f[1], f[2]})
-			}
-		}
-		return recs, "sacct", nil
+		return sacctRecords(out, arrayID), "sacct", nil
 	}
 	if !strings.Contains(err.Error(), "accounting storage is disabled") {
 		return nil, "", err
@@ -66,6 +91,45 @@ func accounting(ctx context.Context, arrayID, collectID string) ([]jobRecord, st
 		return nil, "", fmt.Errorf("%v; job completion file: %s", err, pathErr(rerr))
 	}
 	return jobcompRecords(string(b), arrayID, collectID), "jobcomp", nil
+}
+
+// sacctRecords reads sacct -n -P's JobID|State|ExitCode lines: the
+// array's tasks (ARRAY_TASK, or a range ARRAY_[...] not started),
+// sorted by task, then the other jobs in sacct's order.
+func sacctRecords(out, arrayID string) []jobRecord {
+	var tasks, others []jobRecord
+	var taskNum []int
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Split(l, "|")
+		if len(f) != 3 {
+			continue
+		}
+		r := jobRecord{f[0], f[1], f[2]}
+		task, ok := strings.CutPrefix(r.ID, arrayID+"_")
+		if !ok {
+			others = append(others, r)
+			continue
+		}
+		n := -1
+		fmt.Sscan(task, &n)
+		tasks = append(tasks, r)
+		taskNum = append(taskNum, n)
+	}
+	return append(sortedTasks(tasks, taskNum), others...)
+}
+
+// sortedTasks is tasks sorted by their numbers, stably.
+func sortedTasks(tasks []jobRecord, taskNum []int) []jobRecord {
+	order := make([]int, len(tasks))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return taskNum[a] - taskNum[b] })
+	var out []jobRecord
+	for _, i := range order {
+		out = append(out, tasks[i])
+	}
+	return out
 }
 
 // configValue is the value of key in scontrol show config's "Key = value"
@@ -104,14 +168,5 @@ func jobcompRecords(text, arrayID, collectID string) []jobRecord {
 			collectRecs = append(collectRecs, jobRecord{collectID, kv["JobState"], kv["ExitCode"]})
 		}
 	}
-	order := make([]int, len(tasks))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return taskNum[a] - taskNum[b] })
-	var out []jobRecord
-	for _, i := range order {
-		out = append(out, tasks[i])
-	}
-	return append(out, collectRecs...)
+	return append(sortedTasks(tasks, taskNum), collectRecs...)
 }

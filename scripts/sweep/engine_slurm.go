@@ -114,7 +114,7 @@ func (e *engine) runSlurm(ctx context.Context, o options, configs []Config) erro
 	if err := e.waitSlurm(ctx, o.slurm.poll, arrayID, collectID, configs, todo); err != nil {
 		return err
 	}
-	e.reportAccounting(ctx, arrayID, collectID)
+	e.reportAccounting(ctx, arrayID, collectID, len(todo))
 	return collectOutcome(filepath.Join(dir, "collect-"+collectID+".out"), collectID, e.log)
 }
 

@@ -89,6 +89,22 @@ func TestSqueueStates(t *testing.T) {
 	}
 }
 
+func TestSacctRecords(t *testing.T) {
+	out := "2|COMPLETED|0:0\n1_10|FAILED|1:0\n1_0|COMPLETED|0:0\n1_[11-12]|PENDING|0:0\n1_2|CANCELLED by 0|0:15\n"
+	want := []jobRecord{{"1_[11-12]", "PENDING", "0:0"}, {"1_0", "COMPLETED", "0:0"}, {"1_2", "CANCELLED by 0", "0:15"},
+		{"1_10", "FAILED", "1:0"}, {"2", "COMPLETED", "0:0"}}
+	recs := sacctRecords(out, "1")
+	if d := cmp.Diff(want, recs, cmp.AllowUnexported(jobRecord{})); d != "" {
+		t.Errorf("records (-want +got):\n%s", d)
+	}
+	if settled(recs, 5) {
+		t.Errorf("settled with a task pending")
+	}
+	if !settled(recs[1:], 4) || settled(recs[1:], 5) {
+		t.Errorf("settled(ended records) = false, or true with one missing")
+	}
+}
+
 func TestJobcompRecords(t *testing.T) {
 	text := "JobId=5 JobState=COMPLETED ArrayJobId=3 ArrayTaskId=2 ExitCode=0:0\n" +
 		"JobId=3 JobState=FAILED ArrayJobId=3 ArrayTaskId=10 ExitCode=1:0\n" +
