@@ -190,8 +190,8 @@ func printFigures(w io.Writer, cfg config, rows []figures) {
 		if linked && f.bound > 0 {
 			rt := float64(f.final) / float64(f.bound)
 			ratio = fmt.Sprintf("%.2f", rt)
-			if lim, ok := ratioTargets[modelName(f.model)]; ok {
-				ratioTarget = fmt.Sprintf("%s (<=%.1f)", passMiss(rt <= lim), lim)
+			if lim, ok := targetOf(ratioTargets, f.model, f.tiles); ok {
+				ratioTarget = fmt.Sprintf("%s (<=%g)", passMiss(rt <= lim), lim)
 			}
 		}
 		estErr, estTarget := "-", "-"

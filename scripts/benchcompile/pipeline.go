@@ -101,7 +101,7 @@ func lastLine(s, prefix string) string {
 func printPipeline(w io.Writer, cfg config, rows []pipelineRun) {
 	fmt.Fprintf(w, "pipeline wall time (%s/, temporary directory and device file; ipu-check: host reference, 1 inference)\n", filepath.ToSlash(filepath.Clean(cfg.bin)))
 	tw := table(w)
-	fmt.Fprintln(tw, "model\ttiles\t"+strings.Join(pipelineTools, "\t")+"\ttotal\ttarget\tplan+link\tplan+link_target\t")
+	fmt.Fprintln(tw, "model\ttiles\t"+strings.Join(pipelineTools, "\t")+"\ttotal\ttarget\tplan+link\tplan+link_target\tcheck_target\t")
 	var errs []string
 	for _, pr := range rows {
 		cells := []string{modelName(pr.model), fmt.Sprint(pr.tiles)}
@@ -118,7 +118,7 @@ func printPipeline(w io.Writer, cfg config, rows []pipelineRun) {
 			}
 		}
 		target := "-"
-		lim, hasTarget := pipelineTargets[modelName(pr.model)]
+		lim, hasTarget := targetOf(pipelineTargets, pr.model, pr.tiles)
 		if pr.err != nil {
 			cells = append(cells, seconds(total)+"+")
 			if hasTarget {
@@ -136,11 +136,17 @@ func printPipeline(w io.Writer, cfg config, rows []pipelineRun) {
 		if len(pr.wall) >= 2 {
 			c := pr.wall[0] + pr.wall[1]
 			compile = seconds(c)
-			if lim, ok := compileTargets[modelName(pr.model)]; ok {
+			if lim, ok := targetOf(compileTargets, pr.model, pr.tiles); ok {
 				compileTarget = fmt.Sprintf("%s (<%s)", passMiss(c < lim), seconds(lim))
 			}
 		}
 		cells = append(cells, compile, compileTarget)
+		checkTarget := "-"
+		if lim, ok := targetOf(checkTargets, pr.model, pr.tiles); ok && len(pr.wall) == len(pipelineTools) {
+			c := pr.wall[len(pr.wall)-1]
+			checkTarget = fmt.Sprintf("%s (<%s)", passMiss(c < lim), seconds(lim))
+		}
+		cells = append(cells, checkTarget)
 		fmt.Fprintln(tw, joinCells(cells))
 	}
 	tw.Flush()
