@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"sort"
 	"strings"
 
 	"ipu.local/formats/plan"
@@ -122,7 +123,7 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 		// Delivered in panels spread over the product's tiles, cast
 		// there, then moved to the blocks in the cast type.
 		clo, cn := castTiles(pr, d, isA)
-		src := panelSourcePieces(pr, isA, clo, cn)
+		src := apart(panelSourcePieces(pr, isA, clo, cn), blocks, clo, cn)
 		xt := b.external(o.x, kind, 0, xflip, src)
 		ws := b.add(o.w, kind, 0, layout.FromStep, transposed, src)
 		b.steps = append(b.steps, plan.Step{Node: o.cast.Index, Name: o.cast.Name, Kernel: "cast", Inputs: []int{xt}, Outputs: []int{ws.ID}})
@@ -231,6 +232,63 @@ func panelSourcePieces(pr *product, isA bool, lo, n int) []layout.Piece {
 	}
 	return layout.Grid(shape, counts, aligns, lo)
 }
+
+// apart places pieces on the tiles [lo, lo+n), one per tile, so that
+// as few as possible lie on a tile holding a block they overlap: such a
+// piece would reach its block by a local copy, a kernel launch after
+// the exchange, instead of in the exchange that moves the others. Each
+// piece in turn takes the first free tile from its own on (wrapping,
+// at most maxApartTries of them) that holds no block it overlaps, else
+// the first free one.
+func apart(ps, blocks []layout.Piece, lo, n int) []layout.Piece {
+	if len(ps) > n {
+		return ps
+	}
+	held := map[int][]layout.Box{}
+	for _, b := range blocks {
+		held[b.Tile] = append(held[b.Tile], b.Box)
+	}
+	holds := func(t int, box layout.Box) bool {
+		for _, b := range held[t] {
+			if _, ok := layout.Intersect(box, b); ok {
+				return true
+			}
+		}
+		return false
+	}
+	used := make([]bool, n)
+	out := make([]layout.Piece, len(ps))
+	for i, p := range ps {
+		at, first := -1, -1
+		for step := 0; step < n && at < 0; step++ {
+			t := (p.Tile - lo + step) % n
+			if used[t] {
+				continue
+			}
+			if first < 0 {
+				first = t
+			}
+			if !holds(lo+t, p.Box) {
+				at = t
+			} else if step >= maxApartTries {
+				break
+			}
+		}
+		if at < 0 {
+			at = first
+		}
+		for step := 0; at < 0 || used[at]; step++ {
+			at = (p.Tile - lo + step) % n // every tile was tried busy: a free one
+		}
+		used[at] = true
+		out[i] = layout.Piece{Tile: lo + at, Box: p.Box}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Tile < out[j].Tile })
+	return out
+}
+
+// maxApartTries bounds the tiles apart tries for one piece.
+const maxApartTries = 64
 
 // minCastPiece is the fewest elements of a piece of an operand cast
 // before the exchange (8 words of FP8), when the operand is larger.

@@ -77,3 +77,50 @@ func TestCastTiles(t *testing.T) {
 		}
 	}
 }
+
+// The pieces cast before the exchange lie on tiles that hold no block
+// they overlap (else a local copy kernel would follow the exchange), on
+// the full chip and on 64 tiles.
+func TestCastPiecesApart(t *testing.T) {
+	g := load(t, "qk-early")
+	for _, tc := range []struct{ tiles, m, n int }{{1472, 64, 16}, {64, 8, 8}, {64, 4, 16}} {
+		d := plan.Decision{Node: -1, Split: plan.Split{B: 1, M: tc.m, N: tc.n, K: 1}, CastOrder: plan.BeforeExchange, Tiles: [2]int{0, tc.m * tc.n}}
+		for i, n := range g.Nodes {
+			if n.Op == "MatMul" {
+				d.Node = i
+			}
+		}
+		pl, err := Build(g, arch.MustLookup("ipu21"), tc.tiles, []plan.Decision{d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range pl.Steps {
+			if st.Kernel != "relayout" {
+				continue
+			}
+			for k := range st.Inputs {
+				src, dst := pl.Tensors[st.Inputs[k]], pl.Tensors[st.Outputs[k]]
+				held := map[int][][][2]int64{}
+				for _, p := range dst.Pieces {
+					held[p.Tile] = append(held[p.Tile], p.Region)
+				}
+				for _, p := range src.Pieces {
+					for _, r := range held[p.Tile] {
+						if overlap(p.Region, r) {
+							t.Errorf("%d tiles %dx%d: %s piece %v on tile %d, which holds block %v", tc.tiles, tc.m, tc.n, src.Name, p.Region, p.Tile, r)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func overlap(a, b [][2]int64) bool {
+	for i := range a {
+		if max(a[i][0], b[i][0]) >= min(a[i][1], b[i][1]) {
+			return false
+		}
+	}
+	return true
+}
