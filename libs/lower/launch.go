@@ -254,41 +254,10 @@ func castKernel(base codegen.Cast) kernelMaker {
 		if l.R <= 1 {
 			p.R, p.XStride, p.YStride = 0, 0, 0
 		}
-		p.Interleaved = wideCast(p, l.arrays[1].ref, l.arrays[0].ref)
 		k := &prog.Kernel{What: what, Params: &p}
 		k.Fixes = []prog.Fix{{Field: &p.X, Ref: l.arrays[1].ref}, {Field: &p.Y, Ref: l.arrays[0].ref, Write: true}}
 		return k
 	}
-}
-
-// wideCastBytes bounds the buffers a cast to FP8 moves to interleaved
-// memory for its 128-bit loads: small enough that the region, which
-// holds most buffers anyway, still has room for the rest.
-const wideCastBytes = 64 << 10
-
-// wideCast reports whether a cast to FP8 from FP32 or FP16 can use its
-// 128-bit loads (codegen.Cast.Interleaved), and if so puts its buffers
-// in interleaved memory: both 16-byte aligned pieces (and rows) of
-// buffers that may go there and are at most wideCastBytes.
-func wideCast(p codegen.Cast, x, y prog.Ref) bool {
-	if p.Kind != codegen.F32ToF8 && p.Kind != codegen.F16ToF8 {
-		return false
-	}
-	ein, eout := 4, 1
-	if p.Kind == codegen.F16ToF8 {
-		ein = 2
-	}
-	if p.R > 1 && (ein*p.XStride%16 != 0 || eout*p.YStride%16 != 0) {
-		return false
-	}
-	for _, r := range []prog.Ref{x, y} {
-		if r.Buf == nil || r.Buf.Placed || r.Buf.Region == prog.NonInterleaved || r.Off%16 != 0 ||
-			r.Buf.Align%16 != 0 || r.Buf.Size > wideCastBytes {
-			return false
-		}
-	}
-	x.Buf.Region, y.Buf.Region = prog.Interleaved, prog.Interleaved
-	return true
 }
 
 // elementwiseLaunches adds the kernels of one output piece to s.
