@@ -112,23 +112,8 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 	// both are cast before it.
 	before := d.CastOrder == plan.BeforeExchange && d.Stationary != name
 	if o.cast != nil && sourceOf(o.x) != layout.FromStep {
-		xflip := (transposesAfter(o, o.x)+gemmTrans(pr.node, isA))%2 == 1
-		if !before {
-			// Delivered in the blocks, cast there.
-			xt := b.external(o.x, kind, 0, xflip, blocks)
-			p := b.add(o.w, kind, 0, layout.FromStep, transposed, blocks)
-			b.steps = append(b.steps, plan.Step{Node: o.cast.Index, Name: o.cast.Name, Kernel: "cast", Inputs: []int{xt}, Outputs: []int{p.ID}})
-			return p.ID, -1, nil
-		}
-		// Delivered in panels spread over the product's tiles, cast
-		// there, then moved to the blocks in the cast type.
-		clo, cn := castTiles(pr, d, isA)
-		src := apart(panelSourcePieces(pr, isA, clo, cn), blocks, clo, cn)
-		xt := b.external(o.x, kind, 0, xflip, src)
-		ws := b.add(o.w, kind, 0, layout.FromStep, transposed, src)
-		b.steps = append(b.steps, plan.Step{Node: o.cast.Index, Name: o.cast.Name, Kernel: "cast", Inputs: []int{xt}, Outputs: []int{ws.ID}})
-		p := b.add(o.w, kind, 0, layout.FromStep, transposed, blocks)
-		return p.ID, ws.ID, nil
+		id, cast = b.castOperand(pr, o, isA, before, kind, transposed, blocks, d)
+		return id, cast, nil
 	}
 	// Packed from the root's row pieces, aligned on the panel's groups.
 	rootFlips := transposesAfter(o, o.root) + gemmTrans(pr.node, isA)
@@ -159,6 +144,27 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 	p := b.add(o.w, kind, 0, layout.FromStep, transposed, blocks)
 	b.steps = append(b.steps, plan.Step{Node: -1, Name: "pack:" + pr.node.Name + "." + name, Kernel: "pack", Inputs: []int{src}, Outputs: []int{p.ID}})
 	return p.ID, -1, nil
+}
+
+// castOperand adds the cast of an operand the host or the tile images
+// deliver: on its blocks (after the exchange), or, before it, on panels
+// spread over the product's tiles, whose cast tensor it returns too
+// (else -1) for the caller's re-layout to the blocks in the cast type.
+func (b *builder) castOperand(pr *product, o *operand, isA, before bool, kind layout.Kind, transposed bool, blocks []layout.Piece, d plan.Decision) (id, cast int) {
+	xflip := (transposesAfter(o, o.x)+gemmTrans(pr.node, isA))%2 == 1
+	src := blocks
+	if before {
+		lo, n := castTiles(pr, d, isA)
+		src = apart(panelSourcePieces(pr, isA, lo, n), blocks, lo, n)
+	}
+	xt := b.external(o.x, kind, 0, xflip, src)
+	ws := b.add(o.w, kind, 0, layout.FromStep, transposed, src)
+	b.steps = append(b.steps, plan.Step{Node: o.cast.Index, Name: o.cast.Name, Kernel: "cast", Inputs: []int{xt}, Outputs: []int{ws.ID}})
+	if !before {
+		return ws.ID, -1
+	}
+	p := b.add(o.w, kind, 0, layout.FromStep, transposed, blocks)
+	return p.ID, ws.ID
 }
 
 func gemmTrans(n *graph.Node, a bool) int {
