@@ -180,7 +180,7 @@ type Step struct {
 	Inputs     []int  `json:"inputs"`
 	Outputs    []int  `json:"outputs"`
 	CastOrder  string `json:"cast_order,omitempty"`
-	Stationary string `json:"stationary,omitempty"` // "a" or "b"
+	Stationary string `json:"stationary,omitempty"` // "a" or "b": the operand cast after the exchange; none: both before it (cast order before_exchange)
 	Split      *Split `json:"split,omitempty"`
 	Tiles      [2]int `json:"tiles"`
 }

@@ -524,6 +524,12 @@ func (b *Builder) St64(d AReg, base MReg, off int32) { b.i(isa.ST64, uint8(d), u
 // St64P is mem64[base] = $a d:d+1; base += inc.
 func (b *Builder) St64P(d AReg, base MReg, inc int32) { b.i(isa.ST64P, uint8(d), uint8(base), inc) }
 
+// Ld128P is $a d:d+3 = mem128[base]; base += inc (interleaved memory).
+func (b *Builder) Ld128P(d AReg, base MReg, inc int32) { b.i(isa.LD128P, uint8(d), uint8(base), inc) }
+
+// St128P is mem128[base] = $a d:d+3; base += inc (interleaved memory).
+func (b *Builder) St128P(d AReg, base MReg, inc int32) { b.i(isa.ST128P, uint8(d), uint8(base), inc) }
+
 // Register moves.
 
 // Mta is $a d = $m a.

@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"errors"
 	"fmt"
 
 	"ipu.local/libs/isa"
@@ -78,6 +79,12 @@ type Cast struct {
 
 	R                int // rows (0, 1: one)
 	XStride, YStride int // elements, R > 1
+
+	// Interleaved declares that X and Y lie in interleaved memory,
+	// 16-byte aligned, every row too (ein*XStride and eout*YStride
+	// multiples of 16; checked): the casts to FP8 from FP32 and FP16
+	// use 128-bit loads (and stores). See cast_fp8.go.
+	Interleaved bool
 }
 
 func (p Cast) fp8Config() FP8Config {
@@ -172,34 +179,7 @@ func (p Cast) stream() (*stream, error) {
 			}
 		}
 	case F32ToF8:
-		s.body = func(b *Builder) {
-			b.Ld64P(A0, x, 8)
-			b.Ld64P(A2, x, 8)
-			b.F1(isa.CVTF8, A4, A0)
-			b.F1(isa.CVTF8, A5, A2)
-			b.Mfa(M8, A4)
-			b.Mfa(M9, A5)
-			b.Shli(M9, M9, 16)
-			b.Or(M8, M8, M9)
-			b.StmP(M8, y, 4)
-		}
-		s.tail = func(b *Builder, rem int) {
-			if rem >= 2 {
-				b.Ld64(A0, x, 0)
-			} else {
-				b.Ld32(A0, x, 0)
-			}
-			b.F1(isa.CVTF8, A4, A0)
-			b.Mfa(M8, A4)
-			if rem == 3 {
-				b.Ld32(A2, x, 8)
-				b.F1(isa.CVTF8, A5, A2)
-				b.Mfa(M9, A5)
-				b.Shli(M9, M9, 16)
-				b.Or(M8, M8, M9)
-			}
-			emitMerge(b, rem)
-		}
+		f32ToF8(s, p.Interleaved)
 	case F8ToF32:
 		if f8ViaF16(p.Format, p.Scale) {
 			s.body = func(b *Builder) {
@@ -257,30 +237,61 @@ func (p Cast) stream() (*stream, error) {
 			}
 		}
 	case F16ToF8:
-		s.body = func(b *Builder) {
-			b.Ld64P(A0, x, 8)
-			b.F1(isa.CVTH8, A2, A0)
-			b.St32P(A2, y, 4)
-		}
-		s.tail = func(b *Builder, rem int) {
-			b.Ld64(A0, x, 0)
-			b.F1(isa.CVTH8, A2, A0)
-			b.Mfa(M8, A2)
-			emitMerge(b, rem)
-		}
+		f16ToF8(s, p.Interleaved)
 	}
 	return s, nil
 }
 
-// Cost returns the kernel's cost: a stream kernel (unit 4; 2-D: the 2-D
-// stream's formula, see stream) with body issues per 4 elements
-// f32-to-f16 5, f16-to-f32 5, i32-to-f32 8, f32-to-f8 9, f8-to-f32 6 (8 when FP16
-// cannot hold every scaled FP8 value), f16-to-f8 3; setup 2 for the FP8
-// kinds (CSR fp8), else 0.
+// checkInterleaved checks what Interleaved declares: row strides
+// always, the arrays' places when b is given.
+func (p Cast) checkInterleaved(b *Builder) error {
+	if !p.Interleaved {
+		return nil
+	}
+	ein, eout := p.Kind.sizes()
+	rows := max(p.R, 1)
+	arrays := []struct {
+		name   string
+		addr   uint32
+		esize  int
+		stride int // elements
+	}{{"X", p.X, ein, p.XStride}, {"Y", p.Y, eout, p.YStride}}
+	for _, x := range arrays {
+		step := 0 // bytes from row to row
+		if rows > 1 {
+			step = x.esize * x.stride
+		}
+		if step%16 != 0 {
+			return fmt.Errorf("%s row stride %d: %d bytes is not a multiple of 16 (Interleaved)", x.name, x.stride, step)
+		}
+		if b == nil {
+			continue
+		}
+		a := b.Arch()
+		if a == nil {
+			return errors.New("builder has no architecture preset")
+		}
+		span := uint64(step)*uint64(rows-1) + uint64(x.esize)*uint64(p.N)
+		if err := checkBuffer(buffer{x.name, x.addr, span, false}, 16, a.Interleaved, "interleaved memory"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Cost returns the kernel's cost: a stream kernel (2-D: the 2-D
+// stream's formula, see stream) with body issues per unit of elements
+// f32-to-f16 5 per 4, f16-to-f32 5 per 4, i32-to-f32 8 per 4, f32-to-f8
+// 9 per 4 (8 with Interleaved), f8-to-f32 6 per 4 (8 when FP16 cannot
+// hold every scaled FP8 value), f16-to-f8 5 per 8 (7 per 16 with
+// Interleaved); setup 2 for the FP8 kinds (CSR fp8), else 0.
 func (p Cast) Cost() (Cost, error) {
 	s, err := p.stream()
 	if err == nil {
 		err = s.check(nil)
+	}
+	if err == nil {
+		err = p.checkInterleaved(nil)
 	}
 	if err != nil {
 		return Cost{}, fmt.Errorf("cast %s: %w", p.Kind, err)
@@ -293,6 +304,9 @@ func EmitCast(b *Builder, p Cast) (Kernel, error) {
 	s, err := p.stream()
 	if err == nil {
 		err = s.check(b)
+	}
+	if err == nil {
+		err = p.checkInterleaved(b)
 	}
 	if err != nil {
 		return Kernel{}, fmt.Errorf("cast %s: %w", p.Kind, err)

@@ -143,10 +143,12 @@ func TestStreamFormula(t *testing.T) {
 	}{
 		{Cast{Kind: F32ToF16}, 5}, {Cast{Kind: F16ToF32}, 5}, {Cast{Kind: F32ToF8, Format: numfmt.E4M3FN}, 9},
 		{Cast{Kind: F8ToF32, Format: numfmt.E4M3FNUZ}, 6}, {Cast{Kind: F8ToF32, Format: numfmt.E5M2, Scale: 9}, 8},
-		{Cast{Kind: F16ToF8, Format: numfmt.E5M2FNUZ}, 3},
+		{Cast{Kind: F16ToF8, Format: numfmt.E5M2FNUZ}, 5},
+		{Cast{Kind: F32ToF8, Format: numfmt.E4M3FN, Interleaved: true}, 8},
+		{Cast{Kind: F16ToF8, Format: numfmt.E5M2FNUZ, Interleaved: true}, 7},
 	}
 	for _, c := range casts {
-		t.Run(c.p.Kind.String(), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s-interleaved%v", c.p.Kind, c.p.Interleaved), func(t *testing.T) {
 			p := c.p
 			p.N, p.Workers = 4003, 6
 			s, err := p.stream()

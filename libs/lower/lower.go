@@ -177,6 +177,7 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 	if !opt.KeepPadClears {
 		l.out.PadClearsRemoved = elidePadClears(l.out)
 	}
+	wideCasts(l.out, p)
 	return l.out, nil
 }
 

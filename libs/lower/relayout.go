@@ -9,6 +9,7 @@ package lower
 
 import (
 	"sort"
+	"strings"
 
 	"ipu.local/formats/plan"
 	"ipu.local/libs/codegen"
@@ -200,22 +201,45 @@ func (l *lowerer) runMoves(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref,
 	return m, nil
 }
 
-// relayout lowers an inserted re-layout step: a value from one tensor to
-// another.
+// relayout lowers an inserted re-layout step: values from tensors to
+// other tensors, input i to output i (several: the operands of a product
+// cast before the exchange), in one exchange superstep.
 func (l *lowerer) relayout(st *plan.Step) error {
-	if len(st.Inputs) != 1 || len(st.Outputs) != 1 {
-		return l.stepErr("a re-layout reads one tensor and writes one")
+	if len(st.Inputs) == 0 || len(st.Inputs) != len(st.Outputs) {
+		return l.stepErr("a re-layout reads as many tensors as it writes, at least one")
 	}
-	src, err := l.tensor(st.Inputs[0], nil, "input")
-	if err != nil {
-		return err
+	all := newMoves()
+	for i := range st.Inputs {
+		m, err := l.relayoutMoves(st.Inputs[i], st.Outputs[i])
+		if err != nil {
+			return err
+		}
+		all.xfers = append(all.xfers, m.xfers...)
+		for t, ks := range m.copies {
+			all.copies[t] = append(all.copies[t], ks...)
+		}
 	}
-	dst, err := l.tensor(st.Outputs[0], nil, "output")
+	names := make([]string, len(st.Outputs))
+	for i, id := range st.Outputs {
+		names[i] = l.tensors[id].Name
+	}
+	l.exchange("relayout:"+strings.Join(names, "+"), all)
+	return nil
+}
+
+// relayoutMoves returns the transfers and copies that re-lay tensor in
+// out as tensor out.
+func (l *lowerer) relayoutMoves(in, out int) (*moves, error) {
+	src, err := l.tensor(in, nil, "input")
 	if err != nil {
-		return err
+		return nil, err
+	}
+	dst, err := l.tensor(out, nil, "output")
+	if err != nil {
+		return nil, err
 	}
 	if src.Value != dst.Value || src.Transposed != dst.Transposed || src.Size != dst.Size {
-		return l.stepErr("tensor %d (%q) and tensor %d (%q) are not the same value in the same orientation", src.ID, src.Name, dst.ID, dst.Name)
+		return nil, l.stepErr("tensor %d (%q) and tensor %d (%q) are not the same value in the same orientation", src.ID, src.Name, dst.ID, dst.Name)
 	}
 	var runs []layout.Run
 	switch {
@@ -224,35 +248,44 @@ func (l *lowerer) relayout(st *plan.Step) error {
 	case src.Kind == dst.Kind:
 		runs, err = layout.PanelRuns(src, dst)
 	default:
-		return l.stepErr("a re-layout from %s to %s (a pack step converts row-major data to panels)", src.Kind, dst.Kind)
+		return nil, l.stepErr("a re-layout from %s to %s (a pack step converts row-major data to panels)", src.Kind, dst.Kind)
 	}
 	if err != nil {
-		return l.stepErr("%v", err)
+		return nil, l.stepErr("%v", err)
 	}
-	return l.move("relayout:"+dst.Name, src, dst, runs)
+	return l.moveOps(src, dst, runs)
 }
 
 // move runs the transfers and copies that fill dst from src.
 func (l *lowerer) move(name string, src, dst *layout.Tensor, runs []layout.Run) error {
-	srcRefs, err := l.read(src)
+	m, err := l.moveOps(src, dst, runs)
 	if err != nil {
 		return err
+	}
+	l.exchange(name, m)
+	return nil
+}
+
+// moveOps returns the transfers and copies that fill dst from src.
+func (l *lowerer) moveOps(src, dst *layout.Tensor, runs []layout.Run) (*moves, error) {
+	srcRefs, err := l.read(src)
+	if err != nil {
+		return nil, err
 	}
 	dstRefs, err := l.write(dst)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m, err := l.runMoves(src, dst, srcRefs, dstRefs, runs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if dst.Kind != layout.RowMajor {
 		for j := range dst.Pieces {
 			l.zeroKPad(m, dst.Name, dst, j, dstRefs[j])
 		}
 	}
-	l.exchange(name, m)
-	return nil
+	return m, nil
 }
 
 // transpose lowers a Transpose node.

@@ -1,6 +1,9 @@
 package planner
 
 import (
+	"sort"
+	"strings"
+
 	"ipu.local/formats/plan"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
@@ -20,12 +23,25 @@ func (b *builder) product(pr *product) error {
 	s := pr.split(d)
 	lo := d.Tiles[0]
 	ins := make([]int, len(n.Inputs))
+	// The operands cast before the exchange move to their blocks in one
+	// re-layout step, after both casts: one exchange superstep for both.
+	move := plan.Step{Node: -1, Kernel: "relayout"}
+	var names []string
 	for k, o := range []*operand{&pr.a, &pr.b} {
-		id, err := b.operandTensor(pr, o, k == 0, s, d)
+		id, cast, err := b.operandTensor(pr, o, k == 0, s, d)
 		if err != nil {
 			return err
 		}
 		ins[k] = id
+		if cast >= 0 {
+			move.Inputs = append(move.Inputs, cast)
+			move.Outputs = append(move.Outputs, id)
+			names = append(names, o.w.Name)
+		}
+	}
+	if len(names) > 0 {
+		move.Name = "relayout:" + strings.Join(names, "+")
+		b.steps = append(b.steps, move)
 	}
 	y := b.add(pr.out, layout.RowMajor, layout.BGroup, layout.FromStep, false, s.ResultPieces(pr.mm, lo))
 	if len(n.Inputs) > 2 {
@@ -59,9 +75,11 @@ func gemmBeta(n *graph.Node) float32 {
 
 // operandTensor returns the panel tensor of one operand's blocks,
 // adding the steps that fill it: none when the host or the tile images
-// deliver the blocks, a cast on the blocks (cast after the exchange), or
-// a pack from a row-major tensor.
-func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Split, d plan.Decision) (int, error) {
+// deliver the blocks, a cast on the blocks (cast after the exchange), a
+// cast on panels spread over the tiles (cast before the exchange: the
+// cast tensor is returned too, -1 otherwise, and the caller adds the
+// re-layout to the blocks), or a pack from a row-major tensor.
+func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Split, d plan.Decision) (id, cast int, err error) {
 	lo := d.Tiles[0]
 	kind := layout.BPanel
 	name := "b"
@@ -72,7 +90,7 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 	transposed := o.flips%2 == 1
 	if sourceOf(o.w) != layout.FromStep && blockView(o.w) {
 		// The host or the tile images hold the blocks' values.
-		return b.external(o.w, kind, 0, transposed, blocks), nil
+		return b.external(o.w, kind, 0, transposed, blocks), -1, nil
 	}
 	if sourceOf(o.w) != layout.FromStep {
 		// A view the host cannot deliver in blocks (a reshape that moves
@@ -88,27 +106,14 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 		src := b.external(o.w, layout.RowMajor, layout.DefaultPad(lower.DeviceSize(o.w.DType)), false, sourcePieces(o.w, gAx, w, lo, d.Tiles[1]-lo))
 		p := b.add(o.w, kind, 0, layout.FromStep, transposed, blocks)
 		b.steps = append(b.steps, plan.Step{Node: -1, Name: "pack:" + pr.node.Name + "." + name, Kernel: "pack", Inputs: []int{src}, Outputs: []int{p.ID}})
-		return p.ID, nil
+		return p.ID, -1, nil
 	}
+	// Stationary names the operand cast after the exchange; none (""):
+	// both are cast before it.
 	before := d.CastOrder == plan.BeforeExchange && d.Stationary != name
 	if o.cast != nil && sourceOf(o.x) != layout.FromStep {
-		xflip := (transposesAfter(o, o.x)+gemmTrans(pr.node, isA))%2 == 1
-		if !before {
-			// Delivered in the blocks, cast there.
-			xt := b.external(o.x, kind, 0, xflip, blocks)
-			p := b.add(o.w, kind, 0, layout.FromStep, transposed, blocks)
-			b.steps = append(b.steps, plan.Step{Node: o.cast.Index, Name: o.cast.Name, Kernel: "cast", Inputs: []int{xt}, Outputs: []int{p.ID}})
-			return p.ID, nil
-		}
-		// Delivered in panels spread over the product's tiles, cast
-		// there, then moved to the blocks in the cast type.
-		src := panelSourcePieces(pr, isA, lo, d.Tiles[1]-lo)
-		xt := b.external(o.x, kind, 0, xflip, src)
-		ws := b.add(o.w, kind, 0, layout.FromStep, transposed, src)
-		b.steps = append(b.steps, plan.Step{Node: o.cast.Index, Name: o.cast.Name, Kernel: "cast", Inputs: []int{xt}, Outputs: []int{ws.ID}})
-		p := b.add(o.w, kind, 0, layout.FromStep, transposed, blocks)
-		b.steps = append(b.steps, plan.Step{Node: -1, Name: "relayout:" + o.w.Name, Kernel: "relayout", Inputs: []int{ws.ID}, Outputs: []int{p.ID}})
-		return p.ID, nil
+		id, cast = b.castOperand(pr, o, isA, before, kind, transposed, blocks, d)
+		return id, cast, nil
 	}
 	// Packed from the root's row pieces, aligned on the panel's groups.
 	rootFlips := transposesAfter(o, o.root) + gemmTrans(pr.node, isA)
@@ -127,19 +132,39 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 	} else {
 		h, err := b.input(o.root)
 		if err != nil {
-			return 0, err
+			return 0, -1, err
 		}
 		src = h
 		if !groupAligned(b.tensors[h], gAx, w) {
-			var err error
 			if src, err = b.need(o.root, b.pl.alignedPieces(o.root, gAx, w, d.Tiles[0]), layout.DefaultPad(lower.DeviceSize(o.root.DType))); err != nil {
-				return 0, err
+				return 0, -1, err
 			}
 		}
 	}
 	p := b.add(o.w, kind, 0, layout.FromStep, transposed, blocks)
 	b.steps = append(b.steps, plan.Step{Node: -1, Name: "pack:" + pr.node.Name + "." + name, Kernel: "pack", Inputs: []int{src}, Outputs: []int{p.ID}})
-	return p.ID, nil
+	return p.ID, -1, nil
+}
+
+// castOperand adds the cast of an operand the host or the tile images
+// deliver: on its blocks (after the exchange), or, before it, on panels
+// spread over the product's tiles, whose cast tensor it returns too
+// (else -1) for the caller's re-layout to the blocks in the cast type.
+func (b *builder) castOperand(pr *product, o *operand, isA, before bool, kind layout.Kind, transposed bool, blocks []layout.Piece, d plan.Decision) (id, cast int) {
+	xflip := (transposesAfter(o, o.x)+gemmTrans(pr.node, isA))%2 == 1
+	src := blocks
+	if before {
+		lo, n := castTiles(pr, d, isA)
+		src = apart(panelSourcePieces(pr, isA, lo, n), blocks, lo, n)
+	}
+	xt := b.external(o.x, kind, 0, xflip, src)
+	ws := b.add(o.w, kind, 0, layout.FromStep, transposed, src)
+	b.steps = append(b.steps, plan.Step{Node: o.cast.Index, Name: o.cast.Name, Kernel: "cast", Inputs: []int{xt}, Outputs: []int{ws.ID}})
+	if !before {
+		return ws.ID, -1
+	}
+	p := b.add(o.w, kind, 0, layout.FromStep, transposed, blocks)
+	return p.ID, ws.ID
 }
 
 func gemmTrans(n *graph.Node, a bool) int {
@@ -173,8 +198,13 @@ func sourcePieces(v *graph.Value, ax, w, lo, n int) []layout.Piece {
 }
 
 // panelSourcePieces spreads an operand's panels over n tiles from lo for
-// a cast before the exchange: the batch axes and the group axis split
-// (groups whole), the k axis whole, as many pieces as tiles.
+// a cast before the exchange: the batch axes, then the group axis
+// (groups whole), then the k axis split, as many pieces as tiles.
+// Splitting k as well lets the tiles that hold copies of a block each
+// cast a part of it, instead of one tile per group casting the whole
+// block; k splits in chunks that keep a piece at least minCastPiece
+// elements (whole pairs of k, as FP8 panels pad k to even), since every
+// piece is one more transfer to each copy.
 func panelSourcePieces(pr *product, isA bool, lo, n int) []layout.Piece {
 	var shape []int
 	if isA {
@@ -193,19 +223,107 @@ func panelSourcePieces(pr *product, isA bool, lo, n int) []layout.Piece {
 		counts[d] = min(shape[d], left)
 		left /= counts[d]
 	}
-	if isA {
-		aligns[r-2] = layout.AGroup
-		counts[r-2] = min(layout.Units(shape[r-2], layout.AGroup), left)
-		counts[r-1] = 1
-	} else {
-		aligns[r-1] = layout.BGroup
-		counts[r-1] = min(layout.Units(shape[r-1], layout.BGroup), left)
-		counts[r-2] = 1
+	gAx, kAx, w := r-2, r-1, layout.AGroup
+	if !isA {
+		gAx, kAx, w = r-1, r-2, layout.BGroup
 	}
+	aligns[gAx] = w
+	counts[gAx] = min(layout.Units(shape[gAx], w), left)
+	left /= max(counts[gAx], 1)
+	group := min(w, shape[gAx])
+	aligns[kAx] = 2 * max(1, (minCastPiece+2*group-1)/(2*group))
+	counts[kAx] = min(layout.Units(shape[kAx], aligns[kAx]), left)
 	for d := range counts {
 		counts[d] = max(counts[d], 1)
 	}
 	return layout.Grid(shape, counts, aligns, lo)
+}
+
+// apart places pieces on the tiles [lo, lo+n), one per tile, so that
+// as few as possible lie on a tile holding a block they overlap: such a
+// piece would reach its block by a local copy, a kernel launch after
+// the exchange, instead of in the exchange that moves the others. Each
+// piece in turn takes the first free tile from its own on (wrapping,
+// at most maxApartTries of them) that holds no block it overlaps, else
+// the first free one.
+func apart(ps, blocks []layout.Piece, lo, n int) []layout.Piece {
+	if len(ps) > n {
+		return ps
+	}
+	held := map[int][]layout.Box{}
+	for _, b := range blocks {
+		held[b.Tile] = append(held[b.Tile], b.Box)
+	}
+	holds := func(t int, box layout.Box) bool {
+		for _, b := range held[t] {
+			if _, ok := layout.Intersect(box, b); ok {
+				return true
+			}
+		}
+		return false
+	}
+	used := make([]bool, n)
+	out := make([]layout.Piece, len(ps))
+	for i, p := range ps {
+		at, first := -1, -1
+		for step := 0; step < n && at < 0; step++ {
+			t := (p.Tile - lo + step) % n
+			if used[t] {
+				continue
+			}
+			if first < 0 {
+				first = t
+			}
+			if !holds(lo+t, p.Box) {
+				at = t
+			} else if step >= maxApartTries {
+				break
+			}
+		}
+		if at < 0 {
+			at = first
+		}
+		for step := 0; at < 0 || used[at]; step++ {
+			at = (p.Tile - lo + step) % n // every tile was tried busy: a free one
+		}
+		used[at] = true
+		out[i] = layout.Piece{Tile: lo + at, Box: p.Box}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Tile < out[j].Tile })
+	return out
+}
+
+// maxApartTries bounds the tiles apart tries for one piece.
+const maxApartTries = 64
+
+// minCastPiece is the fewest elements of a piece of an operand cast
+// before the exchange (8 words of FP8), when the operand is larger.
+var minCastPiece = 64
+
+// castTiles returns the tiles [lo, lo+n) of the operand's pieces when
+// it is cast before the exchange: all of the product's, or, when both
+// operands are, a share in proportion to its elements (A first), so
+// that no tile casts both.
+func castTiles(pr *product, d plan.Decision, isA bool) (lo, n int) {
+	lo, n = d.Tiles[0], d.Tiles[1]-d.Tiles[0]
+	if d.Stationary != "" || n < 2 {
+		return lo, n
+	}
+	ea := float64(pr.mm.M) * float64(pr.mm.K) * float64(prod(pr.mm.ABatch))
+	eb := float64(pr.mm.K) * float64(pr.mm.N) * float64(prod(pr.mm.BBatch))
+	na := min(n-1, max(1, int(float64(n)*ea/(ea+eb)+0.5)))
+	if isA {
+		return lo, na
+	}
+	return lo + na, n - na
+}
+
+func prod(xs []int) int {
+	p := 1
+	for _, x := range xs {
+		p *= x
+	}
+	return p
 }
 
 // blockView reports whether a graph input or constant seen through data

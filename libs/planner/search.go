@@ -247,7 +247,7 @@ func withOrder(s layout.Split) layout.Split {
 // chooses between.
 func options(pr *product) (orders, stats []string) {
 	if pr.castable() {
-		return []string{plan.AfterExchange, plan.BeforeExchange}, []string{"a", "b"}
+		return []string{plan.AfterExchange, plan.BeforeExchange}, []string{"a", "b", ""}
 	}
 	return []string{""}, []string{"b"}
 }
@@ -403,11 +403,8 @@ func (pl *planner) move(pt point, rng *rand.Rand) point {
 		}
 	default:
 		if pr.castable() {
-			if d.Stationary == "a" {
-				d.Stationary = "b"
-			} else {
-				d.Stationary = "a"
-			}
+			// The operand cast after the exchange: a, b, or none.
+			d.Stationary = map[string]string{"a": "b", "b": "", "": "a"}[d.Stationary]
 		}
 	}
 	d.Split.Order = ""

@@ -58,6 +58,10 @@ type Buffer struct {
 	Addr uint32
 	// Placed reports whether Addr is set.
 	Placed bool
+	// Promoted marks a buffer of no region (AnyRegion) that a kernel's
+	// faster code moved to interleaved memory (lower's wideCasts, which
+	// decides again on every lowering).
+	Promoted bool
 }
 
 // Ref is an address inside a buffer.
@@ -132,6 +136,12 @@ func (k *Kernel) costKey() any {
 		*f.Field = saved[i]
 	}
 	return key
+}
+
+// ClearCost forgets the kernel's cached cost (its parameters changed).
+func (k *Kernel) ClearCost() {
+	k.cost = nil
+	k.at = [codegen.Slots]int64{}
 }
 
 // Cost returns the kernel's cost (cached).
