@@ -12,6 +12,8 @@
 # Usage: scripts/slurm/test.sh [BIN]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# The daemons live in sbin, which a CI job's PATH may lack.
+export PATH="$PATH:/usr/sbin:/sbin"
 BIN=${1:-bin}
 GO=${GO:-go}
 . scripts/slurm/dbd.sh
