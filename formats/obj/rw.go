@@ -67,7 +67,13 @@ func Marshal(o *Object) ([]byte, error) {
 	meta.String(o.Source)
 
 	tiles.U32(uint32(len(o.Tiles)))
-	for _, part := range encodeTiles(o.Tiles) {
+	parts := encodeTiles(o.Tiles)
+	size := 0
+	for _, part := range parts {
+		size += len(part)
+	}
+	tiles.Grow(size)
+	for _, part := range parts {
 		tiles.Raw(part)
 	}
 	EncodeHost(&host, &o.Host)

@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
 )
 
 // Sizes of the fixed parts of a file.
@@ -88,6 +89,9 @@ func (e *Encoder) String(s string) {
 	e.U32(uint32(len(s)))
 	e.buf = append(e.buf, s...)
 }
+
+// Grow makes room for n more bytes.
+func (e *Encoder) Grow(n int) { e.buf = slices.Grow(e.buf, n) }
 
 // Raw appends b as it is (no length).
 func (e *Encoder) Raw(b []byte) { e.buf = append(e.buf, b...) }
