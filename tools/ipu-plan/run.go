@@ -193,10 +193,6 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	for _, r := range st.Rewrites {
 		log.Debug("rewrote node", slog.String("node", r.Node), slog.String("change", r.What))
 	}
-	encoded, err := plan.Marshal(pl)
-	if err != nil {
-		return fmt.Errorf("encode plan: %w", err)
-	}
 	log.Info("screened exchange table geometry",
 		slog.Int64("expansion_ms", st.Expansion.Milliseconds()),
 		slog.Int64("expansion_and_footprint_ms", st.ExpansionAndFootprint.Milliseconds()),
@@ -206,12 +202,6 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		slog.Int("fragment_limit", st.FragmentLimit))
 	log.Info("eliminated unread FP8 cast input padding clears", slog.Int("removed", st.PaddingClearsRemoved))
 
-	// The validation links the plan as read back from its encoding, as
-	// ipu-link will read it.
-	back, err := plan.Read(encoded)
-	if err != nil {
-		return fmt.Errorf("internal error: planned %w", err)
-	}
 	// Validate the incumbent by lowering it as ipu-link will: the exact
 	// final_cycles replace the estimate. The link's exchange scheduler
 	// validates its fast schedules' instruction alignment and repairs
@@ -220,7 +210,7 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	if opt.State != nil {
 		saved = opt.State.Exchanges
 	}
-	linked, err := validate(log, cfg, back, plan.Fingerprint(encoded), saved)
+	linked, err := validate(log, cfg, pl, saved)
 	if err != nil {
 		return err
 	}
@@ -229,7 +219,8 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	log.Info("costed search incumbent", slog.Int64("estimated_cycles", pl.Cost.FinalCycles), slog.Int64("linked_cycles", linked.FinalCycles))
 	pl.Cost.FinalCycles, pl.Cost.FinalExchange, pl.Cost.Estimated = linked.FinalCycles, linked.FinalExchange, false
 	pl.Search.IncumbentCycles = linked.FinalCycles
-	if encoded, err = plan.Marshal(pl); err != nil {
+	encoded, err := plan.Marshal(pl)
+	if err != nil {
 		return fmt.Errorf("encode plan: %w", err)
 	}
 	log.Info("validated search incumbent", slog.Int64("cycles", pl.Cost.FinalCycles), slog.Bool("resuming", st.Resuming))
@@ -280,8 +271,9 @@ func recordedPath(path string) string {
 // validate lowers the plan in process (the link phases nest in
 // plan_package) and builds its tile images. A plan the linker refuses is
 // an error: ipu-plan never writes a plan that ipu-link cannot link.
-func validate(log *slog.Logger, cfg config, pl *plan.Plan, fingerprint string, saved []plan.Exchange) (*link.Stats, error) {
-	o, st, err := link.Link(pl, fingerprint, link.Options{Log: log, Saved: saved, Runtime: cfg.runtime})
+func validate(log *slog.Logger, cfg config, pl *plan.Plan, saved []plan.Exchange) (*link.Stats, error) {
+	// The object is not kept: it records no plan file.
+	o, st, err := link.Link(pl, "", link.Options{Log: log, Saved: saved, Runtime: cfg.runtime})
 	if err != nil {
 		return nil, fmt.Errorf("%s: lowering the plan: %w", cfg.model, err)
 	}
