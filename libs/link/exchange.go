@@ -75,6 +75,12 @@ func (l *linker) packExchanges(log *slog.Logger) {
 		st.TotalStored += s.PackedBytes + s.PatchBytes
 	}
 	l.st.ExchangeTableBytes = st.TableBytes
+	// The memory figures had the bound of size_tile_code: now the code.
+	for i := range l.st.Memory {
+		if tl := l.tiles[l.st.Memory[i].Tile]; tl != nil {
+			l.st.Memory[i].ExchangeCode = int64(tl.exCode)
+		}
+	}
 	log.Info("exchange table and repeat patch storage", slog.Int("exchange_table_bytes", st.TableBytes),
 		slog.Int("maximum_uncompressed_repeat_patch_bytes", st.PatchBytes), slog.Int("maximum_elided_arithmetic_patch_bytes", st.ElidedBytes))
 	log.Debug("compressed exchange code with repeat loops", slog.Int("loops", st.Loops),
