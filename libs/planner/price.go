@@ -1,0 +1,137 @@
+package planner
+
+// Pricing points: a point's plan lowered (with a step cache) and costed,
+// the points not priced before on a worker per core.
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"time"
+
+	"ipu.local/libs/cost"
+	"ipu.local/libs/lower"
+	"ipu.local/libs/sched"
+)
+
+// searchWorkers is the number of points priced at once: one a core, at
+// most 4 (each worker's step cache holds lowered programs).
+func searchWorkers() int {
+	return max(1, min(runtime.GOMAXPROCS(0), 4))
+}
+
+// eval prices a point: its plan lowered and costed.
+func (pl *planner) eval(pt point) (*result, error) {
+	rs, errs := pl.evalAll([]point{pt})
+	pl.count(pt)
+	return rs[0], errs[0]
+}
+
+// count counts pt among the points the search priced, once: evalAll
+// may price points (ahead of the walk) that the search then drops.
+func (pl *planner) count(pt point) {
+	if k := pt.key(); !pl.counted[k] {
+		pl.counted[k] = true
+		pl.evals++
+	}
+}
+
+// evalAll prices points, the ones not priced before in parallel, each
+// worker with its own step cache (a cache's lowered programs share
+// buffers and kernels, which pricing writes to). The results and the
+// caller's counts do not depend on the workers: a point's price does
+// not depend on what a cache holds.
+func (pl *planner) evalAll(pts []point) ([]*result, []error) {
+	rs, errs := make([]*result, len(pts)), make([]error, len(pts))
+	var todo []int
+	for i, pt := range pts {
+		if r, ok := pl.cache[pt.key()]; ok {
+			rs[i] = r
+			continue
+		}
+		todo = append(todo, i)
+	}
+	workers := min(len(todo), len(pl.steps))
+	pcs := make([]pricing, len(pts))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := w; j < len(todo); j += workers {
+				i := todo[j]
+				pcs[i] = pl.price(pts[i], pl.steps[w])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, i := range todo {
+		pc := pcs[i]
+		pl.expansion += pc.expansion
+		pl.footprint += pc.footprint
+		if pc.err != nil {
+			errs[i] = pc.err
+			continue
+		}
+		if r, ok := pl.cache[pts[i].key()]; ok {
+			rs[i] = r // the same point twice in pts
+			continue
+		}
+		pl.cache[pts[i].key()] = pc.r
+		rs[i] = pc.r
+	}
+	return rs, errs
+}
+
+// pricing is one point's price and the time its parts took.
+type pricing struct {
+	r                    *result
+	err                  error
+	expansion, footprint time.Duration
+}
+
+// price lowers and costs a point with a step cache that no other
+// goroutine uses.
+func (pl *planner) price(pt point, steps *lower.StepCache) (pc pricing) {
+	b, err := pl.build(pt)
+	if err != nil {
+		pc.err = err
+		return pc
+	}
+	r := &result{b: b}
+	pr, err := lower.LowerWith(b.plan(pl, point(pt)), pl.g, pl.p, lower.Options{NoData: true, Cache: steps})
+	if err != nil {
+		var pe *lower.PlanError
+		if errors.As(err, &pe) {
+			if verr := b.check(); verr != nil {
+				pc.err = verr
+				return pc
+			}
+		}
+		pc.err = err
+		return pc
+	}
+	r.padRemoved = pr.PadClearsRemoved
+	t0 := time.Now()
+	r.geo = expandGeometry(pl.p, pr, cost.Synthetic(pl.p, pr.Buffers))
+	t1 := time.Now()
+	pc.expansion = t1.Sub(t0)
+	err = r.geo.check(sched.FragmentLimit(pl.p))
+	if err == nil {
+		err = fits(pl.p, pl.tiles, pr)
+	}
+	pc.footprint = time.Since(t1)
+	if err != nil {
+		r.mem = err
+		pc.r = r
+		return pc
+	}
+	c, err := cost.ProgramWith(pr, cost.Options{Bound: true})
+	if err != nil {
+		pc.err = err
+		return pc
+	}
+	r.total, r.exchange, r.transfers = c.FinalCycles, c.FinalExchange, c.Transfers
+	pc.r = r
+	return pc
+}
