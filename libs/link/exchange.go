@@ -3,13 +3,21 @@ package link
 import (
 	"fmt"
 	"log/slog"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"ipu.local/formats/obj"
+	"ipu.local/formats/plan"
 	"ipu.local/libs/codegen"
 	"ipu.local/libs/sched"
 )
 
-// Exchange code storage: the scheduled code of every exchange superstep
+// The exchange supersteps: scheduled (or relocated from a superstep of
+// the same pattern, or from a search state's saved schedules) and
+// validated, then their code stored. Exchange code storage: the scheduled code of every exchange superstep
 // compressed with repeat loops (sched.Compress), the patch tables those
 // loops load, and their figures.
 
@@ -156,4 +164,231 @@ func (l *linker) lowestNI(t int) uint32 {
 		}
 	}
 	return lo
+}
+
+// lowerExchanges schedules every exchange superstep with the placed
+// addresses and validates the schedule against the simulator's rules.
+//
+// Supersteps that move the same pattern (sched.SamePattern: the repeated
+// layers of a model, repeated operand moves) share one schedule: the
+// first of each pattern, in program order, is scheduled; each later one
+// relocates that schedule to its own addresses (sched.Relocate) and
+// validates the result, and is scheduled from scratch only when the
+// relocation is refused (it would change what the schedule depends on)
+// or does not validate. Which superstep reuses which depends on the
+// program alone, not on the order the parallel work completes in, and a
+// relocated schedule is the one scheduling would make.
+func (l *linker) lowerExchanges(log *slog.Logger) error {
+	if err := l.checkFragments(); err != nil {
+		return err
+	}
+	l.exch = make([]*sched.Plan, len(l.prog.Steps))
+	for _, tl := range l.tiles {
+		tl.exCode = 0 // the bound of size_tile_code gives way to the code
+	}
+	n := len(l.prog.Steps)
+	xss := make([][]sched.Transfer, n)
+	from := make([]int, n) // the superstep whose schedule i reuses; i: none
+	first := map[string]int{}
+	var leaders, followers []int
+	for i, s := range l.prog.Steps {
+		if s.Kind != obj.Exchange {
+			continue
+		}
+		xs := make([]sched.Transfer, len(s.Xfers))
+		for k, x := range s.Xfers {
+			xs[k] = x.Sched()
+		}
+		xss[i], from[i] = xs, i
+		if l.noReuse || len(xs) == 0 {
+			leaders = append(leaders, i)
+			continue
+		}
+		key := sched.PatternKey(xs)
+		if j, ok := first[key]; ok {
+			from[i] = j
+			followers = append(followers, i)
+			continue
+		}
+		first[key] = i
+		leaders = append(leaders, i)
+	}
+	errs := make([]error, n)
+	refused := make([]error, n)
+	saved := l.savedByPattern(log)
+	fromState := make([]bool, n)
+	aligns := make([]*sched.AlignStats, n) // supersteps scheduled here
+	schedule := func(i int) error {
+		if sv, ok := saved[sched.PatternKey(xss[i])]; ok && !l.noReuse {
+			sp, err := sched.Relocate(sv.plan, sv.phase, xss[i])
+			if err == nil {
+				err = sched.Validate(l.p, xss[i], sp)
+			}
+			if err == nil {
+				l.exch[i], fromState[i] = sp, true
+				return nil
+			}
+			refused[i] = err
+		}
+		sp, al, err := sched.ScheduleStats(l.p, xss[i], sched.Options{})
+		if err == nil {
+			err = sched.Validate(l.p, xss[i], sp)
+			aligns[i] = &al
+		}
+		l.exch[i] = sp
+		return err
+	}
+	// The phases are independent: schedule and validate the first of
+	// each pattern side by side, the most transfers first (so that no
+	// big one starts last, alone), then relocate the others side by
+	// side, then log and account for them in program order.
+	sort.SliceStable(leaders, func(a, b int) bool { return len(xss[leaders[a]]) > len(xss[leaders[b]]) })
+	l.parallel(leaders, func(i int) {
+		if err := schedule(i); err != nil {
+			errs[i] = fmt.Errorf("superstep %d (%s): %w", i, l.prog.Steps[i].Name, err)
+		}
+	})
+	l.parallel(followers, func(i int) {
+		j := from[i]
+		if errs[j] != nil {
+			from[i] = i // reported at j, which comes first
+			return
+		}
+		sp, err := sched.Relocate(l.exch[j], xss[j], xss[i])
+		if err == nil {
+			err = sched.Validate(l.p, xss[i], sp)
+		}
+		if err == nil {
+			l.exch[i] = sp
+			return
+		}
+		refused[i], from[i] = err, i
+		if err := schedule(i); err != nil {
+			errs[i] = fmt.Errorf("superstep %d (%s): %w", i, l.prog.Steps[i].Name, err)
+		}
+	})
+	for i, s := range l.prog.Steps {
+		if s.Kind != obj.Exchange {
+			continue
+		}
+		if errs[i] != nil {
+			return errs[i]
+		}
+		sp := l.exch[i]
+		switch {
+		case fromState[i]:
+			l.st.FromState++
+			log.Info("reused exchange optimization after validating relocated rows", slog.Int("phase", i))
+			log.Debug("reused a search state's exchange schedule", slog.Int("phase", i), slog.Int("transfers", len(s.Xfers)), slog.Int64("cycles", sp.Makespan))
+		case from[i] != i:
+			l.st.ReusedExchanges++
+			log.Info("reused exchange optimization after validating relocated rows", slog.Int("phase", i))
+			log.Debug("reused an earlier superstep's exchange schedule", slog.Int("phase", i), slog.Int("from", from[i]), slog.Int("transfers", len(s.Xfers)), slog.Int64("cycles", sp.Makespan))
+		case refused[i] != nil:
+			l.st.RefusedReuses++
+			log.Debug("scheduled exchange superstep again: its relocation was refused", slog.Int("phase", i), slog.String("reason", refused[i].Error()))
+		}
+		if a := aligns[i]; a != nil {
+			l.st.addAlign(*a)
+			log.Debug("validated exchange schedule instruction alignment", slog.Int("phase", i), slog.Int("transfers", a.Transfers),
+				slog.Int("failed", a.Failed), slog.Int("rescheduled", a.Rescheduled), slog.Int("rounds", a.Rounds), slog.Bool("success", a.Success))
+		}
+		s.Cycles = sp.Makespan
+		l.st.Transfers += len(s.Xfers)
+	}
+	l.saveSchedules(xss, from)
+	l.packExchanges(log)
+	return nil
+}
+
+// savedSchedule is one of Options.Saved, decoded.
+type savedSchedule struct {
+	phase []sched.Transfer
+	plan  *sched.Plan
+}
+
+// savedByPattern decodes Options.Saved by pattern key; an entry that does
+// not decode is skipped (it is a cache: the superstep is scheduled).
+func (l *linker) savedByPattern(log *slog.Logger) map[string]savedSchedule {
+	m := map[string]savedSchedule{}
+	for k, e := range l.saved {
+		phase, pl, err := sched.Load(e)
+		if err != nil {
+			log.Debug("skipped a saved exchange schedule", slog.Int("index", k), slog.String("reason", err.Error()))
+			continue
+		}
+		key := sched.PatternKey(phase)
+		if _, dup := m[key]; !dup {
+			m[key] = savedSchedule{phase, pl}
+		}
+	}
+	return m
+}
+
+// saveSchedules keeps one schedule per pattern (the first superstep of
+// each, in program order) for a search state, unless their code exceeds
+// plan.MaxExchangeWords.
+func (l *linker) saveSchedules(xss [][]sched.Transfer, from []int) {
+	words := 0
+	var out []plan.Exchange
+	for i, sp := range l.exch {
+		if sp == nil || from[i] != i || len(xss[i]) == 0 {
+			continue
+		}
+		for _, tc := range sp.Tiles {
+			words += len(tc.Code)
+		}
+		if words > plan.MaxExchangeWords {
+			return
+		}
+		e, err := sched.Save(xss[i], sp)
+		if err != nil {
+			return
+		}
+		out = append(out, e)
+	}
+	l.st.Saved = out
+}
+
+// checkFragments refuses a program whose busiest tile runs more exchange
+// fragments (sends and receptions) than its executable range can hold
+// (sched.FragmentLimit), the limit the planner screens candidates with.
+func (l *linker) checkFragments() error {
+	frags := make([]int, l.p.Tiles)
+	for _, s := range l.prog.Steps {
+		for _, x := range s.Xfers {
+			frags[x.Src]++
+			for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+				frags[u]++
+			}
+		}
+	}
+	limit := sched.FragmentLimit(l.p)
+	for t, n := range frags {
+		if n > limit {
+			return fmt.Errorf("tile %d: %d exchange fragments (sends and receptions), more than the %d its executable range holds", t, n, limit)
+		}
+	}
+	return nil
+}
+
+// parallel runs fn for every item on all host cores; fn must touch only
+// its item's state.
+func (l *linker) parallel(items []int, fn func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(items)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= len(items) {
+					return
+				}
+				fn(items[k])
+			}
+		}()
+	}
+	wg.Wait()
 }
