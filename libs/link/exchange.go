@@ -17,9 +17,9 @@ import (
 
 // The exchange supersteps: scheduled (or relocated from a superstep of
 // the same pattern, or from a search state's saved schedules) and
-// validated, then their code stored. Exchange code storage: the scheduled code of every exchange superstep
-// compressed with repeat loops (sched.Compress), the patch tables those
-// loops load, and their figures.
+// validated, then their code stored: compressed with repeat loops
+// (sched.Compress), with the patch tables those loops load, and their
+// figures.
 
 // ExchangeStorage are the figures of the compressed exchange code, each
 // the largest over tiles of the tile's total over its exchange
