@@ -3,15 +3,13 @@ package link
 import (
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"ipu.local/formats/obj"
 	"ipu.local/formats/plan"
 	"ipu.local/libs/codegen"
+	"ipu.local/libs/par"
 	"ipu.local/libs/sched"
 )
 
@@ -375,20 +373,5 @@ func (l *linker) checkFragments() error {
 // parallel runs fn for every item on all host cores; fn must touch only
 // its item's state.
 func (l *linker) parallel(items []int, fn func(i int)) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < min(runtime.GOMAXPROCS(0), len(items)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				k := int(next.Add(1) - 1)
-				if k >= len(items) {
-					return
-				}
-				fn(items[k])
-			}
-		}()
-	}
-	wg.Wait()
+	par.For(len(items), par.Cores(), func(_, k int) { fn(items[k]) })
 }

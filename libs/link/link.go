@@ -3,10 +3,8 @@ package link
 import (
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sort"
 	"sync"
-	"sync/atomic"
 
 	"ipu.local/formats/obj"
 	"ipu.local/formats/plan"
@@ -14,6 +12,7 @@ import (
 	"ipu.local/libs/codegen"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/lower"
+	"ipu.local/libs/par"
 	"ipu.local/libs/prog"
 	"ipu.local/libs/sched"
 	"ipu.local/libs/trace"
@@ -286,22 +285,7 @@ func (l *linker) sortedTiles() []int {
 func (l *linker) eachTile(fn func(t int) error) error {
 	ts := l.sortedTiles()
 	errs := make([]error, len(ts))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(ts) {
-					return
-				}
-				errs[i] = fn(ts[i])
-			}
-		}()
-	}
-	wg.Wait()
+	par.For(len(ts), par.Cores(), func(_, i int) { errs[i] = fn(ts[i]) })
 	for _, err := range errs {
 		if err != nil {
 			return err

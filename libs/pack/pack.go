@@ -14,13 +14,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
-	"runtime"
-	"sync"
 
 	"ipu.local/formats/ipuexe"
 	"ipu.local/formats/obj"
 	"ipu.local/libs/arch"
 	"ipu.local/libs/isa"
+	"ipu.local/libs/par"
 	"ipu.local/libs/sim"
 )
 
@@ -201,18 +200,7 @@ func encodeImage(img *ipuexe.Image) encodedImage {
 // encodeImages encodes and hashes images on a worker per core.
 func encodeImages(imgs []ipuexe.Image) []encodedImage {
 	out := make([]encodedImage, len(imgs))
-	workers := min(runtime.GOMAXPROCS(0), len(imgs))
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(imgs); i += workers {
-				out[i] = encodeImage(&imgs[i])
-			}
-		}()
-	}
-	wg.Wait()
+	par.For(len(imgs), par.Cores(), func(_, i int) { out[i] = encodeImage(&imgs[i]) })
 	return out
 }
 

@@ -5,19 +5,18 @@ package planner
 
 import (
 	"errors"
-	"runtime"
-	"sync"
 	"time"
 
 	"ipu.local/libs/cost"
 	"ipu.local/libs/lower"
+	"ipu.local/libs/par"
 	"ipu.local/libs/sched"
 )
 
 // searchWorkers is the number of points priced at once: one a core, at
 // most 4 (each worker's step cache holds lowered programs).
 func searchWorkers() int {
-	return max(1, min(runtime.GOMAXPROCS(0), 4))
+	return max(1, min(par.Cores(), 4))
 }
 
 // eval prices a point: its plan lowered and costed.
@@ -51,20 +50,11 @@ func (pl *planner) evalAll(pts []point) ([]*result, []error) {
 		}
 		todo = append(todo, i)
 	}
-	workers := min(len(todo), len(pl.steps))
 	pcs := make([]pricing, len(pts))
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := w; j < len(todo); j += workers {
-				i := todo[j]
-				pcs[i] = pl.price(pts[i], pl.steps[w])
-			}
-		}()
-	}
-	wg.Wait()
+	par.For(len(todo), len(pl.steps), func(w, j int) {
+		i := todo[j]
+		pcs[i] = pl.price(pts[i], pl.steps[w])
+	})
 	for _, i := range todo {
 		pc := pcs[i]
 		pl.expansion += pc.expansion

@@ -1,0 +1,42 @@
+// Package par runs the iterations of a loop on several goroutines.
+package par
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Cores is the number of host cores Go runs on (GOMAXPROCS).
+func Cores() int { return runtime.GOMAXPROCS(0) }
+
+// For calls fn(w, i) for every i in [0, n) on min(workers, n) goroutines
+// and returns when every call has: w is the calling worker's index, in
+// [0, workers), for state a worker keeps to itself. The items go out in
+// order as workers free up, so uneven items balance; fn must touch only
+// its item's state and its worker's.
+func For(n, workers int, fn func(w, i int)) {
+	workers = min(workers, n)
+	if workers <= 1 {
+		for i := range n {
+			fn(0, i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				fn(w, i)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,29 @@
+package par
+
+import (
+	"sync/atomic"
+	"testing"
+)
+
+// Every item is called once, each by one worker in range, for worker
+// counts below, at and above the item count.
+func TestFor(t *testing.T) {
+	for _, c := range []struct{ n, workers int }{{0, 4}, {1, 4}, {7, 1}, {7, 3}, {100, 8}, {5, 0}} {
+		calls := make([]atomic.Int32, c.n)
+		var bad atomic.Int32
+		For(c.n, c.workers, func(w, i int) {
+			if w < 0 || w >= max(c.workers, 1) {
+				bad.Add(1)
+			}
+			calls[i].Add(1)
+		})
+		if bad.Load() != 0 {
+			t.Errorf("%+v: a worker index out of range", c)
+		}
+		for i := range calls {
+			if got := calls[i].Load(); got != 1 {
+				t.Errorf("%+v: item %d called %d times", c, i, got)
+			}
+		}
+	}
+}
