@@ -217,3 +217,62 @@ func mustAddr(b *Builder, l Label) uint32 {
 	a, _ := b.Addr(l)
 	return a
 }
+
+// TestSplice checks that code built in one builder and spliced into
+// another, after code of its own, assembles to the bytes of the same
+// calls made in place: branches, repeat loops, label loads and label
+// words (tables of addresses) resolve at the new place.
+func TestSplice(t *testing.T) {
+	p := arch.MustLookup("ipu21-tiny")
+	body := func(b *Builder) Label {
+		entry := b.Here()
+		table, loop, end := b.Label(), b.Label(), b.Label()
+		b.LoadLabel(M1, table)
+		b.Li(M2, 3)
+		b.Bind(loop)
+		b.Rpti(2, end)
+		b.Nop()
+		b.Bind(end)
+		b.Addi(M2, M2, -1)
+		b.Brnz(M2, loop)
+		b.Exit()
+		b.Bind(table)
+		b.WordLabel(entry, 0)
+		b.WordLabel(loop, 8)
+		b.Word(0xdeadbeef)
+		return entry
+	}
+	prefix := func(b *Builder) {
+		for range 5 {
+			b.Nop()
+		}
+	}
+	direct := NewBuilder(p, p.Executable.Lo)
+	prefix(direct)
+	wantEntry := body(direct)
+	want, err := direct.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	scratch := NewBuilder(p, p.Executable.Lo+0x400)
+	entry := body(scratch)
+	spliced := NewBuilder(p, p.Executable.Lo)
+	prefix(spliced)
+	remap := spliced.Splice(scratch)
+	got, err := spliced.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("spliced code differs (-direct +spliced):\n%s", diff)
+	}
+	wa, _ := direct.Addr(wantEntry)
+	ga, ok := spliced.Addr(remap(entry))
+	if !ok || ga != wa {
+		t.Errorf("spliced entry at %#x (bound %v), direct at %#x", ga, ok, wa)
+	}
+	if spliced.Issued() != direct.Issued() {
+		t.Errorf("issued %d spliced, %d direct", spliced.Issued(), direct.Issued())
+	}
+}
