@@ -288,6 +288,23 @@ func attrsOf[T any](c *irCheck) (*T, error) {
 	return a, nil
 }
 
+// oneInputOf checks a node of one input and attributes T: its
+// attributes, its arity, and the input.
+func oneInputOf[T any](c *irCheck) (*T, *Value, error) {
+	a, err := attrsOf[T](c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.arity(1, 1); err != nil {
+		return nil, nil, err
+	}
+	x, err := c.input(0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, x, nil
+}
+
 // checkNode infers the output types and shapes of n from its inputs and
 // Attrs and compares them with its outputs.
 func checkNode(n *Node) error {

@@ -178,14 +178,7 @@ func (c *irCheck) checkGemm() ([]onnx.DataType, [][]int64, error) {
 
 func (c *irCheck) checkTranspose() ([]onnx.DataType, [][]int64, error) {
 	fail := failCheck
-	at, err := attrsOf[Transpose](c)
-	if err != nil {
-		return fail(err)
-	}
-	if err := c.arity(1, 1); err != nil {
-		return fail(err)
-	}
-	x, err := c.input(0)
+	at, x, err := oneInputOf[Transpose](c)
 	if err != nil {
 		return fail(err)
 	}
@@ -207,14 +200,7 @@ func (c *irCheck) checkTranspose() ([]onnx.DataType, [][]int64, error) {
 
 func (c *irCheck) checkCast() ([]onnx.DataType, [][]int64, error) {
 	fail := failCheck
-	at, err := attrsOf[Cast](c)
-	if err != nil {
-		return fail(err)
-	}
-	if err := c.arity(1, 1); err != nil {
-		return fail(err)
-	}
-	x, err := c.input(0)
+	at, x, err := oneInputOf[Cast](c)
 	if err != nil {
 		return fail(err)
 	}
@@ -333,14 +319,7 @@ func (c *irCheck) checkReduce() ([]onnx.DataType, [][]int64, error) {
 
 func (c *irCheck) checkReshape() ([]onnx.DataType, [][]int64, error) {
 	fail := failCheck
-	at, err := attrsOf[Reshape](c)
-	if err != nil {
-		return fail(err)
-	}
-	if err := c.arity(1, 1); err != nil {
-		return fail(err)
-	}
-	x, err := c.input(0)
+	at, x, err := oneInputOf[Reshape](c)
 	if err != nil {
 		return fail(err)
 	}
@@ -356,14 +335,7 @@ func (c *irCheck) checkReshape() ([]onnx.DataType, [][]int64, error) {
 
 func (c *irCheck) checkFlatten() ([]onnx.DataType, [][]int64, error) {
 	fail := failCheck
-	at, err := attrsOf[Flatten](c)
-	if err != nil {
-		return fail(err)
-	}
-	if err := c.arity(1, 1); err != nil {
-		return fail(err)
-	}
-	x, err := c.input(0)
+	at, x, err := oneInputOf[Flatten](c)
 	if err != nil {
 		return fail(err)
 	}
