@@ -1,15 +1,15 @@
 package hostref
 
 import (
-	"ipu.local/libs/numfmt"
 	"math"
-	"sync"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"ipu.local/libs/graph"
+	"ipu.local/libs/numfmt"
+	"ipu.local/libs/par"
 )
 
 // matmul computes numpy matmul(a, b) for shapes the graph builder
@@ -116,16 +116,7 @@ func (ev *evaluator) mm(m, k, n int, a, b, y []float64) {
 		compute(0, m)
 		return
 	}
-	var wg sync.WaitGroup
-	for t := 0; t < threads; t++ {
-		r0, r1 := t*m/threads, (t+1)*m/threads
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			compute(r0, r1)
-		}()
-	}
-	wg.Wait()
+	par.For(threads, threads, func(_, t int) { compute(t*m/threads, (t+1)*m/threads) })
 }
 
 // deviceMM computes rows r0..r1 as the device's matrix units do: each

@@ -14,7 +14,8 @@ func Cores() int { return runtime.GOMAXPROCS(0) }
 // and returns when every call has: w is the calling worker's index, in
 // [0, workers), for state a worker keeps to itself. The items go out in
 // order as workers free up, so uneven items balance; fn must touch only
-// its item's state and its worker's.
+// its item's state and its worker's. A panic in fn stops the loop and is
+// raised again in the caller's goroutine.
 func For(n, workers int, fn func(w, i int)) {
 	workers = min(workers, n)
 	if workers <= 1 {
@@ -25,10 +26,18 @@ func For(n, workers int, fn func(w, i int)) {
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	var failed sync.Once
+	var panicked any
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					failed.Do(func() { panicked = r })
+					next.Store(int64(n)) // the others stop at their next item
+				}
+			}()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n {
@@ -39,4 +48,9 @@ func For(n, workers int, fn func(w, i int)) {
 		}()
 	}
 	wg.Wait()
+	if panicked != nil {
+		// On the caller's goroutine, where the tools turn it into a
+		// one-line internal error instead of a crash.
+		panic(panicked)
+	}
 }

@@ -27,3 +27,21 @@ func TestFor(t *testing.T) {
 		}
 	}
 }
+
+// A panic in an item reaches the caller, where a recover can take it.
+func TestForPanic(t *testing.T) {
+	for _, workers := range []int{1, 3} {
+		got := func() (r any) {
+			defer func() { r = recover() }()
+			For(50, workers, func(_, i int) {
+				if i == 7 {
+					panic("item 7")
+				}
+			})
+			return nil
+		}()
+		if got != "item 7" {
+			t.Errorf("%d workers: recovered %v, want the item's panic", workers, got)
+		}
+	}
+}

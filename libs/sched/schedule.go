@@ -2,10 +2,10 @@ package sched
 
 import (
 	"fmt"
-	"sync"
 
 	"ipu.local/libs/arch"
 	"ipu.local/libs/isa"
+	"ipu.local/libs/par"
 )
 
 // Schedule lowers one exchange phase to per-tile code (see the package
@@ -32,15 +32,9 @@ func ScheduleStats(p *arch.Preset, phase []Transfer, opt Options) (*Plan, AlignS
 	// last in the best schedule so far.
 	runs := make([]*scheduler, min(passes, len(strategies)))
 	stats := make([]AlignStats, len(runs))
-	var wg sync.WaitGroup
-	for k := range runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runs[k], stats[k] = scheduleAligned(p, phase, opt, strategies[k])
-		}()
-	}
-	wg.Wait()
+	par.For(len(runs), len(runs), func(_, k int) {
+		runs[k], stats[k] = scheduleAligned(p, phase, opt, strategies[k])
+	})
 	var best *scheduler
 	var align AlignStats
 	for k, s := range runs {
