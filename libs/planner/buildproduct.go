@@ -155,7 +155,8 @@ func (b *builder) castOperand(pr *product, o *operand, isA, before bool, kind la
 	src := blocks
 	if before {
 		lo, n := castTiles(pr, d, isA)
-		src = apart(panelSourcePieces(pr, isA, lo, n), blocks, lo, n)
+		ps, stride := spread(panelSourcePieces(pr, isA, lo, n), lo, n)
+		src = apart(ps, blocks, lo, n, stride)
 	}
 	xt := b.external(o.x, kind, 0, xflip, src)
 	ws := b.add(o.w, kind, 0, layout.FromStep, transposed, src)
@@ -243,10 +244,10 @@ func panelSourcePieces(pr *product, isA bool, lo, n int) []layout.Piece {
 // as few as possible lie on a tile holding a block they overlap: such a
 // piece would reach its block by a local copy, a kernel launch after
 // the exchange, instead of in the exchange that moves the others. Each
-// piece in turn takes the first free tile from its own on (wrapping,
-// at most maxApartTries of them) that holds no block it overlaps, else
-// the first free one.
-func apart(ps, blocks []layout.Piece, lo, n int) []layout.Piece {
+// piece in turn takes the first free tile from its own on, stride
+// tiles at a time (wrapping, at most maxApartTries of them), that holds
+// no block it overlaps, else the first free one.
+func apart(ps, blocks []layout.Piece, lo, n, stride int) []layout.Piece {
 	if len(ps) > n {
 		return ps
 	}
@@ -267,7 +268,7 @@ func apart(ps, blocks []layout.Piece, lo, n int) []layout.Piece {
 	for i, p := range ps {
 		at, first := -1, -1
 		for step := 0; step < n && at < 0; step++ {
-			t := (p.Tile - lo + step) % n
+			t := (p.Tile - lo + step*stride) % n
 			if used[t] {
 				continue
 			}
@@ -291,6 +292,23 @@ func apart(ps, blocks []layout.Piece, lo, n int) []layout.Piece {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Tile < out[j].Tile })
 	return out
+}
+
+// spread moves pieces placed one per tile from lo apart, one per
+// supertile, when [lo, lo+n) has room for that: a sender whose
+// supertile partner sends nothing can use both of the supertile's bus
+// slots (send2), so its streams take half the cycles. It returns the
+// pieces and the stride between them (1: left as they were).
+func spread(ps []layout.Piece, lo, n int) ([]layout.Piece, int) {
+	if len(ps) == 0 || 2*len(ps) > n || lo%2 != 0 {
+		return ps, 1
+	}
+	stride := 2 * (n / (2 * len(ps)))
+	out := make([]layout.Piece, len(ps))
+	for i, p := range ps {
+		out[i] = layout.Piece{Tile: lo + (p.Tile-lo)*stride, Box: p.Box}
+	}
+	return out, stride
 }
 
 // maxApartTries bounds the tiles apart tries for one piece.

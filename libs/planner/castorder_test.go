@@ -124,3 +124,47 @@ func overlap(a, b [][2]int64) bool {
 	}
 	return true
 }
+
+// Where the cast range has at least two tiles per piece, the pieces
+// cast before the exchange sit one per supertile, so that no two
+// senders share a bus and each can use send2: on the full chip (1024
+// tiles of the product, 256 pieces of each operand) no supertile holds
+// two pieces; on 64 tiles (more pieces than supertiles) they stay one
+// per tile.
+func TestCastPiecesOnePerSupertile(t *testing.T) {
+	g := load(t, "qk-early")
+	p := arch.MustLookup("ipu21")
+	for _, tc := range []struct {
+		tiles, m, n int
+		apart       bool
+	}{{1472, 64, 16, true}, {64, 8, 8, false}} {
+		d := plan.Decision{Node: -1, Split: plan.Split{B: 1, M: tc.m, N: tc.n, K: 1}, CastOrder: plan.BeforeExchange, Tiles: [2]int{0, tc.m * tc.n}}
+		for i, n := range g.Nodes {
+			if n.Op == "MatMul" {
+				d.Node = i
+			}
+		}
+		pl, err := Build(g, p, tc.tiles, []plan.Decision{d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared := 0
+		senders := map[int]int{} // supertile -> pieces
+		for _, st := range pl.Steps {
+			if st.Kernel != "cast" {
+				continue
+			}
+			for _, pc := range pl.Tensors[st.Outputs[0]].Pieces {
+				if senders[pc.Tile/p.SupertileSize]++; senders[pc.Tile/p.SupertileSize] == 2 {
+					shared++
+				}
+			}
+		}
+		if tc.apart && shared != 0 {
+			t.Errorf("%d tiles %dx%d: %d supertiles hold two cast pieces, want none", tc.tiles, tc.m, tc.n, shared)
+		}
+		if !tc.apart && shared == 0 {
+			t.Errorf("%d tiles %dx%d: no supertile holds two cast pieces, want them one per tile", tc.tiles, tc.m, tc.n)
+		}
+	}
+}
