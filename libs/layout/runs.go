@@ -323,13 +323,25 @@ func PanelRuns(src, dst *Tensor) ([]Run, error) {
 
 // panelRuns is the runs of the intersection inter of two panel pieces.
 func panelRuns(sg, dg Geometry, inter Box, si, di int) []Run {
+	return appendPanelRuns(nil, sg, dg, inter, si, di)
+}
+
+// appendPanelRuns is panelRuns appending to out; it merges only the runs
+// it appends.
+func appendPanelRuns(out []Run, sg, dg Geometry, inter Box, si, di int) []Run {
 	r := len(inter)
 	gAx, kAx, w := r-2, r-1, AGroup
 	if sg.Kind == BPanel {
 		gAx, kAx, w = r-1, r-2, BGroup
 	}
-	var out []Run
-	idx := make([]int, r)
+	base := len(out)
+	var idxa [8]int
+	idx := idxa[:0]
+	if r <= len(idxa) {
+		idx = idxa[:r]
+	} else {
+		idx = make([]int, r)
+	}
 	for d := 0; d < r-2; d++ {
 		idx[d] = inter[d].Lo
 	}
@@ -337,7 +349,7 @@ func panelRuns(sg, dg Geometry, inter Box, si, di int) []Run {
 		for g := inter[gAx].Lo; g < inter[gAx].Hi; g += w {
 			idx[gAx], idx[kAx] = g, inter[kAx].Lo
 			run := Run{si, di, sg.Offset(idx), dg.Offset(idx), w * inter[kAx].Len()}
-			if n := len(out); n > 0 && out[n-1].SrcOff+out[n-1].N == run.SrcOff && out[n-1].DstOff+out[n-1].N == run.DstOff && out[n-1].Src == si {
+			if n := len(out); n > base && out[n-1].SrcOff+out[n-1].N == run.SrcOff && out[n-1].DstOff+out[n-1].N == run.DstOff && out[n-1].Src == si {
 				out[n-1].N += run.N
 				continue
 			}
@@ -380,6 +392,11 @@ func Project(b Box, in, out []int) Box {
 // geometries (source piece 0 to destination piece 0).
 func PanelRunsOf(sg, dg Geometry, inter Box) []Run { return panelRuns(sg, dg, inter, 0, 0) }
 
+// AppendPanelRuns is PanelRunsOf appending to out (a caller's scratch).
+func AppendPanelRuns(out []Run, sg, dg Geometry, inter Box) []Run {
+	return appendPanelRuns(out, sg, dg, inter, 0, 0)
+}
+
 // Index finds the pieces of a list intersecting a box quickly: the pieces
 // sorted by their start on the axis where starts vary most.
 type Index struct {
@@ -417,7 +434,7 @@ func NewIndex(pieces []Piece) *Index {
 }
 
 // Each calls f for every piece intersecting q, in index order, with the
-// intersection.
+// intersection (valid during the call only: Each reuses it).
 func (ix *Index) Each(q Box, f func(i int, inter Box)) {
 	if len(q) == 0 {
 		for _, i := range ix.order {
@@ -426,11 +443,24 @@ func (ix *Index) Each(q Box, f func(i int, inter Box)) {
 		return
 	}
 	ps := ix.pieces
+	inter := make(Box, len(q))
 	k := sort.Search(len(ix.order), func(k int) bool { return ps[ix.order[k]].Box[ix.ax].Lo > q[ix.ax].Lo-ix.maxLen })
 	for ; k < len(ix.order) && ps[ix.order[k]].Box[ix.ax].Lo < q[ix.ax].Hi; k++ {
 		i := ix.order[k]
-		if inter, ok := Intersect(ps[i].Box, q); ok {
+		if intersectInto(inter, ps[i].Box, q) {
 			f(i, inter)
 		}
 	}
+}
+
+// intersectInto is Intersect writing into out (of a's length).
+func intersectInto(out, a, b Box) bool {
+	for i := range a {
+		lo, hi := max(a[i].Lo, b[i].Lo), min(a[i].Hi, b[i].Hi)
+		if lo >= hi {
+			return false
+		}
+		out[i] = Range{lo, hi}
+	}
+	return true
 }

@@ -29,6 +29,7 @@
 package lower
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -200,15 +201,28 @@ func (l *lowerer) readTensors() error {
 			return planErr("tensor %d (%q): unknown source %q", i, pt.Name, pt.Source)
 		}
 		t.Source = src
-		for _, d := range pt.Shape {
-			t.Shape = append(t.Shape, int(d))
+		if len(pt.Shape) > 0 {
+			t.Shape = make([]int, len(pt.Shape))
 		}
+		for d, n := range pt.Shape {
+			t.Shape[d] = int(n)
+		}
+		// The pieces' boxes share one array.
+		n := 0
 		for _, pc := range pt.Pieces {
-			box := make(layout.Box, len(pc.Region))
+			n += len(pc.Region)
+		}
+		ranges := make([]layout.Range, n)
+		if len(pt.Pieces) > 0 {
+			t.Pieces = make([]layout.Piece, len(pt.Pieces))
+		}
+		for k, pc := range pt.Pieces {
+			box := layout.Box(ranges[:len(pc.Region):len(pc.Region)])
+			ranges = ranges[len(pc.Region):]
 			for d, r := range pc.Region {
 				box[d] = layout.Range{Lo: int(r[0]), Hi: int(r[1])}
 			}
-			t.Pieces = append(t.Pieces, layout.Piece{Tile: pc.Tile, Box: box})
+			t.Pieces[k] = layout.Piece{Tile: pc.Tile, Box: box}
 		}
 		if err := l.validate(t); err != nil {
 			return &PlanError{Msg: err.Error()}
@@ -341,29 +355,44 @@ func multicast(xs []prog.Transfer) []prog.Transfer {
 		to    prog.Ref
 		words int
 	}
-	dests := map[key][]int{}
-	var keys []key
+	// Each destination tile with its key's number, keys numbered in order
+	// of first appearance; sorted, each key's tiles come together in
+	// ascending order.
+	ids := make(map[key]int32, len(xs))
+	keys := make([]key, 0, len(xs))
+	n := 0
+	for _, x := range xs {
+		n += x.Dests()
+	}
+	type dest struct{ key, tile int32 }
+	ds := make([]dest, 0, n)
 	for _, x := range xs {
 		k := key{x.Src, x.From, x.To, x.Words}
-		if _, ok := dests[k]; !ok {
+		id, ok := ids[k]
+		if !ok {
+			id = int32(len(keys))
+			ids[k] = id
 			keys = append(keys, k)
 		}
 		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-			dests[k] = append(dests[k], u)
+			ds = append(ds, dest{id, int32(u)})
 		}
 	}
-	var out []prog.Transfer
-	for _, k := range keys {
-		ts := dests[k]
-		sort.Ints(ts)
-		for a := 0; a < len(ts); {
-			b := a + 1
-			for b < len(ts) && ts[b] == ts[b-1]+1 && !(k.src > ts[a] && k.src < ts[b]) {
-				b++
-			}
-			out = append(out, prog.Transfer{Src: k.src, Dst: ts[a], DstN: b - a, Words: k.words, From: k.from, To: k.to})
-			a = b
+	slices.SortFunc(ds, func(a, b dest) int {
+		if a.key != b.key {
+			return cmp.Compare(a.key, b.key)
 		}
+		return cmp.Compare(a.tile, b.tile)
+	})
+	out := make([]prog.Transfer, 0, len(xs))
+	for a := 0; a < len(ds); {
+		k := keys[ds[a].key]
+		b := a + 1
+		for b < len(ds) && ds[b].key == ds[a].key && ds[b].tile == ds[b-1].tile+1 && !(k.src > int(ds[a].tile) && k.src < int(ds[b].tile)) {
+			b++
+		}
+		out = append(out, prog.Transfer{Src: k.src, Dst: int(ds[a].tile), DstN: b - a, Words: k.words, From: k.from, To: k.to})
+		a = b
 	}
 	return out
 }

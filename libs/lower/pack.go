@@ -18,7 +18,6 @@ import (
 	"ipu.local/libs/layout"
 	"ipu.local/libs/onnx"
 	"ipu.local/libs/prog"
-	"slices"
 )
 
 // packChain follows w back to v through casts and transposes of the last
@@ -159,15 +158,15 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 	m := newMoves()
 	s := l.compute("pack:" + y.Name)
 	var stageBuf *prog.Buffer
-	type pending struct {
-		piece int
-		x     prog.Transfer
-	}
-	var sends []pending
+	// The transfers go straight into m.xfers, their sources at their
+	// staging offsets; the staging buffer, sized once every piece is
+	// known, is filled in after.
+	var runs []layout.Run
 	yix := layout.NewIndex(y.Pieces)
 	for i, p := range x.Pieces {
 		vg := y.GeometryOf(vbox[i])
 		stage[i].geo = vg
+		off := stageBytes[p.Tile] // the piece's staging offset, if it sends
 		var rerr error
 		yix.Each(vbox[i], func(j int, inter layout.Box) {
 			q := y.Pieces[j]
@@ -175,22 +174,23 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 				return // a tile's own part is packed or copied into its block below
 			}
 			needed[i] = true
-			for _, ru := range layout.PanelRunsOf(vg, y.Geometry(j), inter) {
+			runs = layout.AppendPanelRuns(runs[:0], vg, y.Geometry(j), inter)
+			for _, ru := range runs {
 				bytes := ru.N * esz
 				to := yRefs[j].Add(ru.DstOff * esz)
 				if bytes%4 != 0 || (ru.SrcOff*esz)%4 != 0 || to.Off%4 != 0 {
 					rerr = l.notLowered(nil, "a run of %d %s elements of %q is not whole aligned 32-bit words", ru.N, y.Kind, y.Name)
 					return
 				}
-				sends = append(sends, pending{i, prog.Transfer{Src: p.Tile, Dst: q.Tile, DstN: 1, Words: bytes / 4,
-					From: prog.Ref{Off: uint32(ru.SrcOff * esz)}, To: to}})
+				m.xfers = append(m.xfers, prog.Transfer{Src: p.Tile, Dst: q.Tile, DstN: 1, Words: bytes / 4,
+					From: prog.Ref{Off: uint32(off + ru.SrcOff*esz)}, To: to})
 			}
 		})
 		if rerr != nil {
 			return rerr
 		}
 		if needed[i] {
-			stage[i].off = stageBytes[p.Tile]
+			stage[i].off = off
 			stageBytes[p.Tile] += vg.Bytes()
 			sendTiles = append(sendTiles, p.Tile)
 		}
@@ -202,11 +202,8 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 		}
 		buf := l.out.NewBuffer(y.Name+".staged", prog.TileSet(sendTiles), most, 8, prog.AnyRegion)
 		stageBuf = buf
-		m.xfers = slices.Grow(m.xfers, len(sends))
-		for _, pd := range sends {
-			x := pd.x
-			x.From = prog.Ref{Buf: buf, Off: uint32(stage[pd.piece].off) + x.From.Off}
-			m.xfers = append(m.xfers, x)
+		for k := range m.xfers {
+			m.xfers[k].From.Buf = buf
 		}
 		for i, p := range x.Pieces {
 			if !needed[i] {

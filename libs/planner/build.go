@@ -334,17 +334,40 @@ func sameShape(a, b []int64) bool {
 // projected is the pieces of an input of shape in that output pieces
 // read under broadcasting, once per tile.
 func projected(pieces []layout.Piece, in, out []int) []layout.Piece {
-	seen := map[string]bool{}
+	// The pieces kept, by a hash of tile and box (equal ones compared).
+	seen := make(map[uint64][]int, len(pieces))
 	var res []layout.Piece
 	for _, p := range pieces {
 		box := layout.Project(p.Box, in, out)
-		k := fmt.Sprintf("%d%s", p.Tile, box)
-		if !seen[k] {
-			seen[k] = true
+		h := pieceHash(p.Tile, box)
+		dup := false
+		for _, j := range seen[h] {
+			if res[j].Tile == p.Tile && res[j].Box.Equal(box) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			seen[h] = append(seen[h], len(res))
 			res = append(res, layout.Piece{Tile: p.Tile, Box: box})
 		}
 	}
 	return res
+}
+
+// pieceHash is an FNV-1a hash of a tile and a box's bounds.
+func pieceHash(tile int, b layout.Box) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	mix := func(v int) {
+		h = (h ^ uint64(v)) * prime
+	}
+	mix(tile)
+	for _, r := range b {
+		mix(r.Lo)
+		mix(r.Hi)
+	}
+	return h
 }
 
 // rowAxis is the first trailing axis a row operator works along (ok

@@ -204,19 +204,32 @@ func (pl *planner) computeBound() int64 {
 
 // plan converts a builder's tensors and steps into a plan.
 func (b *builder) plan(pl *planner, pt point) *plan.Plan {
-	out := &plan.Plan{Format: plan.Format, Arch: pl.p.Name, Tiles: pl.tiles, Graph: pl.encoded}
+	out := &plan.Plan{Format: plan.Format, Arch: pl.p.Name, Tiles: pl.tiles, Graph: pl.encoded, Tensors: make([]plan.Tensor, 0, len(b.tensors))}
 	for _, t := range b.tensors {
 		pt := plan.Tensor{ID: t.ID, Value: t.Value, Name: t.Name, DType: pl.g.Values[t.Value].DType.String(), Transposed: t.Transposed,
 			Layout: t.Kind.String(), Pad: t.Pad, Source: t.Source.String()}
-		for _, d := range t.Shape {
-			pt.Shape = append(pt.Shape, int64(d))
+		if len(t.Shape) > 0 {
+			pt.Shape = make([]int64, len(t.Shape))
 		}
+		for i, d := range t.Shape {
+			pt.Shape[i] = int64(d)
+		}
+		// The pieces' regions share one array.
+		n := 0
 		for _, p := range t.Pieces {
-			reg := make([][2]int64, len(p.Box))
+			n += len(p.Box)
+		}
+		regs := make([][2]int64, n)
+		if len(t.Pieces) > 0 {
+			pt.Pieces = make([]plan.Piece, len(t.Pieces))
+		}
+		for k, p := range t.Pieces {
+			reg := regs[:len(p.Box):len(p.Box)]
+			regs = regs[len(p.Box):]
 			for i, r := range p.Box {
 				reg[i] = [2]int64{int64(r.Lo), int64(r.Hi)}
 			}
-			pt.Pieces = append(pt.Pieces, plan.Piece{Tile: p.Tile, Region: reg})
+			pt.Pieces[k] = plan.Piece{Tile: p.Tile, Region: reg}
 		}
 		out.Tensors = append(out.Tensors, pt)
 	}

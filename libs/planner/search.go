@@ -471,17 +471,42 @@ func fits(p *arch.Preset, tiles int, pr *prog.Program) error {
 		step  int
 		bytes int64
 	}
-	live := map[int][]event{}
+	// Two events per variable on each of its tiles, counted first so
+	// that the tiles' lists share one array.
+	var count []int // by tile
+	total := 0
 	for _, b := range pr.Buffers {
-		for _, t := range b.Tiles {
-			if b.Data != nil || b.Permanent {
+		if b.Data != nil || b.Permanent {
+			for _, t := range b.Tiles {
 				at(t).Constants += int64(b.Size)
-				continue
 			}
+			continue
+		}
+		for _, t := range b.Tiles {
+			if t >= len(count) {
+				count = append(count, make([]int, t+1-len(count))...)
+			}
+			count[t] += 2
+		}
+		total += 2 * len(b.Tiles)
+	}
+	all := make([]event, total)
+	live := make([][]event, len(count))
+	for t, n := range count {
+		live[t], all = all[:0:n], all[n:]
+	}
+	for _, b := range pr.Buffers {
+		if b.Data != nil || b.Permanent {
+			continue
+		}
+		for _, t := range b.Tiles {
 			live[t] = append(live[t], event{b.First, int64(b.Size)}, event{b.Last + 1, -int64(b.Size)})
 		}
 	}
 	for t, evs := range live {
+		if len(evs) == 0 {
+			continue
+		}
 		slices.SortFunc(evs, func(a, b event) int {
 			if a.step != b.step {
 				return cmp.Compare(a.step, b.step)
