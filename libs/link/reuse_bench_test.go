@@ -101,9 +101,10 @@ func placedLinker(t *testing.T) *linker {
 	}
 	l := &linker{p: p, pl: pl, g: g, tiles: map[int]*tile{}, kcode: map[any]*kernelCode{}}
 	for _, fn := range []func() error{
-		func() error { return l.planKernels(nil) },
-		func() error { return l.compileKernels(nil) },
-		func() error { return l.linkRuntime(nil) },
+		func() error { return l.compileRuntime(discard()) },
+		func() error { return l.planKernels(discard()) },
+		func() error { return l.compileKernels(discard()) },
+		func() error { return l.linkRuntime(discard()) },
 		func() error { return l.sizeTileCode(discard()) },
 		func() error { return l.placeStorage(discard()) },
 	} {
