@@ -385,7 +385,7 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 			case obj.Exchange:
 				if tc := l.packed[i].Tile(t); tc != nil {
 					lo := b.Here()
-					tc.Emit(b, l.patchTable(t, tc))
+					tc.Emit(b, l.patchLabel(t, i))
 					tl.exPieces = append(tl.exPieces, [2]codegen.Label{lo, b.Here()})
 				} else {
 					b.Emit(syncInst())

@@ -8,7 +8,6 @@ import (
 
 	"ipu.local/formats/obj"
 	"ipu.local/formats/plan"
-	"ipu.local/libs/codegen"
 	"ipu.local/libs/par"
 	"ipu.local/libs/sched"
 )
@@ -93,64 +92,6 @@ func (l *linker) packExchanges(log *slog.Logger) {
 		slog.Int("straight_code_bytes", st.StraightBytes), slog.Int("compressed_code_bytes", st.CodeBytes),
 		slog.Int("all_tiles_straight_bytes", st.TotalStraight), slog.Int("all_tiles_stored_bytes", st.TotalStored),
 		slog.Int64("elapsed_ms", time.Since(began).Milliseconds()))
-}
-
-// pendingTable is a patch table to emit after a tile's program, with
-// the labels its code loads (by word).
-type pendingTable struct {
-	tc     *sched.TileCode
-	labels map[int]codegen.Label
-}
-
-// patchTable returns the function that gives tile t's exchange code tc
-// the label of its patch table's word i, which emitTables binds after
-// the program.
-func (l *linker) patchTable(t int, tc *sched.TileCode) func(i int) codegen.Label {
-	tl := l.tiles[t]
-	pt := pendingTable{tc, map[int]codegen.Label{}}
-	if tc.Table != nil {
-		tl.tables = append(tl.tables, pt)
-	}
-	return func(i int) codegen.Label {
-		at, ok := pt.labels[i]
-		if !ok {
-			at = tl.b.Label()
-			pt.labels[i] = at
-		}
-		return at
-	}
-}
-
-// emitTables emits tile t's patch tables, one after the other, as one
-// piece of exchange storage.
-func (l *linker) emitTables(t int) {
-	tl := l.tiles[t]
-	if len(tl.tables) == 0 {
-		return
-	}
-	lo := tl.b.Here()
-	for _, pt := range tl.tables {
-		pt.tc.EmitTable(tl.b, func(i int) codegen.Label {
-			if at, ok := pt.labels[i]; ok {
-				return at
-			}
-			return -1
-		})
-	}
-	tl.exPieces = append(tl.exPieces, [2]codegen.Label{lo, tl.b.Here()})
-}
-
-// optimizeExchangePlacement checks that each tile's code with its
-// scheduled exchange code fits below its lowest non-interleaved buffer.
-func (l *linker) optimizeExchangePlacement(*slog.Logger) error {
-	for _, t := range l.sortedTiles() {
-		tl := l.tiles[t]
-		end := uint64(l.p.Executable.Lo) + uint64(tl.codeBytes())
-		if lo := l.lowestNI(t); end > uint64(lo) {
-			return fmt.Errorf("tile %d: code of %d bytes overlaps its non-interleaved buffers from %#x", t, end-uint64(l.p.Executable.Lo), lo)
-		}
-	}
-	return nil
 }
 
 // lowestNI is the lowest non-interleaved buffer address of tile t.

@@ -72,9 +72,12 @@ type Stats struct {
 	// ExchangeStorage are the figures of the exchange code's repeat
 	// loops and patch tables.
 	ExchangeStorage ExchangeStorage
-	HostDataBytes   int // host-delivered buffers (hin targets) on that tile
-	Executable      arch.Range
-	Available       []arch.Range // memory free on every tile after placement
+	// PatchPlacement is what optimize_exchange_placement did with the
+	// patch tables; ExchangeStorage are the figures before it.
+	PatchPlacement PatchPlacement
+	HostDataBytes  int // host-delivered buffers (hin targets) on that tile
+	Executable     arch.Range
+	Available      []arch.Range // memory free on every tile after placement
 	// ProfileBytes and ProfileAddr are the per-tile profile buffer
 	// (ProfileSymbol): one word per compute superstep, where each tile's
 	// supervisor stores the cycle counter (CSR cycles) just before the
@@ -113,6 +116,11 @@ type Options struct {
 	// NoExchangeLoops keeps every exchange superstep's code straight-line
 	// (a debug switch: the same cycles and results, more code).
 	NoExchangeLoops bool
+	// NoPatchSharing stores every exchange superstep's patch table
+	// whole, one after the other, also runs of values another loop has
+	// stored already (a debug switch: the same code and cycles, larger
+	// tables).
+	NoPatchSharing bool
 	// KeepPadClears skips the padding-clear pass (lower.Options): every
 	// FP8 cast clears its padding (a debug switch).
 	KeepPadClears bool
@@ -140,10 +148,10 @@ type linker struct {
 	// profWord is each superstep's word in the profile buffer (-1: none).
 	profWord []int
 	// noReuse is Options.NoExchangeReuse; saved, Options.Saved.
-	noReuse, keepPad, noLoops bool
-	saved                     []plan.Exchange
-	rt                        *runtimeLib // the tile runtime (compile_runtime)
-	given                     *Runtime    // Options.Runtime
+	noReuse, keepPad, noLoops, noShare bool
+	saved                              []plan.Exchange
+	rt                                 *runtimeLib // the tile runtime (compile_runtime)
+	given                              *Runtime    // Options.Runtime
 	// kcode is the kernels' code by key (prepare_tile_code).
 	kcode   map[any]*kernelCode
 	kcodeMu sync.Mutex
@@ -164,8 +172,10 @@ type tile struct {
 	hostCode int                // host transfer code bytes
 	exCode   int                // exchange code bytes
 	exPieces [][2]codegen.Label // the exchange code emitted, per exchange superstep, and its patch tables: [start, end)
-	tables   []pendingTable     // patch tables to emit after the program
-	hostData int
+	patches  *patchLayout       // its stored patch tables (optimize_exchange_placement)
+	// patchLabels are the labels of patches' words the code loads.
+	patchLabels map[int]codegen.Label
+	hostData    int
 }
 
 // kernelSym names an emitted kernel for the object's symbols.
@@ -189,7 +199,7 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan: %w", err)
 	}
-	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, noLoops: opt.NoExchangeLoops, saved: opt.Saved, given: opt.Runtime, kcode: map[any]*kernelCode{}}
+	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, noLoops: opt.NoExchangeLoops, noShare: opt.NoPatchSharing, saved: opt.Saved, given: opt.Runtime, kcode: map[any]*kernelCode{}}
 	for _, ph := range []struct {
 		name string
 		fn   func(*slog.Logger) error

@@ -15,7 +15,9 @@
 // plan_kernels, compile_kernels, link_runtime, size_tile_code,
 // place_storage, lower_exchanges, optimize_exchange_placement,
 // prepare_tile_code, emit_tile_code) with elapsed_ms and success, the
-// placement lines, and `costed final placed program final_cycles=...
+// placement lines (optimize_exchange_placement's: the repeat loops'
+// patch-table runs it stored once for several loops, moved_runs, and
+// the bytes that saved), and `costed final placed program final_cycles=...
 // final_exchange=...`: the cycles of the device program from its first
 // compute superstep to its last, the same figure ipu-plan reports for the
 // plan. Operators the linker does not generate code for stop it with

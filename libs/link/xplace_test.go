@@ -1,0 +1,124 @@
+package link
+
+import (
+	"bytes"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ipu.local/libs/hostref"
+	"ipu.local/libs/repodata"
+)
+
+// TestPatchLayoutPlace lays out runs of loop values: a run already
+// stored and one whose start equals the stored end reuse stored words,
+// another is appended; without sharing every run is appended.
+func TestPatchLayoutPlace(t *testing.T) {
+	runs := [][]uint32{{7, 0x80000, 9, 0x80100}, {1, 2, 3}, {9, 0x80100}, {2, 3, 4, 5}, {6}}
+	lay := &patchLayout{}
+	var at []int
+	shared := 0
+	for _, r := range runs {
+		a, s := lay.place(r, true)
+		at = append(at, a)
+		if s {
+			shared++
+		}
+	}
+	want := []uint32{7, 0x80000, 9, 0x80100, 1, 2, 3, 4, 5, 6}
+	if !equalWords(lay.words, want) || shared != 2 {
+		t.Fatalf("stored %v (%d runs shared), want %v (2 shared)", lay.words, shared, want)
+	}
+	for k, r := range runs {
+		if !equalWords(lay.words[at[k]:at[k]+len(r)], r) {
+			t.Errorf("run %d %v at %d reads %v", k, r, at[k], lay.words[at[k]:at[k]+len(r)])
+		}
+	}
+	flat := &patchLayout{}
+	n := 0
+	for _, r := range runs {
+		if a, s := flat.place(r, false); s || a != n {
+			t.Fatalf("without sharing: run at %d (shared %v), want %d", a, s, n)
+		}
+		n += len(r)
+	}
+}
+
+// TestPatchSharing links a GPT-2 block, where tiles run the same
+// irregular gather in two supersteps, with and without sharing patch
+// runs: sharing stores fewer bytes, exactly the ones it reports, and the
+// simulator runs both in the linker's cycles with bit-identical outputs.
+func TestPatchSharing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("links and simulates a GPT-2 block twice")
+	}
+	r, err := repodata.Models()
+	if err != nil {
+		t.Skip(err)
+	}
+	pl, o, st, g := linkModel(t, filepath.Join(r.Dir, "gpt2_block", "model.onnx"), "ipu21", 1472)
+	flat, fst, err := Link(pl, "test", Options{NoPatchSharing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp, fp := st.PatchPlacement, fst.PatchPlacement
+	if pp.SharedRuns == 0 || pp.SavedBytes == 0 {
+		t.Fatalf("no patch run shared: %+v", pp)
+	}
+	if fp.SharedRuns != 0 || fp.SavedBytes != 0 || fp.TableBytes != pp.TableBytes {
+		t.Fatalf("without sharing: %+v, want nothing shared of %d bytes", fp, pp.TableBytes)
+	}
+	if a, b := textBytes(o), textBytes(flat); b-a != pp.SavedBytes {
+		t.Errorf("code %d bytes with sharing, %d without: %d saved, reported %d", a, b, b-a, pp.SavedBytes)
+	}
+	if st.FinalCycles != fst.FinalCycles {
+		t.Errorf("final cycles %d with sharing, %d without", st.FinalCycles, fst.FinalCycles)
+	}
+	ins := hostref.GenerateInputs(g, 1)
+	raw := make([][]byte, len(ins))
+	for i, in := range ins {
+		raw[i] = in.Raw
+	}
+	outs, res := runObject(t, o, raw)
+	checkCyclesOnly(t, st, res)
+	want, fres := runObject(t, flat, raw)
+	checkCyclesOnly(t, fst, fres)
+	for i := range want {
+		if !bytes.Equal(outs[i], want[i]) {
+			t.Errorf("output %s differs with shared patch runs", o.Host.Outputs[i].Name)
+		}
+	}
+	t.Logf("%d of %d patch runs shared: %d of %d table bytes saved (largest tile %d)", pp.SharedRuns, pp.Runs, pp.SavedBytes, pp.TableBytes, pp.MaxSaved)
+}
+
+// TestPatchSharingNothing links qk-early on 64 tiles, whose one
+// exchange superstep's loops load no run another loop stored: nothing
+// moves, the line says 0, and the object is the one without sharing.
+func TestPatchSharingNothing(t *testing.T) {
+	pl, _, st, _ := linkModel(t, "../../testdata/models/qk-early.onnx", "ipu21", 64)
+	if pp := st.PatchPlacement; pp.SharedRuns != 0 || pp.SavedBytes != 0 || pp.Runs == 0 {
+		t.Fatalf("qk-early: %+v, want runs and none shared", pp)
+	}
+	var buf bytes.Buffer
+	o, _, err := Link(pl, "test", Options{Log: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat, _, err := Link(pl, "test", Options{NoPatchSharing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(encode(t, o), encode(t, flat)) {
+		t.Fatal("the object differs with sharing, which shared nothing")
+	}
+	var line string
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(l, `msg="placed exchange patch tables sharing equal loop values"`) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, " moved_runs=0 saved_bytes=0 ") {
+		t.Fatalf("no placement line saying nothing moved:\n%s", buf.String())
+	}
+}
