@@ -160,6 +160,7 @@ type mmShape struct {
 	jump                  int64 // C change after a group's last panel
 	workers               int
 	start, count          []int
+	split                 []mmWorker // the fractional split (matmulsplit.go), or nil
 }
 
 // table is the per-worker table of a product kernel: the worker's first
@@ -216,20 +217,14 @@ func (p MatMul) Cost() (Cost, error) {
 	if err := p.check(); err != nil {
 		return Cost{}, fmt.Errorf("matmul: %w", err)
 	}
-	s := p.shape()
-	pro := int64(tableBaseIssues + 5)
-	if p.Type == AMPFP8 {
-		pro += setFP8Issues
-	}
-	pro += loadBigIssues(s.rowBytes) + loadBigIssues(s.jump)
-	if s.steps > MaxRptiCount {
-		pro += int64(ConstLen(uint32(s.steps)))
-	}
-	item := s.steps + 27
-	if p.Accumulate {
-		item += 18
-	}
+	s, pro, item := p.plan()
 	c := Cost{Workers: s.workers, Work: make([]int64, s.workers)}
+	if s.split != nil {
+		for w, sh := range s.split {
+			c.Work[w] = Slots * s.splitIssues(pro, item, p.Accumulate, sh)
+		}
+		return c, nil
+	}
 	P := s.panels
 	for w := range c.Work {
 		st, n := s.start[w], s.count[w]
@@ -237,6 +232,35 @@ func (p MatMul) Cost() (Cost, error) {
 		c.Work[w] = Slots * (pro + int64(n)*item + 4*wraps)
 	}
 	return c, nil
+}
+
+// plan returns the shape with the work split decided (s.split set when
+// the fractional split of matmulsplit.go beats whole items), the
+// prologue's issues and an item's.
+func (p MatMul) plan() (s mmShape, pro, item int64) {
+	s = p.shape()
+	pro = int64(tableBaseIssues + 5)
+	if p.Type == AMPFP8 {
+		pro += setFP8Issues
+	}
+	pro += loadBigIssues(s.rowBytes) + loadBigIssues(s.jump)
+	if s.steps > MaxRptiCount {
+		pro += int64(ConstLen(uint32(s.steps)))
+	}
+	item = s.steps + 27
+	if p.Accumulate {
+		item += 18
+	}
+	most := int64(0)
+	P := s.panels
+	for w := range s.workers {
+		st, n := s.start[w], s.count[w]
+		most = max(most, pro+int64(n)*item+4*int64((st+n)/P-st/P))
+	}
+	if ws := s.planSplit(pro, item, p.Accumulate, p.Workers, most); ws != nil {
+		s.split, s.workers = ws, len(ws)
+	}
+	return s, pro, item
 }
 
 // EmitMatMul emits the kernel at b's current position.
@@ -248,10 +272,14 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	if err := p.checkMemory(b); err != nil {
 		return Kernel{}, fmt.Errorf("matmul: %w", err)
 	}
-	s := p.shape()
+	s, _, _ := p.plan()
 	k := Kernel{Entry: b.Here(), Cost: cost}
 	table := b.Label()
-	emitTableBase(b, table, 5, mmEntry)
+	words := 5
+	if s.split != nil {
+		words = mmSplitWords
+	}
+	emitTableBase(b, table, words, mmEntry)
 	b.Ldm(mmAg, mmEntry, 0)
 	b.Ldm(mmB, mmEntry, 4)
 	b.Ldm(mmC, mmEntry, 8)
@@ -265,17 +293,23 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	if s.steps > MaxRptiCount {
 		b.LoadConst(mmSteps, uint32(s.steps))
 	}
-
-	item := b.Here()
-	rows := func(op func(MReg, int)) { // 19 issues
-		op(mmC, 0)
-		addConst(b, mmRow, mmC, s.rowBytes, mmRS)
+	rowsAt := func(base MReg, op func(MReg, int)) { // 19 issues
+		op(base, 0)
+		addConst(b, mmRow, base, s.rowBytes, mmRS)
 		op(mmRow, 1)
 		addConst(b, mmRow, mmRow, s.rowBytes, mmRS)
 		op(mmRow, 2)
 		addConst(b, mmRow, mmRow, s.rowBytes, mmRS)
 		op(mmRow, 3)
 	}
+	rows := func(op func(MReg, int)) { rowsAt(mmC, op) }
+	done := b.Label()
+	if s.split != nil {
+		emitChunk(b, p, s, 20, p.Accumulate, rowsAt)
+		b.Brz(mmCnt, done)
+	}
+
+	item := b.Here()
 	if p.Accumulate {
 		rows(b.Ampld)
 	} else {
@@ -307,6 +341,13 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	b.Bind(cont)
 	b.Addi(mmCnt, mmCnt, -1)
 	b.Brnz(mmCnt, item)
+	b.Bind(done)
+	if s.split != nil {
+		emitChunk(b, p, s, 36, true, rowsAt)
+		b.Exit()
+		emitTable(b, table, s.splitTable(p.A, p.B, p.C, s.split))
+		return k, b.Err()
+	}
 	b.Exit()
 
 	emitTable(b, table, s.table(p.A, p.B, p.C))
