@@ -93,6 +93,11 @@ func (t AMPType) size() int64 { return int64(t.Size()) }
 // The work items are the (row group g, column panel p) pairs, numbered
 // g*(N/16) + p; worker w takes a contiguous range of them, the first
 // items mod workers ranges one longer. min(Workers, items) workers run.
+// When items is no multiple of Workers, the kernel may instead split the
+// items' steps over the workers (matmulsplit.go): an item's first steps
+// on one worker, the rest continued on the next through C, with the same
+// FP32 roundings in the same k order; it does so only when that lowers
+// the busiest worker's cycles, and Cost prices the variant it emits.
 type MatMul struct {
 	Type       AMPType
 	M, K, N    int
@@ -212,7 +217,10 @@ func (p MatMul) shape() mmShape {
 //	+ 4 * (floor((s+c)/P) - floor(s/P))    row group changes
 //
 // cycles' worth of instructions before its exit (steps = K for FP16, K/2
-// for FP8; P = N/16), and Work[w] = 6 x that.
+// for FP8; P = N/16), and Work[w] = 6 x that. The split variant adds 1
+// (the whole items' guard) and per worker a head and a tail section: 2
+// when absent, else 2 + 3 + 1 + steps + 19 plus the clear (1, or 19 for
+// the loads with Accumulate) for a head, plus 19 loads for a tail.
 func (p MatMul) Cost() (Cost, error) {
 	if err := p.check(); err != nil {
 		return Cost{}, fmt.Errorf("matmul: %w", err)
@@ -305,7 +313,7 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	rows := func(op func(MReg, int)) { rowsAt(mmC, op) }
 	done := b.Label()
 	if s.split != nil {
-		emitChunk(b, p, s, 20, p.Accumulate, rowsAt)
+		emitChunk(b, p, 20, p.Accumulate, rowsAt)
 		b.Brz(mmCnt, done)
 	}
 
@@ -343,7 +351,7 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	b.Brnz(mmCnt, item)
 	b.Bind(done)
 	if s.split != nil {
-		emitChunk(b, p, s, 36, true, rowsAt)
+		emitChunk(b, p, 36, true, rowsAt)
 		b.Exit()
 		emitTable(b, table, s.splitTable(p.A, p.B, p.C, s.split))
 		return k, b.Err()

@@ -210,7 +210,7 @@ const (
 // emitChunk emits a chunk section reading its table words at off: skip
 // when its steps are 0, else load A, B, C, clear or load the accumulator,
 // run the steps, store the rows.
-func emitChunk(b *Builder, p MatMul, s mmShape, off int32, load bool, rows func(base MReg, op func(MReg, int))) {
+func emitChunk(b *Builder, p MatMul, off int32, load bool, rows func(base MReg, op func(MReg, int))) {
 	skip := b.Label()
 	b.Ldm(mmChSteps, mmEntry, off)
 	b.Brz(mmChSteps, skip)
