@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -195,22 +196,63 @@ func checkStream(t *testing.T, s *stream, body, setup int64) {
 
 func TestMatMulFormula(t *testing.T) {
 	// The cost model against hand-counted cases of MatMul's doc.
+	// Whole items (a multiple of the workers: no fractional split).
+	p := MatMul{Type: AMPFP16, M: 64, K: 256, N: 64, CStride: 64, Workers: 4}
+	c, err := p.Cost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 64 items over 4 workers: 16 each, from 0, 16, 32, 48; P = 4
+	// panels: group changes after items 3, 7, ... (4 per worker).
+	want := []int64{
+		Slots * (9 + 16*(256+27) + 4*4),
+		Slots * (9 + 16*(256+27) + 4*4),
+		Slots * (9 + 16*(256+27) + 4*4),
+		Slots * (9 + 16*(256+27) + 4*4),
+	}
+	if diff := cmp.Diff(want, c.Work); diff != "" {
+		t.Errorf("work mismatch (-doc +Cost):\n%s", diff)
+	}
+}
+
+func TestMatMulSplitFormula(t *testing.T) {
+	// 64 items of 256 steps over 6 workers: the split variant's sections
+	// hand-counted. Worker ranges of the steps stream as planSplit finds
+	// them: each a tail (the previous worker's head's item), whole items,
+	// a head.
 	p := MatMul{Type: AMPFP16, M: 64, K: 256, N: 64, CStride: 64, Workers: 6}
 	c, err := p.Cost()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 64 items over 6 workers: 11, 11, 11, 11, 10, 10 from 0, 11, 22, 33,
-	// 44, 54; P = 4 panels: group changes after items 3, 7, ...
-	want := []int64{
-		Slots * (9 + 11*(256+27) + 4*(11/4)),
-		Slots * (9 + 11*(256+27) + 4*(22/4-11/4)),
-		Slots * (9 + 11*(256+27) + 4*(33/4-22/4)),
-		Slots * (9 + 11*(256+27) + 4*(44/4-33/4)),
-		Slots * (9 + 10*(256+27) + 4*(54/4-44/4)),
-		Slots * (9 + 10*(256+27) + 4*(64/4-54/4)),
+	s, pro, item := p.plan()
+	if s.split == nil {
+		t.Fatal("no split for 64 items over 6 workers")
 	}
-	if diff := cmp.Diff(want, c.Work); diff != "" {
-		t.Errorf("work mismatch (-doc +Cost):\n%s", diff)
+	steps := int64(0)
+	for w, sh := range s.split {
+		chunk := func(ch mmChunk, load bool) int64 {
+			if ch.k1 == 0 {
+				return 2 // ldm steps, brz
+			}
+			steps += ch.k1 - ch.k0
+			if load {
+				return 2 + 3 + 19 + 1 + (ch.k1 - ch.k0) + 19
+			}
+			return 2 + 3 + 1 + 1 + (ch.k1 - ch.k0) + 19
+		}
+		want := pro + chunk(sh.head, false) + 1 + chunk(sh.tail, true)
+		want += int64(sh.count)*item + 4*int64((sh.start+sh.count)/4-sh.start/4)
+		steps += int64(sh.count) * 256
+		if Slots*want != c.Work[w] {
+			t.Errorf("worker %d (%+v): Cost %d, hand count %d", w, sh, c.Work[w], Slots*want)
+		}
+	}
+	if steps != 64*256 {
+		t.Errorf("the shares cover %d steps, want %d", steps, 64*256)
+	}
+	// Whole items: 11 on the busiest worker, 9 + 11 x 283 + 4 x 2.
+	if most := slices.Max(c.Work); most >= Slots*(9+11*283+8) {
+		t.Errorf("split's busiest worker %d cycles, whole items' %d", most, Slots*(9+11*283+8))
 	}
 }

@@ -93,6 +93,11 @@ func (t AMPType) size() int64 { return int64(t.Size()) }
 // The work items are the (row group g, column panel p) pairs, numbered
 // g*(N/16) + p; worker w takes a contiguous range of them, the first
 // items mod workers ranges one longer. min(Workers, items) workers run.
+// When items is no multiple of Workers, the kernel may instead split the
+// items' steps over the workers (matmulsplit.go): an item's first steps
+// on one worker, the rest continued on the next through C, with the same
+// FP32 roundings in the same k order; it does so only when that lowers
+// the busiest worker's cycles, and Cost prices the variant it emits.
 type MatMul struct {
 	Type       AMPType
 	M, K, N    int
@@ -160,6 +165,7 @@ type mmShape struct {
 	jump                  int64 // C change after a group's last panel
 	workers               int
 	start, count          []int
+	split                 []mmWorker // the fractional split (matmulsplit.go), or nil
 }
 
 // table is the per-worker table of a product kernel: the worker's first
@@ -211,25 +217,22 @@ func (p MatMul) shape() mmShape {
 //	+ 4 * (floor((s+c)/P) - floor(s/P))    row group changes
 //
 // cycles' worth of instructions before its exit (steps = K for FP16, K/2
-// for FP8; P = N/16), and Work[w] = 6 x that.
+// for FP8; P = N/16), and Work[w] = 6 x that. The split variant adds 1
+// (the whole items' guard) and per worker a head and a tail section: 2
+// when absent, else 2 + 3 + 1 + steps + 19 plus the clear (1, or 19 for
+// the loads with Accumulate) for a head, plus 19 loads for a tail.
 func (p MatMul) Cost() (Cost, error) {
 	if err := p.check(); err != nil {
 		return Cost{}, fmt.Errorf("matmul: %w", err)
 	}
-	s := p.shape()
-	pro := int64(tableBaseIssues + 5)
-	if p.Type == AMPFP8 {
-		pro += setFP8Issues
-	}
-	pro += loadBigIssues(s.rowBytes) + loadBigIssues(s.jump)
-	if s.steps > MaxRptiCount {
-		pro += int64(ConstLen(uint32(s.steps)))
-	}
-	item := s.steps + 27
-	if p.Accumulate {
-		item += 18
-	}
+	s, pro, item := p.plan()
 	c := Cost{Workers: s.workers, Work: make([]int64, s.workers)}
+	if s.split != nil {
+		for w, sh := range s.split {
+			c.Work[w] = Slots * s.splitIssues(pro, item, p.Accumulate, sh)
+		}
+		return c, nil
+	}
 	P := s.panels
 	for w := range c.Work {
 		st, n := s.start[w], s.count[w]
@@ -237,6 +240,35 @@ func (p MatMul) Cost() (Cost, error) {
 		c.Work[w] = Slots * (pro + int64(n)*item + 4*wraps)
 	}
 	return c, nil
+}
+
+// plan returns the shape with the work split decided (s.split set when
+// the fractional split of matmulsplit.go beats whole items), the
+// prologue's issues and an item's.
+func (p MatMul) plan() (s mmShape, pro, item int64) {
+	s = p.shape()
+	pro = int64(tableBaseIssues + 5)
+	if p.Type == AMPFP8 {
+		pro += setFP8Issues
+	}
+	pro += loadBigIssues(s.rowBytes) + loadBigIssues(s.jump)
+	if s.steps > MaxRptiCount {
+		pro += int64(ConstLen(uint32(s.steps)))
+	}
+	item = s.steps + 27
+	if p.Accumulate {
+		item += 18
+	}
+	most := int64(0)
+	P := s.panels
+	for w := range s.workers {
+		st, n := s.start[w], s.count[w]
+		most = max(most, pro+int64(n)*item+4*int64((st+n)/P-st/P))
+	}
+	if ws := s.planSplit(pro, item, p.Accumulate, p.Workers, most); ws != nil {
+		s.split, s.workers = ws, len(ws)
+	}
+	return s, pro, item
 }
 
 // EmitMatMul emits the kernel at b's current position.
@@ -248,10 +280,14 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	if err := p.checkMemory(b); err != nil {
 		return Kernel{}, fmt.Errorf("matmul: %w", err)
 	}
-	s := p.shape()
+	s, _, _ := p.plan()
 	k := Kernel{Entry: b.Here(), Cost: cost}
 	table := b.Label()
-	emitTableBase(b, table, 5, mmEntry)
+	words := 5
+	if s.split != nil {
+		words = mmSplitWords
+	}
+	emitTableBase(b, table, words, mmEntry)
 	b.Ldm(mmAg, mmEntry, 0)
 	b.Ldm(mmB, mmEntry, 4)
 	b.Ldm(mmC, mmEntry, 8)
@@ -265,17 +301,23 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	if s.steps > MaxRptiCount {
 		b.LoadConst(mmSteps, uint32(s.steps))
 	}
-
-	item := b.Here()
-	rows := func(op func(MReg, int)) { // 19 issues
-		op(mmC, 0)
-		addConst(b, mmRow, mmC, s.rowBytes, mmRS)
+	rowsAt := func(base MReg, op func(MReg, int)) { // 19 issues
+		op(base, 0)
+		addConst(b, mmRow, base, s.rowBytes, mmRS)
 		op(mmRow, 1)
 		addConst(b, mmRow, mmRow, s.rowBytes, mmRS)
 		op(mmRow, 2)
 		addConst(b, mmRow, mmRow, s.rowBytes, mmRS)
 		op(mmRow, 3)
 	}
+	rows := func(op func(MReg, int)) { rowsAt(mmC, op) }
+	done := b.Label()
+	if s.split != nil {
+		emitChunk(b, p, 20, p.Accumulate, rowsAt)
+		b.Brz(mmCnt, done)
+	}
+
+	item := b.Here()
 	if p.Accumulate {
 		rows(b.Ampld)
 	} else {
@@ -307,6 +349,13 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	b.Bind(cont)
 	b.Addi(mmCnt, mmCnt, -1)
 	b.Brnz(mmCnt, item)
+	b.Bind(done)
+	if s.split != nil {
+		emitChunk(b, p, 36, true, rowsAt)
+		b.Exit()
+		emitTable(b, table, s.splitTable(p.A, p.B, p.C, s.split))
+		return k, b.Err()
+	}
 	b.Exit()
 
 	emitTable(b, table, s.table(p.A, p.B, p.C))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -111,6 +112,10 @@ func TestMatMul(t *testing.T) {
 		{"fp8-e5m2-mixed", fp8(12, 10, 48, FP8Config{FormatA: numfmt.E5M2, FormatB: numfmt.E4M3FN, ScaleA: -3, ScaleB: 5})},
 		{"fp8-e5m2fnuz", fp8(16, 64, 32, FP8Config{FormatA: numfmt.E5M2FNUZ, FormatB: numfmt.E4M3FNUZ, ScaleA: 2})},
 		{"fp8-acc", acc(fp8(8, 4, 16, FP8Config{FormatA: numfmt.E4M3FN, FormatB: numfmt.E5M2, ScaleB: -1}))},
+		// Items not a multiple of the workers: the fractional split.
+		{"fp16-split-44x128x64", fp16(44, 128, 64, 64, 6)},
+		{"fp16-split-acc-44x64x64", acc(fp16(44, 64, 64, 64, 6))},
+		{"fp8-split", fp8(28, 96, 32, FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E5M2FNUZ, ScaleA: 1})},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,6 +168,41 @@ func TestMatMul(t *testing.T) {
 			macs := float64(p.M) * float64(p.K) * float64(p.N)
 			t.Logf("%s: %d cycles, %.1f MACs/cycle", p.Type, cycles, macs/float64(cycles))
 		})
+	}
+}
+
+// TestMatMulSplitChoice checks when the kernel splits items' steps over
+// workers: only when the items are no multiple of the workers and the
+// split lowers the busiest worker's cycles below whole items'.
+func TestMatMulSplitChoice(t *testing.T) {
+	for _, tc := range []struct {
+		m, k, n, w int
+		split      bool
+	}{
+		{48, 2048, 64, 6, false}, // 48 items over 6: 8 each already
+		{44, 2048, 64, 6, true},  // 44 items: 7.33 each instead of 8
+		{92, 2048, 32, 6, true},  // 46 items
+		{8, 64, 16, 6, false},    // 2 items: fewer than the workers
+		{20, 2, 16, 6, false},    // 5 items of 2 steps: chunks cost more than they save
+		{44, 2048, 64, 1, false}, // one worker
+	} {
+		p := MatMul{Type: AMPFP16, M: tc.m, K: tc.k, N: tc.n, CStride: tc.n, Workers: tc.w}
+		s, pro, item := p.plan()
+		if (s.split != nil) != tc.split {
+			t.Errorf("%dx%dx%d over %d workers: split %v, want %v", tc.m, tc.k, tc.n, tc.w, s.split != nil, tc.split)
+		}
+		whole := p.shape()
+		most := int64(0)
+		for w := range whole.workers {
+			most = max(most, pro+int64(whole.count[w])*item)
+		}
+		c, err := p.Cost()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.split != nil && slices.Max(c.Work) >= Slots*most {
+			t.Errorf("%dx%dx%d: split busiest %d cycles, whole items' at least %d", tc.m, tc.k, tc.n, slices.Max(c.Work), Slots*most)
+		}
 	}
 }
 
