@@ -214,8 +214,8 @@ func distances(insts []inst, exit bool) []uint32 {
 	n := len(insts)
 	dist := make([]uint32, n)
 	// Reverse edges in compressed form: preds[start[j]:start[j+1]] lead to j.
-	var edges [][2]int32 // {from, to}
-	var queue []int32
+	edges := make([][2]int32, 0, n+n/4) // {from, to}
+	queue := make([]int32, 0, n)
 	for i := range insts {
 		in := &insts[i]
 		dist[i] = distCap
@@ -227,7 +227,8 @@ func distances(insts []inst, exit bool) []uint32 {
 			queue = append(queue, int32(i))
 			continue
 		}
-		for _, j := range successors(in, i) {
+		next, k := successors(in, i)
+		for _, j := range next[:k] {
 			if j < 0 || j >= n {
 				dist[i] = 1 // the next fetch faults
 				continue
@@ -271,18 +272,18 @@ func distances(insts []inst, exit bool) []uint32 {
 	return dist
 }
 
-// successors returns the instruction indices that may follow insts[i]
-// (outside [0, len) when the fetch would fault).
-func successors(in *inst, i int) []int {
+// successors returns the k instruction indices that may follow insts[i]
+// (outside [0, len) when the fetch would fault), without allocating.
+func successors(in *inst, i int) (next [2]int, k int) {
 	switch in.op {
 	case isa.BR, isa.CALL:
-		return []int{i + 1 + int(in.imm)}
+		return [2]int{i + 1 + int(in.imm)}, 1
 	case isa.BRZ, isa.BRNZ:
-		return []int{i + 1, i + 1 + int(in.imm)}
+		return [2]int{i + 1, i + 1 + int(in.imm)}, 2
 	case isa.RPT, isa.RPTI:
-		return []int{i + 1, i + 1 + rptBody(in)}
+		return [2]int{i + 1, i + 1 + rptBody(in)}, 2
 	}
-	return []int{i + 1}
+	return [2]int{i + 1}, 1
 }
 
 // rptBody is the body length of rpt or rpti in instructions.

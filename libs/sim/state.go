@@ -47,7 +47,7 @@ const (
 // MarshalState returns everything but memory: the configuration, every
 // tile's contexts and code ranges, the mark.
 func (m *Machine) MarshalState() []byte {
-	b := make([]byte, 0, 64+len(m.tiles)*8)
+	b := make([]byte, 0, m.stateSize())
 	b = append(b, stateMagic...)
 	b = append(b, stateVersion)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.tiles)))
@@ -111,6 +111,29 @@ func (m *Machine) MarshalState() []byte {
 		}
 	}
 	return b
+}
+
+// stateSize is the length of MarshalState's blob, so that it is built
+// without growing (a full chip's active tiles make megabytes).
+func (m *Machine) stateSize() int {
+	const (
+		head    = len(stateMagic) + 1 + 4 + 8 + 8 + 1
+		perTile = 1 + 4 + 4 + 4
+		perCtx  = 16*4 + 16*4 + 4 + 4 + 1 + 3*4
+		active  = 1 + 4 + numCtx*perCtx + numWorkers*64*4
+	)
+	n := head + len(m.tiles)*perTile
+	for i := range m.tiles {
+		t := &m.tiles[i]
+		if !t.active {
+			continue
+		}
+		n += active
+		if t.prog != nil {
+			n += 8 * len(t.prog.code)
+		}
+	}
+	return n
 }
 
 func b2byte(v bool) byte {
