@@ -380,7 +380,7 @@ func PanelRuns(src, dst *Tensor) ([]Run, error) {
 		ix.each(dp.Box, func(k int, inter Box) {
 			si := holder(ix.holders[k], src, dp.Tile)
 			sg := src.Geometry(si)
-			out = append(out, panelRuns(sg, dg, inter, si, di)...)
+			out = appendPanelRuns(out, sg, dg, inter, si, di)
 		})
 	}
 	return out, nil
@@ -388,13 +388,23 @@ func PanelRuns(src, dst *Tensor) ([]Run, error) {
 
 // panelRuns is the runs of the intersection inter of two panel pieces.
 func panelRuns(sg, dg Geometry, inter Box, si, di int) []Run {
+	return appendPanelRuns(nil, sg, dg, inter, si, di)
+}
+
+// appendPanelRuns appends panelRuns' runs to out (merging only among
+// them) without a slice of its own per intersection.
+func appendPanelRuns(out []Run, sg, dg Geometry, inter Box, si, di int) []Run {
 	r := len(inter)
 	gAx, kAx, w := r-2, r-1, AGroup
 	if sg.Kind == BPanel {
 		gAx, kAx, w = r-1, r-2, BGroup
 	}
-	var out []Run
-	idx := make([]int, r)
+	first := len(out)
+	var idxBuf [8]int // no allocation for the usual ranks
+	idx := idxBuf[:min(r, len(idxBuf))]
+	if r > len(idxBuf) {
+		idx = make([]int, r)
+	}
 	for d := 0; d < r-2; d++ {
 		idx[d] = inter[d].Lo
 	}
@@ -402,7 +412,7 @@ func panelRuns(sg, dg Geometry, inter Box, si, di int) []Run {
 		for g := inter[gAx].Lo; g < inter[gAx].Hi; g += w {
 			idx[gAx], idx[kAx] = g, inter[kAx].Lo
 			run := Run{si, di, sg.Offset(idx), dg.Offset(idx), w * inter[kAx].Len()}
-			if n := len(out); n > 0 && out[n-1].SrcOff+out[n-1].N == run.SrcOff && out[n-1].DstOff+out[n-1].N == run.DstOff && out[n-1].Src == si {
+			if n := len(out); n > first && out[n-1].SrcOff+out[n-1].N == run.SrcOff && out[n-1].DstOff+out[n-1].N == run.DstOff && out[n-1].Src == si {
 				out[n-1].N += run.N
 				continue
 			}
