@@ -66,6 +66,17 @@ func (m *Machine) predecode(mem []byte, code []arch.Range) *program {
 	if len(code) == 0 {
 		return emptyProgram
 	}
+	key := m.codeKey(mem, code)
+	if p, ok := m.progs[key]; ok {
+		return p
+	}
+	p := m.decodeProgram(mem, code)
+	m.progs[key] = p
+	return p
+}
+
+// codeKey identifies a tile's code: its ranges and their words.
+func (m *Machine) codeKey(mem []byte, code []arch.Range) string {
 	lo := m.p.Memory.Lo
 	n := 0
 	for _, r := range code {
@@ -77,9 +88,12 @@ func (m *Machine) predecode(mem []byte, code []arch.Range) *program {
 		key = binary.LittleEndian.AppendUint32(key, r.Hi)
 		key = append(key, mem[r.Lo-lo:r.Hi-lo]...)
 	}
-	if p, ok := m.progs[string(key)]; ok {
-		return p
-	}
+	return string(key)
+}
+
+// decodeProgram predecodes the code ranges (not empty) of mem.
+func (m *Machine) decodeProgram(mem []byte, code []arch.Range) *program {
+	lo := m.p.Memory.Lo
 	base, end := code[0].Lo, code[len(code)-1].Hi
 	p := &program{base: base, insts: make([]inst, (end-base)/4), codeLo: base, codeHi: end}
 	p.code = append([]arch.Range(nil), code...)
@@ -129,7 +143,6 @@ func (m *Machine) predecode(mem []byte, code []arch.Range) *program {
 			p.body[i] += p.body[i+1]
 		}
 	}
-	m.progs[string(key)] = p
 	return p
 }
 
