@@ -341,20 +341,28 @@ func multicast(xs []prog.Transfer) []prog.Transfer {
 		to    prog.Ref
 		words int
 	}
-	dests := map[key][]int{}
+	// One lookup per transfer: keys in first-seen order, dests by key.
+	index := make(map[key]int, len(xs))
 	var keys []key
+	var dests [][]int
 	for _, x := range xs {
 		k := key{x.Src, x.From, x.To, x.Words}
-		if _, ok := dests[k]; !ok {
-			keys = append(keys, k)
+		i, ok := index[k]
+		if !ok {
+			i = len(keys)
+			index[k] = i
+			keys, dests = append(keys, k), append(dests, nil)
 		}
 		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-			dests[k] = append(dests[k], u)
+			dests[i] = append(dests[i], u)
 		}
 	}
-	var out []prog.Transfer
-	for _, k := range keys {
-		ts := dests[k]
+	var out []prog.Transfer // nil when there are none, as callers may test
+	if len(keys) > 0 {
+		out = make([]prog.Transfer, 0, len(keys))
+	}
+	for i, k := range keys {
+		ts := dests[i]
 		sort.Ints(ts)
 		for a := 0; a < len(ts); {
 			b := a + 1
