@@ -374,13 +374,17 @@ func PanelRuns(src, dst *Tensor) ([]Run, error) {
 		return nil, fmt.Errorf("panel runs between %s and %s layouts", src.Kind, dst.Kind)
 	}
 	ix := newBoxIndex(src)
+	// Source geometries once per piece, not per intersection.
+	sgs := make([]Geometry, len(src.Pieces))
 	var out []Run
 	for di, dp := range dst.Pieces {
 		dg := dst.Geometry(di)
 		ix.each(dp.Box, func(k int, inter Box) {
 			si := holder(ix.holders[k], src, dp.Tile)
-			sg := src.Geometry(si)
-			out = appendPanelRuns(out, sg, dg, inter, si, di)
+			if sgs[si].Box == nil {
+				sgs[si] = src.Geometry(si)
+			}
+			out = appendPanelRuns(out, sgs[si], dg, inter, si, di)
 		})
 	}
 	return out, nil
