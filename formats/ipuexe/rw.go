@@ -134,6 +134,9 @@ func validate(p *Package, frames bool) ([]imageCheck, error) {
 func checkImages(imgs []Image, frames bool) []imageCheck {
 	checks := make([]imageCheck, len(imgs))
 	workers := min(runtime.GOMAXPROCS(0), len(imgs))
+	if !worthWorkers(imgs) {
+		workers = min(workers, 1)
+	}
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -158,6 +161,25 @@ func checkImages(imgs []Image, frames bool) []imageCheck {
 	}
 	wg.Wait()
 	return checks
+}
+
+// worthWorkers reports whether checking imgs side by side pays for a
+// second zstd block encoder (a few milliseconds to set up): for many
+// images or many bytes, not for a small program on a few tiles.
+func worthWorkers(imgs []Image) bool {
+	const manyImages, manyBytes = 256, 4 << 20
+	if len(imgs) >= manyImages {
+		return true
+	}
+	n := 0
+	for i := range imgs {
+		for _, s := range imgs[i].Segments {
+			if n += len(s.Data); n >= manyBytes {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func validateMeta(tiles int, object string) error {
