@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 
 	"ipu.local/formats/obj"
 	"ipu.local/formats/obj/wire"
@@ -80,37 +82,104 @@ func decodeImage(d *wire.Decoder) Image {
 // pairwise different, all used and numbered by first use, register
 // writes addressing existing tiles.
 func Validate(p *Package) error {
+	_, err := validate(p, false)
+	return err
+}
+
+// imageCheck is one image's checked canonical bytes: their length, hash
+// and, for Marshal, their zstd frame.
+type imageCheck struct {
+	err   error
+	size  int
+	sum   [32]byte
+	frame []byte
+}
+
+// validate is Validate; with frames it also returns each image's
+// canonical length and zstd frame, so that Marshal encodes every image
+// once. The images are checked (and compressed) on a worker per core;
+// the errors are those of a check in image order.
+func validate(p *Package, frames bool) ([]imageCheck, error) {
 	if err := validateMeta(p.Tiles, p.Object); err != nil {
-		return err
+		return nil, err
 	}
 	if len(p.TileImage) != p.Tiles {
-		return fmt.Errorf("tilemap has %d tiles, want %d", len(p.TileImage), p.Tiles)
+		return nil, fmt.Errorf("tilemap has %d tiles, want %d", len(p.TileImage), p.Tiles)
 	}
+	checks := checkImages(p.Images, frames)
 	// Images are compared by the SHA-256 of their canonical bytes, so that
 	// checking does not hold a second copy of every image.
 	seen := map[[32]byte]int{}
-	for i := range p.Images {
-		img := &p.Images[i]
-		if err := obj.ValidateProgram(img.Segments, img.Symbols, img.Exchange); err != nil {
-			return fmt.Errorf("image %d: %w", i, err)
+	for i := range checks {
+		c := &checks[i]
+		if c.err != nil {
+			return nil, fmt.Errorf("image %d: %w", i, c.err)
 		}
-		body := EncodeImage(img)
-		if len(body) > MaxImageBytes {
-			return fmt.Errorf("image %d: %d bytes, more than %d", i, len(body), MaxImageBytes)
+		if j, dup := seen[c.sum]; dup {
+			return nil, fmt.Errorf("image %d: same as image %d (identical images are stored once)", i, j)
 		}
-		sum := sha256.Sum256(body)
-		if j, dup := seen[sum]; dup {
-			return fmt.Errorf("image %d: same as image %d (identical images are stored once)", i, j)
-		}
-		seen[sum] = i
+		seen[c.sum] = i
 	}
 	if err := validateTilemap(p.TileImage, len(p.Images)); err != nil {
-		return err
+		return nil, err
 	}
 	if err := validateConfig(p.Config, p.Tiles); err != nil {
-		return err
+		return nil, err
 	}
-	return obj.ValidateHost(&p.Host)
+	return checks, obj.ValidateHost(&p.Host)
+}
+
+// checkImages checks every image on a worker per core: its program,
+// then its canonical bytes' size and hash (and frame).
+func checkImages(imgs []Image, frames bool) []imageCheck {
+	checks := make([]imageCheck, len(imgs))
+	workers := min(runtime.GOMAXPROCS(0), len(imgs))
+	if !worthWorkers(imgs) {
+		workers = min(workers, 1)
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(imgs); i += workers {
+				img, c := &imgs[i], &checks[i]
+				if c.err = obj.ValidateProgram(img.Segments, img.Symbols, img.Exchange); c.err != nil {
+					continue
+				}
+				body := EncodeImage(img)
+				if c.size = len(body); c.size > MaxImageBytes {
+					c.err = fmt.Errorf("%d bytes, more than %d", c.size, MaxImageBytes)
+					continue
+				}
+				c.sum = sha256.Sum256(body)
+				if frames {
+					c.frame = wire.Compress(body)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return checks
+}
+
+// worthWorkers reports whether checking imgs side by side pays for a
+// second zstd block encoder (a few milliseconds to set up): for many
+// images or many bytes, not for a small program on a few tiles.
+func worthWorkers(imgs []Image) bool {
+	const manyImages, manyBytes = 256, 4 << 20
+	if len(imgs) >= manyImages {
+		return true
+	}
+	n := 0
+	for i := range imgs {
+		for _, s := range imgs[i].Segments {
+			if n += len(s.Data); n >= manyBytes {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func validateMeta(tiles int, object string) error {
@@ -165,7 +234,8 @@ func Write(w io.Writer, p *Package) error {
 
 // Marshal validates p and returns its file bytes.
 func Marshal(p *Package) ([]byte, error) {
-	if err := Validate(p); err != nil {
+	checks, err := validate(p, true)
+	if err != nil {
 		return nil, fmt.Errorf("ipuexe: %w", err)
 	}
 	var meta, images, tilemap, config, host wire.Encoder
@@ -175,10 +245,9 @@ func Marshal(p *Package) ([]byte, error) {
 	meta.String(p.Object)
 
 	images.U32(uint32(len(p.Images)))
-	for i := range p.Images {
-		body := EncodeImage(&p.Images[i])
-		images.U32(uint32(len(body)))
-		images.Bytes(wire.Compress(body))
+	for _, c := range checks {
+		images.U32(uint32(c.size))
+		images.Bytes(c.frame)
 	}
 	tilemap.U32(uint32(len(p.TileImage)))
 	for _, i := range p.TileImage {

@@ -109,18 +109,25 @@ func (d *Device) load(pkg *ipuexe.Package, images []*sim.Image, fingerprint stri
 	}
 	log.Info("replaying device configuration", slog.Int("register_writes", writes))
 
-	done := 0
-	for t, idx := range pkg.TileImage {
-		img := images[idx]
-		if img == nil {
-			continue // idle
+	// The busy tiles load in chunks, their code predecoded side by side;
+	// progress is told after each chunk.
+	const chunk = 64
+	for lo := 0; lo < len(busy); lo += chunk {
+		ts := busy[lo:min(lo+chunk, len(busy))]
+		imgs := make([]sim.Image, len(ts))
+		for i, t := range ts {
+			d.setDirty(t)
+			imgs[i] = *images[pkg.TileImage[t]]
 		}
-		d.setDirty(t)
-		if err := m.Load(t, *img); err != nil {
-			return fmt.Errorf("device %s: tile %d: load image %d: %w", d.path, t, idx, err)
+		if err := m.LoadAll(ts, imgs); err != nil {
+			var le *sim.LoadError
+			if errors.As(err, &le) {
+				return fmt.Errorf("device %s: tile %d: load image %d: %w", d.path, le.Tile, pkg.TileImage[le.Tile], le.Err)
+			}
+			return fmt.Errorf("device %s: %w", d.path, err)
 		}
-		if done++; opt.Progress != nil {
-			opt.Progress(done, len(busy))
+		if opt.Progress != nil {
+			opt.Progress(lo+len(ts), len(busy))
 		}
 	}
 	if opt.AfterImages != nil {

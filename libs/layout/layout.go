@@ -73,13 +73,15 @@ func (b Box) Empty() bool {
 // Intersect returns the intersection of a and b (same rank); ok is false
 // when it is empty.
 func Intersect(a, b Box) (Box, bool) {
-	out := make(Box, len(a))
+	// Most calls (index scans) miss: test before allocating.
 	for i := range a {
-		lo, hi := max(a[i].Lo, b[i].Lo), min(a[i].Hi, b[i].Hi)
-		if lo >= hi {
+		if max(a[i].Lo, b[i].Lo) >= min(a[i].Hi, b[i].Hi) {
 			return nil, false
 		}
-		out[i] = Range{lo, hi}
+	}
+	out := make(Box, len(a))
+	for i := range a {
+		out[i] = Range{max(a[i].Lo, b[i].Lo), min(a[i].Hi, b[i].Hi)}
 	}
 	return out, true
 }

@@ -61,35 +61,83 @@ func distinctPieces(t *Tensor) ([]Box, [][]int) {
 	return boxes, holders
 }
 
-// boxIndex finds the distinct boxes intersecting a query box quickly:
-// boxes sorted by their start on axis 0.
+// boxIndex finds the distinct boxes intersecting a query box quickly.
+// The boxes are numbered by their start on axis 0 (the order each
+// reports them in), and searched on the axis where their starts vary
+// most: a panel split only along its other axis would otherwise make
+// every query scan every box.
 type boxIndex struct {
 	boxes   []Box
 	holders [][]int
-	maxLen  int // longest extent on axis 0
+	ax      int   // the axis searched
+	byAx    []int // box numbers by their start on ax (nil: ax is 0)
+	maxLen  int   // longest extent on ax
+	hits    []boxHit
+}
+
+type boxHit struct {
+	k     int
+	inter Box
 }
 
 func newBoxIndex(t *Tensor) *boxIndex {
 	bx, hs := distinctPieces(t)
 	ix := &boxIndex{boxes: bx, holders: hs}
-	if len(t.Shape) > 0 {
-		order := make([]int, len(bx))
-		for i := range order {
-			order[i] = i
+	if len(t.Shape) == 0 {
+		return ix
+	}
+	order := make([]int, len(bx))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return bx[order[a]][0].Lo < bx[order[b]][0].Lo })
+	ix.boxes = make([]Box, len(bx))
+	ix.holders = make([][]int, len(bx))
+	for k, i := range order {
+		ix.boxes[k], ix.holders[k] = bx[i], hs[i]
+	}
+	r := len(t.Shape)
+	for _, b := range ix.boxes {
+		r = min(r, len(b))
+	}
+	best := distinctStarts(ix.boxes, 0)
+	for d := 1; d < r; d++ {
+		if n := distinctStarts(ix.boxes, d); n > best {
+			best, ix.ax = n, d
 		}
-		sort.SliceStable(order, func(a, b int) bool { return bx[order[a]][0].Lo < bx[order[b]][0].Lo })
-		ix.boxes = make([]Box, len(bx))
-		ix.holders = make([][]int, len(bx))
-		for k, i := range order {
-			ix.boxes[k], ix.holders[k] = bx[i], hs[i]
-			ix.maxLen = max(ix.maxLen, bx[i][0].Len())
+	}
+	if ix.ax != 0 {
+		ix.byAx = make([]int, len(ix.boxes))
+		for k := range ix.byAx {
+			ix.byAx[k] = k
 		}
+		sort.SliceStable(ix.byAx, func(a, b int) bool { return ix.boxes[ix.byAx[a]][ix.ax].Lo < ix.boxes[ix.byAx[b]][ix.ax].Lo })
+	}
+	for _, b := range ix.boxes {
+		ix.maxLen = max(ix.maxLen, b[ix.ax].Len())
 	}
 	return ix
 }
 
+// distinctStarts counts the distinct starts of boxes on axis d.
+func distinctStarts(boxes []Box, d int) int {
+	seen := make(map[int]struct{}, len(boxes))
+	for _, b := range boxes {
+		seen[b[d].Lo] = struct{}{}
+	}
+	return len(seen)
+}
+
+// box is the box at position j of the search order.
+func (ix *boxIndex) box(j int) int {
+	if ix.byAx == nil {
+		return j
+	}
+	return ix.byAx[j]
+}
+
 // each calls f for every distinct box intersecting q, with the
-// intersection.
+// intersection, in box number order.
 func (ix *boxIndex) each(q Box, f func(k int, inter Box)) {
 	if len(q) == 0 {
 		for k := range ix.boxes {
@@ -97,12 +145,29 @@ func (ix *boxIndex) each(q Box, f func(k int, inter Box)) {
 		}
 		return
 	}
-	k := sort.Search(len(ix.boxes), func(k int) bool { return ix.boxes[k][0].Lo > q[0].Lo-ix.maxLen })
-	for ; k < len(ix.boxes) && ix.boxes[k][0].Lo < q[0].Hi; k++ {
+	ax := ix.ax
+	j := sort.Search(len(ix.boxes), func(j int) bool { return ix.boxes[ix.box(j)][ax].Lo > q[ax].Lo-ix.maxLen })
+	if ix.byAx == nil {
+		for ; j < len(ix.boxes) && ix.boxes[j][ax].Lo < q[ax].Hi; j++ {
+			if inter, ok := Intersect(ix.boxes[j], q); ok {
+				f(j, inter)
+			}
+		}
+		return
+	}
+	hits := ix.hits[:0]
+	for ; j < len(ix.boxes) && ix.boxes[ix.byAx[j]][ax].Lo < q[ax].Hi; j++ {
+		k := ix.byAx[j]
 		if inter, ok := Intersect(ix.boxes[k], q); ok {
-			f(k, inter)
+			hits = append(hits, boxHit{k, inter})
 		}
 	}
+	sort.Slice(hits, func(a, b int) bool { return hits[a].k < hits[b].k })
+	ix.hits = nil // f may query again
+	for _, h := range hits {
+		f(h.k, h.inter)
+	}
+	ix.hits = hits[:0]
 }
 
 // PermuteBox returns the box of a transposed value (output axis i is
@@ -309,13 +374,17 @@ func PanelRuns(src, dst *Tensor) ([]Run, error) {
 		return nil, fmt.Errorf("panel runs between %s and %s layouts", src.Kind, dst.Kind)
 	}
 	ix := newBoxIndex(src)
+	// Source geometries once per piece, not per intersection.
+	sgs := make([]Geometry, len(src.Pieces))
 	var out []Run
 	for di, dp := range dst.Pieces {
 		dg := dst.Geometry(di)
 		ix.each(dp.Box, func(k int, inter Box) {
 			si := holder(ix.holders[k], src, dp.Tile)
-			sg := src.Geometry(si)
-			out = append(out, panelRuns(sg, dg, inter, si, di)...)
+			if sgs[si].Box == nil {
+				sgs[si] = src.Geometry(si)
+			}
+			out = appendPanelRuns(out, sgs[si], dg, inter, si, di)
 		})
 	}
 	return out, nil
@@ -326,20 +395,18 @@ func panelRuns(sg, dg Geometry, inter Box, si, di int) []Run {
 	return appendPanelRuns(nil, sg, dg, inter, si, di)
 }
 
-// appendPanelRuns is panelRuns appending to out; it merges only the runs
-// it appends.
+// appendPanelRuns appends panelRuns' runs to out (merging only among
+// them) without a slice of its own per intersection.
 func appendPanelRuns(out []Run, sg, dg Geometry, inter Box, si, di int) []Run {
 	r := len(inter)
 	gAx, kAx, w := r-2, r-1, AGroup
 	if sg.Kind == BPanel {
 		gAx, kAx, w = r-1, r-2, BGroup
 	}
-	base := len(out)
-	var idxa [8]int
-	idx := idxa[:0]
-	if r <= len(idxa) {
-		idx = idxa[:r]
-	} else {
+	first := len(out)
+	var idxBuf [8]int // no allocation for the usual ranks
+	idx := idxBuf[:min(r, len(idxBuf))]
+	if r > len(idxBuf) {
 		idx = make([]int, r)
 	}
 	for d := 0; d < r-2; d++ {
@@ -349,7 +416,7 @@ func appendPanelRuns(out []Run, sg, dg Geometry, inter Box, si, di int) []Run {
 		for g := inter[gAx].Lo; g < inter[gAx].Hi; g += w {
 			idx[gAx], idx[kAx] = g, inter[kAx].Lo
 			run := Run{si, di, sg.Offset(idx), dg.Offset(idx), w * inter[kAx].Len()}
-			if n := len(out); n > base && out[n-1].SrcOff+out[n-1].N == run.SrcOff && out[n-1].DstOff+out[n-1].N == run.DstOff && out[n-1].Src == si {
+			if n := len(out); n > first && out[n-1].SrcOff+out[n-1].N == run.SrcOff && out[n-1].DstOff+out[n-1].N == run.DstOff && out[n-1].Src == si {
 				out[n-1].N += run.N
 				continue
 			}

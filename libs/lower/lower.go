@@ -29,7 +29,6 @@
 package lower
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -355,44 +354,37 @@ func multicast(xs []prog.Transfer) []prog.Transfer {
 		to    prog.Ref
 		words int
 	}
-	// Each destination tile with its key's number, keys numbered in order
-	// of first appearance; sorted, each key's tiles come together in
-	// ascending order.
-	ids := make(map[key]int32, len(xs))
-	keys := make([]key, 0, len(xs))
-	n := 0
-	for _, x := range xs {
-		n += x.Dests()
-	}
-	type dest struct{ key, tile int32 }
-	ds := make([]dest, 0, n)
+	// One lookup per transfer: keys in first-seen order, dests by key.
+	index := make(map[key]int, len(xs))
+	var keys []key
+	var dests [][]int
 	for _, x := range xs {
 		k := key{x.Src, x.From, x.To, x.Words}
-		id, ok := ids[k]
+		i, ok := index[k]
 		if !ok {
-			id = int32(len(keys))
-			ids[k] = id
-			keys = append(keys, k)
+			i = len(keys)
+			index[k] = i
+			keys, dests = append(keys, k), append(dests, nil)
 		}
 		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-			ds = append(ds, dest{id, int32(u)})
+			dests[i] = append(dests[i], u)
 		}
 	}
-	slices.SortFunc(ds, func(a, b dest) int {
-		if a.key != b.key {
-			return cmp.Compare(a.key, b.key)
+	var out []prog.Transfer // nil when there are none, as callers may test
+	if len(keys) > 0 {
+		out = make([]prog.Transfer, 0, len(keys))
+	}
+	for i, k := range keys {
+		ts := dests[i]
+		sort.Ints(ts)
+		for a := 0; a < len(ts); {
+			b := a + 1
+			for b < len(ts) && ts[b] == ts[b-1]+1 && !(k.src > ts[a] && k.src < ts[b]) {
+				b++
+			}
+			out = append(out, prog.Transfer{Src: k.src, Dst: ts[a], DstN: b - a, Words: k.words, From: k.from, To: k.to})
+			a = b
 		}
-		return cmp.Compare(a.tile, b.tile)
-	})
-	out := make([]prog.Transfer, 0, len(xs))
-	for a := 0; a < len(ds); {
-		k := keys[ds[a].key]
-		b := a + 1
-		for b < len(ds) && ds[b].key == ds[a].key && ds[b].tile == ds[b-1].tile+1 && !(k.src > int(ds[a].tile) && k.src < int(ds[b].tile)) {
-			b++
-		}
-		out = append(out, prog.Transfer{Src: k.src, Dst: int(ds[a].tile), DstN: b - a, Words: k.words, From: k.from, To: k.to})
-		a = b
 	}
 	return out
 }

@@ -43,7 +43,16 @@ func wideCasts(pr *prog.Program, p *arch.Preset) {
 	if len(casts) == 0 {
 		return
 	}
-	bytes := map[int]int64{}
+	// Bytes by tile in a dense slice (buffers' tiles are the plan's,
+	// never negative): a map lookup per buffer and tile was a sixth of
+	// lowering for pricing on a full chip.
+	n := 0
+	for _, b := range pr.Buffers {
+		for _, t := range b.Tiles {
+			n = max(n, t+1)
+		}
+	}
+	bytes := make([]int64, n)
 	for _, b := range pr.Buffers {
 		for _, t := range b.Tiles {
 			bytes[t] += int64(b.Size)

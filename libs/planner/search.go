@@ -458,55 +458,34 @@ func (e *MemoryError) Error() string {
 // the code allowance. The linker's placement decides exactly.
 func fits(p *arch.Preset, tiles int, pr *prog.Program) error {
 	pr.Liveness()
-	per := map[int]*TileBytes{}
-	at := func(t int) *TileBytes {
-		if per[t] == nil {
-			per[t] = &TileBytes{Tile: t}
+	// By tile, dense (buffers' tiles are the plan's, never negative): maps
+	// by tile were a tenth of pricing a candidate on a full chip.
+	n := 0
+	for _, b := range pr.Buffers {
+		for _, t := range b.Tiles {
+			n = max(n, t+1)
 		}
-		return per[t]
 	}
+	per := make([]TileBytes, n)
+	used := make([]bool, n)
 	// Each tile's variables at their peak: a sweep over the supersteps
 	// where buffers start and stop living.
 	type event struct {
 		step  int
 		bytes int64
 	}
-	// Two events per variable on each of its tiles, counted first so
-	// that the tiles' lists share one array.
-	var count []int // by tile
-	total := 0
+	live := make([][]event, n)
 	for _, b := range pr.Buffers {
-		if b.Data != nil || b.Permanent {
-			for _, t := range b.Tiles {
-				at(t).Constants += int64(b.Size)
-			}
-			continue
-		}
 		for _, t := range b.Tiles {
-			if t >= len(count) {
-				count = append(count, make([]int, t+1-len(count))...)
+			used[t] = true
+			if b.Data != nil || b.Permanent {
+				per[t].Constants += int64(b.Size)
+				continue
 			}
-			count[t] += 2
-		}
-		total += 2 * len(b.Tiles)
-	}
-	all := make([]event, total)
-	live := make([][]event, len(count))
-	for t, n := range count {
-		live[t], all = all[:0:n], all[n:]
-	}
-	for _, b := range pr.Buffers {
-		if b.Data != nil || b.Permanent {
-			continue
-		}
-		for _, t := range b.Tiles {
 			live[t] = append(live[t], event{b.First, int64(b.Size)}, event{b.Last + 1, -int64(b.Size)})
 		}
 	}
 	for t, evs := range live {
-		if len(evs) == 0 {
-			continue
-		}
 		slices.SortFunc(evs, func(a, b event) int {
 			if a.step != b.step {
 				return cmp.Compare(a.step, b.step)
@@ -518,13 +497,14 @@ func fits(p *arch.Preset, tiles int, pr *prog.Program) error {
 			cur += e.bytes
 			peak = max(peak, cur)
 		}
-		at(t).Variables = peak
+		per[t].Variables = peak
 	}
 	usable := int64(p.UsableMemory().Size())
 	var over []TileBytes
-	for _, tb := range per {
-		if tb.Constants+tb.Variables+codeAllowance > usable {
-			over = append(over, *tb)
+	for t := range per {
+		per[t].Tile = t
+		if used[t] && per[t].Constants+per[t].Variables+codeAllowance > usable {
+			over = append(over, per[t])
 		}
 	}
 	if len(over) == 0 {

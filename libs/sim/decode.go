@@ -66,6 +66,17 @@ func (m *Machine) predecode(mem []byte, code []arch.Range) *program {
 	if len(code) == 0 {
 		return emptyProgram
 	}
+	key := m.codeKey(mem, code)
+	if p, ok := m.progs[key]; ok {
+		return p
+	}
+	p := m.decodeProgram(mem, code)
+	m.progs[key] = p
+	return p
+}
+
+// codeKey identifies a tile's code: its ranges and their words.
+func (m *Machine) codeKey(mem []byte, code []arch.Range) string {
 	lo := m.p.Memory.Lo
 	n := 0
 	for _, r := range code {
@@ -77,9 +88,12 @@ func (m *Machine) predecode(mem []byte, code []arch.Range) *program {
 		key = binary.LittleEndian.AppendUint32(key, r.Hi)
 		key = append(key, mem[r.Lo-lo:r.Hi-lo]...)
 	}
-	if p, ok := m.progs[string(key)]; ok {
-		return p
-	}
+	return string(key)
+}
+
+// decodeProgram predecodes the code ranges (not empty) of mem.
+func (m *Machine) decodeProgram(mem []byte, code []arch.Range) *program {
+	lo := m.p.Memory.Lo
 	base, end := code[0].Lo, code[len(code)-1].Hi
 	p := &program{base: base, insts: make([]inst, (end-base)/4), codeLo: base, codeHi: end}
 	p.code = append([]arch.Range(nil), code...)
@@ -129,7 +143,6 @@ func (m *Machine) predecode(mem []byte, code []arch.Range) *program {
 			p.body[i] += p.body[i+1]
 		}
 	}
-	m.progs[string(key)] = p
 	return p
 }
 
@@ -214,8 +227,8 @@ func distances(insts []inst, exit bool) []uint32 {
 	n := len(insts)
 	dist := make([]uint32, n)
 	// Reverse edges in compressed form: preds[start[j]:start[j+1]] lead to j.
-	var edges [][2]int32 // {from, to}
-	var queue []int32
+	edges := make([][2]int32, 0, n+n/4) // {from, to}
+	queue := make([]int32, 0, n)
 	for i := range insts {
 		in := &insts[i]
 		dist[i] = distCap
@@ -227,7 +240,8 @@ func distances(insts []inst, exit bool) []uint32 {
 			queue = append(queue, int32(i))
 			continue
 		}
-		for _, j := range successors(in, i) {
+		next, k := successors(in, i)
+		for _, j := range next[:k] {
 			if j < 0 || j >= n {
 				dist[i] = 1 // the next fetch faults
 				continue
@@ -271,18 +285,18 @@ func distances(insts []inst, exit bool) []uint32 {
 	return dist
 }
 
-// successors returns the instruction indices that may follow insts[i]
-// (outside [0, len) when the fetch would fault).
-func successors(in *inst, i int) []int {
+// successors returns the k instruction indices that may follow insts[i]
+// (outside [0, len) when the fetch would fault), without allocating.
+func successors(in *inst, i int) (next [2]int, k int) {
 	switch in.op {
 	case isa.BR, isa.CALL:
-		return []int{i + 1 + int(in.imm)}
+		return [2]int{i + 1 + int(in.imm)}, 1
 	case isa.BRZ, isa.BRNZ:
-		return []int{i + 1, i + 1 + int(in.imm)}
+		return [2]int{i + 1, i + 1 + int(in.imm)}, 2
 	case isa.RPT, isa.RPTI:
-		return []int{i + 1, i + 1 + rptBody(in)}
+		return [2]int{i + 1, i + 1 + rptBody(in)}, 2
 	}
-	return []int{i + 1}
+	return [2]int{i + 1}, 1
 }
 
 // rptBody is the body length of rpt or rpti in instructions.

@@ -122,52 +122,11 @@ func (m *Machine) Active(tile int) bool {
 // code segment must lie in the tile's executable range (RegExecLo,
 // RegExecHi).
 func (m *Machine) Load(tileIdx int, img Image) error {
-	if tileIdx < 0 || tileIdx >= len(m.tiles) {
-		return fmt.Errorf("load: tile %d out of range (%d tiles)", tileIdx, len(m.tiles))
-	}
-	mem, err := m.tileMem(tileIdx)
+	mem, code, err := m.place(tileIdx, img)
 	if err != nil {
-		return fmt.Errorf("load: %w", err)
+		return err
 	}
-	var code []arch.Range
-	for i, s := range img.Segments {
-		end := uint64(s.Addr) + uint64(len(s.Data))
-		if s.Addr < m.p.Memory.Lo || end > uint64(m.p.Memory.Hi) {
-			return fmt.Errorf("load: tile %d segment %d [%#x, %#x): outside tile memory %s", tileIdx, i, s.Addr, end, hexRange(m.p.Memory))
-		}
-		if !s.Code {
-			continue
-		}
-		if s.Addr%4 != 0 || len(s.Data)%4 != 0 {
-			return fmt.Errorf("load: tile %d code segment %d [%#x, %#x): not 4-byte aligned", tileIdx, i, s.Addr, end)
-		}
-		if s.Addr < m.p.Executable.Lo || end > uint64(m.p.Executable.Hi) {
-			return fmt.Errorf("load: tile %d code segment %d [%#x, %#x): outside executable range %s", tileIdx, i, s.Addr, end, hexRange(m.p.Executable))
-		}
-		if ex := m.tiles[tileIdx].exec; s.Addr < ex.Lo || end > uint64(ex.Hi) {
-			return fmt.Errorf("load: tile %d code segment %d [%#x, %#x): outside the tile's executable range %s set by registers %s and %s", tileIdx, i, s.Addr, end, hexRange(ex), RegName(RegExecLo), RegName(RegExecHi))
-		}
-		if len(s.Data) > 0 {
-			code = append(code, arch.Range{Lo: s.Addr, Hi: uint32(end)})
-		}
-	}
-	for _, s := range img.Segments {
-		copy(mem[s.Addr-m.p.Memory.Lo:], s.Data)
-	}
-	t := &m.tiles[tileIdx]
-	t.prog = m.predecode(mem, mergeRanges(code))
-	t.active = true
-	t.halted = false
-	t.atHsync = false
-	t.hsyncReg = 0
-	for i := range t.ctx {
-		t.ctx[i] = context{fp8: t.fp8Init}
-	}
-	t.ctx[supCtx].pc = img.Entry
-	if t.entrySet {
-		t.ctx[supCtx].pc = t.entry
-	}
-	m.faulted = false
+	m.tiles[tileIdx].prog = m.predecode(mem, code)
 	return nil
 }
 

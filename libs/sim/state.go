@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"ipu.local/libs/arch"
 )
@@ -47,7 +48,7 @@ const (
 // MarshalState returns everything but memory: the configuration, every
 // tile's contexts and code ranges, the mark.
 func (m *Machine) MarshalState() []byte {
-	b := make([]byte, 0, 64+len(m.tiles)*8)
+	b := make([]byte, 0, m.stateSize())
 	b = append(b, stateMagic...)
 	b = append(b, stateVersion)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(m.tiles)))
@@ -111,6 +112,83 @@ func (m *Machine) MarshalState() []byte {
 		}
 	}
 	return b
+}
+
+// stateSize is the length of MarshalState's blob, so that it is built
+// without growing (a full chip's active tiles make megabytes).
+func (m *Machine) stateSize() int {
+	const (
+		head    = len(stateMagic) + 1 + 4 + 8 + 8 + 1
+		perTile = 1 + 4 + 4 + 4
+		perCtx  = 16*4 + 16*4 + 4 + 4 + 1 + 3*4
+		active  = 1 + 4 + numCtx*perCtx + numWorkers*64*4
+	)
+	n := head + len(m.tiles)*perTile
+	for i := range m.tiles {
+		t := &m.tiles[i]
+		if !t.active {
+			continue
+		}
+		n += active
+		if t.prog != nil {
+			n += 8 * len(t.prog.code)
+		}
+	}
+	return n
+}
+
+// predecodeAll predecodes the code of every active tile from the current
+// memory, on m.parallel() workers, tiles with identical code sharing one
+// program (whichever worker decodes it first: the programs are equal).
+// It returns the programs by code, for later loads.
+func (m *Machine) predecodeAll(tiles []tile, codes [][]arch.Range) (map[string]*program, error) {
+	mems := make([][]byte, len(tiles))
+	for i := range tiles {
+		if !tiles[i].active {
+			continue
+		}
+		mem, err := m.tileMem(i)
+		if err != nil {
+			return nil, err
+		}
+		mems[i] = mem
+	}
+	progs := map[string]*program{}
+	var mu sync.Mutex
+	workers := max(1, min(m.parallel(), len(tiles)))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(tiles); i += workers {
+				if mems[i] == nil {
+					continue
+				}
+				if len(codes[i]) == 0 {
+					tiles[i].prog = emptyProgram
+					continue
+				}
+				key := m.codeKey(mems[i], codes[i])
+				mu.Lock()
+				p, ok := progs[key]
+				mu.Unlock()
+				if !ok {
+					p = m.decodeProgram(mems[i], codes[i])
+					mu.Lock()
+					if q, ok := progs[key]; ok {
+						p = q
+					} else {
+						progs[key] = p
+					}
+					mu.Unlock()
+				}
+				tiles[i].prog = p
+			}
+		}()
+	}
+	wg.Wait()
+	return progs, nil
 }
 
 func b2byte(v bool) byte {
@@ -280,20 +358,11 @@ func (m *Machine) UnmarshalState(b []byte) error {
 	if r.err != nil {
 		return fmt.Errorf("simulator state: %w", r.err)
 	}
-	progs := map[string]*program{}
-	saved := m.progs
-	m.progs = progs
-	for i := range tiles {
-		if !tiles[i].active {
-			continue
-		}
-		mem, err := m.tileMem(i)
-		if err != nil {
-			m.progs = saved
-			return fmt.Errorf("simulator state: %w", err)
-		}
-		tiles[i].prog = m.predecode(mem, codes[i])
+	progs, err := m.predecodeAll(tiles, codes)
+	if err != nil {
+		return fmt.Errorf("simulator state: %w", err)
 	}
+	m.progs = progs
 	m.tiles = tiles
 	m.mark = int(mark)
 	m.watchdog = int64(wd)

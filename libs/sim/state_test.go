@@ -153,6 +153,9 @@ func TestMarshalRoundTrip(t *testing.T) {
 	loadRing(t, a)
 	runRing(t, a, 2)
 	state := a.m.MarshalState()
+	if len(state) != a.m.stateSize() {
+		t.Fatalf("state of %d bytes, stateSize says %d", len(state), a.m.stateSize())
+	}
 
 	b := newRig(t, "ipu21-64", Options{Parallel: 1})
 	for i := range b.mems {

@@ -1,0 +1,135 @@
+package sim
+
+import (
+	"fmt"
+	"sync"
+
+	"ipu.local/libs/arch"
+)
+
+// LoadAll is Load of imgs[i] onto tiles[i] for every i, in order, with
+// the code predecoded on a worker per core (identical code still shares
+// one program). On an error, a *LoadError naming the tile, the tiles
+// before the failing one are loaded, as by as many Loads.
+func (m *Machine) LoadAll(tiles []int, imgs []Image) error {
+	if len(tiles) != len(imgs) {
+		return fmt.Errorf("load: %d tiles, %d images", len(tiles), len(imgs))
+	}
+	mems := make([][]byte, len(tiles))
+	codes := make([][]arch.Range, len(tiles))
+	var err error
+	n := 0
+	for ; n < len(tiles); n++ {
+		if mems[n], codes[n], err = m.place(tiles[n], imgs[n]); err != nil {
+			break
+		}
+	}
+	progs := m.decodeMany(mems[:n], codes[:n])
+	for i, p := range progs {
+		m.tiles[tiles[i]].prog = p
+	}
+	if err != nil {
+		return &LoadError{Tile: tiles[n], Err: err}
+	}
+	return nil
+}
+
+// LoadError is LoadAll's error: the tile whose Load failed, and why.
+type LoadError struct {
+	Tile int
+	Err  error
+}
+
+func (e *LoadError) Error() string { return fmt.Sprintf("tile %d: %v", e.Tile, e.Err) }
+
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// decodeMany predecodes the code of each of mems (as predecode, sharing
+// through m.progs) on m.parallel() workers.
+func (m *Machine) decodeMany(mems [][]byte, codes [][]arch.Range) []*program {
+	out := make([]*program, len(mems))
+	var mu sync.Mutex
+	workers := max(1, min(m.parallel(), len(mems)))
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(mems); i += workers {
+				if len(codes[i]) == 0 {
+					out[i] = emptyProgram
+					continue
+				}
+				key := m.codeKey(mems[i], codes[i])
+				mu.Lock()
+				p, ok := m.progs[key]
+				mu.Unlock()
+				if !ok {
+					p = m.decodeProgram(mems[i], codes[i])
+					mu.Lock()
+					if q, ok := m.progs[key]; ok {
+						p = q
+					} else {
+						m.progs[key] = p
+					}
+					mu.Unlock()
+				}
+				out[i] = p
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// place is Load but for the predecoding: it checks and copies the
+// segments and resets the tile, and returns the tile's memory and its
+// merged code ranges, for the caller to predecode.
+func (m *Machine) place(tileIdx int, img Image) ([]byte, []arch.Range, error) {
+	if tileIdx < 0 || tileIdx >= len(m.tiles) {
+		return nil, nil, fmt.Errorf("load: tile %d out of range (%d tiles)", tileIdx, len(m.tiles))
+	}
+	mem, err := m.tileMem(tileIdx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load: %w", err)
+	}
+	var code []arch.Range
+	for i, s := range img.Segments {
+		end := uint64(s.Addr) + uint64(len(s.Data))
+		if s.Addr < m.p.Memory.Lo || end > uint64(m.p.Memory.Hi) {
+			return nil, nil, fmt.Errorf("load: tile %d segment %d [%#x, %#x): outside tile memory %s", tileIdx, i, s.Addr, end, hexRange(m.p.Memory))
+		}
+		if !s.Code {
+			continue
+		}
+		if s.Addr%4 != 0 || len(s.Data)%4 != 0 {
+			return nil, nil, fmt.Errorf("load: tile %d code segment %d [%#x, %#x): not 4-byte aligned", tileIdx, i, s.Addr, end)
+		}
+		if s.Addr < m.p.Executable.Lo || end > uint64(m.p.Executable.Hi) {
+			return nil, nil, fmt.Errorf("load: tile %d code segment %d [%#x, %#x): outside executable range %s", tileIdx, i, s.Addr, end, hexRange(m.p.Executable))
+		}
+		if ex := m.tiles[tileIdx].exec; s.Addr < ex.Lo || end > uint64(ex.Hi) {
+			return nil, nil, fmt.Errorf("load: tile %d code segment %d [%#x, %#x): outside the tile's executable range %s set by registers %s and %s", tileIdx, i, s.Addr, end, hexRange(ex), RegName(RegExecLo), RegName(RegExecHi))
+		}
+		if len(s.Data) > 0 {
+			code = append(code, arch.Range{Lo: s.Addr, Hi: uint32(end)})
+		}
+	}
+	for _, s := range img.Segments {
+		copy(mem[s.Addr-m.p.Memory.Lo:], s.Data)
+	}
+	t := &m.tiles[tileIdx]
+	t.active = true
+	t.halted = false
+	t.atHsync = false
+	t.hsyncReg = 0
+	for i := range t.ctx {
+		t.ctx[i] = context{fp8: t.fp8Init}
+	}
+	t.ctx[supCtx].pc = img.Entry
+	if t.entrySet {
+		t.ctx[supCtx].pc = t.entry
+	}
+	m.faulted = false
+	return mem, mergeRanges(code), nil
+}

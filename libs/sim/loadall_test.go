@@ -1,0 +1,48 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+// TestLoadAllMatchesLoad checks that LoadAll leaves the machine as Loads
+// one by one do, and that its error names the failing tile after loading
+// the ones before it.
+func TestLoadAllMatchesLoad(t *testing.T) {
+	a := newRig(t, "ipu21-64", Options{Parallel: 1})
+	loadRing(t, a)
+
+	b := newRig(t, "ipu21-64", Options{Parallel: 3})
+	var tiles []int
+	var imgs []Image
+	for tile := 0; tile < b.p.Tiles; tile++ {
+		code := ringProgram(b.p.Tiles, tile, int32(pcOf(ringWorker)))
+		tiles = append(tiles, tile)
+		imgs = append(imgs, Image{Entry: codeBase, Segments: []Segment{
+			{Addr: codeBase, Data: codeBytes(code), Code: true},
+			words(dataBase, uint32(tile*3+1), uint32(tile)),
+		}})
+	}
+	if err := b.m.LoadAll(tiles, imgs); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.m.MarshalState(), b.m.MarshalState()) {
+		t.Fatal("state after LoadAll differs from the state after Loads")
+	}
+	compareOutcomes(t, "run after LoadAll", runRing(t, a, 2), runRing(t, b, 2))
+
+	c := newRig(t, "ipu21-64", Options{Parallel: 2})
+	bad := append([]Image(nil), imgs[:3]...)
+	bad[2] = Image{Segments: []Segment{{Addr: codeBase + 2, Data: []byte{0, 0, 0, 0}, Code: true}}}
+	err := c.m.LoadAll(tiles[:3], bad)
+	var le *LoadError
+	if !errors.As(err, &le) || le.Tile != 2 {
+		t.Fatalf("LoadAll error %v, want a *LoadError for tile 2", err)
+	}
+	for tile := 0; tile < 3; tile++ {
+		if got, want := c.m.Active(tile), tile < 2; got != want {
+			t.Errorf("tile %d active %v after the failed LoadAll, want %v", tile, got, want)
+		}
+	}
+}
