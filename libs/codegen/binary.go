@@ -134,61 +134,37 @@ const (
 	bM  = A14
 )
 
+// binaryLanes are a Binary stream's operand registers: the normalized
+// operands, the pairs the op reads (L, R: the arrays' or the
+// broadcasts') and the arrays' stream pointers.
+type binaryLanes struct {
+	A, B       Operand
+	L, R       AReg
+	lPtr, rPtr MReg
+}
+
 func (p Binary) stream() (*stream, error) {
-	if p.Op >= numBinary {
-		return nil, fmt.Errorf("unknown binary op %d", p.Op)
-	}
-	if p.Type >= numElemTypes {
-		return nil, fmt.Errorf("unknown element type %d", p.Type)
-	}
-	if p.R < 0 {
-		return nil, fmt.Errorf("row count %d is negative", p.R)
-	}
-	for _, x := range []struct {
-		name string
-		o    Operand
-	}{{"A", p.A}, {"B", p.B}} {
-		n := 0
-		for _, f := range []bool{x.o.Scalar, x.o.Const, x.o.PerRow} {
-			if f {
-				n++
-			}
-		}
-		if n > 1 {
-			return nil, fmt.Errorf("operand %s has more than one of Scalar, Const and PerRow", x.name)
-		}
-		if x.o.Const && p.Type == F16 {
-			v := math.Float32bits(x.o.Value)
-			if numfmt.F16ToF32(numfmt.F32ToF16(v)) != v {
-				return nil, fmt.Errorf("operand %s: constant %g is not an FP16 value", x.name, x.o.Value)
-			}
-		}
+	if err := p.checkStream(); err != nil {
+		return nil, err
 	}
 	A, B := p.A.norm(p.R), p.B.norm(p.R)
-	if p.sel != 0 && p.Type != F32 {
-		return nil, fmt.Errorf("a selection of %d-byte elements (want 4)", p.Type.size())
-	}
-	if !A.array() && !B.array() && p.sel == 0 {
-		return nil, fmt.Errorf("both operands are broadcasts")
-	}
 	es := p.Type.size()
 	s := &stream{n: p.N, unit: 2, workers: p.Workers, rows: p.R, output: array{"Y", p.Y, p.outSize(), p.YStride}}
-	L, R := bL, bR
-	var lPtr, rPtr MReg
+	g := binaryLanes{A: A, B: B, L: bL, R: bR}
 	if A.array() {
-		lPtr = sIn0
+		g.lPtr = sIn0
 		s.inputs = append(s.inputs, array{"A", A.Addr, es, A.Stride})
 	} else {
-		L = bLs
+		g.L = bLs
 	}
 	if B.array() {
-		rPtr = sIn0
+		g.rPtr = sIn0
 		if A.array() {
-			rPtr = sIn1
+			g.rPtr = sIn1
 		}
 		s.inputs = append(s.inputs, array{"B", B.Addr, es, B.Stride})
 	} else {
-		R = bRs
+		g.R = bRs
 	}
 	h4op, h4 := p.Op.h4()
 	h4 = h4 && p.Type == F16
@@ -206,176 +182,245 @@ func (p Binary) stream() (*stream, error) {
 			s.colDown = x.o.Addr & 2
 		}
 	}
-	s.setup = func(b *Builder) {
-		for _, x := range []struct {
-			o Operand
-			r AReg
-		}{{A, bLs}, {B, bRs}} {
-			switch {
-			case x.o.Const && h4:
-				f16Pair(b, x.r, numfmt.F32ToF16(math.Float32bits(x.o.Value)))
-			case x.o.Const:
-				pairConst(b, x.r, x.o.Value)
-			case x.o.Scalar && p.Type == F16:
-				b.LoadAddr(M7, x.o.Addr&^3)
-				b.Ld32(x.r, M7, 0)
-				f16Bcast(b, x.r, x.o.Addr&2 != 0, h4)
-			case x.o.Scalar:
-				b.LoadAddr(M7, x.o.Addr)
-				b.Ld32(x.r, M7, 0)
-				b.Amov(x.r+1, x.r)
-			}
-		}
-		if p.Op == Div && (B.Scalar || B.Const) {
-			b.F1(isa.V2RCP, bZ, bRs)
-		}
-		if p.Op.Compare() {
-			pairConst(b, bZ, 1)
-			b.LoadA(bN, 0)
-			b.Amov(bN+1, bN)
-		}
-	}
+	s.setup = func(b *Builder) { p.setup(b, A, B, h4) }
 	switch {
 	case p.Type == F16 && p.Op.Compare():
-		// FP16 operands in $a4:5 and $a6:7, each half compared as an
-		// FP32 pair and stored as two words.
-		s.unit = 4
-		half := func(b *Builder, i AReg, single bool) {
-			if A.array() {
-				b.F1(isa.CVTHF, bL, bLs+i)
-			}
-			if B.array() {
-				b.F1(isa.CVTHF, bR, bRs+i)
-			}
-			p.compute(b, L, R, B.array(), single)
-		}
-		s.body = func(b *Builder) {
-			if A.array() {
-				b.Ld64P(bLs, lPtr, 8)
-			}
-			if B.array() {
-				b.Ld64P(bRs, rPtr, 8)
-			}
-			half(b, 0, false)
-			b.St64P(A0, sOut, 8)
-			half(b, 1, false)
-			b.St64P(A0, sOut, 8)
-		}
-		s.tail = func(b *Builder, rem int) {
-			if A.array() {
-				f16Load(b, bLs, lPtr, rem)
-			}
-			if B.array() {
-				f16Load(b, bRs, rPtr, rem)
-			}
-			half(b, 0, rem == 1)
-			if rem == 1 {
-				b.St32(A0, sOut, 0)
-				return
-			}
-			if rem == 2 {
-				b.St64(A0, sOut, 0)
-				return
-			}
-			b.St64P(A0, sOut, 8)
-			half(b, 1, true)
-			b.St32(A0, sOut, 0)
-		}
+		p.compareF16(s, g)
 	case h4:
-		s.unit = 4
-		s.body = func(b *Builder) {
-			if A.array() {
-				b.Ld64P(bL, lPtr, 8)
-			}
-			if B.array() {
-				b.Ld64P(bR, rPtr, 8)
-			}
-			b.F(h4op, A0, L, R)
-			b.St64P(A0, sOut, 8)
-		}
-		s.tail = func(b *Builder, rem int) {
-			if A.array() {
-				f16Load(b, bL, lPtr, rem)
-			}
-			if B.array() {
-				f16Load(b, bR, rPtr, rem)
-			}
-			b.F(h4op, A0, L, R)
-			f16Store(b, A0, rem)
-		}
+		p.h4Body(s, g, h4op)
 	case p.Type == F16:
-		// Raw FP16 words: A in $a4:5, B in $a6:7; the results go to the
-		// first array's.
-		s.unit = 4
-		out := bRs
-		if A.array() {
-			out = bLs
-		}
-		half := func(b *Builder, i AReg, single bool) {
-			if A.array() {
-				b.F1(isa.CVTHF, bL, bLs+i)
-			}
-			if B.array() {
-				b.F1(isa.CVTHF, bR, bRs+i)
-			}
-			p.compute(b, L, R, B.array(), single)
-			b.F1(isa.CVTFH, out+i, A0)
-		}
-		s.body = func(b *Builder) {
-			if A.array() {
-				b.Ld64P(bLs, lPtr, 8)
-			}
-			if B.array() {
-				b.Ld64P(bRs, rPtr, 8)
-			}
-			half(b, 0, false)
-			half(b, 1, false)
-			b.St64P(out, sOut, 8)
-		}
-		s.tail = func(b *Builder, rem int) {
-			if A.array() {
-				f16Load(b, bLs, lPtr, rem)
-			}
-			if B.array() {
-				f16Load(b, bRs, rPtr, rem)
-			}
-			half(b, 0, rem == 1)
-			if rem == 3 {
-				half(b, 1, true)
-			}
-			f16Store(b, out, rem)
-		}
+		p.f16Body(s, g)
 	default:
-		op := func(b *Builder, single bool) {
-			l := lanes{b, single}
-			if A.array() {
-				l.load(bL, lPtr)
-			}
-			if B.array() {
-				l.load(bR, rPtr)
-			}
-			switch p.sel {
-			case 0:
-				p.compute(b, L, R, B.array(), single)
-			default:
-				// Y's own value, kept where the condition says so.
-				if single {
-					b.Ld32(bQ, sOut, 0)
-				} else {
-					b.Ld64(bQ, sOut, 0)
-				}
-				if p.sel == selTrue {
-					l.sel(A0, L, R, bQ)
-				} else {
-					l.sel(A0, L, bQ, R)
-				}
-			}
-			l.store(A0, sOut)
-		}
-		s.body = func(b *Builder) { op(b, false) }
-		s.tail = func(b *Builder, _ int) { op(b, true) }
+		p.f32Body(s, g)
 	}
 	return s, nil
+}
+
+// checkStream checks the op, the element type, the row count and the
+// operands.
+func (p Binary) checkStream() error {
+	if p.Op >= numBinary {
+		return fmt.Errorf("unknown binary op %d", p.Op)
+	}
+	if p.Type >= numElemTypes {
+		return fmt.Errorf("unknown element type %d", p.Type)
+	}
+	if p.R < 0 {
+		return fmt.Errorf("row count %d is negative", p.R)
+	}
+	for _, x := range []struct {
+		name string
+		o    Operand
+	}{{"A", p.A}, {"B", p.B}} {
+		n := 0
+		for _, f := range []bool{x.o.Scalar, x.o.Const, x.o.PerRow} {
+			if f {
+				n++
+			}
+		}
+		if n > 1 {
+			return fmt.Errorf("operand %s has more than one of Scalar, Const and PerRow", x.name)
+		}
+		if x.o.Const && p.Type == F16 {
+			v := math.Float32bits(x.o.Value)
+			if numfmt.F16ToF32(numfmt.F32ToF16(v)) != v {
+				return fmt.Errorf("operand %s: constant %g is not an FP16 value", x.name, x.o.Value)
+			}
+		}
+	}
+	A, B := p.A.norm(p.R), p.B.norm(p.R)
+	if p.sel != 0 && p.Type != F32 {
+		return fmt.Errorf("a selection of %d-byte elements (want 4)", p.Type.size())
+	}
+	if !A.array() && !B.array() && p.sel == 0 {
+		return fmt.Errorf("both operands are broadcasts")
+	}
+	return nil
+}
+
+// setup emits the broadcasts' loads and the op's constants.
+func (p Binary) setup(b *Builder, A, B Operand, h4 bool) {
+	for _, x := range []struct {
+		o Operand
+		r AReg
+	}{{A, bLs}, {B, bRs}} {
+		switch {
+		case x.o.Const && h4:
+			f16Pair(b, x.r, numfmt.F32ToF16(math.Float32bits(x.o.Value)))
+		case x.o.Const:
+			pairConst(b, x.r, x.o.Value)
+		case x.o.Scalar && p.Type == F16:
+			b.LoadAddr(M7, x.o.Addr&^3)
+			b.Ld32(x.r, M7, 0)
+			f16Bcast(b, x.r, x.o.Addr&2 != 0, h4)
+		case x.o.Scalar:
+			b.LoadAddr(M7, x.o.Addr)
+			b.Ld32(x.r, M7, 0)
+			b.Amov(x.r+1, x.r)
+		}
+	}
+	if p.Op == Div && (B.Scalar || B.Const) {
+		b.F1(isa.V2RCP, bZ, bRs)
+	}
+	if p.Op.Compare() {
+		pairConst(b, bZ, 1)
+		b.LoadA(bN, 0)
+		b.Amov(bN+1, bN)
+	}
+}
+
+// compareF16 makes s an FP16 comparison: FP16 operands in $a4:5 and
+// $a6:7, each half compared as an FP32 pair and stored as two words.
+func (p Binary) compareF16(s *stream, g binaryLanes) {
+	A, B, L, R, lPtr, rPtr := g.A, g.B, g.L, g.R, g.lPtr, g.rPtr
+	s.unit = 4
+	half := func(b *Builder, i AReg, single bool) {
+		if A.array() {
+			b.F1(isa.CVTHF, bL, bLs+i)
+		}
+		if B.array() {
+			b.F1(isa.CVTHF, bR, bRs+i)
+		}
+		p.compute(b, L, R, B.array(), single)
+	}
+	s.body = func(b *Builder) {
+		if A.array() {
+			b.Ld64P(bLs, lPtr, 8)
+		}
+		if B.array() {
+			b.Ld64P(bRs, rPtr, 8)
+		}
+		half(b, 0, false)
+		b.St64P(A0, sOut, 8)
+		half(b, 1, false)
+		b.St64P(A0, sOut, 8)
+	}
+	s.tail = func(b *Builder, rem int) {
+		if A.array() {
+			f16Load(b, bLs, lPtr, rem)
+		}
+		if B.array() {
+			f16Load(b, bRs, rPtr, rem)
+		}
+		half(b, 0, rem == 1)
+		if rem == 1 {
+			b.St32(A0, sOut, 0)
+			return
+		}
+		if rem == 2 {
+			b.St64(A0, sOut, 0)
+			return
+		}
+		b.St64P(A0, sOut, 8)
+		half(b, 1, true)
+		b.St32(A0, sOut, 0)
+	}
+}
+
+// h4Body makes s an FP16 op with an f16v4 instruction (h4op) on the
+// FP16 quads.
+func (p Binary) h4Body(s *stream, g binaryLanes, h4op isa.Op) {
+	A, B, L, R, lPtr, rPtr := g.A, g.B, g.L, g.R, g.lPtr, g.rPtr
+	s.unit = 4
+	s.body = func(b *Builder) {
+		if A.array() {
+			b.Ld64P(bL, lPtr, 8)
+		}
+		if B.array() {
+			b.Ld64P(bR, rPtr, 8)
+		}
+		b.F(h4op, A0, L, R)
+		b.St64P(A0, sOut, 8)
+	}
+	s.tail = func(b *Builder, rem int) {
+		if A.array() {
+			f16Load(b, bL, lPtr, rem)
+		}
+		if B.array() {
+			f16Load(b, bR, rPtr, rem)
+		}
+		b.F(h4op, A0, L, R)
+		f16Store(b, A0, rem)
+	}
+}
+
+// f16Body makes s an FP16 op computed in FP32: raw FP16 words, A in
+// $a4:5, B in $a6:7; the results go to the first array's.
+func (p Binary) f16Body(s *stream, g binaryLanes) {
+	A, B, L, R, lPtr, rPtr := g.A, g.B, g.L, g.R, g.lPtr, g.rPtr
+	s.unit = 4
+	out := bRs
+	if A.array() {
+		out = bLs
+	}
+	half := func(b *Builder, i AReg, single bool) {
+		if A.array() {
+			b.F1(isa.CVTHF, bL, bLs+i)
+		}
+		if B.array() {
+			b.F1(isa.CVTHF, bR, bRs+i)
+		}
+		p.compute(b, L, R, B.array(), single)
+		b.F1(isa.CVTFH, out+i, A0)
+	}
+	s.body = func(b *Builder) {
+		if A.array() {
+			b.Ld64P(bLs, lPtr, 8)
+		}
+		if B.array() {
+			b.Ld64P(bRs, rPtr, 8)
+		}
+		half(b, 0, false)
+		half(b, 1, false)
+		b.St64P(out, sOut, 8)
+	}
+	s.tail = func(b *Builder, rem int) {
+		if A.array() {
+			f16Load(b, bLs, lPtr, rem)
+		}
+		if B.array() {
+			f16Load(b, bRs, rPtr, rem)
+		}
+		half(b, 0, rem == 1)
+		if rem == 3 {
+			half(b, 1, true)
+		}
+		f16Store(b, out, rem)
+	}
+}
+
+// f32Body makes s an FP32 op, or a selection (sel) keeping Y's own value
+// where the condition says so.
+func (p Binary) f32Body(s *stream, g binaryLanes) {
+	A, B, L, R, lPtr, rPtr := g.A, g.B, g.L, g.R, g.lPtr, g.rPtr
+	op := func(b *Builder, single bool) {
+		l := lanes{b, single}
+		if A.array() {
+			l.load(bL, lPtr)
+		}
+		if B.array() {
+			l.load(bR, rPtr)
+		}
+		switch p.sel {
+		case 0:
+			p.compute(b, L, R, B.array(), single)
+		default:
+			// Y's own value, kept where the condition says so.
+			if single {
+				b.Ld32(bQ, sOut, 0)
+			} else {
+				b.Ld64(bQ, sOut, 0)
+			}
+			if p.sel == selTrue {
+				l.sel(A0, L, R, bQ)
+			} else {
+				l.sel(A0, L, bQ, R)
+			}
+		}
+		l.store(A0, sOut)
+	}
+	s.body = func(b *Builder) { op(b, false) }
+	s.tail = func(b *Builder, _ int) { op(b, true) }
 }
 
 // f16Bcast turns the FP16 element in the low (hi: high) half of $a r
