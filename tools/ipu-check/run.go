@@ -250,43 +250,67 @@ func inference(s *device.Session, i int, o *options, pkg *ipuexe.Package, finger
 		return nil
 	}
 	if i == 1 && o.profile != "" {
-		taken, err := branchesTaken(s, pkg)
-		if err != nil {
-			return fmt.Errorf("device %s: %w", o.dev, err)
-		}
-		counters, err := profileCounters(s, pkg)
-		if err != nil {
-			return fmt.Errorf("device %s: %w", o.dev, err)
-		}
-		p, err := buildProfile(pkg, fingerprint, res, o.samplePeriod, taken, counters)
-		if err != nil {
-			return err
-		}
-		for k, b := range p.Branches {
-			side, r := "else", pkg.Host.Branches[k].Else
-			if b.ThenRan {
-				side, r = "then", pkg.Host.Branches[k].Then
-			}
-			log.Info("branch ran", slog.String("if", b.If), slog.String("side", side), slog.Int64("cycles", b.Cycles),
-				slog.Int("phases", r[1]-r[0]))
-		}
-		if err := atomicfile.WriteFile(o.profile, func(w io.Writer) error { return profile.Write(w, p) }); err != nil {
-			return fmt.Errorf("write profile: %w", err)
-		}
-		if err := trace.Result(out, "profile", o.profile, "tiles", p.Tiles, "samples", len(p.Samples)); err != nil {
+		if err := writeProfile(s, o, pkg, fingerprint, res, log, out); err != nil {
 			return err
 		}
 	}
 
+	pass, err := compareOutputs(s, i, o.dev, pkg, ref, t, log)
+	if err != nil {
+		return err
+	}
+	verdictText := "PASS"
+	if !pass {
+		verdictText = "FAIL"
+		t.numericFail = true
+	}
+	return trace.Result(out, "referenceInference", i, "numericalTest", verdictText)
+}
+
+// writeProfile builds the profile of the first inference's run res, logs
+// the side each branch ran and writes the profile to --profile.
+func writeProfile(s *device.Session, o *options, pkg *ipuexe.Package, fingerprint string, res *sim.RunResult,
+	log *slog.Logger, out io.Writer) error {
+	taken, err := branchesTaken(s, pkg)
+	if err != nil {
+		return fmt.Errorf("device %s: %w", o.dev, err)
+	}
+	counters, err := profileCounters(s, pkg)
+	if err != nil {
+		return fmt.Errorf("device %s: %w", o.dev, err)
+	}
+	p, err := buildProfile(pkg, fingerprint, res, o.samplePeriod, taken, counters)
+	if err != nil {
+		return err
+	}
+	for k, b := range p.Branches {
+		side, r := "else", pkg.Host.Branches[k].Else
+		if b.ThenRan {
+			side, r = "then", pkg.Host.Branches[k].Then
+		}
+		log.Info("branch ran", slog.String("if", b.If), slog.String("side", side), slog.Int64("cycles", b.Cycles),
+			slog.Int("phases", r[1]-r[0]))
+	}
+	if err := atomicfile.WriteFile(o.profile, func(w io.Writer) error { return profile.Write(w, p) }); err != nil {
+		return fmt.Errorf("write profile: %w", err)
+	}
+	return trace.Result(out, "profile", o.profile, "tiles", p.Tiles, "samples", len(p.Samples))
+}
+
+// compareOutputs reads inference i's outputs and compares them with the
+// reference's expected outputs, logging each mismatch and each output
+// the run left unwritten; it reports whether all passed.
+func compareOutputs(s *device.Session, i int, dev string, pkg *ipuexe.Package, ref *expected, t *tally,
+	log *slog.Logger) (bool, error) {
 	pass := true
 	for k, ot := range pkg.Host.Outputs {
 		got, err := s.ReadOutput(ot.Name)
 		if err != nil {
-			return fmt.Errorf("device %s: %w", o.dev, err)
+			return false, fmt.Errorf("device %s: %w", dev, err)
 		}
 		r, err := verdict.Compare(ot.Name, ot.DType, ot.Accumulate, got, ref.outputs[k])
 		if err != nil {
-			return err
+			return false, err
 		}
 		t.maxAbsError = max(t.maxAbsError, r.MaxAbsError)
 		if first, n := device.Unwritten(ot, got); n > 0 {
@@ -304,12 +328,7 @@ func inference(s *device.Session, i int, o *options, pkg *ipuexe.Package, finger
 				trace.Bare("max_abs_error", verdict.FormatError(r.MaxAbsError)), slog.Float64("atol", r.Tolerance.Abs))
 		}
 	}
-	verdictText := "PASS"
-	if !pass {
-		verdictText = "FAIL"
-		t.numericFail = true
-	}
-	return trace.Result(out, "referenceInference", i, "numericalTest", verdictText)
+	return pass, nil
 }
 
 // readPackage reads and validates the package, returning its fingerprint.
