@@ -1,30 +1,21 @@
 package main
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
-	"math"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"ipu.local/formats/ipuexe"
-	"ipu.local/formats/obj"
-	"ipu.local/formats/plan"
 	"ipu.local/formats/profile"
-	"ipu.local/libs/arch"
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/device"
-	"ipu.local/libs/onnx"
 	"ipu.local/libs/pack"
 	"ipu.local/libs/sim"
 	"ipu.local/libs/toolrun"
@@ -259,43 +250,67 @@ func inference(s *device.Session, i int, o *options, pkg *ipuexe.Package, finger
 		return nil
 	}
 	if i == 1 && o.profile != "" {
-		taken, err := branchesTaken(s, pkg)
-		if err != nil {
-			return fmt.Errorf("device %s: %w", o.dev, err)
-		}
-		counters, err := profileCounters(s, pkg)
-		if err != nil {
-			return fmt.Errorf("device %s: %w", o.dev, err)
-		}
-		p, err := buildProfile(pkg, fingerprint, res, o.samplePeriod, taken, counters)
-		if err != nil {
-			return err
-		}
-		for k, b := range p.Branches {
-			side, r := "else", pkg.Host.Branches[k].Else
-			if b.ThenRan {
-				side, r = "then", pkg.Host.Branches[k].Then
-			}
-			log.Info("branch ran", slog.String("if", b.If), slog.String("side", side), slog.Int64("cycles", b.Cycles),
-				slog.Int("phases", r[1]-r[0]))
-		}
-		if err := atomicfile.WriteFile(o.profile, func(w io.Writer) error { return profile.Write(w, p) }); err != nil {
-			return fmt.Errorf("write profile: %w", err)
-		}
-		if err := trace.Result(out, "profile", o.profile, "tiles", p.Tiles, "samples", len(p.Samples)); err != nil {
+		if err := writeProfile(s, o, pkg, fingerprint, res, log, out); err != nil {
 			return err
 		}
 	}
 
+	pass, err := compareOutputs(s, i, o.dev, pkg, ref, t, log)
+	if err != nil {
+		return err
+	}
+	verdictText := "PASS"
+	if !pass {
+		verdictText = "FAIL"
+		t.numericFail = true
+	}
+	return trace.Result(out, "referenceInference", i, "numericalTest", verdictText)
+}
+
+// writeProfile builds the profile of the first inference's run res, logs
+// the side each branch ran and writes the profile to --profile.
+func writeProfile(s *device.Session, o *options, pkg *ipuexe.Package, fingerprint string, res *sim.RunResult,
+	log *slog.Logger, out io.Writer) error {
+	taken, err := branchesTaken(s, pkg)
+	if err != nil {
+		return fmt.Errorf("device %s: %w", o.dev, err)
+	}
+	counters, err := profileCounters(s, pkg)
+	if err != nil {
+		return fmt.Errorf("device %s: %w", o.dev, err)
+	}
+	p, err := buildProfile(pkg, fingerprint, res, o.samplePeriod, taken, counters)
+	if err != nil {
+		return err
+	}
+	for k, b := range p.Branches {
+		side, r := "else", pkg.Host.Branches[k].Else
+		if b.ThenRan {
+			side, r = "then", pkg.Host.Branches[k].Then
+		}
+		log.Info("branch ran", slog.String("if", b.If), slog.String("side", side), slog.Int64("cycles", b.Cycles),
+			slog.Int("phases", r[1]-r[0]))
+	}
+	if err := atomicfile.WriteFile(o.profile, func(w io.Writer) error { return profile.Write(w, p) }); err != nil {
+		return fmt.Errorf("write profile: %w", err)
+	}
+	return trace.Result(out, "profile", o.profile, "tiles", p.Tiles, "samples", len(p.Samples))
+}
+
+// compareOutputs reads inference i's outputs and compares them with the
+// reference's expected outputs, logging each mismatch and each output
+// the run left unwritten; it reports whether all passed.
+func compareOutputs(s *device.Session, i int, dev string, pkg *ipuexe.Package, ref *expected, t *tally,
+	log *slog.Logger) (bool, error) {
 	pass := true
 	for k, ot := range pkg.Host.Outputs {
 		got, err := s.ReadOutput(ot.Name)
 		if err != nil {
-			return fmt.Errorf("device %s: %w", o.dev, err)
+			return false, fmt.Errorf("device %s: %w", dev, err)
 		}
 		r, err := verdict.Compare(ot.Name, ot.DType, ot.Accumulate, got, ref.outputs[k])
 		if err != nil {
-			return err
+			return false, err
 		}
 		t.maxAbsError = max(t.maxAbsError, r.MaxAbsError)
 		if first, n := device.Unwritten(ot, got); n > 0 {
@@ -313,12 +328,7 @@ func inference(s *device.Session, i int, o *options, pkg *ipuexe.Package, finger
 				trace.Bare("max_abs_error", verdict.FormatError(r.MaxAbsError)), slog.Float64("atol", r.Tolerance.Abs))
 		}
 	}
-	verdictText := "PASS"
-	if !pass {
-		verdictText = "FAIL"
-		t.numericFail = true
-	}
-	return trace.Result(out, "referenceInference", i, "numericalTest", verdictText)
+	return pass, nil
 }
 
 // readPackage reads and validates the package, returning its fingerprint.
@@ -340,327 +350,10 @@ func readPackage(path string) (*ipuexe.Package, string, error) {
 	return pkg, ipuexe.Fingerprint(data), nil
 }
 
-// dataSetPrefix names the data sets of an ONNX backend test case.
-const dataSetPrefix = "test_data_set_"
-
-// readDataSets reads the test data of --data DIR for n inferences. DIR is
-// either one data set (it holds input_0.pb ...) or a test case holding
-// data sets DIR/test_data_set_0, DIR/test_data_set_1 ..., numbered from 0
-// without gaps; inference k is checked against set k modulo their
-// number. The sets an inference uses are read, and checked, before
-// anything runs.
-func readDataSets(dir string, pkg *ipuexe.Package, n int, log *slog.Logger) ([]*expected, error) {
-	setDirs, err := dataSets(dir)
-	if err != nil {
-		return nil, err
-	}
-	if setDirs == nil {
-		ref, err := readData(dir, pkg)
-		if err != nil {
-			return nil, err
-		}
-		return []*expected{ref}, nil
-	}
-	sets := make([]*expected, 0, min(n, len(setDirs)))
-	for _, d := range setDirs[:min(n, len(setDirs))] {
-		ref, err := readData(d, pkg)
-		if err != nil {
-			return nil, err
-		}
-		sets = append(sets, ref)
-	}
-	log.Debug("test data sets", trace.Bare("path", dir), slog.Int("sets", len(setDirs)), slog.Int("read", len(sets)))
-	return sets, nil
-}
-
-// dataSets lists the data sets of a test case DIR in order, or returns
-// nil when DIR has none (it is then a data set itself).
-func dataSets(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("--data %s: %w", dir, err)
-	}
-	found := map[int]bool{}
-	last := -1
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), dataSetPrefix)
-		if !ok || !e.IsDir() {
-			continue
-		}
-		k, err := strconv.Atoi(rest)
-		if err != nil || k < 0 || strconv.Itoa(k) != rest {
-			return nil, fmt.Errorf("%s: not a data set name (want %sN, N from 0)", filepath.Join(dir, e.Name()), dataSetPrefix)
-		}
-		found[k] = true
-		last = max(last, k)
-	}
-	if len(found) == 0 {
-		return nil, nil
-	}
-	if _, err := os.Stat(filepath.Join(dir, "input_0.pb")); err == nil {
-		return nil, fmt.Errorf("%s: a data set beside %s: give the set or the case, not both", filepath.Join(dir, "input_0.pb"), filepath.Join(dir, dataSetPrefix+"0"))
-	}
-	var dirs []string
-	for k := 0; k <= last; k++ {
-		d := filepath.Join(dir, dataSetPrefix+strconv.Itoa(k))
-		if !found[k] {
-			return nil, fmt.Errorf("%s: missing: data sets are numbered from 0 without gaps, and %s exists", d, filepath.Join(dir, dataSetPrefix+strconv.Itoa(last)))
-		}
-		dirs = append(dirs, d)
-	}
-	return dirs, nil
-}
-
-// readData reads DIR/input_N.pb and DIR/output_N.pb for the package's
-// inputs and outputs, checking each against the package's tensor.
-func readData(dir string, pkg *ipuexe.Package) (*expected, error) {
-	downcast, err := downcastNames(pkg)
-	if err != nil {
-		return nil, err
-	}
-	ref := &expected{}
-	for i, t := range pkg.Host.Inputs {
-		raw, err := readTensor(filepath.Join(dir, "input_"+strconv.Itoa(i)+".pb"), "input", t, downcast[t.Name])
-		if err != nil {
-			return nil, err
-		}
-		ref.inputs = append(ref.inputs, raw)
-	}
-	for i, t := range pkg.Host.Outputs {
-		path := filepath.Join(dir, "output_"+strconv.Itoa(i)+".pb")
-		raw, err := readTensor(path, "output", t, downcast[t.Name])
-		if err != nil {
-			return nil, err
-		}
-		tol, err := verdict.ForExpected(t.DType, t.Accumulate, raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: package output %q: %w", path, t.Name, err)
-		}
-		ref.outputs = append(ref.outputs, raw)
-		ref.tolerances = append(ref.tolerances, tol)
-	}
-	// A file beyond the package's tensors means the data is for another
-	// model.
-	for _, extra := range []string{
-		"input_" + strconv.Itoa(len(pkg.Host.Inputs)) + ".pb",
-		"output_" + strconv.Itoa(len(pkg.Host.Outputs)) + ".pb",
-	} {
-		if _, err := os.Stat(filepath.Join(dir, extra)); err == nil {
-			return nil, fmt.Errorf("%s: the package has %d inputs and %d outputs", filepath.Join(dir, extra),
-				len(pkg.Host.Inputs), len(pkg.Host.Outputs))
-		}
-	}
-	return ref, nil
-}
-
-// downcastNames returns the DOUBLE tensors the package's model computes
-// as float (ipu-plan --downcast-fp64).
-func downcastNames(pkg *ipuexe.Package) (map[string]bool, error) {
-	if len(pkg.Host.Model) == 0 {
-		return nil, nil
-	}
-	pg, err := plan.ReadGraph(pkg.Host.Model)
-	if err != nil {
-		return nil, fmt.Errorf("model section: %w", err)
-	}
-	names := map[string]bool{}
-	for _, n := range pg.Downcast {
-		names[n] = true
-	}
-	return names, nil
-}
-
-// readTensor reads one test-data tensor and checks its element type and
-// shape against the package's tensor t. With downcast, t is a DOUBLE
-// tensor computed as float: its data is double, rounded here once to
-// float.
-func readTensor(path, kind string, t obj.Tensor, downcast bool) ([]byte, error) {
-	tp, err := onnx.ReadTensorFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: missing: the package's %s %q needs it", path, kind, t.Name)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if downcast && tp.DType == onnx.Double && t.DType == "float" {
-		if err := roundToFloat(tp); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	if tp.DType.String() != t.DType {
-		return nil, fmt.Errorf("%s: field data_type: %s, package %s %q is %s", path, tp.DType, kind, t.Name, t.DType)
-	}
-	if !slices.Equal(tp.Dims, t.Shape) {
-		return nil, fmt.Errorf("%s: field dims: %v, package %s %q has shape %v", path, dims(tp.Dims), kind, t.Name, dims(t.Shape))
-	}
-	return tp.Raw, nil
-}
-
-// dims prints a shape as [2 3] (a scalar as []).
-func dims(d []int64) string {
-	if d == nil {
-		d = []int64{}
-	}
-	return fmt.Sprint(d)
-}
-
 // openDevice opens an existing device.
 func openDevice(path string) (*device.Device, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("device %s does not exist: run ipu-load first", path)
 	}
 	return device.Open(path)
-}
-
-// branchesTaken reads which side each branch of the package took in the
-// last call: the condition word the tiles branched on, which the
-// program keeps where it was.
-func branchesTaken(s *device.Session, pkg *ipuexe.Package) ([]bool, error) {
-	var out []bool
-	for _, b := range pkg.Host.Branches {
-		w, err := s.ReadTile(b.CondTile, b.CondAddr, int(b.CondBytes))
-		if err != nil {
-			return nil, fmt.Errorf("branch If %q: condition: %w", b.If, err)
-		}
-		out = append(out, b.Taken(w))
-	}
-	return out, nil
-}
-
-// profileCounters reads every tile's profile buffer (obj.ProfileSymbol)
-// back from the device after a run: by tile, the words its supervisor
-// stored, one per compute phase of the package (nil for a tile without
-// the buffer).
-func profileCounters(s *device.Session, pkg *ipuexe.Package) ([][]uint32, error) {
-	out := make([][]uint32, pkg.Tiles)
-	for t := 0; t < pkg.Tiles && t < len(pkg.TileImage); t++ {
-		img := pkg.Images[pkg.TileImage[t]]
-		for _, sym := range img.Symbols {
-			if sym.Name != obj.ProfileSymbol {
-				continue
-			}
-			b, err := s.ReadTile(t, sym.Addr, int(sym.Size))
-			if err != nil {
-				return nil, fmt.Errorf("tile %d: profile buffer: %w", t, err)
-			}
-			w := make([]uint32, len(b)/4)
-			for k := range w {
-				w[k] = binary.LittleEndian.Uint32(b[4*k:])
-			}
-			out[t] = w
-		}
-	}
-	return out, nil
-}
-
-// buildProfile turns the first inference's run into the profile artifact.
-// taken says which side each of the package's branches took; counters
-// are the tiles' profile buffers (profileCounters), which give each
-// compute phase's TileCounters.
-func buildProfile(pkg *ipuexe.Package, fingerprint string, res *sim.RunResult, samplePeriod int64, taken []bool, counters [][]uint32) (*profile.Profile, error) {
-	preset, err := arch.Lookup(pkg.Arch)
-	if err != nil {
-		return nil, fmt.Errorf("profile: %w", err)
-	}
-	p := &profile.Profile{
-		Arch:         pkg.Arch,
-		Fingerprint:  fingerprint,
-		Tiles:        pkg.Tiles,
-		ClockHz:      preset.ClockHz,
-		SamplePeriod: samplePeriod,
-		TotalCycles:  res.Cycles,
-		Inferences:   1,
-	}
-	// The run call's supersteps are the package's phases on the path the
-	// branches took, in order, when the counts agree; otherwise their
-	// kinds are unknown.
-	path := pkg.Host.PhasePath(taken)
-	named := len(res.Phases) == len(path)
-	for k, b := range pkg.Host.Branches {
-		pb := profile.Branch{If: b.If, ThenRan: taken[k]}
-		lo, hi := b.Else[0], b.Else[1]
-		if taken[k] {
-			lo, hi = b.Then[0], b.Then[1]
-		}
-		for j, i := range path {
-			if named && i >= lo && i < hi {
-				pb.Cycles += res.Phases[j].Cycles + res.Phases[j].SyncCycles
-			}
-		}
-		p.Branches = append(p.Branches, pb)
-	}
-	for j, ph := range res.Phases {
-		pp := profile.Phase{
-			Index:         ph.Phase,
-			Cycles:        ph.Cycles,
-			SyncCycles:    ph.SyncCycles,
-			TileCycles:    ph.TileCycles,
-			ExchangeBytes: ph.ExchangeBytes,
-			HostBytes:     ph.HostBytes,
-			Instructions:  ph.Instructions,
-		}
-		if named {
-			i := path[j]
-			pp.Kind = phaseKind(pkg.Host.Phases[i].Kind)
-			pp.Name = pkg.Host.Phases[i].Name
-			pp.TileCounters = phaseCounters(pkg, i, counters)
-		}
-		p.Phases = append(p.Phases, pp)
-	}
-	for _, sm := range res.Samples {
-		p.Samples = append(p.Samples, profile.Sample{Tile: sm.Tile, Phase: sm.Phase, Cycle: sm.Cycle, PC: sm.PC})
-	}
-	return p, nil
-}
-
-// phaseCounters is package phase i's word of every tile's profile
-// buffer (nil when i is not a compute phase or no tile has the word).
-func phaseCounters(pkg *ipuexe.Package, i int, counters [][]uint32) []int64 {
-	if pkg.Host.Phases[i].Kind != obj.Compute {
-		return nil
-	}
-	w := 0
-	for _, ph := range pkg.Host.Phases[:i] {
-		if ph.Kind == obj.Compute {
-			w++
-		}
-	}
-	var out []int64
-	for t, ws := range counters {
-		if w >= len(ws) {
-			continue
-		}
-		if out == nil {
-			out = make([]int64, len(counters))
-		}
-		out[t] = int64(ws[w])
-	}
-	return out
-}
-
-func phaseKind(k obj.PhaseKind) profile.Kind {
-	switch k {
-	case obj.Compute:
-		return profile.KindCompute
-	case obj.Exchange:
-		return profile.KindExchange
-	case obj.HostExchange:
-		return profile.KindHost
-	}
-	return profile.KindUnknown
-}
-
-// roundToFloat rounds a DOUBLE tensor's elements to float (to nearest,
-// ties to even) in place.
-func roundToFloat(t *onnx.Tensor) error {
-	x, err := t.Float64s()
-	if err != nil {
-		return err
-	}
-	raw := make([]byte, 4*len(x))
-	for i, v := range x {
-		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(v)))
-	}
-	t.DType, t.Raw = onnx.Float, raw
-	return nil
 }
