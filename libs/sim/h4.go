@@ -7,10 +7,11 @@ import (
 	"ipu.local/libs/numfmt"
 )
 
-// The f16v4 lanes without the generic path: FP16 to FP64 back by integer
-// arithmetic on the bits in the common range (normal values), the generic
-// conversion for the rest, and fma's round to odd only when needed.
-// Results equal h4op's bit for bit.
+// The f16v4 lanes without the generic path: FP16 to FP32 through the
+// table (halfTable), FP64 to FP16 by integer arithmetic on the bits when
+// every lane is zero or normal (round4), the generic conversion for the
+// rest, and fma's round to odd only when needed. The four lanes are
+// written out, with no branch per lane. Results equal h4op's bit for bit.
 
 // Bits of 2^-14 (the smallest normal FP16) and 2^16 as FP64.
 const (
@@ -19,71 +20,101 @@ const (
 	f64Two4        = 1027 << 52
 )
 
-// round16 is f64to16: when |x| is in [2^-14, 2^16) it rounds the FP64
-// bits to 10 mantissa bits, to nearest even (a carry into the exponent,
-// up to Inf at 65520, is the right result), and rebiases; f64to16 does
-// the rest.
-func round16(x float64) uint16 {
-	b := math.Float64bits(x)
-	a := b &^ (1 << 63)
-	if a-f64MinNormal16 >= f64Two16-f64MinNormal16 {
-		return f64to16(x)
-	}
-	return uint16(b>>48)&0x8000 | uint16((a+(1<<41-1)+(a>>42)&1)>>42-1008<<10)
-}
-
 // h4arith applies H4ADD, H4SUB, H4MUL or H4FMA to the lanes of a and b
-// (and d, fma's addend). Sums and products of FP16 values are exact in
-// FP64; the fma's sum may not be.
-func h4arith(op isa.Op, a, b, d uint64) uint64 {
+// (and d, fma's addend); half is halfTable(). Sums and products of FP16
+// values are exact in FP64 (products even in FP32); the fma's sum may not
+// be.
+func h4arith(op isa.Op, a, b, d uint64, half *[1 << 16]float32) uint64 {
 	if op == isa.H4FMA {
-		return h4fma(a, b, d, halfTable())
+		return h4fma(a, b, d, half)
 	}
-	var r uint64
-	for i := 0; i < 64; i += 16 {
-		x, y := float64(h16f(uint16(a>>i))), float64(h16f(uint16(b>>i)))
-		var s float64
-		switch op {
-		case isa.H4ADD:
-			s = x + y
-		case isa.H4SUB:
-			s = x - y
-		case isa.H4MUL:
-			s = x * y
-		}
-		r |= uint64(round16(s)) << i
+	x0, x1, x2, x3 := half[uint16(a)], half[uint16(a>>16)], half[uint16(a>>32)], half[uint16(a>>48)]
+	y0, y1, y2, y3 := half[uint16(b)], half[uint16(b>>16)], half[uint16(b>>32)], half[uint16(b>>48)]
+	switch op {
+	case isa.H4ADD:
+		return round4(float64(x0)+float64(y0), float64(x1)+float64(y1), float64(x2)+float64(y2), float64(x3)+float64(y3))
+	case isa.H4SUB:
+		return round4(float64(x0)-float64(y0), float64(x1)-float64(y1), float64(x2)-float64(y2), float64(x3)-float64(y3))
 	}
-	return r
+	return round4(float64(x0*y0), float64(x1*y1), float64(x2*y2), float64(x3*y3))
 }
 
-// h4fma is H4FMA, round16 written out (it does not inline).
+// h4fma is H4FMA, the four lanes written out. Each product is exact in
+// FP32 and its sum with the addend is computed in FP64; that sum is
+// rounded to odd only when it is inexact (rarely). p and z are multiples
+// of 2^-48, so when every operand is below 2^4 (their bits' OR below
+// 2^4's) every sum fits FP64's 53 bits. Else fma16Sum checks each. The
+// rounding is round4 written out: the call costs on the addend's
+// dependency chain, which a loop of fmas into one register repeats.
 func h4fma(a, b, d uint64, half *[1 << 16]float32) uint64 {
-	var r uint64
-	for i := 0; i < 64; i += 16 {
-		x, y, z := float64(half[uint16(a>>i)]), float64(half[uint16(b>>i)]), float64(half[uint16(d>>i)])
-		p := float64(x * y) // exact
-		s := p + z
-		// Round to odd only when the sum is inexact (rarely). p and z are
-		// multiples of 2^-48, so below 2^4 both (their bits' OR below
-		// 2^4's) the sum fits FP64's 53 bits. Else by Fast2Sum, s - p is
-		// exact when |p| >= |z| and s - z when |z| >= |p|, so both equal
-		// the other operand iff s is exact.
-		if (math.Float64bits(p)|math.Float64bits(z))&^(1<<63) >= f64Two4 && (s-p != z || s-z != p) {
-			s = numfmt.SumRTO(p, z)
-		}
-		bits := math.Float64bits(s)
-		abs := bits &^ (1 << 63)
-		if abs-f64MinNormal16 >= f64Two16-f64MinNormal16 {
-			h := uint16(bits>>48) & 0x8000 // zero
-			if abs != 0 {
-				h = f64to16(s)
-			}
-			r |= uint64(h) << i
-			continue
-		}
-		r |= uint64(uint16(bits>>48)&0x8000|uint16((abs+(1<<41-1)+(abs>>42)&1)>>42-1008<<10)) << i
+	p0 := float64(half[uint16(a)] * half[uint16(b)])
+	p1 := float64(half[uint16(a>>16)] * half[uint16(b>>16)])
+	p2 := float64(half[uint16(a>>32)] * half[uint16(b>>32)])
+	p3 := float64(half[uint16(a>>48)] * half[uint16(b>>48)])
+	z0, z1 := float64(half[uint16(d)]), float64(half[uint16(d>>16)])
+	z2, z3 := float64(half[uint16(d>>32)]), float64(half[uint16(d>>48)])
+	s0, s1, s2, s3 := p0+z0, p1+z1, p2+z2, p3+z3
+	big := math.Float64bits(p0) | math.Float64bits(z0) | math.Float64bits(p1) | math.Float64bits(z1) |
+		math.Float64bits(p2) | math.Float64bits(z2) | math.Float64bits(p3) | math.Float64bits(z3)
+	if big&^(1<<63) >= f64Two4 {
+		s0, s1, s2, s3 = fma16Sum(p0, z0, s0), fma16Sum(p1, z1, s1), fma16Sum(p2, z2, s2), fma16Sum(p3, z3, s3)
 	}
-	return r
+	b0, b1, b2, b3 := math.Float64bits(s0), math.Float64bits(s1), math.Float64bits(s2), math.Float64bits(s3)
+	const abs = 1<<63 - 1
+	a0, a1, a2, a3 := b0&abs, b1&abs, b2&abs, b3&abs
+	if a0|a1|a2|a3 == 0 {
+		return (b0>>48 | b1>>32 | b2>>16 | b3) & 0x8000800080008000
+	}
+	if max(a0, a1, a2, a3) >= f64Two16 || min(a0-1, a1-1, a2-1, a3-1) < f64MinNormal16-1 {
+		return round4Slow(s0, s1, s2, s3)
+	}
+	return uint64(fast16(b0)) | uint64(fast16(b1))<<16 | uint64(fast16(b2))<<32 | uint64(fast16(b3))<<48
+}
+
+// round4Slow is f64to16 of four lanes.
+func round4Slow(s0, s1, s2, s3 float64) uint64 {
+	return uint64(f64to16(s0)) | uint64(f64to16(s1))<<16 | uint64(f64to16(s2))<<32 | uint64(f64to16(s3))<<48
+}
+
+// fma16Sum returns s = p + z when it is exact, else p + z rounded to odd.
+// By Fast2Sum, s - p is exact when |p| >= |z| and s - z when |z| >= |p|,
+// so both equal the other operand iff s is exact (an Inf or NaN operand
+// fails the test, and SumRTO returns its sum).
+func fma16Sum(p, z, s float64) float64 {
+	if s-p != z || s-z != p {
+		return numfmt.SumRTO(p, z)
+	}
+	return s
+}
+
+// round4 is f64to16 of four lanes (NaN gives qnan16): all zeros give
+// their signs; by fast16 when every lane is zero or its magnitude in
+// [2^-14, 2^16) (the minimum of the magnitudes minus one skips the
+// zeros); else lane by lane.
+func round4(s0, s1, s2, s3 float64) uint64 {
+	b0, b1, b2, b3 := math.Float64bits(s0), math.Float64bits(s1), math.Float64bits(s2), math.Float64bits(s3)
+	const abs = 1<<63 - 1
+	a0, a1, a2, a3 := b0&abs, b1&abs, b2&abs, b3&abs
+	if a0|a1|a2|a3 == 0 {
+		return (b0>>48 | b1>>32 | b2>>16 | b3) & 0x8000800080008000
+	}
+	if max(a0, a1, a2, a3) >= f64Two16 || min(a0-1, a1-1, a2-1, a3-1) < f64MinNormal16-1 {
+		return round4Slow(s0, s1, s2, s3)
+	}
+	return uint64(fast16(b0)) | uint64(fast16(b1))<<16 | uint64(fast16(b2))<<32 | uint64(fast16(b3))<<48
+}
+
+// fast16 is f64to16 of FP64 bits that are zero or of magnitude in
+// [2^-14, 2^16): it rounds to 10 mantissa bits, to nearest even (a carry
+// into the exponent, up to Inf at 65520, is the right result), and
+// rebiases.
+func fast16(bits uint64) uint16 {
+	abs := bits &^ (1 << 63)
+	h := uint16((abs+(1<<41-1)+(abs>>42)&1)>>42 - 1008<<10)
+	if abs == 0 {
+		h = 0
+	}
+	return uint16(bits>>48)&0x8000 | h
 }
 
 // h4maxmin is H4MAX (max true) or H4MIN on the bits: NaN if either lane
@@ -101,11 +132,14 @@ func h4maxmin(a, b uint64, max bool) uint64 {
 	const ones = 0x0001000100010001
 	ka := a ^ ((a>>15)&ones*0x7FFF | top)
 	kb := b ^ ((b>>15)&ones*0x7FFF | top)
-	var sel uint64 // the lanes a wins
-	for i := 0; i < 64; i += 16 {
-		if (uint16(ka>>i) > uint16(kb>>i)) == max {
-			sel |= 0xFFFF << i
-		}
+	// Lanes where ka > kb, unsigned: the top bits decide when they
+	// differ, else the low 15 bits, compared by the top bit of
+	// (ka | top) - (kb &^ top) - 1, which borrows from no other lane.
+	low := ((ka | top) - (kb &^ top) - ones) & top
+	gt := (ka&^kb | ^(ka^kb)&low) & top
+	sel := (gt >> 15) * 0xFFFF // the lanes a wins
+	if !max {
+		sel = ^sel
 	}
 	return a&sel | b&^sel
 }
