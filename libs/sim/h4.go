@@ -43,7 +43,7 @@ func h4arith(op isa.Op, a, b, d uint64, half *[1 << 16]float32) uint64 {
 // FP32 and its sum with the addend is computed in FP64; that sum is
 // rounded to odd only when it is inexact (rarely). p and z are multiples
 // of 2^-48, so when every operand is below 2^4 (their bits' OR below
-// 2^4's) every sum fits FP64's 53 bits. Else fma16Sum checks each. The
+// 2^4's) every sum fits FP64's 53 bits. Else fma16Sums checks each. The
 // rounding is round4 written out: the call costs on the addend's
 // dependency chain, which a loop of fmas into one register repeats.
 func h4fma(a, b, d uint64, half *[1 << 16]float32) uint64 {
@@ -57,7 +57,7 @@ func h4fma(a, b, d uint64, half *[1 << 16]float32) uint64 {
 	big := math.Float64bits(p0) | math.Float64bits(z0) | math.Float64bits(p1) | math.Float64bits(z1) |
 		math.Float64bits(p2) | math.Float64bits(z2) | math.Float64bits(p3) | math.Float64bits(z3)
 	if big&^(1<<63) >= f64Two4 {
-		s0, s1, s2, s3 = fma16Sum(p0, z0, s0), fma16Sum(p1, z1, s1), fma16Sum(p2, z2, s2), fma16Sum(p3, z3, s3)
+		s0, s1, s2, s3 = fma16Sums(p0, z0, s0, p1, z1, s1, p2, z2, s2, p3, z3, s3)
 	}
 	b0, b1, b2, b3 := math.Float64bits(s0), math.Float64bits(s1), math.Float64bits(s2), math.Float64bits(s3)
 	const abs = 1<<63 - 1
@@ -76,15 +76,24 @@ func round4Slow(s0, s1, s2, s3 float64) uint64 {
 	return uint64(f64to16(s0)) | uint64(f64to16(s1))<<16 | uint64(f64to16(s2))<<32 | uint64(f64to16(s3))<<48
 }
 
-// fma16Sum returns s = p + z when it is exact, else p + z rounded to odd.
-// By Fast2Sum, s - p is exact when |p| >= |z| and s - z when |z| >= |p|,
-// so both equal the other operand iff s is exact (an Inf or NaN operand
-// fails the test, and SumRTO returns its sum).
-func fma16Sum(p, z, s float64) float64 {
-	if s-p != z || s-z != p {
-		return numfmt.SumRTO(p, z)
+// fma16Sums returns each lane's s = p + z when it is exact, else p + z
+// rounded to odd. By Fast2Sum, s - p is exact when |p| >= |z| and s - z
+// when |z| >= |p|, so both equal the other operand iff s is exact (an Inf
+// or NaN operand fails the test, and SumRTO returns its sum).
+func fma16Sums(p0, z0, s0, p1, z1, s1, p2, z2, s2, p3, z3, s3 float64) (float64, float64, float64, float64) {
+	if s0-p0 != z0 || s0-z0 != p0 {
+		s0 = numfmt.SumRTO(p0, z0)
 	}
-	return s
+	if s1-p1 != z1 || s1-z1 != p1 {
+		s1 = numfmt.SumRTO(p1, z1)
+	}
+	if s2-p2 != z2 || s2-z2 != p2 {
+		s2 = numfmt.SumRTO(p2, z2)
+	}
+	if s3-p3 != z3 || s3-z3 != p3 {
+		s3 = numfmt.SumRTO(p3, z3)
+	}
+	return s0, s1, s2, s3
 }
 
 // round4 is f64to16 of four lanes (NaN gives qnan16): all zeros give

@@ -68,6 +68,9 @@ func (x *exec) runBody(k int, c *context, body []inst, t int64, saveAcc bool) in
 		case isa.H4MAX, isa.H4MIN:
 			a := &c.a
 			setPair(a, in.d, h4maxmin(getPair(a, in.a), getPair(a, in.b), in.op == isa.H4MAX))
+		case isa.H4ADD, isa.H4SUB, isa.H4MUL:
+			a := &c.a
+			setPair(a, in.d, h4arith(in.op, getPair(a, in.a), getPair(a, in.b), 0, x.prog.half))
 		default:
 			if _, _, _, ok := x.step(k, c, in, 0, t, saveAcc); !ok {
 				return i
