@@ -130,27 +130,36 @@ func fast16(bits uint64) uint16 {
 // is a NaN; equal zeros give the AND (max) or OR (min) of the bits, which
 // is what comparing order16 keys (-0 below +0) picks.
 func h4maxmin(a, b uint64, max bool) uint64 {
-	// A lane is a NaN when its magnitude exceeds 0x7C00: adding 0x3FF
-	// then sets its bit 15 (no carry leaves a lane).
-	const mag, nanBias, top = 0x7FFF7FFF7FFF7FFF, 0x03FF03FF03FF03FF, 0x8000800080008000
-	if ((a&mag+nanBias)|(b&mag+nanBias))&top != 0 {
+	if h4nan(a, b) {
 		return h4maxminNaN(a, b, max)
 	}
-	// Order keys for all lanes at once: flip every bit of a negative
-	// lane, only the sign bit of a positive one (order16).
-	const ones = 0x0001000100010001
-	ka := a ^ ((a>>15)&ones*0x7FFF | top)
-	kb := b ^ ((b>>15)&ones*0x7FFF | top)
-	// Lanes where ka > kb, unsigned: the top bits decide when they
-	// differ, else the low 15 bits, compared by the top bit of
-	// (ka | top) - (kb &^ top) - 1, which borrows from no other lane.
-	low := ((ka | top) - (kb &^ top) - ones) & top
-	gt := (ka&^kb | ^(ka^kb)&low) & top
-	sel := (gt >> 15) * 0xFFFF // the lanes a wins
+	sel := h4gt(a, b) // the lanes a wins
 	if !max {
 		sel = ^sel
 	}
 	return a&sel | b&^sel
+}
+
+// h4nan reports whether a lane of a or b is a NaN: its magnitude exceeds
+// 0x7C00, so adding 0x3FF sets its bit 15 (no carry leaves a lane).
+func h4nan(a, b uint64) bool {
+	const mag, nanBias, top = 0x7FFF7FFF7FFF7FFF, 0x03FF03FF03FF03FF, 0x8000800080008000
+	return ((a&mag+nanBias)|(b&mag+nanBias))&top != 0
+}
+
+// h4gt returns all ones in the lanes where a > b and zeros elsewhere, for
+// non-NaN lanes, -0 below +0. It compares the order keys of all lanes at
+// once (order16: flip every bit of a negative lane, only the sign bit of
+// a positive one), unsigned: the top bits decide when they differ, else
+// the low 15 bits, compared by the top bit of (ka | top) - (kb &^ top) -
+// 1, which borrows from no other lane.
+func h4gt(a, b uint64) uint64 {
+	const top, ones = 0x8000800080008000, 0x0001000100010001
+	ka := a ^ ((a>>15)&ones*0x7FFF | top)
+	kb := b ^ ((b>>15)&ones*0x7FFF | top)
+	low := ((ka | top) - (kb &^ top) - ones) & top
+	gt := (ka&^kb | ^(ka^kb)&low) & top
+	return (gt >> 15) * 0xFFFF
 }
 
 // h4maxminNaN is h4maxmin lane by lane, NaN lanes included.

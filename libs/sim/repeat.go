@@ -65,9 +65,18 @@ func (x *exec) runBody(k int, c *context, body []inst, t int64, saveAcc bool) in
 		case isa.H4FMA:
 			a := &c.a
 			setPair(a, in.d, h4fma(getPair(a, in.a), getPair(a, in.b), getPair(a, in.d), x.prog.half))
-		case isa.H4MAX, isa.H4MIN:
+		case isa.H4MAX, isa.H4MIN: // h4maxmin, the common case inline
 			a := &c.a
-			setPair(a, in.d, h4maxmin(getPair(a, in.a), getPair(a, in.b), in.op == isa.H4MAX))
+			p, q := getPair(a, in.a), getPair(a, in.b)
+			if h4nan(p, q) {
+				setPair(a, in.d, h4maxminNaN(p, q, in.op == isa.H4MAX))
+				break
+			}
+			sel := h4gt(p, q)
+			if in.op == isa.H4MIN {
+				sel = ^sel
+			}
+			setPair(a, in.d, p&sel|q&^sel)
 		case isa.H4ADD, isa.H4SUB, isa.H4MUL:
 			a := &c.a
 			setPair(a, in.d, h4arith(in.op, getPair(a, in.a), getPair(a, in.b), 0, x.prog.half))
