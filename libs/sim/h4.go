@@ -10,14 +10,14 @@ import (
 // The f16v4 lanes without the generic path: FP16 to FP32 through the
 // table (halfTable), FP64 to FP16 by integer arithmetic on the bits when
 // every lane is zero or normal (round4), the generic conversion for the
-// rest, and fma's round to odd only when needed. The four lanes are
+// rest, and fma's round to odd only for sums that are not FP16 normals
+// (h4fmaZ: no exactness test otherwise). The four lanes are
 // written out, with no branch per lane. Results equal h4op's bit for bit.
 
 // Bits of 2^-14 (the smallest normal FP16) and 2^16 as FP64.
 const (
 	f64MinNormal16 = 1009 << 52
 	f64Two16       = 1039 << 52
-	f64Two4        = 1027 << 52
 )
 
 // h4arith applies H4ADD, H4SUB, H4MUL or H4FMA to the lanes of a and b
@@ -39,61 +39,81 @@ func h4arith(op isa.Op, a, b, d uint64, half *[1 << 16]float32) uint64 {
 	return round4(float64(x0*y0), float64(x1*y1), float64(x2*y2), float64(x3*y3))
 }
 
-// h4fma is H4FMA, the four lanes written out. Each product is exact in
-// FP32 and its sum with the addend is computed in FP64; that sum is
-// rounded to odd only when it is inexact (rarely). p and z are multiples
-// of 2^-48, so when every operand is below 2^4 (their bits' OR below
-// 2^4's) every sum fits FP64's 53 bits. Else fma16Sums checks each. The
-// rounding is round4 written out: the call costs on the addend's
-// dependency chain, which a loop of fmas into one register repeats.
+// h4fma is H4FMA: h4fmaZ with the addend's lanes read through the table.
 func h4fma(a, b, d uint64, half *[1 << 16]float32) uint64 {
-	p0 := float64(half[uint16(a)] * half[uint16(b)])
-	p1 := float64(half[uint16(a>>16)] * half[uint16(b>>16)])
-	p2 := float64(half[uint16(a>>32)] * half[uint16(b>>32)])
-	p3 := float64(half[uint16(a>>48)] * half[uint16(b>>48)])
-	z0, z1 := float64(half[uint16(d)]), float64(half[uint16(d>>16)])
-	z2, z3 := float64(half[uint16(d>>32)]), float64(half[uint16(d>>48)])
-	s0, s1, s2, s3 := p0+z0, p1+z1, p2+z2, p3+z3
-	big := math.Float64bits(p0) | math.Float64bits(z0) | math.Float64bits(p1) | math.Float64bits(z1) |
-		math.Float64bits(p2) | math.Float64bits(z2) | math.Float64bits(p3) | math.Float64bits(z3)
-	if big&^(1<<63) >= f64Two4 {
-		s0, s1, s2, s3 = fma16Sums(p0, z0, s0, p1, z1, s1, p2, z2, s2, p3, z3, s3)
+	r, _, _, _, _ := h4fmaZ(a, b, float64(half[uint16(d)]), float64(half[uint16(d>>16)]),
+		float64(half[uint16(d>>32)]), float64(half[uint16(d>>48)]), half)
+	return r
+}
+
+// h4fmaZ is H4FMA of a and b into the addend whose lanes' values are z0..z3
+// (exactly); it returns the result's bits and its lanes' values, so that a
+// loop of fmas into one register can keep its lanes as FP64 instead of
+// converting them back on the addend's dependency chain.
+//
+// Each product p is exact in FP32 and its sum s with the addend z is
+// rounded to nearest even in FP64. Rounding s to FP16 gives what rounding
+// the exact sum gives when s is an FP16 normal: FP16 values and midpoints
+// are FP64 values and rounding to FP64 is monotonic, so only an inexact s
+// on a midpoint could differ, and none is. An inexact sum needs operands
+// more than 51 bits apart, and z's lowest bit is at least 2^-24 and p's
+// at least 2^-21 |p|: so |p| >= 2^27, which z (below 2^16) cannot bring
+// back into range, or |p| < 2^-30 |z|, when s is within 2^-29 |z| of z,
+// an FP16 value, far from any midpoint. So the fast path (h4fmaFast)
+// needs no exactness test: every lane zero or of magnitude in
+// [2^-14, 2^16) before rounding and below 2^16 (not Inf) after. The rest
+// (subnormal results, overflow, Inf, NaN) go to h4fmaSlow.
+func h4fmaZ(a, b uint64, z0, z1, z2, z3 float64, half *[1 << 16]float32) (uint64, float64, float64, float64, float64) {
+	r0, r1, r2, r3, ok := h4fmaFast(a, b, z0, z1, z2, z3, half)
+	if !ok {
+		return h4fmaSlow(a, b, z0, z1, z2, z3, half)
 	}
-	b0, b1, b2, b3 := math.Float64bits(s0), math.Float64bits(s1), math.Float64bits(s2), math.Float64bits(s3)
-	const abs = 1<<63 - 1
+	h := uint64(f16of64(r0)) | uint64(f16of64(r1))<<16 | uint64(f16of64(r2))<<32 | uint64(f16of64(r3))<<48
+	return h, math.Float64frombits(r0), math.Float64frombits(r1), math.Float64frombits(r2), math.Float64frombits(r3)
+}
+
+// h4fmaFast is h4fmaZ's fast path: the FP64 bits of the four lanes'
+// values, and whether every lane may take it. It rounds each sum's bits
+// to 10 mantissa bits in place (to nearest even; the sign bit is
+// untouched, a carry goes into the exponent).
+func h4fmaFast(a, b uint64, z0, z1, z2, z3 float64, half *[1 << 16]float32) (r0, r1, r2, r3 uint64, ok bool) {
+	b0 := math.Float64bits(float64(half[uint16(a)]*half[uint16(b)]) + z0)
+	b1 := math.Float64bits(float64(half[uint16(a>>16)]*half[uint16(b>>16)]) + z1)
+	b2 := math.Float64bits(float64(half[uint16(a>>32)]*half[uint16(b>>32)]) + z2)
+	b3 := math.Float64bits(float64(half[uint16(a>>48)]*half[uint16(b>>48)]) + z3)
+	const low, tie, abs = 1<<42 - 1, 1 << 41, 1<<63 - 1
+	r0 = (b0 + (tie - 1) + (b0>>42)&1) &^ low
+	r1 = (b1 + (tie - 1) + (b1>>42)&1) &^ low
+	r2 = (b2 + (tie - 1) + (b2>>42)&1) &^ low
+	r3 = (b3 + (tie - 1) + (b3>>42)&1) &^ low
 	a0, a1, a2, a3 := b0&abs, b1&abs, b2&abs, b3&abs
-	if a0|a1|a2|a3 == 0 {
-		return (b0>>48 | b1>>32 | b2>>16 | b3) & 0x8000800080008000
+	ok = min(a0-1, a1-1, a2-1, a3-1) >= f64MinNormal16-1 && max(r0&abs, r1&abs, r2&abs, r3&abs) < f64Two16
+	return r0, r1, r2, r3, ok
+}
+
+// f16of64 is the FP16 bits of r, FP64 bits that are zero or an FP16
+// normal: the sign, then the exponent rebiased and the mantissa's top 10
+// bits (zero stays zero).
+func f16of64(r uint64) uint16 {
+	m := r << 1 >> 43
+	return uint16(r>>48)&0x8000 | uint16(max(m, 1008<<10)-1008<<10)
+}
+
+// h4fmaSlow is h4fmaZ lane by lane: each sum rounded to odd when it is
+// inexact (SumRTO), then to FP16; the lanes' values through the table.
+func h4fmaSlow(a, b uint64, z0, z1, z2, z3 float64, half *[1 << 16]float32) (uint64, float64, float64, float64, float64) {
+	z := [4]float64{z0, z1, z2, z3}
+	var r uint64
+	for i := range z {
+		p := float64(half[uint16(a>>(16*i))] * half[uint16(b>>(16*i))])
+		r |= uint64(f64to16(numfmt.SumRTO(p, z[i]))) << (16 * i)
 	}
-	if max(a0, a1, a2, a3) >= f64Two16 || min(a0-1, a1-1, a2-1, a3-1) < f64MinNormal16-1 {
-		return round4Slow(s0, s1, s2, s3)
-	}
-	return uint64(fast16(b0)) | uint64(fast16(b1))<<16 | uint64(fast16(b2))<<32 | uint64(fast16(b3))<<48
+	return r, float64(half[uint16(r)]), float64(half[uint16(r>>16)]), float64(half[uint16(r>>32)]), float64(half[uint16(r>>48)])
 }
 
 // round4Slow is f64to16 of four lanes.
 func round4Slow(s0, s1, s2, s3 float64) uint64 {
 	return uint64(f64to16(s0)) | uint64(f64to16(s1))<<16 | uint64(f64to16(s2))<<32 | uint64(f64to16(s3))<<48
-}
-
-// fma16Sums returns each lane's s = p + z when it is exact, else p + z
-// rounded to odd. By Fast2Sum, s - p is exact when |p| >= |z| and s - z
-// when |z| >= |p|, so both equal the other operand iff s is exact (an Inf
-// or NaN operand fails the test, and SumRTO returns its sum).
-func fma16Sums(p0, z0, s0, p1, z1, s1, p2, z2, s2, p3, z3, s3 float64) (float64, float64, float64, float64) {
-	if s0-p0 != z0 || s0-z0 != p0 {
-		s0 = numfmt.SumRTO(p0, z0)
-	}
-	if s1-p1 != z1 || s1-z1 != p1 {
-		s1 = numfmt.SumRTO(p1, z1)
-	}
-	if s2-p2 != z2 || s2-z2 != p2 {
-		s2 = numfmt.SumRTO(p2, z2)
-	}
-	if s3-p3 != z3 || s3-z3 != p3 {
-		s3 = numfmt.SumRTO(p3, z3)
-	}
-	return s0, s1, s2, s3
 }
 
 // round4 is f64to16 of four lanes (NaN gives qnan16): all zeros give
