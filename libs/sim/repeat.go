@@ -97,37 +97,41 @@ func (x *exec) runIters(k int, c *context, body []inst, t, per, iters int64, sav
 				if off > x.size-8 || addr&7 != 0 {
 					return j, i, z0, z1, z2, z3
 				}
-				setPair(&c.a, in.d, binary.LittleEndian.Uint64(x.mem[off:]))
+				putPair(&c.a, in.d, binary.LittleEndian.Uint64(x.mem[off:]))
 				c.m[in.a&15] = addr + uint32(in.imm)
 			case isa.H4FMA:
 				a := &c.a
-				p, q := getPair(a, in.a), getPair(a, in.b)
+				p, q := pairOf(a, in.a), pairOf(a, in.b)
 				if i == fi {
-					z0, z1, z2, z3 = h4fmaAcc(p, q, z0, z1, z2, z3, half)
+					if r0, r1, r2, r3, ok := h4fmaFast(p, q, z0, z1, z2, z3, half); ok {
+						z0, z1, z2, z3 = math.Float64frombits(r0), math.Float64frombits(r1), math.Float64frombits(r2), math.Float64frombits(r3)
+					} else {
+						_, z0, z1, z2, z3 = h4fmaSlow(p, q, z0, z1, z2, z3, half)
+					}
 					break
 				}
 				y0, y1, y2, y3 := acc0, acc1, acc2, acc3
-				if d := getPair(a, in.d); d != accBits {
+				if d := pairOf(a, in.d); d != accBits {
 					y0, y1 = float64(half[uint16(d)]), float64(half[uint16(d>>16)])
 					y2, y3 = float64(half[uint16(d>>32)]), float64(half[uint16(d>>48)])
 				}
 				accBits, acc0, acc1, acc2, acc3 = h4fmaZ(p, q, y0, y1, y2, y3, half)
-				setPair(a, in.d, accBits)
+				putPair(a, in.d, accBits)
 			case isa.H4MAX, isa.H4MIN: // h4maxmin, the common case inline
 				a := &c.a
-				p, q := getPair(a, in.a), getPair(a, in.b)
+				p, q := pairOf(a, in.a), pairOf(a, in.b)
 				if h4nan(p, q) {
-					setPair(a, in.d, h4maxminNaN(p, q, in.op == isa.H4MAX))
+					putPair(a, in.d, h4maxminNaN(p, q, in.op == isa.H4MAX))
 					break
 				}
 				sel := h4gt(p, q)
 				if in.op == isa.H4MIN {
 					sel = ^sel
 				}
-				setPair(a, in.d, p&sel|q&^sel)
+				putPair(a, in.d, p&sel|q&^sel)
 			case isa.H4ADD, isa.H4SUB, isa.H4MUL:
 				a := &c.a
-				setPair(a, in.d, h4arith(in.op, getPair(a, in.a), getPair(a, in.b), 0, half))
+				putPair(a, in.d, h4arith(in.op, pairOf(a, in.a), pairOf(a, in.b), 0, half))
 			default:
 				if _, _, _, ok := x.step(k, c, in, 0, t+j*per, saveAcc); !ok {
 					return j, i, z0, z1, z2, z3
@@ -144,15 +148,16 @@ func (x *exec) runIters(k int, c *context, body []inst, t, per, iters int64, sav
 	return iters, len(body), z0, z1, z2, z3
 }
 
-// h4fmaAcc is h4fmaZ without the result's bits (round4 of its lanes gives
-// them).
-func h4fmaAcc(a, b uint64, z0, z1, z2, z3 float64, half *[1 << 16]float32) (float64, float64, float64, float64) {
-	r0, r1, r2, r3, ok := h4fmaFast(a, b, z0, z1, z2, z3, half)
-	if !ok {
-		_, z0, z1, z2, z3 = h4fmaSlow(a, b, z0, z1, z2, z3, half)
-		return z0, z1, z2, z3
-	}
-	return math.Float64frombits(r0), math.Float64frombits(r1), math.Float64frombits(r2), math.Float64frombits(r3)
+// pairOf and putPair are getPair and setPair for an even r (decoding
+// checks that every $a pair is), whose pair is a[r&14:r&14+2].
+func pairOf(a *[16]uint32, r uint8) uint64 {
+	i := r & 14
+	return uint64(a[i]) | uint64(a[i+1])<<32
+}
+
+func putPair(a *[16]uint32, r uint8, v uint64) {
+	i := r & 14
+	a[i], a[i+1] = uint32(v), uint32(v>>32)
 }
 
 // privateFMA returns the index of an f16v4 fma of body whose destination
