@@ -60,9 +60,9 @@ func h4fma(a, b, d uint64, half *[1 << 16]float32) uint64 {
 // at least 2^-21 |p|: so |p| >= 2^27, which z (below 2^16) cannot bring
 // back into range, or |p| < 2^-30 |z|, when s is within 2^-29 |z| of z,
 // an FP16 value, far from any midpoint. So the fast path (h4fmaFast)
-// needs no exactness test: every lane zero or of magnitude in
-// [2^-14, 2^16) before rounding and below 2^16 (not Inf) after. The rest
-// (subnormal results, overflow, Inf, NaN) go to h4fmaSlow.
+// needs no exactness test: every lane zero or rounded (as a normal) to a
+// magnitude in [2^-14, 2^16). The rest (subnormal results, overflow, Inf,
+// NaN) go to h4fmaSlow.
 func h4fmaZ(a, b uint64, z0, z1, z2, z3 float64, half *[1 << 16]float32) (uint64, float64, float64, float64, float64) {
 	r0, r1, r2, r3, ok := h4fmaFast(a, b, z0, z1, z2, z3, half)
 	if !ok {
@@ -75,19 +75,23 @@ func h4fmaZ(a, b uint64, z0, z1, z2, z3 float64, half *[1 << 16]float32) (uint64
 // h4fmaFast is h4fmaZ's fast path: the FP64 bits of the four lanes'
 // values, and whether every lane may take it. It rounds each sum's bits
 // to 10 mantissa bits in place (to nearest even; the sign bit is
-// untouched, a carry goes into the exponent).
+// untouched, a carry goes into the exponent; a NaN's can reach the sign
+// bit). It checks the rounded magnitudes q (the sign bit cleared, or set
+// by such a carry): a sum in [2^-14 - 2^-26, 2^-14), below the normals,
+// rounds to 2^-14 here as it does to FP16, the rest of that binade stays
+// below 2^-14.
 func h4fmaFast(a, b uint64, z0, z1, z2, z3 float64, half *[1 << 16]float32) (r0, r1, r2, r3 uint64, ok bool) {
 	b0 := math.Float64bits(float64(half[uint16(a)]*half[uint16(b)]) + z0)
 	b1 := math.Float64bits(float64(half[uint16(a>>16)]*half[uint16(b>>16)]) + z1)
 	b2 := math.Float64bits(float64(half[uint16(a>>32)]*half[uint16(b>>32)]) + z2)
 	b3 := math.Float64bits(float64(half[uint16(a>>48)]*half[uint16(b>>48)]) + z3)
-	const low, tie, abs = 1<<42 - 1, 1 << 41, 1<<63 - 1
-	r0 = (b0 + (tie - 1) + (b0>>42)&1) &^ low
-	r1 = (b1 + (tie - 1) + (b1>>42)&1) &^ low
-	r2 = (b2 + (tie - 1) + (b2>>42)&1) &^ low
-	r3 = (b3 + (tie - 1) + (b3>>42)&1) &^ low
-	a0, a1, a2, a3 := b0&abs, b1&abs, b2&abs, b3&abs
-	ok = min(a0-1, a1-1, a2-1, a3-1) >= f64MinNormal16-1 && max(r0&abs, r1&abs, r2&abs, r3&abs) < f64Two16
+	const tie, sign = 1 << 41, 1 << 63
+	r0 = (b0 + (tie - 1) + (b0>>42)&1) >> 42 << 42
+	r1 = (b1 + (tie - 1) + (b1>>42)&1) >> 42 << 42
+	r2 = (b2 + (tie - 1) + (b2>>42)&1) >> 42 << 42
+	r3 = (b3 + (tie - 1) + (b3>>42)&1) >> 42 << 42
+	q0, q1, q2, q3 := r0^b0&sign, r1^b1&sign, r2^b2&sign, r3^b3&sign
+	ok = min(q0-1, q1-1, q2-1, q3-1) >= f64MinNormal16-1 && max(q0, q1, q2, q3) < f64Two16
 	return r0, r1, r2, r3, ok
 }
 

@@ -152,3 +152,29 @@ func TestF16AccLoopsMatchStepwise(t *testing.T) {
 		}
 	}
 }
+
+// TestH4FMAEdges: every FP16 a times b for a few b, added to addends at
+// the edges of the fast path (the smallest normals, the largest finite
+// values, ones), against h4op; and sums that are NaNs whose rounding
+// carries into the sign bit are not taken for zeros.
+func TestH4FMAEdges(t *testing.T) {
+	half := halfTable()
+	for _, z := range []uint16{0x0400, 0x8400, 0x0401, 0x03FF, 0x83FF, 0x7BFF, 0xFBFF, 0x7BFE, 0x3C00, 0} {
+		zf := float64(half[z])
+		for _, b := range []uint16{0x3C00, 0x0800, 0x8800, 0x1400, 0x3800, 0x5BFF} {
+			for a := 0; a < 1<<16; a++ {
+				av, bv, dv := uint64(a)*0x0001000100010001, uint64(b)*0x0001000100010001, uint64(z)*0x0001000100010001
+				want := h4op(isa.H4FMA, av, bv, dv)
+				if got, _, _, _, _ := h4fmaZ(av, bv, zf, zf, zf, zf, half); got != want {
+					t.Fatalf("fma(%04x, %04x, %04x) = %016x, want %016x", a, b, z, got, want)
+				}
+			}
+		}
+	}
+	for _, nan := range []uint64{0x7FFFFFFFFFFFFFFF, 0xFFFFFFFFFFFFFFFF, 0x7FFFFE0000000000} {
+		z := math.Float64frombits(nan)
+		if _, _, _, _, ok := h4fmaFast(0, 0, z, 0, 0, 0, half); ok {
+			t.Fatalf("h4fmaFast takes the sum with NaN %016x", nan)
+		}
+	}
+}
