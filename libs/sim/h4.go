@@ -59,12 +59,13 @@ func h4fma(a, b, d uint64, half *[1 << 16]float32) uint64 {
 // more than 51 bits apart, and z's lowest bit is at least 2^-24 and p's
 // at least 2^-21 |p|: so |p| >= 2^27, which z (below 2^16) cannot bring
 // back into range, or |p| < 2^-30 |z|, when s is within 2^-29 |z| of z,
-// an FP16 value, far from any midpoint. So the fast path (h4fmaFast)
+// an FP16 value, far from any midpoint. So the fast path (h4fmaFastY)
 // needs no exactness test: every lane zero or rounded (as a normal) to a
 // magnitude in [2^-14, 2^16). The rest (subnormal results, overflow, Inf,
 // NaN) go to h4fmaSlow.
 func h4fmaZ(a, b uint64, z0, z1, z2, z3 float64, half *[1 << 16]float32) (uint64, float64, float64, float64, float64) {
-	r0, r1, r2, r3, ok := h4fmaFast(a, b, z0, z1, z2, z3, half)
+	y0, y1, y2, y3 := half[uint16(b)], half[uint16(b>>16)], half[uint16(b>>32)], half[uint16(b>>48)]
+	r0, r1, r2, r3, ok := h4fmaFastY(a, y0, y1, y2, y3, z0, z1, z2, z3, half)
 	if !ok {
 		return h4fmaSlow(a, b, z0, z1, z2, z3, half)
 	}
@@ -72,19 +73,20 @@ func h4fmaZ(a, b uint64, z0, z1, z2, z3 float64, half *[1 << 16]float32) (uint64
 	return h, math.Float64frombits(r0), math.Float64frombits(r1), math.Float64frombits(r2), math.Float64frombits(r3)
 }
 
-// h4fmaFast is h4fmaZ's fast path: the FP64 bits of the four lanes'
-// values, and whether every lane may take it. It rounds each sum's bits
+// h4fmaFastY is h4fmaZ's fast path, b's lanes given by their values
+// y0..y3: the FP64 bits of the four result lanes' values, and whether
+// every lane may take it. It rounds each sum's bits
 // to 10 mantissa bits in place (to nearest even; the sign bit is
 // untouched, a carry goes into the exponent; a NaN's can reach the sign
 // bit). It checks the rounded magnitudes q (the sign bit cleared, or set
 // by such a carry): a sum in [2^-14 - 2^-26, 2^-14), below the normals,
 // rounds to 2^-14 here as it does to FP16, the rest of that binade stays
 // below 2^-14.
-func h4fmaFast(a, b uint64, z0, z1, z2, z3 float64, half *[1 << 16]float32) (r0, r1, r2, r3 uint64, ok bool) {
-	b0 := math.Float64bits(float64(half[uint16(a)]*half[uint16(b)]) + z0)
-	b1 := math.Float64bits(float64(half[uint16(a>>16)]*half[uint16(b>>16)]) + z1)
-	b2 := math.Float64bits(float64(half[uint16(a>>32)]*half[uint16(b>>32)]) + z2)
-	b3 := math.Float64bits(float64(half[uint16(a>>48)]*half[uint16(b>>48)]) + z3)
+func h4fmaFastY(a uint64, y0, y1, y2, y3 float32, z0, z1, z2, z3 float64, half *[1 << 16]float32) (r0, r1, r2, r3 uint64, ok bool) {
+	b0 := math.Float64bits(float64(half[uint16(a)]*y0) + z0)
+	b1 := math.Float64bits(float64(half[uint16(a>>16)]*y1) + z1)
+	b2 := math.Float64bits(float64(half[uint16(a>>32)]*y2) + z2)
+	b3 := math.Float64bits(float64(half[uint16(a>>48)]*y3) + z3)
 	const tie, sign = 1 << 41, 1 << 63
 	r0 = (b0 + (tie - 1) + (b0>>42)&1) >> 42 << 42
 	r1 = (b1 + (tie - 1) + (b1>>42)&1) >> 42 << 42

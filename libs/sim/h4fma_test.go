@@ -104,8 +104,10 @@ func f16AccLoop(body ...isa.Inst) []any {
 }
 
 // TestF16AccLoopsMatchStepwise runs repeat bodies with an f16v4 fma whose
-// accumulator only it uses (kept as FP64 across the body), one another
-// instruction reads, one into $a14:15 and two fmas into one register,
+// accumulator only it uses (kept as FP64 across the body; an operand the
+// body does not write, either one, or none), one another instruction
+// reads, one into $a14:15, two fmas into one register, and max or min
+// whose result only they read (as a or b) or another reads or writes too,
 // over data that takes the accumulators through ties, subnormals,
 // overflow, Inf and NaN: run ahead and one instruction at a time must
 // give the same results, states and memory.
@@ -117,6 +119,9 @@ func TestF16AccLoopsMatchStepwise(t *testing.T) {
 		"read":     {ld, I(isa.H4FMA, 4, 0, 2, 0), I(isa.H4ADD, 8, 4, 2, 0)},
 		"a14":      {ld, I(isa.H4FMA, 14, 0, 2, 0), I(isa.H4FMA, 4, 0, 0, 0)},
 		"two fmas": {ld, I(isa.H4FMA, 4, 0, 2, 0), I(isa.H4FMA, 4, 2, 0, 0), I(isa.H4MIN, 8, 8, 4, 0)},
+		"written":  {ld, I(isa.H4FMA, 4, 0, 2, 0), I(isa.H4MAX, 6, 6, 0, 0), I(isa.H4ADD, 4, 0, 2, 0), I(isa.H4MUL, 6, 0, 2, 0)},
+		"inv a":    {ld, I(isa.H4FMA, 4, 2, 0, 0), I(isa.H4MIN, 8, 0, 8, 0)},
+		"min read": {ld, I(isa.H4FMA, 4, 0, 2, 0), I(isa.H4MIN, 8, 0, 8, 0), I(isa.H4SUB, 6, 8, 2, 0)},
 	}
 	for seed := uint64(0); seed < 6; seed++ {
 		r := rand.New(rand.NewPCG(seed, 7))
@@ -173,8 +178,8 @@ func TestH4FMAEdges(t *testing.T) {
 	}
 	for _, nan := range []uint64{0x7FFFFFFFFFFFFFFF, 0xFFFFFFFFFFFFFFFF, 0x7FFFFE0000000000} {
 		z := math.Float64frombits(nan)
-		if _, _, _, _, ok := h4fmaFast(0, 0, z, 0, 0, 0, half); ok {
-			t.Fatalf("h4fmaFast takes the sum with NaN %016x", nan)
+		if _, _, _, _, ok := h4fmaFastY(0, 0, 0, 0, 0, z, 0, 0, 0, half); ok {
+			t.Fatalf("h4fmaFastY takes the sum with NaN %016x", nan)
 		}
 	}
 }
