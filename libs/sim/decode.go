@@ -46,7 +46,7 @@ type program struct {
 	// but exit, jr, a word that is not code), distE[i] the same with exit
 	// counted: see readBound.
 	distW, distE []uint32
-	half         *[1 << 16]float32 // halfTable(), when the code has amph
+	half         *[1 << 16]float32 // halfTable(), when the code has amph or f16v4 arithmetic
 	// rep[i] is the number of instructions from insts[i] on that a
 	// worker's repeat body may run without the stretch loop (repeatable).
 	rep []uint32
@@ -107,7 +107,7 @@ func (m *Machine) decodeProgram(mem []byte, code []arch.Range) *program {
 	}
 	p.distW, p.distE = distances(p.insts, false), distances(p.insts, true)
 	for i := range p.insts {
-		if op := p.insts[i].op; op == isa.AMPH || op == isa.H4FMA {
+		if op := p.insts[i].op; op == isa.AMPH || op >= isa.H4ADD && op <= isa.H4FMA {
 			p.half = halfTable()
 			break
 		}

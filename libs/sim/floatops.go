@@ -82,7 +82,7 @@ func stepFloat(c *context, in *inst) bool {
 		case isa.H4CMPLT, isa.H4CMPEQ:
 			v = h4op(in.op, x, y, 0)
 		default:
-			v = h4arith(in.op, x, y, uint64(c.a[d])|uint64(c.a[(d+1)&15])<<32)
+			v = h4arith(in.op, x, y, uint64(c.a[d])|uint64(c.a[(d+1)&15])<<32, halfTable())
 		}
 		c.a[d], c.a[(d+1)&15] = uint32(v), uint32(v>>32)
 	case isa.H4SEL:

@@ -30,7 +30,7 @@ func TestH4FastEqualsGeneric(t *testing.T) {
 	for n := 0; n < 400000; n++ {
 		a, b, d := lanes(), lanes(), lanes()
 		for _, op := range []isa.Op{isa.H4ADD, isa.H4SUB, isa.H4MUL, isa.H4FMA} {
-			if got, want := h4arith(op, a, b, d), h4op(op, a, b, d); got != want {
+			if got, want := h4arith(op, a, b, d, halfTable()), h4op(op, a, b, d); got != want {
 				t.Fatalf("%s(%016x, %016x, %016x) = %016x, want %016x", opName(op), a, b, d, got, want)
 			}
 		}
@@ -43,20 +43,31 @@ func TestH4FastEqualsGeneric(t *testing.T) {
 	}
 }
 
-func TestRound16(t *testing.T) {
+func TestRound4(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for n := 0; n < 1000000; n++ {
+	val := func(n int) float64 {
+		if r.IntN(8) == 0 {
+			return math.Copysign(0, float64(1-2*r.IntN(2)))
+		}
 		// Exponents around FP16's range, every mantissa pattern.
 		e := uint64(1000 + r.IntN(50))
 		x := math.Float64frombits(uint64(r.IntN(2))<<63 | e<<52 | r.Uint64()&(1<<52-1))
 		if n%3 == 0 { // exact halfway cases
 			x = math.Float64frombits(math.Float64bits(x)&^(1<<42-1) | 1<<41)
 		}
-		if got, want := round16(x), f64to16(x); got != want {
-			t.Fatalf("round16(%v) = %04x, want %04x", x, got, want)
+		return x
+	}
+	for n := 0; n < 1000000; n++ {
+		var s [4]float64
+		var want uint64
+		for i := range s {
+			s[i] = val(n)
+			want |= uint64(f64to16(s[i])) << (16 * i)
+		}
+		if got := round4(s[0], s[1], s[2], s[3]); got != want {
+			t.Fatalf("round4(%v) = %016x, want %016x", s, got, want)
 		}
 	}
-
 }
 
 func TestHalfTable(t *testing.T) {

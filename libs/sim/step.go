@@ -181,7 +181,7 @@ func (x *exec) step(k int, c *context, in *inst, pc uint32, t int64, saveAcc boo
 		setPair(a, in.d, h4maxmin(getPair(a, in.a), getPair(a, in.b), in.op == isa.H4MAX))
 	case isa.H4ADD, isa.H4SUB, isa.H4MUL:
 		a := &c.a
-		setPair(a, in.d, h4arith(in.op, getPair(a, in.a), getPair(a, in.b), 0))
+		setPair(a, in.d, h4arith(in.op, getPair(a, in.a), getPair(a, in.b), 0, x.prog.half))
 	default:
 		ok = stepFloat(c, in)
 		return npc, cyc, 0, ok

@@ -127,14 +127,19 @@ func intLoop(iters int) kernel {
 }
 
 // f16Loop: each worker streams its own 4 KiB of FP16 data with f16v4 fma,
-// passes times over it.
+// passes times over it, into an accumulator that random-walks (each
+// product is a data vector times a nonzero coefficient vector, so every
+// fma rounds real sums: no lane stays zero).
 func f16Loop(passes int) kernel {
 	const vecs = 512 // 64-bit vectors per worker: 4 KiB
+	coef := dataA + 6*vecs*8
 	var p prog
 	supervisor(&p, 0, 6)
 	wpc := codeBase + 4*len(p.words)
 	p.words[0] = isa.MustEncode(isa.Inst{Op: isa.LI, D: 1, Imm: int32(wpc)})
 	p.emit(isa.Inst{Op: isa.SHLI, D: 3, A: 0, Imm: 12}) // worker * 4096
+	p.emit(isa.Inst{Op: isa.LI, D: 4, Imm: int32(coef)})
+	p.emit(isa.Inst{Op: isa.LD64, D: 2, A: 4}) // the coefficients, $a2:$a3
 	p.emit(isa.Inst{Op: isa.LI, D: 1, Imm: int32(passes)})
 	outer := p.emit(isa.Inst{Op: isa.LI, D: 2, Imm: dataA})
 	p.emit(isa.Inst{Op: isa.ADD, D: 2, A: 2, B: 3})
@@ -146,10 +151,13 @@ func f16Loop(passes int) kernel {
 	br := p.emit(isa.Inst{Op: isa.BRNZ, A: 1})
 	p.words[br] = isa.MustEncode(isa.Inst{Op: isa.BRNZ, A: 1, Imm: int32(outer - (br + 1))})
 	p.emit(isa.Inst{Op: isa.EXIT})
-	data := make([]byte, 6*vecs*8)
+	data := make([]byte, 6*vecs*8+8)
 	r := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < len(data); i += 2 {
+	for i := 0; i < 6*vecs*8; i += 2 {
 		binary.LittleEndian.PutUint16(data[i:], numfmt.F32ToF16(math.Float32bits(float32(r.Float64()-0.5))))
+	}
+	for i, c := range []float32{0.25, -0.5, 0.375, 0.125} {
+		binary.LittleEndian.PutUint16(data[6*vecs*8+2*i:], numfmt.F32ToF16(math.Float32bits(c)))
 	}
 	sup := int64(2 + 2*6 + 1)
 	return kernel{
@@ -160,7 +168,7 @@ func f16Loop(passes int) kernel {
 				{Addr: dataA, Data: data},
 			}}
 		},
-		instrs: sup + 6*(2+int64(passes)*(3+vecs*3+2)+1),
+		instrs: sup + 6*(4+int64(passes)*(3+vecs*3+2)+1),
 		target: targetF16,
 	}
 }
