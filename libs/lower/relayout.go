@@ -28,6 +28,7 @@ import (
 // buffer on the destination tile.
 func (l *lowerer) runMoves(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref, runs []layout.Run) (*moves, error) {
 	m := newMoves()
+	m.xfers = make([]prog.Transfer, 0, len(runs)) // at most one a run
 	size := src.Size
 	type local struct {
 		from, to prog.Ref
