@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 
 	"ipu.local/libs/arch"
 	"ipu.local/libs/isa"
@@ -31,9 +32,10 @@ func ScheduleStats(p *arch.Preset, phase []Transfer, opt Options) (*Plan, AlignS
 	// and run in parallel; later ones serve first the tiles that ended
 	// last in the best schedule so far.
 	runs := make([]*scheduler, min(passes, len(strategies)))
+	ix := newPhaseIndex(p.Tiles, phase)
 	stats := make([]AlignStats, len(runs))
 	par.For(len(runs), len(runs), func(_, k int) {
-		runs[k], stats[k] = scheduleAligned(p, phase, opt, strategies[k])
+		runs[k], stats[k] = scheduleAligned(p, phase, opt, strategies[k], ix)
 	})
 	var best *scheduler
 	var align AlignStats
@@ -50,7 +52,7 @@ func ScheduleStats(p *arch.Preset, phase []Transfer, opt Options) (*Plan, AlignS
 				st.bonus[id] = t.sync + 1
 			}
 		}
-		s, a := scheduleAligned(p, phase, opt, st)
+		s, a := scheduleAligned(p, phase, opt, st, ix)
 		if s.makespan < best.makespan {
 			best, align = s, a
 		}
@@ -121,9 +123,10 @@ type scheduler struct {
 	remS   []int64      // words each tile has still to send
 	remR   []int64      // words each tile has still to receive
 	remI   []int64      // issue cycles each tile's pending events need, at most
-	pend   [][]int      // each tile's sends
-	done   []bool       // committed transfers
-	order  []int        // committed transfers, in commit order
+	pend   [][]int      // each tile's sends (ix's: read only)
+	ix     *phaseIndex
+	done   []bool // committed transfers
+	order  []int  // committed transfers, in commit order
 	events []Event
 	// makespan is the phase's cycles once run has placed the syncs.
 	makespan int64
@@ -137,26 +140,18 @@ type scheduler struct {
 }
 
 func newScheduler(p *arch.Preset, phase []Transfer, opt Options, st strategy) *scheduler {
-	s := &scheduler{p: p, phase: phase, opt: opt, st: st, mask: opt.regs(),
-		tiles: make([]*tileState, p.Tiles), remS: make([]int64, p.Tiles), remR: make([]int64, p.Tiles),
-		remI: make([]int64, p.Tiles), pend: make([][]int, p.Tiles), done: make([]bool, len(phase)),
+	return newSchedulerIx(p, phase, opt, st, newPhaseIndex(p.Tiles, phase))
+}
+
+// newSchedulerIx is newScheduler with the phase's index made already.
+func newSchedulerIx(p *arch.Preset, phase []Transfer, opt Options, st strategy, ix *phaseIndex) *scheduler {
+	s := &scheduler{p: p, phase: phase, opt: opt, st: st, mask: opt.regs(), ix: ix,
+		tiles: make([]*tileState, p.Tiles), remS: slices.Clone(ix.remS), remR: slices.Clone(ix.remR),
+		remI: slices.Clone(ix.remI), pend: ix.pend, done: make([]bool, len(phase)),
 		events: make([]Event, len(phase))}
-	touch := func(t int) {
-		if s.tiles[t] == nil {
-			s.tiles[t] = newTile(t)
-		}
-	}
-	for i, x := range phase {
-		touch(x.Src)
-		s.pend[x.Src] = append(s.pend[x.Src], i)
-		s.remS[x.Src] += int64(x.Words)
-		s.remI[x.Src] += issueCost(sendOps(x))
-		s.tiles[x.Src].expect(sendOps(x), 1)
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-			touch(u)
-			s.remR[u] += int64(x.Words)
-			s.remI[u] += issueCost(recvOps(x))
-			s.tiles[u].expect(recvOps(x), 1)
+	for t, n := range ix.events {
+		if n > 0 {
+			s.tiles[t] = newTile(t, slices.Clone(ix.future[t]))
 		}
 	}
 	return s
@@ -225,7 +220,22 @@ func (h *candHeap) pop() cand {
 	top := a[0]
 	n := len(a) - 1
 	a[0] = a[n]
-	a = a[:n]
+	*h = a[:n]
+	h.down()
+	return top
+}
+
+// fix replaces the top candidate by c (the same transfer, re-evaluated)
+// and restores the heap order: a pop and a push in one sift.
+func (h *candHeap) fix(c cand) {
+	(*h)[0] = c
+	h.down()
+}
+
+// down sifts the top candidate down to its place.
+func (h *candHeap) down() {
+	a := *h
+	n := len(a)
 	for i := 0; ; {
 		m, l, r := i, 2*i+1, 2*i+2
 		if l < n && a[l].before(&a[m]) {
@@ -240,8 +250,18 @@ func (h *candHeap) pop() cand {
 		a[i], a[m] = a[m], a[i]
 		i = m
 	}
-	*h = a
-	return top
+}
+
+// next returns the candidate that would come first without the top one
+// (nil when it is alone).
+func (h candHeap) next() *cand {
+	switch {
+	case len(h) < 2:
+		return nil
+	case len(h) == 2 || h[1].before(&h[2]):
+		return &h[1]
+	}
+	return &h[2]
 }
 
 // run commits every transfer. Evaluations only go stale when a commit
@@ -257,14 +277,16 @@ func (s *scheduler) run() {
 		}
 	}
 	for len(h) > 0 {
-		old := h.pop()
+		// The top stays in place while it goes back re-evaluated (fix):
+		// any heap pops the same order, as before is a total order.
+		old := h[0]
 		x := s.phase[old.x]
 		if old.block >= 0 {
 			// The tile that held it back last time usually still does:
 			// one tile's bound screens it before all of them.
 			if q := s.tileBound(x, int(old.block), old.start); q > old.start {
 				old.start = q
-				h.push(old)
+				h.fix(old)
 				continue
 			}
 		}
@@ -272,16 +294,17 @@ func (s *scheduler) run() {
 		// current priority it may no longer come first.
 		if p := s.prio(x); p != old.prio {
 			old.prio = p
-			if len(h) > 0 && h[0].before(&old) {
-				h.push(old)
+			if n := h.next(); n != nil && n.before(&old) {
+				h.fix(old)
 				continue
 			}
 		}
 		c, ok := s.evalFrom(int(old.x), old.start, old.prio)
 		if !ok || old.before(&c) {
-			h.push(c)
+			h.fix(c)
 			continue
 		}
+		h.pop()
 		s.commit(c)
 	}
 	for _, t := range s.tiles {
@@ -370,7 +393,7 @@ func (s *scheduler) evalFrom(i int, t0, prio int64) (c cand, ok bool) {
 	x := s.phase[i]
 	c = cand{x: int32(i), prio: prio, words: int32(x.Words), block: -1}
 	src := s.tiles[x.Src]
-	s.sp = src.plan(sendOps(x), s.mask)
+	s.sp = src.plan(sendOps(x), s.ix.send[i], s.mask)
 	if q := src.nextSend(t0, s.sp.need); q > t0 {
 		c.start, c.block = q, int32(x.Src)
 		return c, false
@@ -378,7 +401,7 @@ func (s *scheduler) evalFrom(i int, t0, prio int64) (c cand, ok bool) {
 	ro := recvOps(x)
 	s.rps = s.rps[:0]
 	for u, end := x.Dst, x.Dst+x.Dests(); u < end; u++ {
-		rp := s.tiles[u].plan(ro, s.mask)
+		rp := s.tiles[u].plan(ro, s.ix.recvIDs(i, u-x.Dst), s.mask)
 		l := int64(s.p.Latency(x.Src, u))
 		if q := s.tiles[u].nextRecv(t0+l, rp.need) - l; q > t0 {
 			c.start, c.block = q, int32(u)
@@ -399,14 +422,15 @@ func (s *scheduler) evalFrom(i int, t0, prio int64) (c cand, ok bool) {
 	return c, true
 }
 
-// plans plans transfer x's operands on its sender and its receivers
+// plans plans transfer i's operands on its sender and its receivers
 // (appended to rps[:0]).
-func (s *scheduler) plans(x Transfer, rps []opPlan) (opPlan, []opPlan) {
-	sp := s.tiles[x.Src].plan(sendOps(x), s.mask)
+func (s *scheduler) plans(i int, rps []opPlan) (opPlan, []opPlan) {
+	x := s.phase[i]
+	sp := s.tiles[x.Src].plan(sendOps(x), s.ix.send[i], s.mask)
 	rps = rps[:0]
 	ro := recvOps(x)
-	for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-		rps = append(rps, s.tiles[u].plan(ro, s.mask))
+	for k := range x.Dests() {
+		rps = append(rps, s.tiles[x.Dst+k].plan(ro, s.ix.recvIDs(i, k), s.mask))
 	}
 	return sp, rps
 }
@@ -434,7 +458,7 @@ func (s *scheduler) busFree(src int, end int64) bool {
 				continue
 			}
 			var sp opPlan
-			sp, s.rps2 = s.plans(s.phase[j], s.rps2)
+			sp, s.rps2 = s.plans(j, s.rps2)
 			if s.earliest(s.phase[j], false, &sp, s.rps2) < end {
 				return false
 			}
@@ -552,7 +576,7 @@ func (s *scheduler) commit(c cand) {
 	src.sends = append(src.sends, busUse{c.start, c.start + dur, slots})
 	s.remS[x.Src] -= int64(x.Words)
 	s.remI[x.Src] -= issueCost(sendOps(x))
-	src.expect(sendOps(x), -1)
+	src.expect(sendOps(x), s.ix.send[c.x], -1)
 	ev := Event{Send: c.start, Pair: c.pair, Cycles: dur, Arrive: make([]int64, len(s.rps))}
 	for k := range s.rps {
 		u := x.Dst + k
@@ -562,7 +586,7 @@ func (s *scheduler) commit(c cand) {
 		t.listenEnd = r + dur
 		s.remR[u] -= int64(x.Words)
 		s.remI[u] -= issueCost(recvOps(x))
-		t.expect(recvOps(x), -1)
+		t.expect(recvOps(x), s.ix.recvIDs(int(c.x), k), -1)
 		ev.Arrive[k] = r
 	}
 	s.events[c.x] = ev

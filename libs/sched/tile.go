@@ -94,9 +94,10 @@ type tileState struct {
 	lastUse [16]int64
 	sends   []busUse
 	sync    int64 // the sync's issue cycle, set by finish
-	// future counts the pending events reading each value: a register
-	// whose value no pending event reads is the one to reuse.
-	future map[uint32]int32
+	// future counts the pending events reading each value, by its
+	// number on the tile (phaseIndex): a register whose value no pending
+	// event reads is the one to reuse.
+	future []int32
 	live   uint16 // registers holding a value some pending event reads
 	// loose drops the issue-slot constraint: an event with m loads
 	// before it may issue at any cycle from 6(m+1) after the previous
@@ -128,26 +129,25 @@ func (s *tileState) evictBefore(r, b int) bool {
 func (s *tileState) dead(r int) bool { return s.live&(1<<r) == 0 }
 
 // expect counts the values a pending event reads (delta 1), or uncounts
-// them once it is placed (-1).
-func (s *tileState) expect(ops [3]uint32, delta int32) {
+// them once it is placed (-1); ids are their numbers.
+func (s *tileState) expect(ops [3]uint32, ids [3]int32, delta int32) {
+	zero := count(s.future, ops, ids, delta)
 	for i, v := range ops {
-		if v == 0 || (i > 0 && ops[0] == v) || (i > 1 && ops[1] == v) {
+		if zero&(1<<i) == 0 {
 			continue
 		}
-		n := s.future[v] + delta
-		s.future[v] = n
-		if n == 0 {
-			for r := 0; r < 15; r++ {
-				if s.valid&(1<<r) != 0 && s.val[r] == v {
-					s.live &^= 1 << r
-				}
+		for r := 0; r < 15; r++ {
+			if s.valid&(1<<r) != 0 && s.val[r] == v {
+				s.live &^= 1 << r
 			}
 		}
 	}
 }
 
-func newTile(id int) *tileState {
-	s := &tileState{id: id, last: firstIssue, portFree: none, listenEnd: none, future: map[uint32]int32{}}
+// newTile returns tile id before any event, with future the counts of
+// the pending events reading each of its values (owned by the tile).
+func newTile(id int, future []int32) *tileState {
+	s := &tileState{id: id, last: firstIssue, portFree: none, listenEnd: none, future: future}
 	for i := range s.lastUse {
 		s.lastUse[i] = none
 	}
@@ -160,6 +160,7 @@ type item struct {
 	val     uint32
 	cost    int   // instructions: li, or li and lih
 	release int64 // the register is free after this cycle's event
+	vid     int32 // the value's number on the tile
 	gap     int   // where the load goes: an earlier gap, or -1 for the event's own
 }
 
@@ -171,11 +172,12 @@ type opPlan struct {
 	need  int // load instructions that must go in the event's own gap
 }
 
-// plan chooses registers for an event reading ops (d, a, b) on tile s:
+// plan chooses registers for an event reading ops (d, a, b), numbered
+// ids, on tile s:
 // cached values stay where they are, 0 is $mzero, missing values go to
 // the least recently used registers of mask, and as many loads as fit are
 // hoisted into earlier gaps (tentatively: commit decides).
-func (s *tileState) plan(ops [3]uint32, mask uint16) opPlan {
+func (s *tileState) plan(ops [3]uint32, ids [3]int32, mask uint16) opPlan {
 	var p opPlan
 	var pinned uint16
 	// Cached values first, so that no new load takes their registers.
@@ -215,7 +217,7 @@ func (s *tileState) plan(ops [3]uint32, mask uint16) opPlan {
 		}
 		pinned |= 1 << best
 		p.regs[k] = uint8(best)
-		p.items[p.n] = item{reg: uint8(best), val: v, cost: codegen.ConstLen(v), release: s.lastUse[best], gap: -1}
+		p.items[p.n] = item{reg: uint8(best), val: v, cost: codegen.ConstLen(v), release: s.lastUse[best], gap: -1, vid: ids[k]}
 		p.n++
 	}
 	// Hoist: the most constrained load (latest release) first, each into
@@ -311,7 +313,7 @@ func (s *tileState) add(t int64, op isa.Op, p opPlan, x int) {
 		s.val[it.reg] = it.val
 		s.valid |= 1 << it.reg
 		s.live &^= 1 << it.reg
-		if s.future[it.val] > 0 {
+		if s.future[it.vid] > 0 {
 			s.live |= 1 << it.reg
 		}
 	}
