@@ -131,12 +131,43 @@ type scheduler struct {
 	// makespan is the phase's cycles once run has placed the syncs.
 	makespan int64
 
-	// Plans of the transfer evaluated last: its sender, its receivers;
-	// rps2 is scratch for busFree.
-	sp   opPlan
-	rps  []opPlan
-	rps2 []opPlan
-	mns  []int // scratch for quick
+	// Plans of the transfer to commit: its sender, its receivers.
+	sp  opPlan
+	rps []opPlan
+	// The loads the plans of transfer i need (opPlan.need) on its
+	// sender and on its k-th receiver (needR[ix.recvAt[i]+k]), as of
+	// the tile's version ver (0: not known).
+	needS, needR []needMemo
+	rn, rn2      []int // scratch for evalFrom, busFree
+	mns          []int // scratch for quick
+}
+
+// needMemo is the loads an event's plan needs as of a tile's version.
+type needMemo struct {
+	ver  uint32
+	need int32
+}
+
+// sendNeed returns plan(...).need of transfer i's send on its sender.
+func (s *scheduler) sendNeed(i int) int {
+	t, m := s.tiles[s.phase[i].Src], &s.needS[i]
+	if m.ver != t.ver {
+		x := s.phase[i]
+		m.ver, m.need = t.ver, int32(t.plan(sendOps(x), s.ix.send[i], s.mask).need)
+	}
+	return int(m.need)
+}
+
+// recvNeed returns plan(...).need of transfer i's recv on its k-th
+// receiver.
+func (s *scheduler) recvNeed(i, k int) int {
+	r := s.ix.recvAt[i] + k
+	x := s.phase[i]
+	t, m := s.tiles[x.Dst+k], &s.needR[r]
+	if m.ver != t.ver {
+		m.ver, m.need = t.ver, int32(t.plan(recvOps(x), s.ix.recv[r], s.mask).need)
+	}
+	return int(m.need)
 }
 
 func newScheduler(p *arch.Preset, phase []Transfer, opt Options, st strategy) *scheduler {
@@ -148,7 +179,8 @@ func newSchedulerIx(p *arch.Preset, phase []Transfer, opt Options, st strategy, 
 	s := &scheduler{p: p, phase: phase, opt: opt, st: st, mask: opt.regs(), ix: ix,
 		tiles: make([]*tileState, p.Tiles), remS: slices.Clone(ix.remS), remR: slices.Clone(ix.remR),
 		remI: slices.Clone(ix.remI), pend: ix.pend, done: make([]bool, len(phase)),
-		events: make([]Event, len(phase))}
+		events: make([]Event, len(phase)), needS: make([]needMemo, len(phase)),
+		needR: make([]needMemo, len(ix.recv))}
 	for t, n := range ix.events {
 		if n > 0 {
 			s.tiles[t] = newTile(t, slices.Clone(ix.future[t]))
@@ -305,6 +337,7 @@ func (s *scheduler) run() {
 			continue
 		}
 		h.pop()
+		s.sp, s.rps = s.plans(int(c.x), s.rps)
 		s.commit(c)
 	}
 	for _, t := range s.tiles {
@@ -377,44 +410,42 @@ func (s *scheduler) quick(x Transfer) (int64, int) {
 	}
 }
 
-// eval plans transfer i's operands on its tiles (left in s.sp and s.rps)
-// and finds its earliest start, with send or send2.
+// eval finds transfer i's earliest start, with send or send2.
 func (s *scheduler) eval(i int) cand {
 	c, _ := s.evalFrom(i, 0, s.prio(s.phase[i]))
 	return c
 }
 
 // evalFrom is eval for a transfer that cannot start before t0, with
-// priority prio (its current one). It plans
-// the tiles one by one and gives up (ok false) at the first that cannot
+// priority prio (its current one). It takes the loads the tiles' plans
+// need one by one and gives up (ok false) at the first tile that cannot
 // take the transfer at t0: the candidate then has that tile's bound as
-// its start and the tile as its block, and the plans are not made.
+// its start and the tile as its block. Only the loads are kept (the
+// tiles' plans are made again to commit it).
 func (s *scheduler) evalFrom(i int, t0, prio int64) (c cand, ok bool) {
 	x := s.phase[i]
 	c = cand{x: int32(i), prio: prio, words: int32(x.Words), block: -1}
-	src := s.tiles[x.Src]
-	s.sp = src.plan(sendOps(x), s.ix.send[i], s.mask)
-	if q := src.nextSend(t0, s.sp.need); q > t0 {
+	sn := s.sendNeed(i)
+	if q := s.tiles[x.Src].nextSend(t0, sn); q > t0 {
 		c.start, c.block = q, int32(x.Src)
 		return c, false
 	}
-	ro := recvOps(x)
-	s.rps = s.rps[:0]
-	for u, end := x.Dst, x.Dst+x.Dests(); u < end; u++ {
-		rp := s.tiles[u].plan(ro, s.ix.recvIDs(i, u-x.Dst), s.mask)
+	s.rn = s.rn[:0]
+	for k := range x.Dests() {
+		u, rn := x.Dst+k, s.recvNeed(i, k)
 		l := int64(s.p.Latency(x.Src, u))
-		if q := s.tiles[u].nextRecv(t0+l, rp.need) - l; q > t0 {
+		if q := s.tiles[u].nextRecv(t0+l, rn) - l; q > t0 {
 			c.start, c.block = q, int32(u)
 			return c, false
 		}
-		s.rps = append(s.rps, rp)
+		s.rn = append(s.rn, rn)
 	}
-	c.start = s.earliest(x, false, &s.sp, s.rps)
+	c.start = s.earliest(x, false, sn, s.rn)
 	if !s.opt.NoSend2 && x.Words%2 == 0 {
 		// send2 frees the port and the receivers sooner; take it when
 		// the stream ends earlier and the partner tiles had nothing to
 		// send meanwhile.
-		t2 := s.earliest(x, true, &s.sp, s.rps)
+		t2 := s.earliest(x, true, sn, s.rn)
 		if f2 := t2 + int64(x.Words/2); f2 < c.start+int64(x.Words) && s.busFree(x.Src, f2) {
 			c.start, c.pair = t2, true
 		}
@@ -457,9 +488,11 @@ func (s *scheduler) busFree(src int, end int64) bool {
 				// (quick bounds earliest from below).
 				continue
 			}
-			var sp opPlan
-			sp, s.rps2 = s.plans(j, s.rps2)
-			if s.earliest(s.phase[j], false, &sp, s.rps2) < end {
+			s.rn2 = s.rn2[:0]
+			for k := range s.phase[j].Dests() {
+				s.rn2 = append(s.rn2, s.recvNeed(j, k))
+			}
+			if s.earliest(s.phase[j], false, s.sendNeed(j), s.rn2) < end {
 				return false
 			}
 		}
@@ -468,8 +501,9 @@ func (s *scheduler) busFree(src int, end int64) bool {
 }
 
 // earliest returns the first send cycle at which the sender, the bus and
-// every receiver can take transfer x, with the plans sp and rps.
-func (s *scheduler) earliest(x Transfer, pair bool, sp *opPlan, rps []opPlan) int64 {
+// every receiver can take transfer x, with sn loads before the send and
+// rn[k] before the k-th receiver's recv.
+func (s *scheduler) earliest(x Transfer, pair bool, sn int, rn []int) int64 {
 	dur, slots := int64(x.Words), 1
 	if pair {
 		dur, slots = dur/2, 2
@@ -478,12 +512,12 @@ func (s *scheduler) earliest(x Transfer, pair bool, sp *opPlan, rps []opPlan) in
 	t := int64(0)
 	for {
 		t0 := t
-		t = src.nextSend(t, sp.need)
+		t = src.nextSend(t, sn)
 		t = s.nextBus(x.Src, t, dur, slots)
-		for k := range rps {
+		for k, m := range rn {
 			u := x.Dst + k
 			l := int64(s.p.Latency(x.Src, u))
-			t = s.tiles[u].nextRecv(t+l, rps[k].need) - l
+			t = s.tiles[u].nextRecv(t+l, m) - l
 		}
 		if t == t0 {
 			return t

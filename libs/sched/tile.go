@@ -104,6 +104,10 @@ type tileState struct {
 	// one, as if a delay could be shorter than an issue period. The
 	// fast pass plans with it; validation finds where it was wrong.
 	loose bool
+	// ver counts the changes plan depends on (events placed, values
+	// no longer read): plans made at one version are the same. It
+	// starts at 1.
+	ver uint32
 }
 
 // next returns the first cycle >= t at which an event with m loads in
@@ -132,6 +136,9 @@ func (s *tileState) dead(r int) bool { return s.live&(1<<r) == 0 }
 // them once it is placed (-1); ids are their numbers.
 func (s *tileState) expect(ops [3]uint32, ids [3]int32, delta int32) {
 	zero := count(s.future, ops, ids, delta)
+	if zero != 0 {
+		s.ver++
+	}
 	for i, v := range ops {
 		if zero&(1<<i) == 0 {
 			continue
@@ -147,7 +154,7 @@ func (s *tileState) expect(ops [3]uint32, ids [3]int32, delta int32) {
 // newTile returns tile id before any event, with future the counts of
 // the pending events reading each of its values (owned by the tile).
 func newTile(id int, future []int32) *tileState {
-	s := &tileState{id: id, last: firstIssue, portFree: none, listenEnd: none, future: future}
+	s := &tileState{id: id, last: firstIssue, portFree: none, listenEnd: none, future: future, ver: 1}
 	for i := range s.lastUse {
 		s.lastUse[i] = none
 	}
@@ -282,6 +289,7 @@ func (s *tileState) nextRecv(t int64, m int) int64 {
 // add appends an event at cycle t planned by p; the caller has checked
 // that t is feasible.
 func (s *tileState) add(t int64, op isa.Op, p opPlan, x int) {
+	s.ver++
 	stall := op != isa.RECV && t == s.portFree
 	g := gap{start: s.last, end: t, stall: stall, loose: s.loose}
 	room := g.capacity()
