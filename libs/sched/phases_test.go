@@ -160,6 +160,15 @@ func BenchmarkPhases(b *testing.B) {
 			}
 		}
 	})
+	for i, ph := range phases {
+		b.Run("phase/"+names[i], func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := ScheduleStats(p, ph, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	var pls []*Plan
 	plans := func(b *testing.B) {
 		for i, ph := range phases[len(pls):] {

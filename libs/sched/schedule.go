@@ -259,29 +259,36 @@ func (h *candHeap) pop() cand {
 
 // fix replaces the top candidate by c (the same transfer, re-evaluated)
 // and restores the heap order: a pop and a push in one sift.
-func (h *candHeap) fix(c cand) {
-	(*h)[0] = c
-	h.down()
-}
+func (h *candHeap) fix(c cand) { h.sift(c) }
 
 // down sifts the top candidate down to its place.
 func (h *candHeap) down() {
+	if len(*h) > 0 {
+		h.sift((*h)[0])
+	}
+}
+
+// sift places c in the hole at the top: the earlier child moves up into
+// the hole until c comes before both children.
+func (h *candHeap) sift(c cand) {
 	a := *h
 	n := len(a)
-	for i := 0; ; {
-		m, l, r := i, 2*i+1, 2*i+2
-		if l < n && a[l].before(&a[m]) {
-			m = l
-		}
-		if r < n && a[r].before(&a[m]) {
-			m = r
-		}
-		if m == i {
+	i := 0
+	for {
+		m := 2*i + 1
+		if m >= n {
 			break
 		}
-		a[i], a[m] = a[m], a[i]
+		if r := m + 1; r < n && a[r].before(&a[m]) {
+			m = r
+		}
+		if !a[m].before(&c) {
+			break
+		}
+		a[i] = a[m]
 		i = m
 	}
+	a[i] = c
 }
 
 // next returns the candidate that would come first without the top one

@@ -1,6 +1,8 @@
 package sched
 
 import (
+	"math/bits"
+
 	"ipu.local/libs/codegen"
 	"ipu.local/libs/isa"
 )
@@ -119,18 +121,23 @@ func (s *tileState) next(m int, t int64) int64 {
 	return nextIssue(s.last, m, t)
 }
 
-// evictBefore reports whether register r is a better one to load than
-// register b: a value no pending event reads, then the least recently
-// used.
-func (s *tileState) evictBefore(r, b int) bool {
-	dr, db := s.dead(r), s.dead(b)
-	if dr != db {
-		return dr
+// victim returns the register of free (bits 0..14) best to load: one
+// holding a value no pending event reads if any, of those the least
+// recently used, of those the lowest; -1 when free is empty.
+func (s *tileState) victim(free uint16) int {
+	free &= 0x7FFF
+	if dead := free &^ s.live; dead != 0 {
+		free = dead
 	}
-	return s.lastUse[r] < s.lastUse[b]
+	best := -1
+	for m := free; m != 0; m &= m - 1 {
+		r := bits.TrailingZeros16(m)
+		if best < 0 || s.lastUse[r] < s.lastUse[best] {
+			best = r
+		}
+	}
+	return best
 }
-
-func (s *tileState) dead(r int) bool { return s.live&(1<<r) == 0 }
 
 // expect counts the values a pending event reads (delta 1), or uncounts
 // them once it is placed (-1); ids are their numbers.
@@ -213,15 +220,7 @@ func (s *tileState) plan(ops [3]uint32, ids [3]int32, mask uint16) opPlan {
 		if found {
 			continue
 		}
-		best := -1
-		for r := 0; r < 15; r++ {
-			if mask&(1<<r) == 0 || pinned&(1<<r) != 0 {
-				continue
-			}
-			if best < 0 || s.evictBefore(r, best) {
-				best = r
-			}
-		}
+		best := s.victim(mask &^ pinned)
 		pinned |= 1 << best
 		p.regs[k] = uint8(best)
 		p.items[p.n] = item{reg: uint8(best), val: v, cost: codegen.ConstLen(v), release: s.lastUse[best], gap: -1, vid: ids[k]}
