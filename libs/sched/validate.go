@@ -474,12 +474,7 @@ func appendRun(segs []segment, w segment) []segment {
 
 // mergeSegments sorts runs by destination and joins the contiguous ones.
 func mergeSegments(segs []segment) []segment {
-	slices.SortFunc(segs, func(a, b segment) int {
-		if a.dst != b.dst {
-			return cmp.Compare(a.dst, b.dst)
-		}
-		return cmp.Compare(a.dstAddr, b.dstAddr)
-	})
+	sortSegments(segs)
 	out := segs[:0] // in place: it never passes the run it reads
 	for _, s := range segs {
 		if n := len(out); n > 0 {
@@ -524,4 +519,54 @@ func (r *replayer) checkEvents(phase []Transfer, evs []Event) error {
 		}
 	}
 	return nil
+}
+
+// bySegment orders runs by destination tile and address.
+func bySegment(a, b segment) int {
+	if a.dst != b.dst {
+		return cmp.Compare(a.dst, b.dst)
+	}
+	return cmp.Compare(a.dstAddr, b.dstAddr)
+}
+
+// sortSegments sorts runs with bySegment: by tile with a counting sort,
+// then each tile's by address. Where two runs tie, the order of the
+// tied runs is that of slices.SortFunc on the whole list, as before.
+func sortSegments(segs []segment) {
+	if len(segs) < 2 {
+		return
+	}
+	top := 0
+	for _, s := range segs {
+		top = max(top, s.dst)
+	}
+	if top >= 4*len(segs)+1<<16 {
+		slices.SortFunc(segs, bySegment)
+		return
+	}
+	at := make([]int, top+2)
+	for _, s := range segs {
+		at[s.dst+1]++
+	}
+	for u := 1; u < len(at); u++ {
+		at[u] += at[u-1]
+	}
+	orig := slices.Clone(segs)
+	for _, s := range orig {
+		segs[at[s.dst]] = s
+		at[s.dst]++
+	}
+	// at[u] is now where tile u's runs end.
+	lo := 0
+	for u := 0; u <= top; u++ {
+		slices.SortFunc(segs[lo:at[u]], bySegment)
+		lo = at[u]
+	}
+	for i := 1; i < len(segs); i++ {
+		if bySegment(segs[i-1], segs[i]) == 0 {
+			copy(segs, orig)
+			slices.SortFunc(segs, bySegment)
+			return
+		}
+	}
 }
