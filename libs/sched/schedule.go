@@ -181,10 +181,25 @@ func newSchedulerIx(p *arch.Preset, phase []Transfer, opt Options, st strategy, 
 		remI: slices.Clone(ix.remI), pend: ix.pend, done: make([]bool, len(phase)),
 		events: make([]Event, len(phase)), needS: make([]needMemo, len(phase)),
 		needR: make([]needMemo, len(ix.recv))}
+	// Every tile's events, gaps, loads (most often) and sends in one
+	// allocation each: the tiles' lists fill up to their capacity.
+	total := 0
+	for _, n := range ix.events {
+		total += int(n)
+	}
+	evs, gaps, loads := make([]tevent, total), make([]gap, total), make([]load, total)
+	sends := make([]busUse, len(phase))
+	off, soff := 0, 0
 	for t, n := range ix.events {
-		if n > 0 {
-			s.tiles[t] = newTile(t, slices.Clone(ix.future[t]))
+		if n == 0 {
+			continue
 		}
+		tl := newTile(t, slices.Clone(ix.future[t]))
+		end, send := off+int(n), soff+len(ix.pend[t])
+		tl.events, tl.gaps, tl.loads = evs[off:off:end], gaps[off:off:end], loads[off:off:end]
+		tl.sends = sends[soff:soff:send]
+		off, soff = end, send
+		s.tiles[t] = tl
 	}
 	return s
 }
