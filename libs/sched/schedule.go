@@ -338,7 +338,7 @@ func (s *scheduler) run() {
 		if old.block >= 0 {
 			// The tile that held it back last time usually still does:
 			// one tile's bound screens it before all of them.
-			if q := s.tileBound(x, int(old.block), old.start); q > old.start {
+			if q := s.tileBound(int(old.x), int(old.block), old.start); q > old.start {
 				old.start = q
 				h.fix(old)
 				continue
@@ -383,35 +383,37 @@ func lastArrival(events []Event) int64 {
 	return end
 }
 
-// tileBound is a lower bound on transfer x's start from t on, from tile
+// tileBound is a lower bound on transfer i's start from t on, from tile
 // u's timing alone (u is its sender or one of its receivers).
-func (s *scheduler) tileBound(x Transfer, u int, t int64) int64 {
+func (s *scheduler) tileBound(i, u int, t int64) int64 {
+	x := s.phase[i]
 	// Without loads first: a tile busy past t needs no register check.
 	if u == x.Src {
 		src := s.tiles[u]
 		if q := src.nextSend(t, 0); q > t {
 			return q
 		}
-		return src.nextSend(t, src.minNeed(sendOps(x), s.mask))
+		return src.nextSend(t, src.minNeed(sendOps(x), s.ix.send[i], s.mask))
 	}
 	l := int64(s.p.Latency(x.Src, u))
 	r := s.tiles[u]
 	if q := r.nextRecv(t+l, 0) - l; q > t {
 		return q
 	}
-	return r.nextRecv(t+l, r.minNeed(recvOps(x), s.mask)) - l
+	return r.nextRecv(t+l, r.minNeed(recvOps(x), s.ix.recvIDs(i, u-x.Dst), s.mask)) - l
 }
 
 // quick is a lower bound on transfer x's start, with send or send2: its
 // tiles' timing with the fewest loads their events could need. It also
 // returns the tile that raised the bound last (-1 when none did).
-func (s *scheduler) quick(x Transfer) (int64, int) {
+func (s *scheduler) quick(i int) (int64, int) {
+	x := s.phase[i]
 	src := s.tiles[x.Src]
-	ms := src.minNeed(sendOps(x), s.mask)
+	ms := src.minNeed(sendOps(x), s.ix.send[i], s.mask)
 	ro := recvOps(x)
 	s.mns = s.mns[:0]
 	for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-		s.mns = append(s.mns, s.tiles[u].minNeed(ro, s.mask))
+		s.mns = append(s.mns, s.tiles[u].minNeed(ro, s.ix.recvIDs(i, u-x.Dst), s.mask))
 	}
 	t, block := int64(0), -1
 	for {
@@ -505,7 +507,7 @@ func (s *scheduler) busFree(src int, end int64) bool {
 			if s.done[j] {
 				continue
 			}
-			if q, _ := s.quick(s.phase[j]); q >= end {
+			if q, _ := s.quick(j); q >= end {
 				// Done, or cannot start before end whatever its loads
 				// (quick bounds earliest from below).
 				continue

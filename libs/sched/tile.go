@@ -100,7 +100,9 @@ type tileState struct {
 	// number on the tile (phaseIndex): a register whose value no pending
 	// event reads is the one to reuse.
 	future []int32
-	live   uint16 // registers holding a value some pending event reads
+	regOf  []int8    // by value number: the register holding it, or -1
+	vidOf  [16]int32 // by register: the number of its value when valid
+	live   uint16    // registers holding a value some pending event reads
 	// loose drops the issue-slot constraint: an event with m loads
 	// before it may issue at any cycle from 6(m+1) after the previous
 	// one, as if a delay could be shorter than an issue period. The
@@ -161,7 +163,11 @@ func (s *tileState) expect(ops [3]uint32, ids [3]int32, delta int32) {
 // newTile returns tile id before any event, with future the counts of
 // the pending events reading each of its values (owned by the tile).
 func newTile(id int, future []int32) *tileState {
-	s := &tileState{id: id, last: firstIssue, portFree: none, listenEnd: none, future: future, ver: 1}
+	s := &tileState{id: id, last: firstIssue, portFree: none, listenEnd: none, future: future, ver: 1,
+		regOf: make([]int8, len(future))}
+	for i := range s.regOf {
+		s.regOf[i] = -1
+	}
 	for i := range s.lastUse {
 		s.lastUse[i] = none
 	}
@@ -201,7 +207,7 @@ func (s *tileState) plan(ops [3]uint32, ids [3]int32, mask uint16) opPlan {
 			p.regs[k], cached[k] = uint8(codegen.MZero), true
 			continue
 		}
-		if r := s.cached(v, mask); r >= 0 {
+		if r := s.cached(v, ids[k], mask); r >= 0 {
 			p.regs[k], cached[k] = uint8(r), true
 			pinned |= 1 << r
 		}
@@ -317,6 +323,10 @@ func (s *tileState) add(t int64, op isa.Op, p opPlan, x int) {
 			s.spare -= it.cost
 		}
 		s.loads = append(s.loads, load{gap: at, reg: it.reg, val: it.val})
+		if old := s.vidOf[it.reg]; s.valid&(1<<it.reg) != 0 && s.regOf[old] == int8(it.reg) {
+			s.regOf[old] = -1
+		}
+		s.regOf[it.vid], s.vidOf[it.reg] = int8(it.reg), it.vid
 		s.val[it.reg] = it.val
 		s.valid |= 1 << it.reg
 		s.live &^= 1 << it.reg
@@ -350,26 +360,25 @@ func (s *tileState) add(t int64, op isa.Op, p opPlan, x int) {
 	}
 }
 
-// cached returns the register of mask holding v, or -1.
-func (s *tileState) cached(v uint32, mask uint16) int {
-	m := s.valid & mask
-	for r := range 15 {
-		if s.val[r] == v && m&(1<<r) != 0 {
-			return r
-		}
+// cached returns the register of mask holding v (numbered id), or -1.
+func (s *tileState) cached(v uint32, id int32, mask uint16) int {
+	// Values are loaded into registers of mask only when no register
+	// of mask holds them: regOf is the one register holding each.
+	if r := s.regOf[id]; r >= 0 && s.valid&mask&(1<<r) != 0 && s.val[r] == v {
+		return int(r)
 	}
 	return -1
 }
 
 // minNeed is a lower bound on plan(ops, mask).need: the loads of the
 // values not cached, less all the spare room they could be hoisted to.
-func (s *tileState) minNeed(ops [3]uint32, mask uint16) int {
+func (s *tileState) minNeed(ops [3]uint32, ids [3]int32, mask uint16) int {
 	n := 0
 	for i, v := range ops {
 		if v == 0 || (i > 0 && ops[0] == v) || (i > 1 && ops[1] == v) {
 			continue
 		}
-		if s.cached(v, mask) < 0 {
+		if s.cached(v, ids[i], mask) < 0 {
 			n += codegen.ConstLen(v)
 		}
 	}
