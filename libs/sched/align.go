@@ -258,6 +258,6 @@ func (s *scheduler) place(i int, t int64, pair bool) bool {
 			return false
 		}
 	}
-	s.commit(cand{x: int32(i), start: t, pair: pair, prio: s.prio(x), words: int32(x.Words), block: -1})
+	s.commit(cand{x: int32(i), start: t, prio: s.prio(x), words: int32(x.Words)}, pair)
 	return true
 }

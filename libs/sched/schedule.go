@@ -138,8 +138,11 @@ type scheduler struct {
 	// sender and on its k-th receiver (needR[ix.recvAt[i]+k]), as of
 	// the tile's version ver (0: not known).
 	needS, needR []needMemo
-	rn, rn2      []int // scratch for evalFrom, busFree
-	mns          []int // scratch for quick
+	// block is the tile that last held each transfer's start back (-1:
+	// none known): the first one to check when it is popped again.
+	block   []int32
+	rn, rn2 []int // scratch for evalFrom, busFree
+	mns     []int // scratch for quick
 }
 
 // needMemo is the loads an event's plan needs as of a tile's version.
@@ -180,7 +183,7 @@ func newSchedulerIx(p *arch.Preset, phase []Transfer, opt Options, st strategy, 
 		tiles: make([]*tileState, p.Tiles), remS: slices.Clone(ix.remS), remR: slices.Clone(ix.remR),
 		remI: slices.Clone(ix.remI), pend: ix.pend, done: make([]bool, len(phase)),
 		events: make([]Event, len(phase)), needS: make([]needMemo, len(phase)),
-		needR: make([]needMemo, len(ix.recv))}
+		needR: make([]needMemo, len(ix.recv)), block: make([]int32, len(phase))}
 	// Every tile's events, gaps, loads (most often) and sends in one
 	// allocation each: the tiles' lists fill up to their capacity.
 	total := 0
@@ -218,16 +221,14 @@ func recvOps(x Transfer) [3]uint32 {
 	return [3]uint32{uint32(x.Src), x.DstAddr, uint32(x.Words)}
 }
 
-// cand is a transfer's earliest start as last evaluated.
+// cand is a transfer's earliest start as last evaluated (24 bytes: the
+// heap moves them; the tile that last held it back is in
+// scheduler.block).
 type cand struct {
 	start int64
 	prio  int64 // the most loaded of its tiles, in remaining words
 	x     int32
 	words int32
-	// block is the tile that last held the start back (-1: none known):
-	// the first one to check when the candidate is popped again.
-	block int32
-	pair  bool
 }
 
 // before orders candidates: earliest start, then the most loaded tiles,
@@ -335,10 +336,10 @@ func (s *scheduler) run() {
 		// any heap pops the same order, as before is a total order.
 		old := h[0]
 		x := s.phase[old.x]
-		if old.block >= 0 {
+		if b := s.block[old.x]; b >= 0 {
 			// The tile that held it back last time usually still does:
 			// one tile's bound screens it before all of them.
-			if q := s.tileBound(int(old.x), int(old.block), old.start); q > old.start {
+			if q := s.tileBound(int(old.x), int(b), old.start); q > old.start {
 				old.start = q
 				h.fix(old)
 				continue
@@ -353,14 +354,14 @@ func (s *scheduler) run() {
 				continue
 			}
 		}
-		c, ok := s.evalFrom(int(old.x), old.start, old.prio)
+		c, pair, ok := s.evalFrom(int(old.x), old.start, old.prio)
 		if !ok || old.before(&c) {
 			h.fix(c)
 			continue
 		}
 		h.pop()
 		s.sp, s.rps = s.plans(int(c.x), s.rps)
-		s.commit(c)
+		s.commit(c, pair)
 	}
 	for _, t := range s.tiles {
 		if t != nil {
@@ -436,7 +437,7 @@ func (s *scheduler) quick(i int) (int64, int) {
 
 // eval finds transfer i's earliest start, with send or send2.
 func (s *scheduler) eval(i int) cand {
-	c, _ := s.evalFrom(i, 0, s.prio(s.phase[i]))
+	c, _, _ := s.evalFrom(i, 0, s.prio(s.phase[i]))
 	return c
 }
 
@@ -446,21 +447,22 @@ func (s *scheduler) eval(i int) cand {
 // take the transfer at t0: the candidate then has that tile's bound as
 // its start and the tile as its block. Only the loads are kept (the
 // tiles' plans are made again to commit it).
-func (s *scheduler) evalFrom(i int, t0, prio int64) (c cand, ok bool) {
+func (s *scheduler) evalFrom(i int, t0, prio int64) (c cand, pair, ok bool) {
 	x := s.phase[i]
-	c = cand{x: int32(i), prio: prio, words: int32(x.Words), block: -1}
+	c = cand{x: int32(i), prio: prio, words: int32(x.Words)}
+	s.block[i] = -1
 	sn := s.sendNeed(i)
 	if q := s.tiles[x.Src].nextSend(t0, sn); q > t0 {
-		c.start, c.block = q, int32(x.Src)
-		return c, false
+		c.start, s.block[i] = q, int32(x.Src)
+		return c, false, false
 	}
 	s.rn = s.rn[:0]
 	for k := range x.Dests() {
 		u, rn := x.Dst+k, s.recvNeed(i, k)
 		l := int64(s.p.Latency(x.Src, u))
 		if q := s.tiles[u].nextRecv(t0+l, rn) - l; q > t0 {
-			c.start, c.block = q, int32(u)
-			return c, false
+			c.start, s.block[i] = q, int32(u)
+			return c, false, false
 		}
 		s.rn = append(s.rn, rn)
 	}
@@ -471,10 +473,10 @@ func (s *scheduler) evalFrom(i int, t0, prio int64) (c cand, ok bool) {
 		// send meanwhile.
 		t2 := s.earliest(x, true, sn, s.rn)
 		if f2 := t2 + int64(x.Words/2); f2 < c.start+int64(x.Words) && s.busFree(x.Src, f2) {
-			c.start, c.pair = t2, true
+			c.start, pair = t2, true
 		}
 	}
-	return c, true
+	return c, pair, true
 }
 
 // plans plans transfer i's operands on its sender and its receivers
@@ -621,11 +623,12 @@ func searchEnd(us []busUse, t int64) int {
 	return lo
 }
 
-// commit places candidate c with the plans eval just made for it.
-func (s *scheduler) commit(c cand) {
+// commit places candidate c (with send2 when pair) with the plans in
+// s.sp and s.rps.
+func (s *scheduler) commit(c cand, pair bool) {
 	x := s.phase[c.x]
 	dur, slots, op := int64(x.Words), 1, isa.SEND
-	if c.pair {
+	if pair {
 		dur, slots, op = dur/2, 2, isa.SEND2
 	}
 	src := s.tiles[x.Src]
@@ -635,7 +638,7 @@ func (s *scheduler) commit(c cand) {
 	s.remS[x.Src] -= int64(x.Words)
 	s.remI[x.Src] -= issueCost(sendOps(x))
 	src.expect(sendOps(x), s.ix.send[c.x], -1)
-	ev := Event{Send: c.start, Pair: c.pair, Cycles: dur, Arrive: make([]int64, len(s.rps))}
+	ev := Event{Send: c.start, Pair: pair, Cycles: dur, Arrive: make([]int64, len(s.rps))}
 	for k := range s.rps {
 		u := x.Dst + k
 		r := c.start + int64(s.p.Latency(x.Src, u))
