@@ -47,13 +47,13 @@ const maxRounds = 8
 const alignRetryMax = 512
 
 // scheduleAligned schedules the phase with strategy st (see alignRetryMax).
-func scheduleAligned(p *arch.Preset, phase []Transfer, opt Options, st strategy) (*scheduler, AlignStats) {
-	exact := newScheduler(p, phase, opt, st)
+func scheduleAligned(p *arch.Preset, phase []Transfer, opt Options, st strategy, ix *phaseIndex) (*scheduler, AlignStats) {
+	exact := newSchedulerIx(p, phase, opt, st, ix)
 	exact.run()
 	if len(phase) > alignRetryMax {
 		return exact, AlignStats{Success: true}
 	}
-	rep, a := scheduleChecked(newScheduler(p, phase, opt, st))
+	rep, a := scheduleChecked(newSchedulerIx(p, phase, opt, st, ix))
 	if exact.makespan < rep.makespan {
 		return exact, a
 	}
@@ -96,7 +96,7 @@ func scheduleChecked(s0 *scheduler) (*scheduler, AlignStats) {
 	}
 	st.Success = len(failed) == 0
 	if !st.Success {
-		cur = newScheduler(s0.p, s0.phase, s0.opt, s0.st)
+		cur = newSchedulerIx(s0.p, s0.phase, s0.opt, s0.st, s0.ix)
 		cur.run()
 	}
 	st.Elapsed = time.Since(start)
@@ -111,6 +111,14 @@ func (s *scheduler) opsOf(ev tevent) [3]uint32 {
 	return sendOps(s.phase[ev.x])
 }
 
+// idsOf returns the numbers of event ev's operands on tile u.
+func (s *scheduler) idsOf(u int, ev tevent) [3]int32 {
+	if ev.op == isa.RECV {
+		return s.ix.recvIDs(ev.x, u-s.phase[ev.x].Dst)
+	}
+	return s.ix.send[ev.x]
+}
+
 // checkSlots replays the events of the given tiles under the exact issue
 // constraints, with the register loads a fresh plan needs, and returns
 // the transfers (sorted) whose event there cannot issue at its cycle or
@@ -120,14 +128,14 @@ func (s *scheduler) checkSlots(tiles []int) []int {
 	bad := map[int]bool{}
 	for _, u := range tiles {
 		ts := s.tiles[u]
-		v := newTile(u)
+		v := newTile(u, make([]int32, s.ix.nvals[u]))
 		for _, ev := range ts.events {
-			v.expect(s.opsOf(ev), 1)
+			count(v.future, s.opsOf(ev), s.idsOf(u, ev), 1)
 		}
 		for _, ev := range ts.events {
 			x := s.phase[ev.x]
-			ops := s.opsOf(ev)
-			p := v.plan(ops, s.mask)
+			ops, ids := s.opsOf(ev), s.idsOf(u, ev)
+			p := v.plan(ops, ids, s.mask)
 			dur := s.events[ev.x].Cycles
 			ok := x.SrcAddr%4 == 0 && x.DstAddr%4 == 0
 			if ev.op == isa.RECV {
@@ -140,7 +148,7 @@ func (s *scheduler) checkSlots(tiles []int) []int {
 				break
 			}
 			v.add(ev.t, ev.op, p, ev.x)
-			v.expect(ops, -1)
+			v.expect(ops, ids, -1)
 			if ev.op == isa.RECV {
 				v.listenEnd = ev.t + dur
 			} else {
@@ -219,7 +227,7 @@ func (s *scheduler) dependents(failed []int) []bool {
 // It returns the transfers it scheduled anew: those of dep, and any kept
 // one that no longer fits its cycle.
 func (s *scheduler) repair(dep []bool) (*scheduler, []int) {
-	r := newScheduler(s.p, s.phase, s.opt, s.st)
+	r := newSchedulerIx(s.p, s.phase, s.opt, s.st, s.ix)
 	var moved []int
 	for _, i := range s.order {
 		if dep[i] || !r.place(i, s.events[i].Send, s.events[i].Pair) {
@@ -239,7 +247,7 @@ func (s *scheduler) place(i int, t int64, pair bool) bool {
 	if pair {
 		dur, slots = dur/2, 2
 	}
-	s.sp, s.rps = s.plans(x, s.rps)
+	s.sp, s.rps = s.plans(i, s.rps)
 	if s.tiles[x.Src].nextSend(t, s.sp.need) != t || s.nextBus(x.Src, t, dur, slots) != t {
 		return false
 	}
@@ -250,6 +258,6 @@ func (s *scheduler) place(i int, t int64, pair bool) bool {
 			return false
 		}
 	}
-	s.commit(cand{x: int32(i), start: t, pair: pair, prio: s.prio(x), words: int32(x.Words), block: -1})
+	s.commit(cand{x: int32(i), start: t, prio: s.prio(x), words: int32(x.Words)}, pair)
 	return true
 }

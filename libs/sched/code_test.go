@@ -129,7 +129,7 @@ tile 1, 41 cycles
 func TestNextBus(t *testing.T) {
 	p := arch.MustLookup("ipu21-tiny")
 	s := newScheduler(p, nil, Options{}, strategies[0])
-	s.tiles[1] = newTile(1)
+	s.tiles[1] = newTile(1, nil)
 	s.tiles[1].sends = []busUse{{20, 50, 1}, {60, 70, 2}}
 	tests := []struct {
 		t, dur int64

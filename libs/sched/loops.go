@@ -46,7 +46,13 @@ func newCompressor(p *arch.Preset, tc TileCode, regs uint16) (*compressor, error
 	}); err != nil {
 		return nil, err
 	}
-	c := &compressor{code: tc.Code, regs: regs &^ (1 << 15)}
+	n := 0
+	for _, in := range tc.Code {
+		if in.Op == isa.SEND || in.Op == isa.SEND2 || in.Op == isa.RECV {
+			n++
+		}
+	}
+	c := &compressor{code: tc.Code, regs: regs &^ (1 << 15), evs: make([]xevent, 0, n)}
 	var vals [16]uint32
 	var valid uint16
 	for i, in := range tc.Code {

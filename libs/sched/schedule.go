@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 
 	"ipu.local/libs/arch"
 	"ipu.local/libs/isa"
@@ -31,9 +32,10 @@ func ScheduleStats(p *arch.Preset, phase []Transfer, opt Options) (*Plan, AlignS
 	// and run in parallel; later ones serve first the tiles that ended
 	// last in the best schedule so far.
 	runs := make([]*scheduler, min(passes, len(strategies)))
+	ix := newPhaseIndex(p.Tiles, phase)
 	stats := make([]AlignStats, len(runs))
 	par.For(len(runs), len(runs), func(_, k int) {
-		runs[k], stats[k] = scheduleAligned(p, phase, opt, strategies[k])
+		runs[k], stats[k] = scheduleAligned(p, phase, opt, strategies[k], ix)
 	})
 	var best *scheduler
 	var align AlignStats
@@ -50,7 +52,7 @@ func ScheduleStats(p *arch.Preset, phase []Transfer, opt Options) (*Plan, AlignS
 				st.bonus[id] = t.sync + 1
 			}
 		}
-		s, a := scheduleAligned(p, phase, opt, st)
+		s, a := scheduleAligned(p, phase, opt, st, ix)
 		if s.makespan < best.makespan {
 			best, align = s, a
 		}
@@ -121,43 +123,86 @@ type scheduler struct {
 	remS   []int64      // words each tile has still to send
 	remR   []int64      // words each tile has still to receive
 	remI   []int64      // issue cycles each tile's pending events need, at most
-	pend   [][]int      // each tile's sends
-	done   []bool       // committed transfers
-	order  []int        // committed transfers, in commit order
+	pend   [][]int      // each tile's sends (ix's: read only)
+	ix     *phaseIndex
+	done   []bool // committed transfers
+	order  []int  // committed transfers, in commit order
 	events []Event
 	// makespan is the phase's cycles once run has placed the syncs.
 	makespan int64
 
-	// Plans of the transfer evaluated last: its sender, its receivers;
-	// rps2 is scratch for busFree.
-	sp   opPlan
-	rps  []opPlan
-	rps2 []opPlan
-	mns  []int // scratch for quick
+	// Plans of the transfer to commit: its sender, its receivers.
+	sp  opPlan
+	rps []opPlan
+	// The loads the plans of transfer i need (opPlan.need) on its
+	// sender and on its k-th receiver (needR[ix.recvAt[i]+k]), as of
+	// the tile's version ver (0: not known).
+	needS, needR []needMemo
+	// block is the tile that last held each transfer's start back (-1:
+	// none known): the first one to check when it is popped again.
+	block   []int32
+	rn, rn2 []int // scratch for evalFrom, busFree
+	mns     []int // scratch for quick
+}
+
+// needMemo is the loads an event's plan needs as of a tile's version.
+type needMemo struct {
+	ver  uint32
+	need int32
+}
+
+// sendNeed returns plan(...).need of transfer i's send on its sender.
+func (s *scheduler) sendNeed(i int) int {
+	t, m := s.tiles[s.phase[i].Src], &s.needS[i]
+	if m.ver != t.ver {
+		x := s.phase[i]
+		m.ver, m.need = t.ver, int32(t.plan(sendOps(x), s.ix.send[i], s.mask).need)
+	}
+	return int(m.need)
+}
+
+// recvNeed returns plan(...).need of transfer i's recv on its k-th
+// receiver.
+func (s *scheduler) recvNeed(i, k int) int {
+	r := s.ix.recvAt[i] + k
+	x := s.phase[i]
+	t, m := s.tiles[x.Dst+k], &s.needR[r]
+	if m.ver != t.ver {
+		m.ver, m.need = t.ver, int32(t.plan(recvOps(x), s.ix.recv[r], s.mask).need)
+	}
+	return int(m.need)
 }
 
 func newScheduler(p *arch.Preset, phase []Transfer, opt Options, st strategy) *scheduler {
-	s := &scheduler{p: p, phase: phase, opt: opt, st: st, mask: opt.regs(),
-		tiles: make([]*tileState, p.Tiles), remS: make([]int64, p.Tiles), remR: make([]int64, p.Tiles),
-		remI: make([]int64, p.Tiles), pend: make([][]int, p.Tiles), done: make([]bool, len(phase)),
-		events: make([]Event, len(phase))}
-	touch := func(t int) {
-		if s.tiles[t] == nil {
-			s.tiles[t] = newTile(t)
-		}
+	return newSchedulerIx(p, phase, opt, st, newPhaseIndex(p.Tiles, phase))
+}
+
+// newSchedulerIx is newScheduler with the phase's index made already.
+func newSchedulerIx(p *arch.Preset, phase []Transfer, opt Options, st strategy, ix *phaseIndex) *scheduler {
+	s := &scheduler{p: p, phase: phase, opt: opt, st: st, mask: opt.regs(), ix: ix,
+		tiles: make([]*tileState, p.Tiles), remS: slices.Clone(ix.remS), remR: slices.Clone(ix.remR),
+		remI: slices.Clone(ix.remI), pend: ix.pend, done: make([]bool, len(phase)),
+		events: make([]Event, len(phase)), needS: make([]needMemo, len(phase)),
+		needR: make([]needMemo, len(ix.recv)), block: make([]int32, len(phase))}
+	// Every tile's events, gaps, loads (most often) and sends in one
+	// allocation each: the tiles' lists fill up to their capacity.
+	total := 0
+	for _, n := range ix.events {
+		total += int(n)
 	}
-	for i, x := range phase {
-		touch(x.Src)
-		s.pend[x.Src] = append(s.pend[x.Src], i)
-		s.remS[x.Src] += int64(x.Words)
-		s.remI[x.Src] += issueCost(sendOps(x))
-		s.tiles[x.Src].expect(sendOps(x), 1)
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-			touch(u)
-			s.remR[u] += int64(x.Words)
-			s.remI[u] += issueCost(recvOps(x))
-			s.tiles[u].expect(recvOps(x), 1)
+	evs, gaps, loads := make([]tevent, total), make([]gap, total), make([]load, total)
+	sends := make([]busUse, len(phase))
+	off, soff := 0, 0
+	for t, n := range ix.events {
+		if n == 0 {
+			continue
 		}
+		tl := newTile(t, slices.Clone(ix.future[t]))
+		end, send := off+int(n), soff+len(ix.pend[t])
+		tl.events, tl.gaps, tl.loads = evs[off:off:end], gaps[off:off:end], loads[off:off:end]
+		tl.sends = sends[soff:soff:send]
+		off, soff = end, send
+		s.tiles[t] = tl
 	}
 	return s
 }
@@ -176,16 +221,14 @@ func recvOps(x Transfer) [3]uint32 {
 	return [3]uint32{uint32(x.Src), x.DstAddr, uint32(x.Words)}
 }
 
-// cand is a transfer's earliest start as last evaluated.
+// cand is a transfer's earliest start as last evaluated (24 bytes: the
+// heap moves them; the tile that last held it back is in
+// scheduler.block).
 type cand struct {
 	start int64
 	prio  int64 // the most loaded of its tiles, in remaining words
 	x     int32
 	words int32
-	// block is the tile that last held the start back (-1: none known):
-	// the first one to check when the candidate is popped again.
-	block int32
-	pair  bool
 }
 
 // before orders candidates: earliest start, then the most loaded tiles,
@@ -225,23 +268,55 @@ func (h *candHeap) pop() cand {
 	top := a[0]
 	n := len(a) - 1
 	a[0] = a[n]
-	a = a[:n]
-	for i := 0; ; {
-		m, l, r := i, 2*i+1, 2*i+2
-		if l < n && a[l].before(&a[m]) {
-			m = l
-		}
-		if r < n && a[r].before(&a[m]) {
-			m = r
-		}
-		if m == i {
+	*h = a[:n]
+	h.down()
+	return top
+}
+
+// fix replaces the top candidate by c (the same transfer, re-evaluated)
+// and restores the heap order: a pop and a push in one sift.
+func (h *candHeap) fix(c cand) { h.sift(c) }
+
+// down sifts the top candidate down to its place.
+func (h *candHeap) down() {
+	if len(*h) > 0 {
+		h.sift((*h)[0])
+	}
+}
+
+// sift places c in the hole at the top: the earlier child moves up into
+// the hole until c comes before both children.
+func (h *candHeap) sift(c cand) {
+	a := *h
+	n := len(a)
+	i := 0
+	for {
+		m := 2*i + 1
+		if m >= n {
 			break
 		}
-		a[i], a[m] = a[m], a[i]
+		if r := m + 1; r < n && a[r].before(&a[m]) {
+			m = r
+		}
+		if !a[m].before(&c) {
+			break
+		}
+		a[i] = a[m]
 		i = m
 	}
-	*h = a
-	return top
+	a[i] = c
+}
+
+// next returns the candidate that would come first without the top one
+// (nil when it is alone).
+func (h candHeap) next() *cand {
+	switch {
+	case len(h) < 2:
+		return nil
+	case len(h) == 2 || h[1].before(&h[2]):
+		return &h[1]
+	}
+	return &h[2]
 }
 
 // run commits every transfer. Evaluations only go stale when a commit
@@ -257,14 +332,16 @@ func (s *scheduler) run() {
 		}
 	}
 	for len(h) > 0 {
-		old := h.pop()
+		// The top stays in place while it goes back re-evaluated (fix):
+		// any heap pops the same order, as before is a total order.
+		old := h[0]
 		x := s.phase[old.x]
-		if old.block >= 0 {
+		if b := s.block[old.x]; b >= 0 {
 			// The tile that held it back last time usually still does:
 			// one tile's bound screens it before all of them.
-			if q := s.tileBound(x, int(old.block), old.start); q > old.start {
+			if q := s.tileBound(int(old.x), int(b), old.start); q > old.start {
 				old.start = q
-				h.push(old)
+				h.fix(old)
 				continue
 			}
 		}
@@ -272,17 +349,19 @@ func (s *scheduler) run() {
 		// current priority it may no longer come first.
 		if p := s.prio(x); p != old.prio {
 			old.prio = p
-			if len(h) > 0 && h[0].before(&old) {
-				h.push(old)
+			if n := h.next(); n != nil && n.before(&old) {
+				h.fix(old)
 				continue
 			}
 		}
-		c, ok := s.evalFrom(int(old.x), old.start, old.prio)
+		c, pair, ok := s.evalFrom(int(old.x), old.start, old.prio)
 		if !ok || old.before(&c) {
-			h.push(c)
+			h.fix(c)
 			continue
 		}
-		s.commit(c)
+		h.pop()
+		s.sp, s.rps = s.plans(int(c.x), s.rps)
+		s.commit(c, pair)
 	}
 	for _, t := range s.tiles {
 		if t != nil {
@@ -305,35 +384,37 @@ func lastArrival(events []Event) int64 {
 	return end
 }
 
-// tileBound is a lower bound on transfer x's start from t on, from tile
+// tileBound is a lower bound on transfer i's start from t on, from tile
 // u's timing alone (u is its sender or one of its receivers).
-func (s *scheduler) tileBound(x Transfer, u int, t int64) int64 {
+func (s *scheduler) tileBound(i, u int, t int64) int64 {
+	x := s.phase[i]
 	// Without loads first: a tile busy past t needs no register check.
 	if u == x.Src {
 		src := s.tiles[u]
 		if q := src.nextSend(t, 0); q > t {
 			return q
 		}
-		return src.nextSend(t, src.minNeed(sendOps(x), s.mask))
+		return src.nextSend(t, src.minNeed(sendOps(x), s.ix.send[i], s.mask))
 	}
 	l := int64(s.p.Latency(x.Src, u))
 	r := s.tiles[u]
 	if q := r.nextRecv(t+l, 0) - l; q > t {
 		return q
 	}
-	return r.nextRecv(t+l, r.minNeed(recvOps(x), s.mask)) - l
+	return r.nextRecv(t+l, r.minNeed(recvOps(x), s.ix.recvIDs(i, u-x.Dst), s.mask)) - l
 }
 
 // quick is a lower bound on transfer x's start, with send or send2: its
 // tiles' timing with the fewest loads their events could need. It also
 // returns the tile that raised the bound last (-1 when none did).
-func (s *scheduler) quick(x Transfer) (int64, int) {
+func (s *scheduler) quick(i int) (int64, int) {
+	x := s.phase[i]
 	src := s.tiles[x.Src]
-	ms := src.minNeed(sendOps(x), s.mask)
+	ms := src.minNeed(sendOps(x), s.ix.send[i], s.mask)
 	ro := recvOps(x)
 	s.mns = s.mns[:0]
 	for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-		s.mns = append(s.mns, s.tiles[u].minNeed(ro, s.mask))
+		s.mns = append(s.mns, s.tiles[u].minNeed(ro, s.ix.recvIDs(i, u-x.Dst), s.mask))
 	}
 	t, block := int64(0), -1
 	for {
@@ -354,59 +435,59 @@ func (s *scheduler) quick(x Transfer) (int64, int) {
 	}
 }
 
-// eval plans transfer i's operands on its tiles (left in s.sp and s.rps)
-// and finds its earliest start, with send or send2.
+// eval finds transfer i's earliest start, with send or send2.
 func (s *scheduler) eval(i int) cand {
-	c, _ := s.evalFrom(i, 0, s.prio(s.phase[i]))
+	c, _, _ := s.evalFrom(i, 0, s.prio(s.phase[i]))
 	return c
 }
 
 // evalFrom is eval for a transfer that cannot start before t0, with
-// priority prio (its current one). It plans
-// the tiles one by one and gives up (ok false) at the first that cannot
+// priority prio (its current one). It takes the loads the tiles' plans
+// need one by one and gives up (ok false) at the first tile that cannot
 // take the transfer at t0: the candidate then has that tile's bound as
-// its start and the tile as its block, and the plans are not made.
-func (s *scheduler) evalFrom(i int, t0, prio int64) (c cand, ok bool) {
+// its start and the tile as its block. Only the loads are kept (the
+// tiles' plans are made again to commit it).
+func (s *scheduler) evalFrom(i int, t0, prio int64) (c cand, pair, ok bool) {
 	x := s.phase[i]
-	c = cand{x: int32(i), prio: prio, words: int32(x.Words), block: -1}
-	src := s.tiles[x.Src]
-	s.sp = src.plan(sendOps(x), s.mask)
-	if q := src.nextSend(t0, s.sp.need); q > t0 {
-		c.start, c.block = q, int32(x.Src)
-		return c, false
+	c = cand{x: int32(i), prio: prio, words: int32(x.Words)}
+	s.block[i] = -1
+	sn := s.sendNeed(i)
+	if q := s.tiles[x.Src].nextSend(t0, sn); q > t0 {
+		c.start, s.block[i] = q, int32(x.Src)
+		return c, false, false
 	}
-	ro := recvOps(x)
-	s.rps = s.rps[:0]
-	for u, end := x.Dst, x.Dst+x.Dests(); u < end; u++ {
-		rp := s.tiles[u].plan(ro, s.mask)
+	s.rn = s.rn[:0]
+	for k := range x.Dests() {
+		u, rn := x.Dst+k, s.recvNeed(i, k)
 		l := int64(s.p.Latency(x.Src, u))
-		if q := s.tiles[u].nextRecv(t0+l, rp.need) - l; q > t0 {
-			c.start, c.block = q, int32(u)
-			return c, false
+		if q := s.tiles[u].nextRecv(t0+l, rn) - l; q > t0 {
+			c.start, s.block[i] = q, int32(u)
+			return c, false, false
 		}
-		s.rps = append(s.rps, rp)
+		s.rn = append(s.rn, rn)
 	}
-	c.start = s.earliest(x, false, &s.sp, s.rps)
+	c.start = s.earliest(x, false, sn, s.rn)
 	if !s.opt.NoSend2 && x.Words%2 == 0 {
 		// send2 frees the port and the receivers sooner; take it when
 		// the stream ends earlier and the partner tiles had nothing to
 		// send meanwhile.
-		t2 := s.earliest(x, true, &s.sp, s.rps)
+		t2 := s.earliest(x, true, sn, s.rn)
 		if f2 := t2 + int64(x.Words/2); f2 < c.start+int64(x.Words) && s.busFree(x.Src, f2) {
-			c.start, c.pair = t2, true
+			c.start, pair = t2, true
 		}
 	}
-	return c, true
+	return c, pair, true
 }
 
-// plans plans transfer x's operands on its sender and its receivers
+// plans plans transfer i's operands on its sender and its receivers
 // (appended to rps[:0]).
-func (s *scheduler) plans(x Transfer, rps []opPlan) (opPlan, []opPlan) {
-	sp := s.tiles[x.Src].plan(sendOps(x), s.mask)
+func (s *scheduler) plans(i int, rps []opPlan) (opPlan, []opPlan) {
+	x := s.phase[i]
+	sp := s.tiles[x.Src].plan(sendOps(x), s.ix.send[i], s.mask)
 	rps = rps[:0]
 	ro := recvOps(x)
-	for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-		rps = append(rps, s.tiles[u].plan(ro, s.mask))
+	for k := range x.Dests() {
+		rps = append(rps, s.tiles[x.Dst+k].plan(ro, s.ix.recvIDs(i, k), s.mask))
 	}
 	return sp, rps
 }
@@ -428,14 +509,16 @@ func (s *scheduler) busFree(src int, end int64) bool {
 			if s.done[j] {
 				continue
 			}
-			if q, _ := s.quick(s.phase[j]); q >= end {
+			if q, _ := s.quick(j); q >= end {
 				// Done, or cannot start before end whatever its loads
 				// (quick bounds earliest from below).
 				continue
 			}
-			var sp opPlan
-			sp, s.rps2 = s.plans(s.phase[j], s.rps2)
-			if s.earliest(s.phase[j], false, &sp, s.rps2) < end {
+			s.rn2 = s.rn2[:0]
+			for k := range s.phase[j].Dests() {
+				s.rn2 = append(s.rn2, s.recvNeed(j, k))
+			}
+			if s.earliest(s.phase[j], false, s.sendNeed(j), s.rn2) < end {
 				return false
 			}
 		}
@@ -444,8 +527,9 @@ func (s *scheduler) busFree(src int, end int64) bool {
 }
 
 // earliest returns the first send cycle at which the sender, the bus and
-// every receiver can take transfer x, with the plans sp and rps.
-func (s *scheduler) earliest(x Transfer, pair bool, sp *opPlan, rps []opPlan) int64 {
+// every receiver can take transfer x, with sn loads before the send and
+// rn[k] before the k-th receiver's recv.
+func (s *scheduler) earliest(x Transfer, pair bool, sn int, rn []int) int64 {
 	dur, slots := int64(x.Words), 1
 	if pair {
 		dur, slots = dur/2, 2
@@ -454,12 +538,12 @@ func (s *scheduler) earliest(x Transfer, pair bool, sp *opPlan, rps []opPlan) in
 	t := int64(0)
 	for {
 		t0 := t
-		t = src.nextSend(t, sp.need)
+		t = src.nextSend(t, sn)
 		t = s.nextBus(x.Src, t, dur, slots)
-		for k := range rps {
+		for k, m := range rn {
 			u := x.Dst + k
 			l := int64(s.p.Latency(x.Src, u))
-			t = s.tiles[u].nextRecv(t+l, rps[k].need) - l
+			t = s.tiles[u].nextRecv(t+l, m) - l
 		}
 		if t == t0 {
 			return t
@@ -539,11 +623,12 @@ func searchEnd(us []busUse, t int64) int {
 	return lo
 }
 
-// commit places candidate c with the plans eval just made for it.
-func (s *scheduler) commit(c cand) {
+// commit places candidate c (with send2 when pair) with the plans in
+// s.sp and s.rps.
+func (s *scheduler) commit(c cand, pair bool) {
 	x := s.phase[c.x]
 	dur, slots, op := int64(x.Words), 1, isa.SEND
-	if c.pair {
+	if pair {
 		dur, slots, op = dur/2, 2, isa.SEND2
 	}
 	src := s.tiles[x.Src]
@@ -552,8 +637,8 @@ func (s *scheduler) commit(c cand) {
 	src.sends = append(src.sends, busUse{c.start, c.start + dur, slots})
 	s.remS[x.Src] -= int64(x.Words)
 	s.remI[x.Src] -= issueCost(sendOps(x))
-	src.expect(sendOps(x), -1)
-	ev := Event{Send: c.start, Pair: c.pair, Cycles: dur, Arrive: make([]int64, len(s.rps))}
+	src.expect(sendOps(x), s.ix.send[c.x], -1)
+	ev := Event{Send: c.start, Pair: pair, Cycles: dur, Arrive: make([]int64, len(s.rps))}
 	for k := range s.rps {
 		u := x.Dst + k
 		r := c.start + int64(s.p.Latency(x.Src, u))
@@ -562,7 +647,7 @@ func (s *scheduler) commit(c cand) {
 		t.listenEnd = r + dur
 		s.remR[u] -= int64(x.Words)
 		s.remI[u] -= issueCost(recvOps(x))
-		t.expect(recvOps(x), -1)
+		t.expect(recvOps(x), s.ix.recvIDs(int(c.x), k), -1)
 		ev.Arrive[k] = r
 	}
 	s.events[c.x] = ev

@@ -1,6 +1,8 @@
 package sched
 
 import (
+	"math/bits"
+
 	"ipu.local/libs/codegen"
 	"ipu.local/libs/isa"
 )
@@ -94,15 +96,22 @@ type tileState struct {
 	lastUse [16]int64
 	sends   []busUse
 	sync    int64 // the sync's issue cycle, set by finish
-	// future counts the pending events reading each value: a register
-	// whose value no pending event reads is the one to reuse.
-	future map[uint32]int32
-	live   uint16 // registers holding a value some pending event reads
+	// future counts the pending events reading each value, by its
+	// number on the tile (phaseIndex): a register whose value no pending
+	// event reads is the one to reuse.
+	future []int32
+	regOf  []int8    // by value number: the register holding it, or -1
+	vidOf  [16]int32 // by register: the number of its value when valid
+	live   uint16    // registers holding a value some pending event reads
 	// loose drops the issue-slot constraint: an event with m loads
 	// before it may issue at any cycle from 6(m+1) after the previous
 	// one, as if a delay could be shorter than an issue period. The
 	// fast pass plans with it; validation finds where it was wrong.
 	loose bool
+	// ver counts the changes plan depends on (events placed, values
+	// no longer read): plans made at one version are the same. It
+	// starts at 1.
+	ver uint32
 }
 
 // next returns the first cycle >= t at which an event with m loads in
@@ -114,40 +123,51 @@ func (s *tileState) next(m int, t int64) int64 {
 	return nextIssue(s.last, m, t)
 }
 
-// evictBefore reports whether register r is a better one to load than
-// register b: a value no pending event reads, then the least recently
-// used.
-func (s *tileState) evictBefore(r, b int) bool {
-	dr, db := s.dead(r), s.dead(b)
-	if dr != db {
-		return dr
+// victim returns the register of free (bits 0..14) best to load: one
+// holding a value no pending event reads if any, of those the least
+// recently used, of those the lowest; -1 when free is empty.
+func (s *tileState) victim(free uint16) int {
+	free &= 0x7FFF
+	if dead := free &^ s.live; dead != 0 {
+		free = dead
 	}
-	return s.lastUse[r] < s.lastUse[b]
+	best := -1
+	for m := free; m != 0; m &= m - 1 {
+		r := bits.TrailingZeros16(m)
+		if best < 0 || s.lastUse[r] < s.lastUse[best] {
+			best = r
+		}
+	}
+	return best
 }
 
-func (s *tileState) dead(r int) bool { return s.live&(1<<r) == 0 }
-
 // expect counts the values a pending event reads (delta 1), or uncounts
-// them once it is placed (-1).
-func (s *tileState) expect(ops [3]uint32, delta int32) {
+// them once it is placed (-1); ids are their numbers.
+func (s *tileState) expect(ops [3]uint32, ids [3]int32, delta int32) {
+	zero := count(s.future, ops, ids, delta)
+	if zero != 0 {
+		s.ver++
+	}
 	for i, v := range ops {
-		if v == 0 || (i > 0 && ops[0] == v) || (i > 1 && ops[1] == v) {
+		if zero&(1<<i) == 0 {
 			continue
 		}
-		n := s.future[v] + delta
-		s.future[v] = n
-		if n == 0 {
-			for r := 0; r < 15; r++ {
-				if s.valid&(1<<r) != 0 && s.val[r] == v {
-					s.live &^= 1 << r
-				}
+		for r := 0; r < 15; r++ {
+			if s.valid&(1<<r) != 0 && s.val[r] == v {
+				s.live &^= 1 << r
 			}
 		}
 	}
 }
 
-func newTile(id int) *tileState {
-	s := &tileState{id: id, last: firstIssue, portFree: none, listenEnd: none, future: map[uint32]int32{}}
+// newTile returns tile id before any event, with future the counts of
+// the pending events reading each of its values (owned by the tile).
+func newTile(id int, future []int32) *tileState {
+	s := &tileState{id: id, last: firstIssue, portFree: none, listenEnd: none, future: future, ver: 1,
+		regOf: make([]int8, len(future))}
+	for i := range s.regOf {
+		s.regOf[i] = -1
+	}
 	for i := range s.lastUse {
 		s.lastUse[i] = none
 	}
@@ -160,6 +180,7 @@ type item struct {
 	val     uint32
 	cost    int   // instructions: li, or li and lih
 	release int64 // the register is free after this cycle's event
+	vid     int32 // the value's number on the tile
 	gap     int   // where the load goes: an earlier gap, or -1 for the event's own
 }
 
@@ -171,11 +192,12 @@ type opPlan struct {
 	need  int // load instructions that must go in the event's own gap
 }
 
-// plan chooses registers for an event reading ops (d, a, b) on tile s:
+// plan chooses registers for an event reading ops (d, a, b), numbered
+// ids, on tile s:
 // cached values stay where they are, 0 is $mzero, missing values go to
 // the least recently used registers of mask, and as many loads as fit are
 // hoisted into earlier gaps (tentatively: commit decides).
-func (s *tileState) plan(ops [3]uint32, mask uint16) opPlan {
+func (s *tileState) plan(ops [3]uint32, ids [3]int32, mask uint16) opPlan {
 	var p opPlan
 	var pinned uint16
 	// Cached values first, so that no new load takes their registers.
@@ -185,7 +207,7 @@ func (s *tileState) plan(ops [3]uint32, mask uint16) opPlan {
 			p.regs[k], cached[k] = uint8(codegen.MZero), true
 			continue
 		}
-		if r := s.cached(v, mask); r >= 0 {
+		if r := s.cached(v, ids[k], mask); r >= 0 {
 			p.regs[k], cached[k] = uint8(r), true
 			pinned |= 1 << r
 		}
@@ -204,18 +226,10 @@ func (s *tileState) plan(ops [3]uint32, mask uint16) opPlan {
 		if found {
 			continue
 		}
-		best := -1
-		for r := 0; r < 15; r++ {
-			if mask&(1<<r) == 0 || pinned&(1<<r) != 0 {
-				continue
-			}
-			if best < 0 || s.evictBefore(r, best) {
-				best = r
-			}
-		}
+		best := s.victim(mask &^ pinned)
 		pinned |= 1 << best
 		p.regs[k] = uint8(best)
-		p.items[p.n] = item{reg: uint8(best), val: v, cost: codegen.ConstLen(v), release: s.lastUse[best], gap: -1}
+		p.items[p.n] = item{reg: uint8(best), val: v, cost: codegen.ConstLen(v), release: s.lastUse[best], gap: -1, vid: ids[k]}
 		p.n++
 	}
 	// Hoist: the most constrained load (latest release) first, each into
@@ -280,6 +294,7 @@ func (s *tileState) nextRecv(t int64, m int) int64 {
 // add appends an event at cycle t planned by p; the caller has checked
 // that t is feasible.
 func (s *tileState) add(t int64, op isa.Op, p opPlan, x int) {
+	s.ver++
 	stall := op != isa.RECV && t == s.portFree
 	g := gap{start: s.last, end: t, stall: stall, loose: s.loose}
 	room := g.capacity()
@@ -308,10 +323,14 @@ func (s *tileState) add(t int64, op isa.Op, p opPlan, x int) {
 			s.spare -= it.cost
 		}
 		s.loads = append(s.loads, load{gap: at, reg: it.reg, val: it.val})
+		if old := s.vidOf[it.reg]; s.valid&(1<<it.reg) != 0 && s.regOf[old] == int8(it.reg) {
+			s.regOf[old] = -1
+		}
+		s.regOf[it.vid], s.vidOf[it.reg] = int8(it.reg), it.vid
 		s.val[it.reg] = it.val
 		s.valid |= 1 << it.reg
 		s.live &^= 1 << it.reg
-		if s.future[it.val] > 0 {
+		if s.future[it.vid] > 0 {
 			s.live |= 1 << it.reg
 		}
 	}
@@ -341,26 +360,25 @@ func (s *tileState) add(t int64, op isa.Op, p opPlan, x int) {
 	}
 }
 
-// cached returns the register of mask holding v, or -1.
-func (s *tileState) cached(v uint32, mask uint16) int {
-	m := s.valid & mask
-	for r := range 15 {
-		if s.val[r] == v && m&(1<<r) != 0 {
-			return r
-		}
+// cached returns the register of mask holding v (numbered id), or -1.
+func (s *tileState) cached(v uint32, id int32, mask uint16) int {
+	// Values are loaded into registers of mask only when no register
+	// of mask holds them: regOf is the one register holding each.
+	if r := s.regOf[id]; r >= 0 && s.valid&mask&(1<<r) != 0 && s.val[r] == v {
+		return int(r)
 	}
 	return -1
 }
 
 // minNeed is a lower bound on plan(ops, mask).need: the loads of the
 // values not cached, less all the spare room they could be hoisted to.
-func (s *tileState) minNeed(ops [3]uint32, mask uint16) int {
+func (s *tileState) minNeed(ops [3]uint32, ids [3]int32, mask uint16) int {
 	n := 0
 	for i, v := range ops {
 		if v == 0 || (i > 0 && ops[0] == v) || (i > 1 && ops[1] == v) {
 			continue
 		}
-		if s.cached(v, mask) < 0 {
+		if s.cached(v, ids[i], mask) < 0 {
 			n += codegen.ConstLen(v)
 		}
 	}

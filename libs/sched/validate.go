@@ -66,7 +66,11 @@ func replay(p *arch.Preset, phase []Transfer, tiles []TileCode, early bool) (*re
 	if err != nil {
 		return nil, err
 	}
-	var want []segment
+	n := 0
+	for _, x := range phase {
+		n += x.Dests()
+	}
+	want := make([]segment, 0, n)
 	for _, x := range phase {
 		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
 			want = append(want, segment{u, x.DstAddr, x.Src, x.SrcAddr, uint32(x.Words)})
@@ -103,24 +107,41 @@ type (
 	}
 )
 
+// replayer holds the replayed events, by tile where they are per tile.
 type replayer struct {
 	p      *arch.Preset
 	sends  []rsend
-	recvs  map[int][]rrecv
-	syncs  map[int]int64 // tile -> sync issue cycle
-	port   map[int]int64 // tile -> cycle its port frees
-	sendAt map[[2]int64]int
-	recvAt map[[2]int64]int
+	sendOf [][2]int // by tile: its sends, sends[lo:hi] (one tile's code runs at once)
+	recvs  [][]rrecv
+	synced []bool  // by tile: it has code
+	syncs  []int64 // by tile: sync issue cycle
+	port   []int64 // by tile: cycle its port frees
 	cycles []int64 // per tile of the code, in order
 }
 
 func newReplayer(p *arch.Preset) *replayer {
-	return &replayer{p: p, sendAt: map[[2]int64]int{}, recvAt: map[[2]int64]int{},
-		recvs: map[int][]rrecv{}, syncs: map[int]int64{}, port: map[int]int64{}}
+	return &replayer{p: p, sendOf: make([][2]int, p.Tiles), recvs: make([][]rrecv, p.Tiles),
+		synced: make([]bool, p.Tiles), syncs: make([]int64, p.Tiles), port: make([]int64, p.Tiles)}
+}
+
+// sendAt returns the index of the send tile issued at cycle t.
+func (r *replayer) sendAt(tile int, t int64) (int, bool) {
+	lo, hi := r.sendOf[tile][0], r.sendOf[tile][1]
+	// A tile issues its events at increasing cycles.
+	k := lo + sort.Search(hi-lo, func(k int) bool { return r.sends[lo+k].t >= t })
+	return k, k < hi && r.sends[k].t == t
+}
+
+// recvAt reports whether tile issued a recv at cycle t.
+func (r *replayer) recvAt(tile int, t int64) bool {
+	ws := r.recvs[tile]
+	k := sort.Search(len(ws), func(k int) bool { return ws[k].t >= t })
+	return k < len(ws) && ws[k].t == t
 }
 
 // run issues one tile's code and returns its cycles.
 func (r *replayer) run(tc *TileCode) (int64, error) {
+	r.sendOf[tc.Tile] = [2]int{len(r.sends), len(r.sends)}
 	cycles, port, err := issueCode(tc, true, func(e issued) error {
 		switch e.op {
 		case isa.SEND, isa.SEND2:
@@ -133,6 +154,8 @@ func (r *replayer) run(tc *TileCode) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	r.sendOf[tc.Tile][1] = len(r.sends)
+	r.synced[tc.Tile] = true
 	r.syncs[tc.Tile] = cycles - 1
 	r.port[tc.Tile] = port
 	return cycles, nil
@@ -268,7 +291,6 @@ func (r *replayer) send(tile, pc int, now int64, pair bool, ops [3]uint32) error
 	case !r.p.Memory.Contains(a, 4*b) || a%4 != 0:
 		return fmt.Errorf("pc %d: %s reads [%#x, +%d words): not in tile memory or misaligned", pc, op, a, b)
 	}
-	r.sendAt[[2]int64{int64(tile), now}] = len(r.sends)
 	r.sends = append(r.sends, rsend{tile, pc, now, lo, n, a, b, pair})
 	return nil
 }
@@ -281,7 +303,6 @@ func (r *replayer) recv(tile, pc int, now int64, src, a, b uint32) error {
 	case b == 0 || uint64(b) > uint64(r.p.Memory.Size()/4) || !r.p.Memory.Contains(a, 4*b) || a%4 != 0:
 		return fmt.Errorf("pc %d: recv of %d words at %#x: empty, not in tile memory or misaligned", pc, b, a)
 	}
-	r.recvAt[[2]int64{int64(tile), now}] = len(r.recvs[tile])
 	r.recvs[tile] = append(r.recvs[tile], rrecv{pc, now, int(src), a, b})
 	return nil
 }
@@ -294,7 +315,7 @@ func (r *replayer) checkBus() error {
 		delta int
 		s     int // send index
 	}
-	by := map[int][]edge{}
+	by := make([][]edge, r.p.Supertile(r.p.Tiles-1)+1)
 	for i, s := range r.sends {
 		dur, slots := int64(s.words), 1
 		if s.pair {
@@ -303,13 +324,10 @@ func (r *replayer) checkBus() error {
 		st := r.p.Supertile(s.tile)
 		by[st] = append(by[st], edge{s.t, slots, i}, edge{s.t + dur, -slots, i})
 	}
-	keys := make([]int, 0, len(by))
-	for k := range by {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
-	for _, k := range keys {
-		es := by[k]
+	for k, es := range by {
+		if len(es) == 0 {
+			continue
+		}
 		sort.Slice(es, func(i, j int) bool {
 			if es[i].t != es[j].t {
 				return es[i].t < es[j].t
@@ -354,7 +372,7 @@ func (s segment) String() string {
 // resolve matches arrivals with recv windows at every receiver and returns
 // the delivered runs, merged and sorted.
 func (r *replayer) resolve(early bool) ([]segment, error) {
-	arr := map[int][]stream{}
+	arr := make([][]stream, r.p.Tiles)
 	for i, s := range r.sends {
 		st := stream{n: int64(s.words), per: 1, send: i}
 		if s.pair {
@@ -365,26 +383,18 @@ func (r *replayer) resolve(early bool) ([]segment, error) {
 			arr[u] = append(arr[u], st)
 		}
 	}
-	tiles := make([]int, 0, len(arr)+len(r.recvs))
-	for u := range arr {
-		tiles = append(tiles, u)
-	}
-	for u := range r.recvs {
-		if _, ok := arr[u]; !ok {
-			tiles = append(tiles, u)
+	segs := make([]segment, 0, len(r.sends))
+	for u, ss := range arr {
+		if len(ss) == 0 && len(r.recvs[u]) == 0 {
+			continue
 		}
-	}
-	sort.Ints(tiles)
-	var segs []segment
-	for _, u := range tiles {
-		ss := arr[u]
 		sort.Slice(ss, func(i, j int) bool { return ss[i].c0 < ss[j].c0 })
 		for i := 1; i < len(ss); i++ {
 			if a, b := ss[i-1], ss[i]; b.c0 < a.c0+a.n {
 				return nil, fmt.Errorf("tile %d: tiles %d and %d both send to it at cycle %d", u, r.sends[a.send].tile, r.sends[b.send].tile, b.c0)
 			}
 		}
-		sync, synced := r.syncs[u]
+		sync, synced := r.syncs[u], r.synced[u]
 		if len(ss) > 0 && !synced {
 			return nil, fmt.Errorf("tile %d: words arrive at a tile with no code", u)
 		}
@@ -438,13 +448,11 @@ func (r *replayer) resolve(early bool) ([]segment, error) {
 		}
 	}
 	if !early {
-		ts := make([]int, 0, len(r.port))
-		for t := range r.port {
-			ts = append(ts, t)
-		}
-		sort.Ints(ts)
-		for _, t := range ts {
-			if pf := r.port[t]; pf > r.syncs[t] {
+		for t, pf := range r.port {
+			if !r.synced[t] {
+				continue
+			}
+			if pf > r.syncs[t] {
 				return nil, fmt.Errorf("tile %d: syncs at cycle %d before its port frees at %d", t, r.syncs[t], pf)
 			}
 		}
@@ -466,13 +474,8 @@ func appendRun(segs []segment, w segment) []segment {
 
 // mergeSegments sorts runs by destination and joins the contiguous ones.
 func mergeSegments(segs []segment) []segment {
-	slices.SortFunc(segs, func(a, b segment) int {
-		if a.dst != b.dst {
-			return cmp.Compare(a.dst, b.dst)
-		}
-		return cmp.Compare(a.dstAddr, b.dstAddr)
-	})
-	var out []segment
+	sortSegments(segs)
+	out := segs[:0] // in place: it never passes the run it reads
 	for _, s := range segs {
 		if n := len(out); n > 0 {
 			l := &out[n-1]
@@ -490,7 +493,7 @@ func mergeSegments(segs []segment) []segment {
 func (r *replayer) checkEvents(phase []Transfer, evs []Event) error {
 	for i, x := range phase {
 		ev := evs[i]
-		k, ok := r.sendAt[[2]int64{int64(x.Src), ev.Send}]
+		k, ok := r.sendAt(x.Src, ev.Send)
 		if !ok {
 			return fmt.Errorf("sched: validate: transfer %d: no send on tile %d at cycle %d", i, x.Src, ev.Send)
 		}
@@ -510,10 +513,60 @@ func (r *replayer) checkEvents(phase []Transfer, evs []Event) error {
 			if a != ev.Send+int64(r.p.Latency(x.Src, u)) {
 				return fmt.Errorf("sched: validate: transfer %d: arrival at tile %d at cycle %d, latency says %d", i, u, a, ev.Send+int64(r.p.Latency(x.Src, u)))
 			}
-			if _, ok := r.recvAt[[2]int64{int64(u), a}]; !ok {
+			if !r.recvAt(u, a) {
 				return fmt.Errorf("sched: validate: transfer %d: no recv on tile %d at cycle %d", i, u, a)
 			}
 		}
 	}
 	return nil
+}
+
+// bySegment orders runs by destination tile and address.
+func bySegment(a, b segment) int {
+	if a.dst != b.dst {
+		return cmp.Compare(a.dst, b.dst)
+	}
+	return cmp.Compare(a.dstAddr, b.dstAddr)
+}
+
+// sortSegments sorts runs with bySegment: by tile with a counting sort,
+// then each tile's by address. Where two runs tie, the order of the
+// tied runs is that of slices.SortFunc on the whole list, as before.
+func sortSegments(segs []segment) {
+	if len(segs) < 2 {
+		return
+	}
+	top := 0
+	for _, s := range segs {
+		top = max(top, s.dst)
+	}
+	if top >= 4*len(segs)+1<<16 {
+		slices.SortFunc(segs, bySegment)
+		return
+	}
+	at := make([]int, top+2)
+	for _, s := range segs {
+		at[s.dst+1]++
+	}
+	for u := 1; u < len(at); u++ {
+		at[u] += at[u-1]
+	}
+	orig := slices.Clone(segs)
+	for _, s := range orig {
+		segs[at[s.dst]] = s
+		at[s.dst]++
+	}
+	// at[u] is now where tile u's runs end.
+	lo := 0
+	for u := 0; u <= top; u++ {
+		slices.SortFunc(segs[lo:at[u]], bySegment)
+		lo = at[u]
+	}
+	for i := 1; i < len(segs); i++ {
+		if bySegment(segs[i-1], segs[i]) == 0 {
+			copy(segs, orig)
+			slices.SortFunc(segs, bySegment)
+			return
+		}
+	}
 }
