@@ -49,30 +49,36 @@ const MaxExchangeWords = 1 << 20
 
 // validateExchanges checks the sizes and ranges of the saved exchanges.
 func (s *State) validateExchanges() error {
+	return checkExchanges(s.Exchanges, "exchanges", stateAt)
+}
+
+// checkExchanges checks the sizes and ranges of saved exchanges, naming
+// a fault's field from path with at.
+func checkExchanges(xs []Exchange, path string, at func(path, format string, args ...any) error) error {
 	words := 0
-	for i, e := range s.Exchanges {
-		p := fmt.Sprintf("exchanges[%d]", i)
+	for i, e := range xs {
+		p := fmt.Sprintf("%s[%d]", path, i)
 		if len(e.Events) != len(e.Transfers) {
-			return stateAt(p+".events", "%d events for %d transfers", len(e.Events), len(e.Transfers))
+			return at(p+".events", "%d events for %d transfers", len(e.Events), len(e.Transfers))
 		}
 		for k, x := range e.Transfers {
 			for j, v := range x {
 				if v < 0 || (j < 3 && v > MaxTiles) || v > 1<<32 {
-					return stateAt(fmt.Sprintf("%s.transfers[%d][%d]", p, k, j), "%d out of range", v)
+					return at(fmt.Sprintf("%s.transfers[%d][%d]", p, k, j), "%d out of range", v)
 				}
 			}
 			if int64(len(e.Events[k].Arrive)) != x[2] {
-				return stateAt(fmt.Sprintf("%s.events[%d].arrive", p, k), "%d arrivals for %d destinations", len(e.Events[k].Arrive), x[2])
+				return at(fmt.Sprintf("%s.events[%d].arrive", p, k), "%d arrivals for %d destinations", len(e.Events[k].Arrive), x[2])
 			}
 		}
 		for k, t := range e.Tiles {
 			if t.Tile < 0 || t.Tile >= MaxTiles {
-				return stateAt(fmt.Sprintf("%s.tiles[%d].tile", p, k), "%d out of range", t.Tile)
+				return at(fmt.Sprintf("%s.tiles[%d].tile", p, k), "%d out of range", t.Tile)
 			}
 			words += len(t.Code)
 		}
 		if words > MaxExchangeWords {
-			return stateAt(p, "the exchanges hold more than %d code words", MaxExchangeWords)
+			return at(p, "the exchanges hold more than %d code words", MaxExchangeWords)
 		}
 	}
 	return nil

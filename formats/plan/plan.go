@@ -59,6 +59,12 @@ type Plan struct {
 	Steps   []Step   `json:"steps"`
 	Cost    Cost     `json:"cost"`
 	Search  Search   `json:"search"`
+	// Schedules are the exchange schedules ipu-plan's validation link
+	// made, packed (PackSchedules; see schedules.go): ipu-link relocates
+	// and validates them instead of scheduling again. Optional; a plan
+	// edited so that its supersteps move other patterns links as well,
+	// scheduling those.
+	Schedules []byte `json:"exchange_schedules,omitempty"`
 }
 
 // Model names the model a plan was made from. Path is as the user gave
@@ -416,6 +422,9 @@ func (p *Plan) Validate() error {
 	}
 	if p.Search.Attempts < 0 {
 		return errAt("search.attempts", "negative")
+	}
+	if _, err := UnpackSchedules(p.Schedules); err != nil {
+		return err
 	}
 	return nil
 }

@@ -4,11 +4,12 @@
 //
 //	ipu-link IN.plan -o OUT.ipuobj [--model MODEL.onnx] [--state STATE.json]
 //
-// --state reuses the exchange schedules ipu-plan kept in its search state
-// for this plan: each is relocated to its superstep and validated by
-// replaying its code, and used only then (the object is the one
-// scheduling gives); a state for another model, architecture or tile
-// count is refused.
+// The plan's exchange_schedules (ipu-plan's validation link made them)
+// are reused by default, and --state's instead when given: each is
+// relocated to its superstep and validated by replaying its code, and
+// used only then (the object is the one scheduling gives); a superstep
+// whose pattern none matches is scheduled; a state for another model,
+// architecture or tile count is refused.
 //
 // It needs nothing but the plan: the plan embeds the model's graph and
 // constants. It logs the seed's link phases (compile_runtime,

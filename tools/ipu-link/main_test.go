@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+
+	"github.com/google/go-cmp/cmp"
 	"ipu.local/formats/obj"
 	"ipu.local/libs/hostref"
 	"ipu.local/libs/link"
@@ -40,8 +42,10 @@ func TestMain(m *testing.M) {
 				os.Exit(1)
 			}
 		},
-		"edittensor": func() { os.Exit(edittensor(os.Args[1:])) },
-		"simcheck":   func() { os.Exit(simcheck(os.Args[1:])) },
+		"edittensor":    func() { os.Exit(edittensor(os.Args[1:])) },
+		"withschedules": func() { os.Exit(withschedules(os.Args[1:])) },
+		"sameobj":       func() { os.Exit(sameobj(os.Args[1:])) },
+		"simcheck":      func() { os.Exit(simcheck(os.Args[1:])) },
 	})
 }
 
@@ -103,6 +107,69 @@ func mkplan(args []string) int {
 	}()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mkplan:", err)
+		return 1
+	}
+	return 0
+}
+
+// withschedules IN OUT [bad] links the plan IN and writes it to OUT with
+// the link's exchange schedules packed in it, as ipu-plan writes them
+// (bad: a damaged pack instead).
+func withschedules(args []string) int {
+	if len(args) != 2 && len(args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: withschedules IN OUT [bad]")
+		return 2
+	}
+	err := func() error {
+		data, err := os.ReadFile(args[0])
+		if err != nil {
+			return err
+		}
+		pl, err := plan.Read(data)
+		if err != nil {
+			return err
+		}
+		_, st, err := link.Link(pl, plan.Fingerprint(data), link.Options{})
+		if err != nil {
+			return err
+		}
+		if len(st.Saved) == 0 {
+			return fmt.Errorf("the link saved no schedules")
+		}
+		pl.Schedules = plan.PackSchedules(st.Saved)
+		if len(args) == 3 {
+			pl.Schedules = []byte{5, 1, 2, 3, 4, 5}
+		}
+		out, err := plan.Marshal(pl)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(args[1], out, 0o644)
+	}()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "withschedules:", err)
+		return 1
+	}
+	return 0
+}
+
+// sameobj A B compares two objects but for the fingerprint of what they
+// were made from.
+func sameobj(args []string) int {
+	var os2 [2]*obj.Object
+	for i, f := range args {
+		data, err := os.ReadFile(f)
+		if err == nil {
+			os2[i], err = obj.Read(data)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sameobj:", err)
+			return 1
+		}
+		os2[i].Source = ""
+	}
+	if diff := cmp.Diff(os2[0], os2[1]); diff != "" {
+		fmt.Fprintf(os.Stderr, "sameobj: mismatch (-%s +%s):\n%s", args[0], args[1], diff)
 		return 1
 	}
 	return 0

@@ -57,6 +57,11 @@ func linkPlan(log *slog.Logger, in, out, model, state string) error {
 		}
 	}
 	opt := link.Options{}
+	// The plan's own exchange schedules (ipu-plan's validation link made
+	// them), unless a search state is given.
+	if opt.Saved, err = plan.UnpackSchedules(pl.Schedules); err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
 	if state != "" {
 		sd, err := os.ReadFile(state)
 		if err != nil {

@@ -219,6 +219,9 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	log.Info("costed search incumbent", slog.Int64("estimated_cycles", pl.Cost.FinalCycles), slog.Int64("linked_cycles", linked.FinalCycles))
 	pl.Cost.FinalCycles, pl.Cost.FinalExchange, pl.Cost.Estimated = linked.FinalCycles, linked.FinalExchange, false
 	pl.Search.IncumbentCycles = linked.FinalCycles
+	// The validated schedules go with the plan: ipu-link relocates and
+	// validates them instead of scheduling the same supersteps again.
+	pl.Schedules = plan.PackSchedules(linked.Saved)
 	encoded, err := plan.Marshal(pl)
 	if err != nil {
 		return fmt.Errorf("encode plan: %w", err)
