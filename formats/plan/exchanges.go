@@ -43,9 +43,10 @@ type ExchangeOptions struct {
 	Passes    int    `json:"passes,omitempty"`
 }
 
-// MaxExchangeWords bounds the code words a state's exchanges hold (a
-// larger program's schedules are not saved).
-const MaxExchangeWords = 1 << 20
+// MaxExchangeWords bounds the code words a state's or a plan's exchanges
+// hold (a larger program's schedules are not saved; the 12-layer
+// BERT-base FP16 encoder's take 3.6M).
+const MaxExchangeWords = 1 << 22
 
 // validateExchanges checks the sizes and ranges of the saved exchanges.
 func (s *State) validateExchanges() error {
