@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"ipu.local/libs/hostref"
 	"ipu.local/libs/repodata"
 )
 
@@ -75,20 +74,7 @@ func TestPatchSharing(t *testing.T) {
 	if st.FinalCycles != fst.FinalCycles {
 		t.Errorf("final cycles %d with sharing, %d without", st.FinalCycles, fst.FinalCycles)
 	}
-	ins := hostref.GenerateInputs(g, 1)
-	raw := make([][]byte, len(ins))
-	for i, in := range ins {
-		raw[i] = in.Raw
-	}
-	outs, res := runObject(t, o, raw)
-	checkCyclesOnly(t, st, res)
-	want, fres := runObject(t, flat, raw)
-	checkCyclesOnly(t, fst, fres)
-	for i := range want {
-		if !bytes.Equal(outs[i], want[i]) {
-			t.Errorf("output %s differs with shared patch runs", o.Host.Outputs[i].Name)
-		}
-	}
+	sameRuns(t, g, o, st, flat, fst, "with shared patch runs")
 	t.Logf("%d of %d patch runs shared: %d of %d table bytes saved (largest tile %d)", pp.SharedRuns, pp.Runs, pp.SavedBytes, pp.TableBytes, pp.MaxSaved)
 }
 
