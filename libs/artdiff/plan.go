@@ -22,7 +22,9 @@ var planKind = &Kind{
 // Plans lists the differences between two plans, in this order: header
 // fields ("header: "), the graph ("graph: "), tensors ("tensor "NAME"
 // SOURCE#K: ", see diffPlanTensors), steps ("step "NAME": ", see
-// diffPlanSteps), the cost ("cost: ") and the search ("search: ").
+// diffPlanSteps), the cost ("cost: "), the search ("search: ") and the
+// packed exchange schedules ("exchange_schedules: ", by size when their
+// bytes differ: they follow from the rest).
 //
 // Tensors and steps are paired by what they are for, not by their IDs
 // or positions, which shift whenever the planner inserts one: a step by
@@ -46,6 +48,9 @@ func Plans(a, b *plan.Plan) []string {
 	lines = append(lines, diffPlanSteps(a, b, pairs)...)
 	lines = append(lines, prefixed("cost: ", fieldDiffs(a.Cost, b.Cost))...)
 	lines = append(lines, prefixed("search: ", fieldDiffs(a.Search, b.Search))...)
+	if !bytes.Equal(a.Schedules, b.Schedules) {
+		lines = append(lines, fmt.Sprintf("exchange_schedules: %d packed bytes -> %d", len(a.Schedules), len(b.Schedules)))
+	}
 	return lines
 }
 

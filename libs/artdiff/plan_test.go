@@ -1,6 +1,7 @@
 package artdiff
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -106,6 +107,8 @@ func addBias(layout string, pad int) func(p *plan.Plan) {
 }
 
 func TestPlans(t *testing.T) {
+	packed := plan.PackSchedules([]plan.Exchange{{Transfers: [][6]int64{{0, 1, 1, 4, 0x80000, 0x80000}},
+		Events: []plan.ExchangeEvent{{Send: 6, Cycles: 4, Arrive: []int64{10}}}, Makespan: 12, Bound: 11}})
 	tests := []struct {
 		name string
 		a, b func(p *plan.Plan) // changes to testPlan; nil: none
@@ -181,6 +184,8 @@ func TestPlans(t *testing.T) {
 			`cost: final_cycles 1000 -> 900`,
 			`search: attempts 10 -> 20`,
 		}},
+		{"exchange schedules", nil, func(p *plan.Plan) { p.Schedules = packed },
+			[]string{fmt.Sprintf("exchange_schedules: 0 packed bytes -> %d", len(packed))}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
