@@ -49,9 +49,11 @@
 // (libs/link; its phases nest in plan_package, as in the seed) and
 // building its tile images: the plan's final_cycles are the linked
 // program's (cost.estimated=false), the figure ipu-link reports for the
-// same plan. A plan holding a node the linker does not lower yet keeps the
-// cost model's estimate (cost.estimated=true) with a warning; ipu-link
-// then refuses it. The linker's exchange scheduler (libs/sched) first
+// same plan. A plan the linker refuses is not written: ipu-plan fails
+// with the linker's one-line error, so it never leaves a plan that
+// ipu-link would refuse. The validated exchange schedules go into the
+// plan (exchange_schedules), and ipu-link relocates and validates them
+// instead of scheduling again. The linker's exchange scheduler (libs/sched) first
 // schedules each exchange superstep without the supervisor's issue-slot
 // constraint, validates every transfer against it and reschedules only
 // the failing transfers and those planned after them on their tiles;
