@@ -6,7 +6,7 @@
 // shared machine); each figure is printed with its target (issue 10) and
 // PASS or FAIL.
 //
-// Usage: go run ./scripts/bench [-tiles N] [-reps N] [-only NAME] [-cpuprofile FILE]
+// Usage: go run ./scripts/bench [-tiles N] [-reps N] [-only NAME] [-rows LABEL] [-cpuprofile FILE]
 package main
 
 import (
@@ -38,6 +38,7 @@ func doMain() int {
 	tiles := flag.Int("tiles", 64, "tiles running the kernel in the multi-core runs")
 	reps := flag.Int("reps", 3, "repetitions; the best is reported")
 	only := flag.String("only", "", "run only the kernels whose name contains this")
+	rows := flag.String("rows", "", "run only the rows whose label (\"1 tile, 1 core\", ...) contains this")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the runs to this file")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -52,7 +53,7 @@ func doMain() int {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*tiles, *reps, *only); err != nil {
+	if err := run(*tiles, *reps, *only, *rows); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
@@ -370,7 +371,7 @@ func verdict(ok bool) string {
 	return "FAIL"
 }
 
-func run(tiles, reps int, only string) error {
+func run(tiles, reps int, only, rows string) error {
 	p := arch.MustLookup("ipu21")
 	cores := runtime.GOMAXPROCS(0)
 	fmt.Printf("host: %d cores (GOMAXPROCS), %s; per core = per second of process CPU time, best of %d\n", cores, runtime.GOARCH, reps)
@@ -385,6 +386,9 @@ func run(tiles, reps int, only string) error {
 			n     int
 			par   int
 		}{{"1 tile, 1 core", 1, 1}, {fmt.Sprintf("%d tiles, 1 core", tiles), tiles, 1}, {fmt.Sprintf("%d tiles, %d cores", tiles, cores), tiles, cores}} {
+			if !strings.Contains(cfg.label, rows) {
+				continue
+			}
 			if err := row(p, k, cfg.label, cfg.n, cfg.par, reps, a, b); err != nil {
 				return err
 			}
