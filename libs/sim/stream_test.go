@@ -1,0 +1,135 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"ipu.local/libs/arch"
+	"ipu.local/libs/isa"
+)
+
+// streamLoop: each worker runs body 256 times ($m2 at stream A, $m3 at
+// b, $a2:3..$a10:11 loaded first from init), then stores $a0:1..$a10:11
+// into its scratch block.
+func streamLoop(b int32, body ...isa.Inst) []any {
+	items := []any{
+		li(2, dataBase+0x2000), li(3, b), li(4, dataBase+0x4000),
+		I(isa.LD64, 2, 4, 0, 0), I(isa.LD64, 4, 4, 0, 8), I(isa.LD64, 6, 4, 0, 16),
+		I(isa.LD64, 8, 4, 0, 24), I(isa.LD64, 10, 4, 0, 32),
+		li(1, 256), I(isa.RPT, 0, 1, 0, int32(len(body))),
+	}
+	for _, in := range body {
+		items = append(items, in)
+	}
+	for p := uint8(0); p < 12; p += 2 {
+		items = append(items, I(isa.ST64, p, 0, 0, 4*int32(p)))
+	}
+	return append(items, exit())
+}
+
+// sameAsStepwise runs code with segs on one tile with run-ahead and one
+// instruction at a time and fails unless the results (faults included),
+// the tile's state and its memory agree.
+func sameAsStepwise(t *testing.T, what string, code []uint32, segs ...Segment) {
+	t.Helper()
+	defer func() { stepwise = false }()
+	var res [2]*RunResult
+	var snaps [2]TileSnapshot
+	var mems [2][]byte
+	var errs [2]string
+	for i, step := range []bool{true, false} {
+		stepwise = step
+		rg := newRig(t, "ipu21-tiny", Options{Parallel: 1})
+		rg.load(0, code, segs...)
+		got, err := rg.m.Run(nil, 0)
+		if err != nil {
+			errs[i] = err.Error()
+		}
+		res[i], snaps[i], mems[i] = got, rg.m.Snapshot(0), rg.mems[0]
+	}
+	if diff := cmp.Diff([]any{res[0], snaps[0], errs[0]}, []any{res[1], snaps[1], errs[1]}); diff != "" {
+		t.Fatalf("%s: run ahead differs from stepwise: mismatch (-want +got):\n%s", what, diff)
+	}
+	if !bytes.Equal(mems[0], mems[1]) {
+		t.Fatalf("%s: run ahead's memory differs from stepwise's", what)
+	}
+}
+
+// streamData is FP16 lanes for two streams of 256 vectors and the five
+// starting pairs: mixed kinds (lane16) with Inf and NaN, or without.
+func streamData(r *rand.Rand, special bool) (a, b, init []byte) {
+	data := make([]byte, 2*256*8+40)
+	for i := 0; i < len(data); i += 2 {
+		h := lane16(r, 0x4800)
+		if !special && h&0x7C00 == 0x7C00 {
+			h = 0x3555
+		}
+		binary.LittleEndian.PutUint16(data[i:], h)
+	}
+	return data[:256*8], data[256*8 : 512*8], data[512*8:]
+}
+
+// TestStreamBodiesMatchStepwise runs the stream bodies runStream takes
+// (and a few it leaves to runIters) over data that takes the lanes
+// through ties, subnormals, overflow, Inf and NaN, against one
+// instruction at a time; then loads that fault in the middle of the
+// loop, at its first iteration, and an accumulator holding a NaN with a
+// payload that no fma reaches.
+func TestStreamBodiesMatchStepwise(t *testing.T) {
+	ldA, ldB := I(isa.LD64P, 0, 2, 0, 8), I(isa.LD64P, 8, 3, 0, 8)
+	bodies := []struct {
+		name   string
+		stream bool
+		body   []isa.Inst
+	}{
+		{"fma by invariant, max", true, []isa.Inst{ldA, I(isa.H4FMA, 4, 0, 2, 0), I(isa.H4MAX, 6, 6, 0, 0)}},
+		{"invariant a, min", true, []isa.Inst{ldA, I(isa.H4FMA, 4, 2, 0, 0), I(isa.H4MIN, 6, 0, 6, 0)}},
+		{"min before fma", true, []isa.Inst{ldA, I(isa.H4MIN, 6, 0, 6, 0), I(isa.H4FMA, 4, 2, 0, 0)}},
+		{"two streams", true, []isa.Inst{ldA, ldB, I(isa.H4FMA, 4, 0, 8, 0)}},
+		{"one base twice", true, []isa.Inst{ldA, I(isa.LD64P, 8, 2, 0, 8), I(isa.H4FMA, 4, 8, 0, 0), I(isa.H4MAX, 6, 0, 6, 0)}},
+		{"same pair twice", true, []isa.Inst{ldA, I(isa.LD64P, 0, 3, 0, 8), I(isa.H4FMA, 4, 0, 10, 0)}},
+		{"backwards", true, []isa.Inst{I(isa.LD64P, 0, 2, 0, -8), I(isa.H4FMA, 4, 0, 2, 0)}},
+		{"max only", true, []isa.Inst{ldA, I(isa.H4MAX, 6, 6, 0, 0)}},
+		{"max of invariant", true, []isa.Inst{ldA, I(isa.H4MAX, 6, 10, 6, 0), I(isa.H4FMA, 4, 10, 0, 0)}},
+		{"fma only", true, []isa.Inst{ldA, I(isa.H4FMA, 4, 0, 2, 0)}},
+		{"unused load", true, []isa.Inst{ldA, ldB, I(isa.H4FMA, 4, 10, 2, 0)}},
+		{"fma before its load", false, []isa.Inst{I(isa.H4FMA, 4, 0, 2, 0), ldA}},
+		{"five loads", false, []isa.Inst{ldA, ldA, ldA, ldA, ldB, I(isa.H4FMA, 4, 0, 8, 0)}},
+		{"into a14", false, []isa.Inst{I(isa.LD64P, 14, 2, 0, 8), I(isa.H4FMA, 4, 14, 2, 0)}},
+		{"add too", false, []isa.Inst{ldA, I(isa.H4FMA, 4, 0, 2, 0), I(isa.H4ADD, 8, 0, 2, 0)}},
+	}
+	for _, bd := range bodies {
+		var insts []inst
+		for _, in := range bd.body {
+			insts = append(insts, decodeWord(isa.MustEncode(in)))
+		}
+		fi, mi := privatePairs(insts)
+		if _, ok := streamOf(insts, fi, mi); ok != bd.stream {
+			t.Fatalf("%s: streamOf = %v, want %v", bd.name, ok, bd.stream)
+		}
+		for seed := uint64(0); seed < 4; seed++ {
+			a, b, init := streamData(rand.New(rand.NewPCG(seed, 11)), seed%2 == 1)
+			segs := []Segment{{Addr: dataBase + 0x2000, Data: a}, {Addr: dataBase + 0x3000, Data: b}, {Addr: dataBase + 0x4000, Data: init}}
+			sameAsStepwise(t, bd.name, benchProgram(streamLoop(dataBase+0x3000, bd.body...)), segs...)
+			// Stream b runs off the end of memory after 100 vectors, or
+			// is misaligned from the start.
+			end := int32(arch.MustLookup("ipu21-tiny").Memory.Hi - 100*8)
+			sameAsStepwise(t, bd.name+", fault", benchProgram(streamLoop(end, bd.body...)), segs...)
+			sameAsStepwise(t, bd.name+", misaligned", benchProgram(streamLoop(dataBase+0x3004, bd.body...)), segs...)
+		}
+	}
+	// The accumulator $a4:5 holds NaNs with payloads; the first load
+	// faults, so no fma writes it (the workers wait first, so that the
+	// supervisor is done starting them and the loops run ahead).
+	init := make([]byte, 40)
+	for i := 8; i < 16; i += 2 {
+		binary.LittleEndian.PutUint16(init[i:], 0x7C01)
+	}
+	body := []isa.Inst{ldB, I(isa.H4FMA, 4, 8, 2, 0), I(isa.H4MAX, 6, 6, 8, 0)}
+	prog := append([]any{delay(200)}, streamLoop(dataBase+0x3004, body...)...)
+	sameAsStepwise(t, "NaN payload", benchProgram(prog), Segment{Addr: dataBase + 0x4000, Data: init})
+}
