@@ -69,7 +69,7 @@ func (x *exec) runBody(k int, c *context, body []inst, t, per, iters int64, save
 	half := x.prog.half
 	fi, mi := privatePairs(body)
 	if s, ok := streamOf(body, fi, mi); ok {
-		return x.streamBody(c, body, &s, iters)
+		return x.runStream(c, &s, iters, len(body))
 	}
 	var z0, z1, z2, z3 float64
 	var y0, y1, y2, y3 float32

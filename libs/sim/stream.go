@@ -9,39 +9,44 @@ import (
 
 // A stream body is the commonest vector repeat body: ld64p's, then an
 // f16v4 fma and/or a max or min, each of which owns its destination pair
-// (privatePairs). Its iterations need no dispatch: runStream runs the
-// loads, then the fma's four lanes (rounded in place, h4fmaFastY's
-// arithmetic written out) and the max or min, with the fma's lanes and
-// the max/min's value in locals and the other pairs in an array of
-// pairs. runIters runs every other body.
+// (privatePairs). Nothing in it writes memory, and no other context does
+// while it runs ahead (the read bound), so each load reads a strided
+// sequence of memory, known before the loop: the load l of iteration j
+// reads start_l + j*stride_l (stride_l the sum of the increments on its
+// base register). And the fma and the max/min read only loaded pairs,
+// pairs the body never writes and their own: each is a function of its
+// own value and the loads alone. So runStream works out up front the
+// first iteration whose load would fault, then runs the fma over its
+// strided operands (fmaPass: no dispatch, no register file, the lanes
+// rounded in place), the max/min likewise (mmPass), and sets the loaded
+// pairs and the base registers as the last iteration left them.
+// runIters runs every other body.
 
 // maxStreamLoads bounds the ld64p's of a stream body.
 const maxStreamLoads = 4
 
 // streamLoad is one ld64p: destination pair d (index of the pair), base
-// register base, increment imm.
+// register base, increment imm, and the increments of the earlier loads
+// on base in the body (pre).
 type streamLoad struct {
-	d, base uint8
-	imm     uint32
+	d, base  uint8
+	imm, pre uint32
 }
 
-// streamShape is a stream body's description: its loads, the fma's and
-// the max/min's operand pairs (indexes) and destination pairs, and
-// whether each is present.
+// streamShape is a stream body's description: its loads, which load
+// (or -1: none, the pair is invariant or the max/min's own) last writes
+// each operand pair of the fma and the max/min, those pairs' indexes,
+// and whether each is present.
 type streamShape struct {
-	ld       [maxStreamLoads]streamLoad
-	nld      int
-	fma, mm  bool
-	fa, fb   uint8 // fma operands; fb may be invariant
-	fbInv    bool  // no instruction of the body writes fb
-	ma, mb   uint8 // max/min operands
-	maSelf   bool  // ma is the max/min's own pair
-	mbSelf   bool
-	mmIsMax  bool
-	md, fd   uint8
-	mmIdx    int // body indexes of the fma and the max/min
-	fmaIdx   int
-	loadsEnd int // body index after the last load
+	ld             [maxStreamLoads]streamLoad
+	nld            int
+	fma, mm        bool
+	fa, fb, fd     uint8 // pair indexes
+	ma, mb, md     uint8
+	faL, fbL       int8 // the load of fa, fb, or -1
+	maL, mbL       int8
+	maSelf, mbSelf bool
+	mmIsMax        bool
 }
 
 // streamOf returns body's shape when body is a stream body whose fma (if
@@ -57,195 +62,231 @@ func streamOf(body []inst, fi, mi int) (s streamShape, ok bool) {
 			return s, false
 		}
 		s.ld[i] = streamLoad{d: in.d & 14 >> 1, base: in.a & 15, imm: uint32(in.imm)}
+		for j := 0; j < i; j++ {
+			if s.ld[j].base == s.ld[i].base {
+				s.ld[i].pre += s.ld[j].imm
+			}
+		}
 	}
-	s.nld, s.loadsEnd = i, i
+	s.nld = i
 	if i == 0 {
 		return s, false
 	}
 	for ; i < len(body); i++ {
 		switch {
 		case i == fi && body[i].op == isa.H4FMA:
-			s.fma, s.fmaIdx = true, i
+			s.fma = true
 		case i == mi && (body[i].op == isa.H4MAX || body[i].op == isa.H4MIN):
-			s.mm, s.mmIdx = true, i
+			s.mm = true
 		default:
 			return s, false
 		}
 	}
 	if s.fma {
 		in := &body[fi]
-		r, other, inv := invariantOperand(body, fi)
-		if !inv {
-			r, other = in.a, in.b
-		}
-		s.fa, s.fb, s.fbInv, s.fd = r&14>>1, other&14>>1, inv, in.d&14>>1
+		s.fa, s.fb, s.fd = in.a&14>>1, in.b&14>>1, in.d&14>>1
+		s.faL, s.fbL = s.loadOf(s.fa), s.loadOf(s.fb)
 	}
 	if s.mm {
 		in := &body[mi]
 		s.ma, s.mb, s.md = in.a&14>>1, in.b&14>>1, in.d&14>>1
+		s.maL, s.mbL = s.loadOf(s.ma), s.loadOf(s.mb)
 		s.maSelf, s.mbSelf, s.mmIsMax = in.a == in.d, in.b == in.d, in.op == isa.H4MAX
 	}
 	return s, true
 }
 
-// streamState is what runStream keeps out of the register file: the $a
-// pairs (regs, by index), the fma's lanes, the max/min's value.
-type streamState struct {
-	regs           [8]uint64
-	z0, z1, z2, z3 float64
-	mv             uint64
+// loadOf returns the last load of s into pair p, or -1.
+func (s *streamShape) loadOf(p uint8) int8 {
+	for l := s.nld - 1; l >= 0; l-- {
+		if s.ld[l].d == p {
+			return int8(l)
+		}
+	}
+	return -1
+}
+
+// strided is an operand of a stream body's fma or max/min: iteration j
+// reads mem[off+j*stride:], or v when inv.
+type strided struct {
+	off, stride uint32
+	inv         bool
+	v           uint64
+}
+
+func (o *strided) at(mem []byte, j int64) uint64 {
+	if o.inv {
+		return o.v
+	}
+	return binary.LittleEndian.Uint64(mem[o.off+uint32(j)*o.stride:])
+}
+
+// operand is pair p's operand: load l's sequence, or p's value.
+func (x *exec) operand(c *context, s *streamShape, p uint8, l int8) strided {
+	if l < 0 {
+		return strided{inv: true, v: pairOf(&c.a, 2*p)}
+	}
+	ld := &s.ld[l]
+	return strided{off: c.m[ld.base] + ld.pre - x.lo, stride: s.stride(ld.base)}
+}
+
+// stride is the increment of base register b per iteration of s.
+func (s *streamShape) stride(b uint8) uint32 {
+	var v uint32
+	for l := range s.ld[:s.nld] {
+		if s.ld[l].base == b {
+			v += s.ld[l].imm
+		}
+	}
+	return v
+}
+
+// firstFault returns the first iteration whose load l would fault, and
+// n if none of the first n does. Its address is aligned in every
+// iteration when it is in the first and the stride is a multiple of 8
+// (else the second is not); an offset going up leaves memory after
+// (size-8-off)/stride more iterations, one going down (a negative
+// increment, which wraps) after off/-stride.
+func (x *exec) firstFault(c *context, s *streamShape, l int, n int64) int64 {
+	ld := &s.ld[l]
+	addr := c.m[ld.base] + ld.pre
+	off, stride := addr-x.lo, s.stride(ld.base)
+	var ok int64 // iterations that do not fault
+	switch {
+	case off > x.size-8 || addr&7 != 0:
+		ok = 0
+	case stride&7 != 0:
+		ok = 1
+	case stride == 0:
+		ok = n
+	case int32(stride) > 0:
+		ok = int64((x.size-8-off)/stride) + 1
+	default:
+		ok = int64(off/-stride) + 1
+	}
+	return min(ok, n)
 }
 
 // runStream runs up to iters iterations of the stream body s, counting
 // the loop down and ending it after its last iteration, as runIters does.
 // It returns the whole iterations run and the body index of the load that
-// would fault in the next (nothing done for it), else bodyLen. The
-// iterations whose fma or max/min the fast path does not take
-// (streamFast) finish in streamSlow.
-func (x *exec) runStream(c *context, s *streamShape, st *streamState, iters int64, bodyLen int) (int64, int) {
-	stop := bodyLen
-	var j int64
-	for j < iters {
-		var l int
-		if j, l = x.streamFast(c, s, st, j, iters); l < s.nld {
-			stop = l
-			break
+// would fault in the next (the earlier loads of that iteration done),
+// else bodyLen.
+func (x *exec) runStream(c *context, s *streamShape, iters int64, bodyLen int) (int64, int) {
+	n, part := iters, 0 // part: the loads of iteration n run before one faults
+	for l := range s.ld[:s.nld] {
+		if f := x.firstFault(c, s, l, iters); f < n {
+			n, part = f, l
 		}
-		if j < iters {
-			x.streamSlow(s, st)
+	}
+	stop := bodyLen
+	if n < iters {
+		stop = part
+	}
+	if s.fma && n > 0 {
+		x.fmaStream(c, s, n)
+	}
+	if s.mm && n > 0 {
+		x.mmStream(c, s, n)
+	}
+	// The loads: those of the last of the n iterations, then those
+	// before stop in the next.
+	for l := range s.ld[:s.nld] {
+		if ld := &s.ld[l]; n > 0 {
+			o := x.operand(c, s, ld.d, int8(l))
+			putPair(&c.a, 2*ld.d, o.at(x.mem, n-1))
+		}
+	}
+	for l := range s.ld[:part] {
+		ld := &s.ld[l]
+		o := x.operand(c, s, ld.d, int8(l))
+		putPair(&c.a, 2*ld.d, o.at(x.mem, n))
+	}
+	var adv [16]uint32
+	for l := range s.ld[:s.nld] {
+		ld := &s.ld[l]
+		adv[ld.base] += uint32(n) * ld.imm
+		if l < part {
+			adv[ld.base] += ld.imm
+		}
+	}
+	for b, v := range adv {
+		c.m[b] += v
+	}
+	switch {
+	case n == 0:
+	case int64(c.loopRem) <= n:
+		c.loopRem, c.loopOn = 1, false
+	default:
+		c.loopRem -= uint32(n)
+	}
+	return n, stop
+}
+
+// fmaStream runs the fma of n iterations of s: fmaPass while its lanes
+// take the fast path, h4fmaZ for an iteration whose lanes do not.
+func (x *exec) fmaStream(c *context, s *streamShape, n int64) {
+	half := x.prog.half
+	d := pairOf(&c.a, 2*s.fd)
+	z := [4]float64{float64(half[uint16(d)]), float64(half[uint16(d>>16)]), float64(half[uint16(d>>32)]), float64(half[uint16(d>>48)])}
+	a, b := x.operand(c, s, s.fa, s.faL), x.operand(c, s, s.fb, s.fbL)
+	if a.inv && !b.inv { // the product commutes: b invariant if either is
+		a, b = b, a
+	}
+	for j := int64(0); j < n; {
+		if j = fmaPass(x.mem, half, &a, &b, &z, j, n); j < n {
+			_, z[0], z[1], z[2], z[3] = h4fmaZ(a.at(x.mem, j), b.at(x.mem, j), z[0], z[1], z[2], z[3], half)
 			j++
 		}
 	}
-	switch {
-	case j == 0:
-	case int64(c.loopRem) <= j:
-		c.loopRem, c.loopOn = 1, false
-	default:
-		c.loopRem -= uint32(j)
-	}
-	return j, stop
+	putPair(&c.a, 2*s.fd, round4(z[0], z[1], z[2], z[3]))
 }
 
-// streamFast runs iterations j.. of s (up to iters) while the fma's lanes
-// take the fast path and the max/min's have no NaN. It returns the
-// iteration it stopped at and s.nld, its loads done when it is below
-// iters, or the index of the load that would fault (the earlier ones
-// done).
-func (x *exec) streamFast(c *context, s *streamShape, st *streamState, j, iters int64) (int64, int) {
-	half := x.prog.half
-	z0, z1, z2, z3, mv := st.z0, st.z1, st.z2, st.z3, st.mv
-	var y0, y1, y2, y3 float32
-	if s.fbInv {
-		b := st.regs[s.fb&7]
-		y0, y1, y2, y3 = half[uint16(b)], half[uint16(b>>16)], half[uint16(b>>32)], half[uint16(b>>48)]
+// fmaPass runs the fma of iterations j.. (up to n) into the lanes z while
+// they take h4fmaFastY's path; it returns the first iteration that does
+// not, or n. One strided operand and one invariant run in assembly where
+// there is (fmaPassSSE) when every read is inside mem (the fault checks
+// made sure of it), else fmaPassGo.
+func fmaPass(mem []byte, half *[1 << 16]float32, a, b *strided, z *[4]float64, j, n int64) int64 {
+	if haveFmaPassSSE && !a.inv && b.inv && j < n {
+		first := int64(a.off + uint32(j)*a.stride)
+		last := first + (n-1-j)*int64(int32(a.stride))
+		if lim := int64(len(mem)) - 8; min(first, last) >= 0 && max(first, last) <= lim {
+			y := [4]float32{half[uint16(b.v)], half[uint16(b.v>>16)], half[uint16(b.v>>32)], half[uint16(b.v>>48)]}
+			return j + fmaPassSSE(&mem[0], half, uint32(first), a.stride, &y, z, n-j)
+		}
 	}
-	flip := uint64(0) // h4gt's lanes for max, their complement for min
-	if !s.mmIsMax {
-		flip = math.MaxUint64
-	}
-	mem, lo, size, regs, nld := x.mem, x.lo, x.size, &st.regs, s.nld
-	ld0 := s.ld[0]
-	stop := nld
-	for ; j < iters; j++ {
-		if nld == 1 {
-			addr := c.m[ld0.base&15]
-			off := addr - lo
-			if off > size-8 || addr&7 != 0 {
-				stop = 0
-				break
-			}
-			regs[ld0.d&7] = binary.LittleEndian.Uint64(mem[off:])
-			c.m[ld0.base&15] = addr + ld0.imm
-		} else if stop = loadStream(c, s, regs, mem, lo, size); stop < nld {
+	return fmaPassGo(mem, half, a, b, z, j, n)
+}
+
+// fmaPassGo is fmaPass in Go.
+func fmaPassGo(mem []byte, half *[1 << 16]float32, a, b *strided, z *[4]float64, j, n int64) int64 {
+	z0, z1, z2, z3 := z[0], z[1], z[2], z[3]
+	y0, y1, y2, y3 := half[uint16(b.v)], half[uint16(b.v>>16)], half[uint16(b.v>>32)], half[uint16(b.v>>48)]
+	p, aoff, astride, ainv := a.v, a.off+uint32(j)*a.stride, a.stride, a.inv
+	boff, bstride, binv := b.off+uint32(j)*b.stride, b.stride, b.inv
+	for ; j < n; j++ {
+		if !ainv {
+			p = binary.LittleEndian.Uint64(mem[aoff:])
+			aoff += astride
+		}
+		if !binv {
+			q := binary.LittleEndian.Uint64(mem[boff:])
+			boff += bstride
+			y0, y1, y2, y3 = half[uint16(q)], half[uint16(q>>16)], half[uint16(q>>32)], half[uint16(q>>48)]
+		}
+		mn, mx := uint64(math.MaxUint64), uint64(0)
+		n0, mn, mx := fmaLane(half[uint16(p)], y0, z0, mn, mx)
+		n1, mn, mx := fmaLane(half[uint16(p>>16)], y1, z1, mn, mx)
+		n2, mn, mx := fmaLane(half[uint16(p>>32)], y2, z2, mn, mx)
+		n3, mn, mx := fmaLane(half[uint16(p>>48)], y3, z3, mn, mx)
+		if mn < f64MinNormal16-1 || mx >= f64Two16 {
 			break
-		}
-		n0, n1, n2, n3 := z0, z1, z2, z3
-		if s.fma {
-			p := regs[s.fa&7]
-			if !s.fbInv {
-				q := regs[s.fb&7]
-				y0, y1, y2, y3 = half[uint16(q)], half[uint16(q>>16)], half[uint16(q>>32)], half[uint16(q>>48)]
-			}
-			mn, mx := uint64(math.MaxUint64), uint64(0)
-			n0, mn, mx = fmaLane(half[uint16(p)], y0, z0, mn, mx)
-			n1, mn, mx = fmaLane(half[uint16(p>>16)], y1, z1, mn, mx)
-			n2, mn, mx = fmaLane(half[uint16(p>>32)], y2, z2, mn, mx)
-			n3, mn, mx = fmaLane(half[uint16(p>>48)], y3, z3, mn, mx)
-			if mn < f64MinNormal16-1 || mx >= f64Two16 {
-				break
-			}
-		}
-		if s.mm {
-			p, q := pick(regs[s.ma&7], mv, s.maSelf), pick(regs[s.mb&7], mv, s.mbSelf)
-			if h4nan(p, q) {
-				break
-			}
-			sel := h4gt(p, q) ^ flip
-			mv = p&sel | q&^sel
 		}
 		z0, z1, z2, z3 = n0, n1, n2, n3
 	}
-	st.z0, st.z1, st.z2, st.z3, st.mv = z0, z1, z2, z3, mv
-	return j, stop
-}
-
-// streamSlow runs the fma and the max/min of an iteration of s whose
-// loads are done, by the generic paths.
-func (x *exec) streamSlow(s *streamShape, st *streamState) {
-	regs := &st.regs
-	if s.fma {
-		_, st.z0, st.z1, st.z2, st.z3 = h4fmaZ(regs[s.fa&7], regs[s.fb&7], st.z0, st.z1, st.z2, st.z3, x.prog.half)
-	}
-	if s.mm {
-		p, q := pick(regs[s.ma&7], st.mv, s.maSelf), pick(regs[s.mb&7], st.mv, s.mbSelf)
-		st.mv = h4maxmin(p, q, s.mmIsMax)
-	}
-}
-
-// loadStream runs s's loads of one iteration into regs; it returns the
-// index of the one that would fault (the earlier ones done), else s.nld.
-func loadStream(c *context, s *streamShape, regs *[8]uint64, mem []byte, lo, size uint32) int {
-	for l := 0; l < s.nld; l++ {
-		ld := &s.ld[l]
-		addr := c.m[ld.base]
-		off := addr - lo
-		if off > size-8 || addr&7 != 0 {
-			return l
-		}
-		regs[ld.d] = binary.LittleEndian.Uint64(mem[off:])
-		c.m[ld.base] = addr + ld.imm
-	}
-	return s.nld
-}
-
-// streamBody is runBody for a stream body: the pairs, the fma's lanes and
-// the max/min's value out of the register file while runStream runs, then
-// back.
-func (x *exec) streamBody(c *context, body []inst, s *streamShape, iters int64) (int64, int) {
-	half := x.prog.half
-	var st streamState
-	for i := range st.regs {
-		st.regs[i] = pairOf(&c.a, uint8(2*i))
-	}
-	if s.fma {
-		d := st.regs[s.fd]
-		st.z0, st.z1 = float64(half[uint16(d)]), float64(half[uint16(d>>16)])
-		st.z2, st.z3 = float64(half[uint16(d>>32)]), float64(half[uint16(d>>48)])
-	}
-	if s.mm {
-		st.mv = st.regs[s.md]
-	}
-	done, stop := x.runStream(c, s, &st, iters, len(body))
-	for l := 0; l < s.nld; l++ {
-		putPair(&c.a, 2*s.ld[l].d, st.regs[s.ld[l].d])
-	}
-	if s.fma && done > 0 { // the fma ran (else d may hold a NaN that round4 would make canonical)
-		putPair(&c.a, 2*s.fd, round4(st.z0, st.z1, st.z2, st.z3))
-	}
-	if s.mm {
-		putPair(&c.a, 2*s.md, st.mv)
-	}
-	return done, stop
+	z[0], z[1], z[2], z[3] = z0, z1, z2, z3
+	return j
 }
 
 // fmaLane is one lane of h4fmaFastY: the sum of the product x*y (exact in
@@ -258,4 +299,26 @@ func fmaLane(x, y float32, z float64, mn, mx uint64) (float64, uint64, uint64) {
 	r := (b + (tie - 1) + (b>>42)&1) >> 42 << 42
 	q := r ^ b&sign
 	return math.Float64frombits(r), min(mn, q-1), max(mx, q)
+}
+
+// mmStream runs the max or min of n iterations of s.
+func (x *exec) mmStream(c *context, s *streamShape, n int64) {
+	mv := pairOf(&c.a, 2*s.md)
+	a, b := x.operand(c, s, s.ma, s.maL), x.operand(c, s, s.mb, s.mbL)
+	flip := uint64(0) // h4gt's lanes for max, their complement for min
+	if !s.mmIsMax {
+		flip = math.MaxUint64
+	}
+	mem := x.mem
+	for j := int64(0); j < n; j++ {
+		p, q := a.at(mem, j), b.at(mem, j)
+		p, q = pick(p, mv, s.maSelf), pick(q, mv, s.mbSelf)
+		if h4nan(p, q) {
+			mv = h4maxminNaN(p, q, s.mmIsMax)
+			continue
+		}
+		sel := h4gt(p, q) ^ flip
+		mv = p&sel | q&^sel
+	}
+	putPair(&c.a, 2*s.md, mv)
 }

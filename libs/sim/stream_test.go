@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -132,4 +133,87 @@ func TestStreamBodiesMatchStepwise(t *testing.T) {
 	body := []isa.Inst{ldB, I(isa.H4FMA, 4, 8, 2, 0), I(isa.H4MAX, 6, 6, 8, 0)}
 	prog := append([]any{delay(200)}, streamLoop(dataBase+0x3004, body...)...)
 	sameAsStepwise(t, "NaN payload", benchProgram(prog), Segment{Addr: dataBase + 0x4000, Data: init})
+}
+
+// TestFmaPassSSE: the assembly pass against fmaPassGo, from the same
+// lanes over the same strided data (mixed kinds, ties, subnormals,
+// overflow, Inf and NaN; strides up, down and zero), each stopping at
+// the same iteration with the same lanes, bit for bit, then the slow
+// iteration by h4fmaZ and on; and every FP16 value in every lane times a
+// few multipliers into addends at the edges of the fast path, one
+// iteration at a time.
+func TestFmaPassSSE(t *testing.T) {
+	if !haveFmaPassSSE {
+		t.Skip("no assembly on this host")
+	}
+	half := halfTable()
+	same := func(x, y [4]float64) bool {
+		for i := range x {
+			if math.Float64bits(x[i]) != math.Float64bits(y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	mem := make([]byte, 512*8)
+	for trial := 0; trial < 400; trial++ {
+		for i := 0; i < len(mem); i += 2 {
+			h := lane16(r, 0x3C00)
+			if trial%2 == 0 && h&0x7C00 == 0x7C00 {
+				h = 0x3555
+			}
+			binary.LittleEndian.PutUint16(mem[i:], h)
+		}
+		var bv uint64
+		for i := 0; i < 64; i += 16 {
+			bv |= uint64(lane16(r, 0x3C00)) << i
+		}
+		a := strided{off: 8 * uint32(r.IntN(64)), stride: 8}
+		switch trial % 4 {
+		case 1:
+			a.off, a.stride = 511*8, uint32(-8*int32(1+r.IntN(2)))
+		case 2:
+			a.stride = 0
+		}
+		b := strided{inv: true, v: bv}
+		var z [4]float64
+		for i := range z {
+			z[i] = float64(half[lane16(r, 0x3C00)])
+		}
+		zg, n := z, int64(200)
+		for j, jg := int64(0), int64(0); j < n; {
+			j, jg = fmaPass(mem, half, &a, &b, &z, j, n), fmaPassGo(mem, half, &a, &b, &zg, jg, n)
+			if j != jg || !same(z, zg) {
+				t.Fatalf("trial %d: SSE ran to %d with lanes %v, Go to %d with %v", trial, j, z, jg, zg)
+			}
+			if j < n {
+				_, z[0], z[1], z[2], z[3] = h4fmaZ(a.at(mem, j), bv, z[0], z[1], z[2], z[3], half)
+				zg = z
+				j++
+				jg = j
+			}
+		}
+	}
+	edges := []uint16{0x0400, 0x8400, 0x0401, 0x03FF, 0x83FF, 0x7BFF, 0xFBFF, 0x7BFE, 0x3C00, 0, 0x8000, 0x7C00, 0x7E00}
+	all := make([]byte, 1<<17)
+	for v := 0; v < 1<<16; v++ {
+		binary.LittleEndian.PutUint16(all[2*v:], uint16(v))
+	}
+	for _, zh := range edges {
+		for _, m := range []uint16{0x3C00, 0x0800, 0x8800, 0x1400, 0x3800, 0x5BFF} {
+			b := strided{inv: true, v: uint64(m) * 0x0001000100010001}
+			for off := uint32(0); off < 1<<17; off += 8 {
+				a := strided{off: off, stride: 8}
+				zv := float64(half[zh])
+				z := [4]float64{zv, zv, zv, zv}
+				zg := z
+				j, jg := fmaPass(all, half, &a, &b, &z, 0, 1), fmaPassGo(all, half, &a, &b, &zg, 0, 1)
+				if j != jg || !same(z, zg) {
+					t.Fatalf("fma(%016x, %04x, %04x): SSE ran %d with lanes %v, Go %d with %v",
+						binary.LittleEndian.Uint64(all[off:]), m, zh, j, z, jg, zg)
+				}
+			}
+		}
+	}
 }
