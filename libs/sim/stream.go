@@ -301,24 +301,56 @@ func fmaLane(x, y float32, z float64, mn, mx uint64) (float64, uint64, uint64) {
 	return math.Float64frombits(r), min(mn, q-1), max(mx, q)
 }
 
-// mmStream runs the max or min of n iterations of s.
+// mmStream runs the max or min of n iterations of s: by mmPass when one
+// operand is its own pair (a running max or min), else one iteration
+// after another.
 func (x *exec) mmStream(c *context, s *streamShape, n int64) {
 	mv := pairOf(&c.a, 2*s.md)
 	a, b := x.operand(c, s, s.ma, s.maL), x.operand(c, s, s.mb, s.mbL)
-	flip := uint64(0) // h4gt's lanes for max, their complement for min
-	if !s.mmIsMax {
-		flip = math.MaxUint64
-	}
-	mem := x.mem
-	for j := int64(0); j < n; j++ {
-		p, q := a.at(mem, j), b.at(mem, j)
-		p, q = pick(p, mv, s.maSelf), pick(q, mv, s.mbSelf)
-		if h4nan(p, q) {
-			mv = h4maxminNaN(p, q, s.mmIsMax)
-			continue
+	if s.maSelf != s.mbSelf {
+		if s.maSelf {
+			a = b
 		}
-		sel := h4gt(p, q) ^ flip
-		mv = p&sel | q&^sel
+		putPair(&c.a, 2*s.md, mmPass(x.mem, &a, mv, n, s.mmIsMax))
+		return
+	}
+	for j := int64(0); j < n; j++ {
+		p, q := pick(a.at(x.mem, j), mv, s.maSelf), pick(b.at(x.mem, j), mv, s.mbSelf)
+		mv = h4maxmin(p, q, s.mmIsMax)
 	}
 	putPair(&c.a, 2*s.md, mv)
+}
+
+// mmPass is mv's max (or min) with each of n iterations' operand o, for
+// n > 0. Lane by lane that is the largest (smallest) of mv and the
+// operands in the order of order16 (-0 below +0; equal keys are equal
+// bits), or the canonical NaN if any is a NaN: an order-free reduction,
+// so the even and the odd iterations go to two values (two dependency
+// chains), combined at the end. An invariant operand is one max.
+func mmPass(mem []byte, o *strided, mv uint64, n int64, isMax bool) uint64 {
+	if o.inv {
+		return h4maxmin(mv, o.v, isMax)
+	}
+	flip := uint64(0) // h4gt's lanes for max, their complement for min
+	if !isMax {
+		flip = math.MaxUint64
+	}
+	m0, m1 := mv, mv
+	off, stride := o.off, o.stride
+	j := int64(0)
+	for ; j+1 < n; j += 2 {
+		v0 := binary.LittleEndian.Uint64(mem[off:])
+		v1 := binary.LittleEndian.Uint64(mem[off+stride:])
+		off += 2 * stride
+		if h4nan(m0, v0) || h4nan(m1, v1) {
+			m0, m1 = h4maxmin(m0, v0, isMax), h4maxmin(m1, v1, isMax)
+			continue
+		}
+		s0, s1 := h4gt(m0, v0)^flip, h4gt(m1, v1)^flip
+		m0, m1 = m0&s0|v0&^s0, m1&s1|v1&^s1
+	}
+	if j < n {
+		m0 = h4maxmin(m0, binary.LittleEndian.Uint64(mem[off:]), isMax)
+	}
+	return h4maxmin(m0, m1, isMax)
 }

@@ -217,3 +217,34 @@ func TestFmaPassSSE(t *testing.T) {
 		}
 	}
 }
+
+// TestMMPass: mmPass's two chains against one h4maxmin after another,
+// for max and min, over lanes of every kind (±0, NaNs with payloads,
+// Inf) and counts odd and even, from own values with NaNs too.
+func TestMMPass(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 12))
+	mem := make([]byte, 64*8)
+	for trial := 0; trial < 2000; trial++ {
+		for i := 0; i < len(mem); i += 2 {
+			h := interesting16(r)
+			if r.IntN(3) > 0 {
+				h = lane16(r, 0x3C00)
+			}
+			if trial%3 > 0 && h&0x7C00 == 0x7C00 {
+				h &= 0x83FF
+			}
+			binary.LittleEndian.PutUint16(mem[i:], h)
+		}
+		mv := binary.LittleEndian.Uint64(mem[8*r.IntN(64):])
+		o := strided{off: 8 * uint32(r.IntN(32)), stride: 8}
+		n := int64(1 + r.IntN(32))
+		isMax := trial%2 == 0
+		want := mv
+		for j := int64(0); j < n; j++ {
+			want = h4maxmin(want, o.at(mem, j), isMax)
+		}
+		if got := mmPass(mem, &o, mv, n, isMax); got != want {
+			t.Fatalf("trial %d: mmPass = %016x, want %016x", trial, got, want)
+		}
+	}
+}
