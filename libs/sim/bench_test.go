@@ -1,10 +1,14 @@
 package sim
 
 import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"ipu.local/libs/isa"
+	"ipu.local/libs/numfmt"
 )
 
 // benchProgram is a supervisor that, each round, runs the six workers on
@@ -96,6 +100,33 @@ func BenchmarkIntLoop(b *testing.B) {
 func BenchmarkF16v4Loop(b *testing.B) {
 	b.Run("tiles=1", func(b *testing.B) { benchOneTile(b, f16v4Loop()) })
 	b.Run("tiles=64", func(b *testing.B) { benchLoop(b, "ipu21-64", f16v4Loop()) })
+}
+
+// BenchmarkF16v4Stream: scripts/bench's f16v4 kernel on one tile, a
+// stream body (ld64p, fma into a private accumulator by an invariant
+// pair, max into a private pair) over 512 vectors of FP16 data in
+// [-0.5, 0.5), 20 passes per worker and Run.
+func BenchmarkF16v4Stream(b *testing.B) {
+	r := newRig(b, "ipu21-tiny", Options{Parallel: 1})
+	rnd := rand.New(rand.NewPCG(1, 2))
+	data := make([]byte, 512*8+8)
+	for i := 0; i < 512*8; i += 2 {
+		binary.LittleEndian.PutUint16(data[i:], numfmt.F32ToF16(math.Float32bits(float32(rnd.Float64()-0.5))))
+	}
+	for i, c := range []uint16{0x3400, 0xB800, 0x3600, 0x3000} { // 0.25, -0.5, 0.375, 0.125
+		binary.LittleEndian.PutUint16(data[512*8+i*2:], c)
+	}
+	body := []any{
+		li(4, dataBase+0x2000+512*8), I(isa.LD64, 2, 4, 0, 0), li(1, 20),
+		label("pass"), li(2, dataBase+0x2000), rpti(512, 3),
+		I(isa.LD64P, 0, 2, 0, 8), I(isa.H4FMA, 4, 0, 2, 0), I(isa.H4MAX, 6, 6, 0, 0),
+		addi(1, 1, -1), brnz(1, "pass"),
+		I(isa.ST64, 4, 0, 0, 0), I(isa.ST64, 6, 0, 0, 8), exit(),
+	}
+	r.load(0, benchProgram(body), Segment{Addr: dataBase + 0x2000, Data: data})
+	b.ReportAllocs()
+	b.ResetTimer()
+	measure(b, r.m)
 }
 
 func BenchmarkAMPLoop(b *testing.B) {

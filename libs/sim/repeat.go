@@ -68,6 +68,9 @@ func (x *exec) repeatBody(k int, c *context, body []inst, pc uint32, t, horizon 
 func (x *exec) runBody(k int, c *context, body []inst, t, per, iters int64, saveAcc bool) (int64, int) {
 	half := x.prog.half
 	fi, mi := privatePairs(body)
+	if s, ok := streamOf(body, fi, mi); ok {
+		return x.runStream(c, &s, iters, len(body))
+	}
 	var z0, z1, z2, z3 float64
 	var y0, y1, y2, y3 float32
 	vr := uint8(0xFF)
@@ -87,7 +90,7 @@ func (x *exec) runBody(k int, c *context, body []inst, t, per, iters int64, save
 	}
 	done, stop, z0, z1, z2, z3, mv := x.runIters(k, c, body, t, per, iters, saveAcc, fi, mi, vr,
 		z0, z1, z2, z3, y0, y1, y2, y3, mv)
-	if fi >= 0 {
+	if fi >= 0 && (done > 0 || stop > fi) { // the fma ran (else d may hold a NaN that round4 would make canonical)
 		setPair(&c.a, body[fi].d, round4(z0, z1, z2, z3))
 	}
 	if mi >= 0 {

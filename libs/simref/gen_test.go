@@ -635,11 +635,17 @@ func (g *gen) rptStmt(s *seg, where ctxKind) {
 	}
 	n := 1 + r.Intn(4)
 	count := r.Intn(5)
+	var stream []isa.Inst
 	switch r.Intn(12) {
 	case 0:
 		count, n = 50+r.Intn(200), 1
 	case 1:
 		n = 0 // an empty body does nothing
+	case 2:
+		if where == onWorker {
+			stream = g.streamBody()
+			count, n = 1+r.Intn(40), len(stream)
+		}
 	}
 	if r.Intn(2) == 0 {
 		g.emit(s, isa.Inst{Op: isa.RPTI, Imm: int32(count<<8 | n)})
@@ -655,6 +661,9 @@ func (g *gen) rptStmt(s *seg, where ctxKind) {
 	}
 	for i := 0; i < n; i++ {
 		in := g.bodyInst(where)
+		if stream != nil {
+			in = stream[i]
+		}
 		if count >= 50 {
 			in = g.operands(floatOps[r.Intn(len(floatOps))])
 		}
@@ -662,6 +671,39 @@ func (g *gen) rptStmt(s *seg, where ctxKind) {
 		// loop state holds the count, so clobbering it is fine.
 		g.emit(s, in)
 	}
+}
+
+// streamBody is a repeat body of the vector-stream shape (ld64p's, then
+// an f16v4 fma and/or a max or min). Mostly each of those owns its
+// destination pair and reads the loaded pairs, an invariant one or its
+// own; now and then its pairs are all at random.
+func (g *gen) streamBody() []isa.Inst {
+	r := g.r
+	pairs := r.Perm(8)
+	pair := func(i int) uint8 { return uint8(2 * pairs[i]) }
+	var body []isa.Inst
+	nld := 1 + r.Intn(2)
+	for i := 0; i < nld; i++ {
+		in := g.memInst(isa.LD64P)
+		in.D = pair(i)
+		body = append(body, in)
+	}
+	src := func() uint8 { return pair(r.Intn(nld + 1)) } // a loaded pair or pair(nld)
+	fma := isa.Inst{Op: isa.H4FMA, D: pair(3), A: src(), B: src()}
+	mm := isa.Inst{Op: []isa.Op{isa.H4MAX, isa.H4MIN}[r.Intn(2)], D: pair(4), A: pair(4), B: src()}
+	if r.Intn(2) == 0 {
+		mm.A, mm.B = mm.B, mm.A
+	}
+	if r.Intn(5) == 0 {
+		fma, mm = g.operands(isa.H4FMA), g.operands(mm.Op)
+	}
+	switch r.Intn(3) {
+	case 0:
+		return append(body, fma)
+	case 1:
+		return append(body, mm)
+	}
+	return append(body, fma, mm)
 }
 
 // loopStmt is a counted brnz loop.
