@@ -43,10 +43,14 @@ type builder struct {
 	steps   []plan.Step
 	home    map[int]int    // value -> the tensor its producer writes
 	cache   map[string]int // value and layout -> tensor
+	// cut marks the tensors whose pieces a split cut in two made (or an
+	// elementwise step took from one): their projections onto a
+	// broadcast input may overlap.
+	cut map[int]bool
 }
 
 func (pl *planner) newBuilder(pt point) *builder {
-	b := &builder{pl: pl, dec: map[int]plan.Decision{}, home: map[int]int{}, cache: map[string]int{}}
+	b := &builder{pl: pl, dec: map[int]plan.Decision{}, home: map[int]int{}, cache: map[string]int{}, cut: map[int]bool{}}
 	for _, d := range pt {
 		b.dec[d.Node] = d
 	}
@@ -261,6 +265,7 @@ func (b *builder) elementwise(n *graph.Node) error {
 	}
 	var pieces []layout.Piece
 	pad := layout.DefaultPad(lower.DeviceSize(out.DType))
+	cut := false
 	for _, v := range n.Inputs {
 		if v == nil || !sameShape(v.Shape, out.Shape) {
 			continue
@@ -269,8 +274,13 @@ func (b *builder) elementwise(n *graph.Node) error {
 			t := b.tensors[h]
 			pieces = t.Pieces
 			pad = padFor(t.Pad, lower.DeviceSize(out.DType))
+			cut = b.cut[h]
 			break
 		}
+	}
+	if cut && !b.projectable(n, pieces) {
+		// A broadcast input's boxes would overlap: the default layout.
+		pieces, cut = nil, false
 	}
 	if pieces == nil {
 		lo := 0
@@ -306,8 +316,36 @@ func (b *builder) elementwise(n *graph.Node) error {
 		ins[k] = id
 	}
 	b.home[out.Index] = y.ID
+	if cut {
+		b.cut[y.ID] = true
+	}
 	b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: strings.ToLower(n.Op), Inputs: ins, Outputs: outputsOf(n, y.ID)})
 	return nil
+}
+
+// projectable reports whether every broadcast input of elementwise node
+// n projected onto pieces of its output is a partition of the input
+// (a split cut in two blocks the columns differently in its parts, so
+// their projections onto a bias row overlap).
+func (b *builder) projectable(n *graph.Node, pieces []layout.Piece) bool {
+	out := shapeOf(n.Outputs[0])
+	for _, v := range n.Inputs {
+		if v == nil || sameShape(v.Shape, n.Outputs[0].Shape) || v.Const != nil && v.NumElements() == 1 && n.Op != "Cast" && len(n.Inputs) > 1 {
+			continue
+		}
+		if !b.partitions(projected(pieces, shapeOf(v), out), shapeOf(v)) {
+			return false
+		}
+	}
+	return true
+}
+
+// partitions reports whether pieces' distinct boxes partition a value of
+// the shape.
+func (b *builder) partitions(pieces []layout.Piece, shape []int) bool {
+	t := &layout.Tensor{Size: 4, Kind: layout.RowMajor, Pad: 1, Shape: shape, Pieces: append([]layout.Piece(nil), pieces...)}
+	t.SortPieces()
+	return t.Validate(b.pl.tiles) == nil
 }
 
 func outputsOf(n *graph.Node, first int) []int {

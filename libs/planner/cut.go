@@ -1,0 +1,142 @@
+package planner
+
+// Splits cut in two (layout.Rest): when no grid of at most the budget's
+// tiles gives the busiest tile as few items as the tiles allow, a grid
+// over all but a narrow last band of columns (rows) and a coarser grid
+// of its own over that band may. The start screens them after the
+// grids and prices the best one when its score beats every grid's.
+
+import (
+	"ipu.local/libs/graph"
+	"ipu.local/libs/layout"
+)
+
+// cutPart is one part of a cut split: its extent (m rows, n columns)
+// and grid.
+type cutPart struct{ m, n, gm, gn int }
+
+// cut returns the best split of pr within budget tiles cut in two along
+// the rows or the columns whose score is below best (the best grid's;
+// negative: no grid fits), and whether there is one. Along the cut axis
+// the first part is c units a block, as many whole blocks as fit; the
+// rest (fewer than c units) takes the tiles left, in the grid that
+// scores best.
+func (pl *planner) cut(pr *product, budget int, best int64) (layout.Split, bool) {
+	ra := max(layout.AGroup, pr.align)
+	ca := max(layout.BGroup, pr.nalign)
+	mu, nu := layout.Units(pr.mm.M, ra), layout.Units(pr.mm.N, ca)
+	var found scored
+	ok := false
+	better := func(sc int64, s layout.Split) bool {
+		if best >= 0 && sc >= best {
+			return false
+		}
+		return !ok || sc < found.score || sc == found.score && s.Tiles() < found.s.Tiles()
+	}
+	for _, gb := range distinct(pr.mm.Batches(), budget) {
+		for gk := 1; gk <= min(64, pr.mm.K) && gb*gk <= budget; gk *= 2 {
+			t := budget / (gb * gk)
+			for _, cols := range []bool{true, false} {
+				cu, ou, cAlign := nu, mu, ca
+				if !cols {
+					cu, ou, cAlign = mu, nu, ra
+				}
+				for _, g0 := range distinct(cu, t) {
+					c := (cu + g0 - 1) / g0
+					g, r := cu/c, cu%c
+					if r == 0 {
+						continue
+					}
+					at := g * c * cAlign
+					for _, o := range distinct(ou, t/g) {
+						left := t - o*g
+						if left < 1 {
+							continue
+						}
+						first := cutPart{pr.mm.M, at, o, g}
+						if !cols {
+							first = cutPart{at, pr.mm.N, g, o}
+						}
+						main := pl.cutBlock(pr, gb, gk, first)
+						sc, good := pl.score(pr, main)
+						if !good || !better(sc, layout.Split{}) {
+							continue
+						}
+						for _, rg := range distinct(r, left) {
+							ro := min(ou, left/rg)
+							rest := cutPart{pr.mm.M, pr.mm.N - at, ro, rg}
+							if !cols {
+								rest = cutPart{pr.mm.M - at, pr.mm.N, rg, ro}
+							}
+							s, sc, good := pl.cutSplit(pr, gb, gk, cols, at, first, rest, main, sc)
+							if good && better(sc, s) {
+								found, ok = scored{s, sc}, true
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return found.s, ok
+}
+
+// cutBlock is the largest block of one part of a cut split.
+func (pl *planner) cutBlock(pr *product, gb, gk int, p cutPart) block {
+	ra := max(layout.AGroup, pr.align)
+	ca := max(layout.BGroup, pr.nalign)
+	mu, nu := layout.Units(p.m, ra), layout.Units(p.n, ca)
+	return block{bb: (pr.mm.Batches() + gb - 1) / gb, gk: gk, mb: min(p.m, (mu+p.gm-1)/p.gm*ra),
+		kb: (pr.mm.K + gk - 1) / gk, nb: min(p.n, (nu+p.gn-1)/p.gn*ca)}
+}
+
+// cutSplit scores a cut split given its first part's block and score:
+// the worse part's score, the memory of the largest operands of either
+// part (a tile's buffers are the largest tile's). False when it does
+// not fit, the kernel refuses a block, or a part copies a constant
+// operand to more than two tiles.
+func (pl *planner) cutSplit(pr *product, gb, gk int, cols bool, at int, first, rest cutPart, main block, mainScore int64) (layout.Split, int64, bool) {
+	if isConst(pr.a.w) && max(first.gn, rest.gn) > 2 || isConst(pr.b.w) && max(first.gm, rest.gm) > 2 {
+		return layout.Split{}, 0, false
+	}
+	rb := pl.cutBlock(pr, gb, gk, rest)
+	sc, good := pl.score(pr, rb)
+	if !good {
+		return layout.Split{}, 0, false
+	}
+	most := main
+	most.mb, most.nb = max(main.mb, rb.mb), max(main.nb, rb.nb)
+	// The screen's memory share is a guess; a cut split, priced besides
+	// the grids, is screened only against the tile's usable memory (the
+	// pricing checks the program's).
+	usable := int64(pl.p.UsableMemory().Size()) - codeAllowance
+	if most.bytes(int64(pr.typ.Size())) > usable || most.constBytes(pr) > pl.constShare {
+		return layout.Split{}, 0, false
+	}
+	s := withOrder(layout.Split{GB: gb, GM: first.gm, GN: first.gn, GK: gk, Align: pr.align, NAlign: pr.nalign,
+		Rest: layout.Rest{Cols: cols, At: at, GM: rest.gm, GN: rest.gn}})
+	return s, max(mainScore, sc), true
+}
+
+// parts returns the parts of a split: one grid, or the two of a cut.
+func parts(s layout.Split, mm layout.MatMul) []cutPart {
+	r := s.Rest
+	switch {
+	case !s.Cut():
+		return []cutPart{{mm.M, mm.N, s.GM, s.GN}}
+	case r.Cols:
+		return []cutPart{{mm.M, r.At, s.GM, s.GN}, {mm.M, mm.N - r.At, r.GM, r.GN}}
+	}
+	return []cutPart{{r.At, mm.N, s.GM, s.GN}, {mm.M - r.At, mm.N, r.GM, r.GN}}
+}
+
+// cutNode returns the node of the point's first split cut in two, nil
+// for none.
+func (pt point) cutNode(g *graph.Graph) *graph.Node {
+	for _, d := range pt {
+		if d.Split.Rest != nil {
+			return g.Nodes[d.Node]
+		}
+	}
+	return nil
+}
