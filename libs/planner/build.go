@@ -323,31 +323,6 @@ func (b *builder) elementwise(n *graph.Node) error {
 	return nil
 }
 
-// projectable reports whether every broadcast input of elementwise node
-// n projected onto pieces of its output is a partition of the input
-// (a split cut in two blocks the columns differently in its parts, so
-// their projections onto a bias row overlap).
-func (b *builder) projectable(n *graph.Node, pieces []layout.Piece) bool {
-	out := shapeOf(n.Outputs[0])
-	for _, v := range n.Inputs {
-		if v == nil || sameShape(v.Shape, n.Outputs[0].Shape) || v.Const != nil && v.NumElements() == 1 && n.Op != "Cast" && len(n.Inputs) > 1 {
-			continue
-		}
-		if !b.partitions(projected(pieces, shapeOf(v), out), shapeOf(v)) {
-			return false
-		}
-	}
-	return true
-}
-
-// partitions reports whether pieces' distinct boxes partition a value of
-// the shape.
-func (b *builder) partitions(pieces []layout.Piece, shape []int) bool {
-	t := &layout.Tensor{Size: 4, Kind: layout.RowMajor, Pad: 1, Shape: shape, Pieces: append([]layout.Piece(nil), pieces...)}
-	t.SortPieces()
-	return t.Validate(b.pl.tiles) == nil
-}
-
 func outputsOf(n *graph.Node, first int) []int {
 	out := make([]int, len(n.Outputs))
 	for i := range out {

@@ -7,6 +7,7 @@ package planner
 // grids and prices the best one when its score beats every grid's.
 
 import (
+	"ipu.local/formats/plan"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
 )
@@ -27,11 +28,11 @@ func (pl *planner) cut(pr *product, budget int, best int64) (layout.Split, bool)
 	mu, nu := layout.Units(pr.mm.M, ra), layout.Units(pr.mm.N, ca)
 	var found scored
 	ok := false
+	// worse reports whether a score cannot win (a split scoring it ties
+	// the one found at best).
+	worse := func(sc int64) bool { return best >= 0 && sc >= best || ok && sc > found.score }
 	better := func(sc int64, s layout.Split) bool {
-		if best >= 0 && sc >= best {
-			return false
-		}
-		return !ok || sc < found.score || sc == found.score && s.Tiles() < found.s.Tiles()
+		return !worse(sc) && (!ok || sc < found.score || s.Tiles() < found.s.Tiles())
 	}
 	for _, gb := range distinct(pr.mm.Batches(), budget) {
 		for gk := 1; gk <= min(64, pr.mm.K) && gb*gk <= budget; gk *= 2 {
@@ -59,7 +60,7 @@ func (pl *planner) cut(pr *product, budget int, best int64) (layout.Split, bool)
 						}
 						main := pl.cutBlock(pr, gb, gk, first)
 						sc, good := pl.score(pr, main)
-						if !good || !better(sc, layout.Split{}) {
+						if !good || worse(sc) {
 							continue
 						}
 						for _, rg := range distinct(r, left) {
@@ -139,4 +140,53 @@ func (pt point) cutNode(g *graph.Graph) *graph.Node {
 		}
 	}
 	return nil
+}
+
+// tryCut prices product i of pt under its cut split, with the cast
+// order and stationary operand of its best grid decision (every option
+// when no grid fits), and returns the cheapest when it is cheaper than
+// bestR (nil: not). A cut point that does not fit, is not lowered or
+// fails to price is no candidate.
+func (pl *planner) tryCut(pt point, i int, cut layout.Split, best plan.Decision, bestR *result) (plan.Decision, *result) {
+	pr := pl.products[i]
+	orders, stats := options(pr)
+	if bestR != nil {
+		orders, stats = []string{best.CastOrder}, []string{best.Stationary}
+	}
+	var ds []plan.Decision
+	for _, o := range orders {
+		for _, st := range stats {
+			ds = append(ds, decision(pr.idx, cut, o, st))
+		}
+	}
+	d, r, _, err := pl.cheapest(pt, i, ds)
+	if err != nil || r == nil || bestR != nil && r.total >= bestR.total {
+		return d, nil
+	}
+	return d, r
+}
+
+// projectable reports whether every broadcast input of elementwise node
+// n projected onto pieces of its output is a partition of the input
+// (a split cut in two blocks the columns differently in its parts, so
+// their projections onto a bias row overlap).
+func (b *builder) projectable(n *graph.Node, pieces []layout.Piece) bool {
+	out := shapeOf(n.Outputs[0])
+	for _, v := range n.Inputs {
+		if v == nil || sameShape(v.Shape, n.Outputs[0].Shape) || v.Const != nil && v.NumElements() == 1 && n.Op != "Cast" && len(n.Inputs) > 1 {
+			continue
+		}
+		if !b.partitions(projected(pieces, shapeOf(v), out), shapeOf(v)) {
+			return false
+		}
+	}
+	return true
+}
+
+// partitions reports whether pieces' distinct boxes partition a value of
+// the shape.
+func (b *builder) partitions(pieces []layout.Piece, shape []int) bool {
+	t := &layout.Tensor{Size: 4, Kind: layout.RowMajor, Pad: 1, Shape: shape, Pieces: append([]layout.Piece(nil), pieces...)}
+	t.SortPieces()
+	return t.Validate(b.pl.tiles) == nil
 }

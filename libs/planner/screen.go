@@ -217,9 +217,9 @@ const startKeep = 6
 
 // candidates returns the splits of pr the start prices: the best few by
 // screen over every budget (a budget's best first, round robin from the
-// largest budget), each split once, then the best split cut in two on
-// every tile when it scores better than every grid there.
-func (pl *planner) candidates(pr *product) []layout.Split {
+// largest budget), each split once; and the best split cut in two on
+// every tile, when it scores better than every grid there (ok).
+func (pl *planner) candidates(pr *product) (grids []layout.Split, cut layout.Split, ok bool) {
 	var lists [][]layout.Split
 	var best int64 // the best grid's score on every tile
 	for i, b := range pl.budgets() {
@@ -253,9 +253,7 @@ func (pl *planner) candidates(pr *product) []layout.Split {
 			break
 		}
 	}
-	if s, ok := pl.cut(pr, pl.tiles, best); ok {
-		out = append(out, s)
-	}
+	cut, ok = pl.cut(pr, pl.tiles, best)
 	if len(out) == 0 {
 		// Nothing fits any budget: price the widest split, whose memory
 		// report says best why.
@@ -264,7 +262,7 @@ func (pl *planner) candidates(pr *product) []layout.Split {
 		gm := min(mu, pl.tiles)
 		out = append(out, layout.Split{GB: 1, GM: gm, GN: max(1, min(nu, pl.tiles/gm)), GK: 1, Align: pr.align, NAlign: pr.nalign})
 	}
-	return out
+	return out, cut, ok
 }
 
 // first is its first argument.

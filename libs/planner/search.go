@@ -47,9 +47,14 @@ func options(pr *product) (orders, stats []string) {
 func (pl *planner) start() (point, *result, error) {
 	pt := make(point, len(pl.products))
 	cands := make([][]plan.Decision, len(pl.products))
+	cuts := make([]*layout.Split, len(pl.products))
 	for i, pr := range pl.products {
 		orders, stats := options(pr)
-		for _, s := range pl.candidates(pr) {
+		grids, cut, ok := pl.candidates(pr)
+		if ok {
+			cuts[i] = &cut
+		}
+		for _, s := range grids {
 			for _, o := range orders {
 				for _, st := range stats {
 					cands[i] = append(cands[i], decision(pr.idx, s, o, st))
@@ -69,8 +74,6 @@ func (pl *planner) start() (point, *result, error) {
 	var bestR *result
 	decided := map[string]plan.Decision{} // by product class
 	for i, pr := range pl.products {
-		var best plan.Decision
-		var firstErr error
 		bestR = nil
 		// A product like one decided before (a repeated layer) takes its
 		// split on its own tiles.
@@ -80,34 +83,13 @@ func (pl *planner) start() (point, *result, error) {
 			pl.placeRange(pt, i)
 			continue
 		}
-		pts := make([]point, len(cands[i]))
-		for j, d := range cands[i] {
-			pts[j] = pt.clone()
-			pts[j][i] = d
-			pl.placeRange(pts[j], i)
+		best, bestR, firstErr, err := pl.cheapest(pt, i, cands[i])
+		if err != nil {
+			return nil, nil, err
 		}
-		rs, errs := pl.evalAll(pts)
-		for j, cand := range pts {
-			pl.count(cand)
-			r, err := rs[j], errs[j]
-			if err != nil {
-				var nl *lower.NotLoweredError
-				if errors.As(err, &nl) {
-					if firstErr == nil {
-						firstErr = err
-					}
-					continue
-				}
-				return nil, nil, err
-			}
-			if r.mem != nil {
-				if firstErr == nil {
-					firstErr = r.mem
-				}
-				continue
-			}
-			if bestR == nil || r.total < bestR.total {
-				best, bestR = cand[i], r
+		if cuts[i] != nil {
+			if d, r := pl.tryCut(pt, i, *cuts[i], best, bestR); r != nil {
+				best, bestR = d, r
 			}
 		}
 		if bestR == nil {
@@ -143,6 +125,44 @@ func (pl *planner) start() (point, *result, error) {
 		bestR = r
 	}
 	return pt, bestR, nil
+}
+
+// cheapest prices product i of pt under each decision of ds (its tile
+// range placed) and returns the cheapest that fits, nil when none does;
+// firstErr is the first point's reason not to be a candidate (not
+// lowered, or its memory), err an error that ends the search.
+func (pl *planner) cheapest(pt point, i int, ds []plan.Decision) (best plan.Decision, bestR *result, firstErr, err error) {
+	pts := make([]point, len(ds))
+	for j, d := range ds {
+		pts[j] = pt.clone()
+		pts[j][i] = d
+		pl.placeRange(pts[j], i)
+	}
+	rs, errs := pl.evalAll(pts)
+	for j, cand := range pts {
+		pl.count(cand)
+		r, err := rs[j], errs[j]
+		if err != nil {
+			var nl *lower.NotLoweredError
+			if errors.As(err, &nl) {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			return best, nil, nil, err
+		}
+		if r.mem != nil {
+			if firstErr == nil {
+				firstErr = r.mem
+			}
+			continue
+		}
+		if bestR == nil || r.total < bestR.total {
+			best, bestR = cand[i], r
+		}
+	}
+	return best, bestR, firstErr, nil
 }
 
 // move returns a neighbour of pt chosen with rng.
