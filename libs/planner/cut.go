@@ -18,77 +18,87 @@ type cutPart struct{ m, n, gm, gn int }
 
 // cut returns the best split of pr within budget tiles cut in two along
 // the rows or the columns whose score is below best (the best grid's;
-// negative: no grid fits), and whether there is one. Along the cut axis
-// the first part is c units a block, as many whole blocks as fit; the
-// rest (fewer than c units) takes the tiles left, in the grid that
-// scores best.
+// negative: no grid fits), and whether there is one; of equal scores,
+// the one of fewer tiles.
+//
+// Not with a k split: its reduce-scatter over every tile adds exchange
+// code to each, which the search's memory check does not see (the
+// 12-layer BERT-base encoder's plan with cut k splits did not fit its
+// tiles' memory when linked).
 func (pl *planner) cut(pr *product, budget int, best int64) (layout.Split, bool) {
-	ra := max(layout.AGroup, pr.align)
-	ca := max(layout.BGroup, pr.nalign)
-	mu, nu := layout.Units(pr.mm.M, ra), layout.Units(pr.mm.N, ca)
 	var found scored
 	ok := false
 	// worse reports whether a score cannot win (a split scoring it ties
 	// the one found at best).
 	worse := func(sc int64) bool { return best >= 0 && sc >= best || ok && sc > found.score }
-	better := func(sc int64, s layout.Split) bool {
-		return !worse(sc) && (!ok || sc < found.score || s.Tiles() < found.s.Tiles())
+	consider := func(s layout.Split, sc int64) {
+		if !worse(sc) && (!ok || sc < found.score || s.Tiles() < found.s.Tiles()) {
+			found, ok = scored{s, sc}, true
+		}
 	}
 	for _, gb := range distinct(pr.mm.Batches(), budget) {
-		for gk := 1; gk <= min(64, pr.mm.K) && gb*gk <= budget; gk *= 2 {
-			t := budget / (gb * gk)
-			for _, cols := range []bool{true, false} {
-				cu, ou, cAlign := nu, mu, ca
-				if !cols {
-					cu, ou, cAlign = mu, nu, ra
-				}
-				for _, g0 := range distinct(cu, t) {
-					c := (cu + g0 - 1) / g0
-					g, r := cu/c, cu%c
-					if r == 0 {
-						continue
-					}
-					at := g * c * cAlign
-					for _, o := range distinct(ou, t/g) {
-						left := t - o*g
-						if left < 1 {
-							continue
-						}
-						first := cutPart{pr.mm.M, at, o, g}
-						if !cols {
-							first = cutPart{at, pr.mm.N, g, o}
-						}
-						main := pl.cutBlock(pr, gb, gk, first)
-						sc, good := pl.score(pr, main)
-						if !good || worse(sc) {
-							continue
-						}
-						for _, rg := range distinct(r, left) {
-							ro := min(ou, left/rg)
-							rest := cutPart{pr.mm.M, pr.mm.N - at, ro, rg}
-							if !cols {
-								rest = cutPart{pr.mm.M - at, pr.mm.N, rg, ro}
-							}
-							s, sc, good := pl.cutSplit(pr, gb, gk, cols, at, first, rest, main, sc)
-							if good && better(sc, s) {
-								found, ok = scored{s, sc}, true
-							}
-						}
-					}
-				}
-			}
+		for _, cols := range []bool{true, false} {
+			pl.cutAxis(pr, gb, budget/gb, cols, worse, consider)
 		}
 	}
 	return found.s, ok
 }
 
-// cutBlock is the largest block of one part of a cut split.
-func (pl *planner) cutBlock(pr *product, gb, gk int, p cutPart) block {
+// cutAxis offers consider the splits of pr in gb batch blocks of t tiles
+// each cut along the columns (cols) or the rows: the first part c units
+// a block along the cut axis, as many whole blocks as fit, in every
+// count of blocks along the other axis; the rest (fewer than c units)
+// in each count of blocks along the cut axis, with as many along the
+// other as the tiles left allow. worse prunes a first part that cannot
+// win.
+func (pl *planner) cutAxis(pr *product, gb, t int, cols bool, worse func(int64) bool, consider func(layout.Split, int64)) {
+	ra := max(layout.AGroup, pr.align)
+	ca := max(layout.BGroup, pr.nalign)
+	cu, ou, cAlign := layout.Units(pr.mm.N, ca), layout.Units(pr.mm.M, ra), ca
+	if !cols {
+		cu, ou, cAlign = ou, cu, ra
+	}
+	for _, g0 := range distinct(cu, t) {
+		c := (cu + g0 - 1) / g0
+		g, r := cu/c, cu%c
+		if r == 0 {
+			continue
+		}
+		at := g * c * cAlign
+		for _, o := range distinct(ou, t/g) {
+			left := t - o*g
+			if left < 1 {
+				continue
+			}
+			first := cutPart{pr.mm.M, at, o, g}
+			if !cols {
+				first = cutPart{at, pr.mm.N, g, o}
+			}
+			main := pl.cutBlock(pr, gb, first)
+			sc, good := pl.score(pr, main)
+			if !good || worse(sc) {
+				continue
+			}
+			for _, rg := range distinct(r, left) {
+				ro := min(ou, left/rg)
+				rest := cutPart{pr.mm.M, pr.mm.N - at, ro, rg}
+				if !cols {
+					rest = cutPart{pr.mm.M - at, pr.mm.N, rg, ro}
+				}
+				if s, sc, good := pl.cutSplit(pr, gb, cols, at, first, rest, main, sc); good {
+					consider(s, sc)
+				}
+			}
+		}
+	}
+}
+
+// cutBlock is the largest block of one part of a cut split (no k split).
+func (pl *planner) cutBlock(pr *product, gb int, p cutPart) block {
 	ra := max(layout.AGroup, pr.align)
 	ca := max(layout.BGroup, pr.nalign)
 	mu, nu := layout.Units(p.m, ra), layout.Units(p.n, ca)
-	return block{bb: (pr.mm.Batches() + gb - 1) / gb, gk: gk, mb: min(p.m, (mu+p.gm-1)/p.gm*ra),
-		kb: (pr.mm.K + gk - 1) / gk, nb: min(p.n, (nu+p.gn-1)/p.gn*ca)}
+	return block{bb: (pr.mm.Batches() + gb - 1) / gb, gk: 1, mb: min(p.m, (mu+p.gm-1)/p.gm*ra), kb: pr.mm.K, nb: min(p.n, (nu+p.gn-1)/p.gn*ca)}
 }
 
 // cutSplit scores a cut split given its first part's block and score:
@@ -96,11 +106,11 @@ func (pl *planner) cutBlock(pr *product, gb, gk int, p cutPart) block {
 // part (a tile's buffers are the largest tile's). False when it does
 // not fit, the kernel refuses a block, or a part copies a constant
 // operand to more than two tiles.
-func (pl *planner) cutSplit(pr *product, gb, gk int, cols bool, at int, first, rest cutPart, main block, mainScore int64) (layout.Split, int64, bool) {
+func (pl *planner) cutSplit(pr *product, gb int, cols bool, at int, first, rest cutPart, main block, mainScore int64) (layout.Split, int64, bool) {
 	if isConst(pr.a.w) && max(first.gn, rest.gn) > 2 || isConst(pr.b.w) && max(first.gm, rest.gm) > 2 {
 		return layout.Split{}, 0, false
 	}
-	rb := pl.cutBlock(pr, gb, gk, rest)
+	rb := pl.cutBlock(pr, gb, rest)
 	sc, good := pl.score(pr, rb)
 	if !good {
 		return layout.Split{}, 0, false
@@ -114,7 +124,7 @@ func (pl *planner) cutSplit(pr *product, gb, gk int, cols bool, at int, first, r
 	if most.bytes(int64(pr.typ.Size())) > usable || most.constBytes(pr) > pl.constShare {
 		return layout.Split{}, 0, false
 	}
-	s := withOrder(layout.Split{GB: gb, GM: first.gm, GN: first.gn, GK: gk, Align: pr.align, NAlign: pr.nalign,
+	s := withOrder(layout.Split{GB: gb, GM: first.gm, GN: first.gn, GK: 1, Align: pr.align, NAlign: pr.nalign,
 		Rest: layout.Rest{Cols: cols, At: at, GM: rest.gm, GN: rest.gn}})
 	return s, max(mainScore, sc), true
 }
