@@ -61,7 +61,11 @@ func Dump(w io.Writer, p *Plan) error {
 	for i, s := range p.Steps {
 		fmt.Fprintf(b, "step %d node %d %q kernel %s in %s out %s", i, s.Node, s.Name, s.Kernel, ints(s.Inputs), ints(s.Outputs))
 		if s.Split != nil {
-			fmt.Fprintf(b, " split b=%d m=%d n=%d k=%d tiles [%d,%d)", s.Split.B, s.Split.M, s.Split.N, s.Split.K, s.Tiles[0], s.Tiles[1])
+			fmt.Fprintf(b, " split b=%d m=%d n=%d k=%d", s.Split.B, s.Split.M, s.Split.N, s.Split.K)
+			if r := s.Split.Rest; r != nil {
+				fmt.Fprintf(b, " rest %s>=%d m=%d n=%d", r.Axis, r.At, r.M, r.N)
+			}
+			fmt.Fprintf(b, " tiles [%d,%d)", s.Tiles[0], s.Tiles[1])
 		}
 		if s.CastOrder != "" {
 			fmt.Fprintf(b, " cast_order=%s", s.CastOrder)

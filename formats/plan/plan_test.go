@@ -40,6 +40,14 @@ func sample() *Plan {
 
 func TestRoundTrip(t *testing.T) {
 	p := sample()
+	testRoundTrip(t, p, "step 0 node 0 \"mm\" kernel vec-fp32 in [0,1] out [2] split b=1 m=2 n=1 k=1 tiles [0,2) cast_order=after_exchange stationary=b")
+	// A split cut in two (the pieces do not matter to the format).
+	p.Steps[0].Split = &Split{B: 1, M: 1, N: 1, K: 1, Rest: &Rest{Axis: "m", At: 2, M: 1, N: 1}}
+	testRoundTrip(t, p, "split b=1 m=1 n=1 k=1 rest m>=2 m=1 n=1 tiles [0,2)")
+}
+
+func testRoundTrip(t *testing.T, p *Plan, step string) {
+	t.Helper()
 	data, err := Marshal(p)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +70,7 @@ func TestRoundTrip(t *testing.T) {
 	if err := Dump(&b, got); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"step 0 node 0 \"mm\" kernel vec-fp32 in [0,1] out [2] split b=1 m=2 n=1 k=1 tiles [0,2) cast_order=after_exchange stationary=b", "alpha=[0.5]", "tile 1 [2:4,0:16]"} {
+	for _, want := range []string{step, "alpha=[0.5]", "tile 1 [2:4,0:16]"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("dump lacks %q:\n%s", want, b.String())
 		}
@@ -97,6 +105,10 @@ func TestReadErrors(t *testing.T) {
 		{name: "step input", edit: func(p *Plan) { p.Steps[0].Inputs[1] = 9 }, want: "plan: steps[0].inputs[1]: tensor 9 out of range [-1, 3)"},
 		{name: "no step", edit: func(p *Plan) { p.Steps = nil; p.Tensors = p.Tensors[:2] }, want: `plan: steps: node 0 ("mm") has no step`},
 		{name: "step split", edit: func(p *Plan) { p.Steps[0].Split.N = 2 }, want: "plan: steps[0].split: 1 x 2 x 2 x 1 blocks exceed the 2 tiles"},
+		{name: "rest axis", edit: func(p *Plan) { p.Steps[0].Split.Rest = &Rest{Axis: "k", At: 2, M: 1, N: 1} }, want: `plan: steps[0].split.rest.axis: "k" (want "m" or "n")`},
+		{name: "rest at", edit: func(p *Plan) { p.Steps[0].Split.Rest = &Rest{Axis: "m", At: 0, M: 1, N: 1} }, want: "plan: steps[0].split.rest.at: 0"},
+		{name: "rest factors", edit: func(p *Plan) { p.Steps[0].Split.Rest = &Rest{Axis: "n", At: 16, M: 0, N: 1} }, want: "plan: steps[0].split.rest: factors 0, 1"},
+		{name: "rest tiles", edit: func(p *Plan) { p.Steps[0].Split.Rest = &Rest{Axis: "m", At: 2, M: 1, N: 1} }, want: "plan: steps[0].split: 1 x 1 x (2 x 1 + 1 x 1) blocks exceed the 2 tiles"},
 		{name: "step tiles", edit: func(p *Plan) { p.Steps[0].Tiles = [2]int{3, 9} }, want: "plan: steps[0].tiles: [3, 9) is not a non-empty range of [0, 4)"},
 		{name: "step node", edit: func(p *Plan) { p.Steps[0].Node = 1 }, want: "plan: steps[0].node: 1 out of range [-1, 1)"},
 		{name: "cast order", edit: func(p *Plan) { p.Steps[0].CastOrder = "never" }, want: `plan: steps[0].cast_order: unknown cast order "never"`},

@@ -137,6 +137,9 @@ func (s *State) Validate() error {
 			if d.Split.M < 1 || d.Split.N < 1 || d.Split.K < 1 {
 				return stateAt(dp+".split", "factors must be at least 1")
 			}
+			if r := d.Split.Rest; r != nil && (r.Axis != "m" && r.Axis != "n" || r.At < 1 || r.M < 1 || r.N < 1) {
+				return stateAt(dp+".split.rest", "axis %q at %d factors %d, %d: want axis m or n, a positive offset and factors", r.Axis, r.At, r.M, r.N)
+			}
 			if d.Tiles[0] < 0 || d.Tiles[0] >= d.Tiles[1] || d.Tiles[1] > s.Tiles {
 				return stateAt(dp+".tiles", "[%d, %d) is not a non-empty range of [0, %d)", d.Tiles[0], d.Tiles[1], s.Tiles)
 			}

@@ -124,21 +124,15 @@ func (p *Plan) validateSteps() error {
 		}
 		if s.Split != nil {
 			sp := s.Split
-			if sp.Align != 0 && sp.Align != 4 && sp.Align != 8 && sp.Align != 16 {
-				return errAt(path+".split.align", "%d (want 4, 8 or 16)", sp.Align)
-			}
-			if sp.Order != "" && sp.Order != "b" {
-				return errAt(path+".split.order", "%q (want \"\" or \"b\")", sp.Order)
-			}
-			if sp.NAlign < 0 || sp.NAlign%16 != 0 || sp.NAlign > 1<<20 {
-				return errAt(path+".split.nalign", "%d (want a multiple of 16)", sp.NAlign)
-			}
-			if sp.B < 0 || sp.M < 1 || sp.N < 1 || sp.K < 1 {
-				return errAt(path+".split", "factors %d, %d, %d, %d: want at least 1 (b may be 0)", sp.B, sp.M, sp.N, sp.K)
+			if err := sp.check(path + ".split"); err != nil {
+				return err
 			}
 			lo, hi := s.Tiles[0], s.Tiles[1]
 			if lo < 0 || lo >= hi || hi > p.Tiles {
 				return errAt(path+".tiles", "[%d, %d) is not a non-empty range of [0, %d)", lo, hi, p.Tiles)
+			}
+			if sp.Rest != nil && sp.Blocks() > int64(hi-lo) {
+				return errAt(path+".split", "%d x %d x (%d x %d + %d x %d) blocks exceed the %d tiles of the range", max(sp.B, 1), sp.K, sp.M, sp.N, sp.Rest.M, sp.Rest.N, hi-lo)
 			}
 			if int64(max(sp.B, 1))*int64(sp.M)*int64(sp.N)*int64(sp.K) > int64(hi-lo) {
 				return errAt(path+".split", "%d x %d x %d x %d blocks exceed the %d tiles of the range", max(sp.B, 1), sp.M, sp.N, sp.K, hi-lo)

@@ -223,10 +223,14 @@ func splitDesc(s *plan.Split) string {
 	if s == nil {
 		return "none"
 	}
+	d := fmt.Sprintf("m%d n%d k%d", s.M, s.N, s.K)
 	if s.B > 0 {
-		return fmt.Sprintf("b%d m%d n%d k%d", s.B, s.M, s.N, s.K)
+		d = fmt.Sprintf("b%d ", s.B) + d
 	}
-	return fmt.Sprintf("m%d n%d k%d", s.M, s.N, s.K)
+	if r := s.Rest; r != nil {
+		d += fmt.Sprintf(" rest %s>=%d m%d n%d", r.Axis, r.At, r.M, r.N)
+	}
+	return d
 }
 
 func tileRange(r [2]int) string { return fmt.Sprintf("[%d,%d)", r[0], r[1]) }

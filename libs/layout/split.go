@@ -1,6 +1,9 @@
 package layout
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
 
 // Block is the part [lo, hi) of an axis of n elements in block b of g:
 // the first n mod g blocks one longer.
@@ -82,6 +85,16 @@ func project(idx, batch []int) Box {
 // operand needs BGroup), column blocks at multiples of BGroup. With GK >
 // 1 the partial products are reduce-scattered: tile (b, i, j, l) ends
 // with row part l of block (b, i, j), summed.
+//
+// A split may be cut in two along the rows or the columns (Rest): the
+// GM x GN grid then covers the axis up to Rest.At and a grid of its own
+// the rest, so that a narrow last band of columns (rows) takes fewer,
+// larger blocks along the other axis than the rest of the product. A
+// plain grid of g x h blocks uses g*h tiles; a cut lets the blocks of
+// the busiest tile be as small as the tiles allow when no grid does
+// (2048 x 2048 results on 1472 tiles: 125 columns of panels in 57 x 25
+// blocks of 9 x 5 row groups and panels, the last 3 panels in 43 blocks
+// of at most 12 groups).
 type Split struct {
 	GB, GM, GN, GK, Align, NAlign int
 	// BOrder numbers the blocks with the row blocks innermost:
@@ -89,7 +102,25 @@ type Split struct {
 	// block are contiguous (one multicast) instead of the GN sharing an A
 	// block.
 	BOrder bool
+	// Rest is the second part of a cut split (none when Rest.GM is 0).
+	Rest Rest
 }
+
+// Rest is the second part of a split cut in two: the rows (Cols false)
+// or the columns [At, end) in a grid of GM x GN blocks. The cut axis
+// starts the rest at a multiple of its alignment. Each batch block's
+// tiles hold the first part's blocks, then the rest's (numbered
+// likewise, with the split's GK and order): block (b, i, j, l) of the
+// rest is block (b, GM+i, j, l) of the split for a cut of the rows,
+// (b, i, GN+j, l) for a cut of the columns.
+type Rest struct {
+	Cols   bool
+	At     int
+	GM, GN int
+}
+
+// Cut reports whether the split is cut in two.
+func (s Split) Cut() bool { return s.Rest.GM > 0 }
 
 func (s Split) rowAlign() int { return max(AGroup, s.Align) }
 
@@ -101,21 +132,48 @@ func (s Split) colAlign() int { return max(BGroup, s.NAlign) }
 // ColAlign is the column alignment of the split's column blocks.
 func (s Split) ColAlign() int { return s.colAlign() }
 
+// perBatch is the tiles of one batch block: the first part's, then the
+// rest's.
+func (s Split) perBatch() int { return s.GK * (s.GM*s.GN + s.Rest.GM*s.Rest.GN) }
+
 // Tiles is the tile count the split uses.
-func (s Split) Tiles() int { return max(s.GB, 1) * s.GM * s.GN * s.GK }
+func (s Split) Tiles() int { return max(s.GB, 1) * s.perBatch() }
 
 func (s Split) String() string {
-	return fmt.Sprintf("b=%d m=%d n=%d k=%d", max(s.GB, 1), s.GM, s.GN, s.GK)
+	str := fmt.Sprintf("b=%d m=%d n=%d k=%d", max(s.GB, 1), s.GM, s.GN, s.GK)
+	if s.Cut() {
+		axis := "m"
+		if s.Rest.Cols {
+			axis = "n"
+		}
+		str += fmt.Sprintf(" rest %s>=%d m=%d n=%d", axis, s.Rest.At, s.Rest.GM, s.Rest.GN)
+	}
+	return str
 }
 
 // BBlock is the batch block b.
 func (s Split) BBlock(nb, b int) (lo, hi int) { return Block(nb, max(s.GB, 1), b) }
 
-// MBlock is the row block i of M rows.
-func (s Split) MBlock(m, i int) (lo, hi int) { return AlignedBlock(m, s.GM, i, s.rowAlign()) }
-
-// NBlock is the column block j of N columns.
-func (s Split) NBlock(n, j int) (lo, hi int) { return AlignedBlock(n, s.GN, j, s.colAlign()) }
+// Ranges returns the rows [m0, m1) and columns [n0, n1) of block (i, j)
+// (the rest's numbered after the first part's along the cut axis).
+func (s Split) Ranges(mm MatMul, i, j int) (m0, m1, n0, n1 int) {
+	m, n, gm, gn := mm.M, mm.N, s.GM, s.GN
+	var mOff, nOff int
+	switch {
+	case !s.Cut():
+	case s.Rest.Cols && j >= s.GN:
+		nOff, j, gm, gn = s.Rest.At, j-s.GN, s.Rest.GM, s.Rest.GN
+	case s.Rest.Cols:
+		n = s.Rest.At
+	case i >= s.GM:
+		mOff, i, gm, gn = s.Rest.At, i-s.GM, s.Rest.GM, s.Rest.GN
+	default:
+		m = s.Rest.At
+	}
+	m0, m1 = AlignedBlock(m-mOff, gm, i, s.rowAlign())
+	n0, n1 = AlignedBlock(n-nOff, gn, j, s.colAlign())
+	return m0 + mOff, m1 + mOff, n0 + nOff, n1 + nOff
+}
 
 // KBlock is the k block l of K terms.
 func (s Split) KBlock(k, l int) (lo, hi int) { return Block(k, s.GK, l) }
@@ -128,36 +186,73 @@ func (s Split) PartBlock(rows, l int) (lo, hi int) { return AlignedBlock(rows, s
 // no block is empty.
 func (s Split) Fits(mm MatMul) bool {
 	gb := max(s.GB, 1)
-	return gb <= mm.Batches() && s.GM >= 1 && s.GN >= 1 && s.GK >= 1 &&
-		s.GM <= Units(mm.M, s.rowAlign()) && s.GN <= Units(mm.N, s.colAlign()) && s.GK <= mm.K
+	ra, ca := s.rowAlign(), s.colAlign()
+	if gb > mm.Batches() || s.GM < 1 || s.GN < 1 || s.GK < 1 || s.GK > mm.K {
+		return false
+	}
+	if !s.Cut() {
+		return s.Rest == Rest{} && s.GM <= Units(mm.M, ra) && s.GN <= Units(mm.N, ca)
+	}
+	r := s.Rest
+	if r.GN < 1 {
+		return false
+	}
+	if r.Cols {
+		return r.At > 0 && r.At < mm.N && r.At%ca == 0 && s.GM <= Units(mm.M, ra) && s.GN <= Units(r.At, ca) &&
+			r.GM <= Units(mm.M, ra) && r.GN <= Units(mm.N-r.At, ca)
+	}
+	return r.At > 0 && r.At < mm.M && r.At%ra == 0 && s.GM <= Units(r.At, ra) && s.GN <= Units(mm.N, ca) &&
+		r.GM <= Units(mm.M-r.At, ra) && r.GN <= Units(mm.N, ca)
 }
 
-// Tile returns the tile of block (b, i, j, l) over a range starting at lo.
+// Tile returns the tile of block (b, i, j, l) over a range starting at lo
+// (a block of the rest numbered after the first part's along the cut
+// axis).
 func (s Split) Tile(lo, b, i, j, l int) int {
-	if s.BOrder {
-		return lo + ((b*s.GN+j)*s.GK+l)*s.GM + i
+	lo += b * s.perBatch()
+	gm, gn := s.GM, s.GN
+	if s.Cut() && (s.Rest.Cols && j >= s.GN || !s.Rest.Cols && i >= s.GM) {
+		lo += s.GK * s.GM * s.GN
+		if s.Rest.Cols {
+			j -= s.GN
+		} else {
+			i -= s.GM
+		}
+		gm, gn = s.Rest.GM, s.Rest.GN
 	}
-	return lo + ((b*s.GM+i)*s.GK+l)*s.GN + j
+	if s.BOrder {
+		return lo + (j*s.GK+l)*gm + i
+	}
+	return lo + (i*s.GK+l)*gn + j
 }
 
 // Coords returns the block of tile lo+rel.
 func (s Split) Coords(rel int) (b, i, j, l int) {
-	if s.BOrder {
-		i = rel % s.GM
-		rel /= s.GM
-		l = rel % s.GK
-		rel /= s.GK
-		j = rel % s.GN
-		b = rel / s.GN
-		return
+	b, rel = rel/s.perBatch(), rel%s.perBatch()
+	gm, gn := s.GM, s.GN
+	rest := s.Cut() && rel >= s.GK*s.GM*s.GN
+	if rest {
+		rel -= s.GK * s.GM * s.GN
+		gm, gn = s.Rest.GM, s.Rest.GN
 	}
-	j = rel % s.GN
-	rel /= s.GN
-	l = rel % s.GK
-	rel /= s.GK
-	i = rel % s.GM
-	b = rel / s.GM
-	return
+	if s.BOrder {
+		i = rel % gm
+		rel /= gm
+		l = rel % s.GK
+		j = rel / s.GK
+	} else {
+		j = rel % gn
+		rel /= gn
+		l = rel % s.GK
+		i = rel / s.GK
+	}
+	switch {
+	case rest && s.Rest.Cols:
+		j += s.GN
+	case rest:
+		i += s.GM
+	}
+	return b, i, j, l
 }
 
 // Block of a product on one tile: the batch indices [B0, B1) (flat, of
@@ -180,8 +275,7 @@ func (s Split) Blocks(mm MatMul, lo int) []TileBlock {
 		var tb TileBlock
 		tb.Tile = lo + rel
 		tb.B0, tb.B1 = s.BBlock(mm.Batches(), b)
-		tb.M0, tb.M1 = s.MBlock(mm.M, i)
-		tb.N0, tb.N1 = s.NBlock(mm.N, j)
+		tb.M0, tb.M1, tb.N0, tb.N1 = s.Ranges(mm, i, j)
 		tb.K0, tb.K1 = s.KBlock(mm.K, l)
 		tb.P0, tb.P1 = 0, tb.M1-tb.M0
 		if s.GK > 1 {
@@ -194,22 +288,82 @@ func (s Split) Blocks(mm MatMul, lo int) []TileBlock {
 
 // OperandPieces returns the pieces of the A operand (a) or the B operand
 // of mm under s from lo, in the operand's coordinates (batch axes, then
-// the matrix).
+// the matrix). A split cut along the columns gives its parts' A blocks
+// different rows (along the rows, B blocks different columns): those
+// blocks are cut at the other part's block edges, so that the distinct
+// boxes stay a partition; a block's pieces lie on its tile one after the
+// other, in the order of the rows (columns), as the whole block would
+// (EdgeCut).
 func (s Split) OperandPieces(mm MatMul, lo int, a bool) []Piece {
+	var edges []int
+	if s.EdgeCut(a) {
+		edges = s.edges(mm)
+	}
 	var out []Piece
 	for _, tb := range s.Blocks(mm, lo) {
 		for b := tb.B0; b < tb.B1; b++ {
 			idx := mm.batchIndex(b)
-			var box Box
 			if a {
-				box = append(project(idx, mm.ABatch), Range{tb.M0, tb.M1}, Range{tb.K0, tb.K1})
-			} else {
-				box = append(project(idx, mm.BBatch), Range{tb.K0, tb.K1}, Range{tb.N0, tb.N1})
+				for _, r := range cutAt(Range{tb.M0, tb.M1}, edges) {
+					out = append(out, Piece{tb.Tile, append(project(idx, mm.ABatch), r, Range{tb.K0, tb.K1})})
+				}
+				continue
 			}
-			out = append(out, Piece{tb.Tile, box})
+			for _, r := range cutAt(Range{tb.N0, tb.N1}, edges) {
+				out = append(out, Piece{tb.Tile, append(project(idx, mm.BBatch), Range{tb.K0, tb.K1}, r)})
+			}
 		}
 	}
 	return out
+}
+
+// EdgeCut reports whether the operand's blocks (A: a) may be cut in
+// pieces along their rows (A) or columns (B): a split cut in two along
+// the other axis.
+func (s Split) EdgeCut(a bool) bool { return s.Cut() && a == s.Rest.Cols }
+
+// edges returns the block edges of a cut split along the axis it does
+// not cut (rows for a cut of the columns), over both parts, sorted.
+func (s Split) edges(mm MatMul) []int {
+	seen := map[int]bool{}
+	var out []int
+	add := func(v int) {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	if s.Rest.Cols {
+		for _, g := range []int{s.GM, s.Rest.GM} {
+			for i := 0; i < g; i++ {
+				lo, _ := AlignedBlock(mm.M, g, i, s.rowAlign())
+				add(lo)
+			}
+		}
+	} else {
+		for _, g := range []int{s.GN, s.Rest.GN} {
+			for j := 0; j < g; j++ {
+				lo, _ := AlignedBlock(mm.N, g, j, s.colAlign())
+				add(lo)
+			}
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// cutAt cuts r at the edges strictly inside it.
+func cutAt(r Range, edges []int) []Range {
+	var out []Range
+	lo := r.Lo
+	for _, e := range edges[sort.SearchInts(edges, r.Lo+1):] {
+		if e >= r.Hi {
+			break
+		}
+		out = append(out, Range{lo, e})
+		lo = e
+	}
+	return append(out, Range{lo, r.Hi})
 }
 
 // ResultPieces returns the pieces of the product's result [batch..., M,

@@ -270,7 +270,7 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 	if st.Split == nil {
 		return l.stepErr("a product step without a split")
 	}
-	s := layout.Split{GB: st.Split.B, GM: st.Split.M, GN: st.Split.N, GK: st.Split.K, Align: st.Split.Align, NAlign: st.Split.NAlign, BOrder: st.Split.Order == "b"}
+	s := layout.Split{GB: st.Split.B, GM: st.Split.M, GN: st.Split.N, GK: st.Split.K, Align: st.Split.Align, NAlign: st.Split.NAlign, BOrder: st.Split.Order == "b", Rest: RestOf(st.Split.Rest)}
 	lo := st.Tiles[0]
 	if !s.Fits(ps.mm) || lo+s.Tiles() > st.Tiles[1] {
 		return l.stepErr("split %v over tiles %v does not fit %d products of [%d,%d]x[%d,%d]", s, st.Tiles, ps.mm.Batches(), ps.mm.M, ps.mm.K, ps.mm.K, ps.mm.N)
@@ -338,7 +338,10 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 			idx := ps.mm.BatchIndex(b)
 			ab := append(layout.ProjectBatch(idx, ps.mm.ABatch), layout.Range{Lo: tb.M0, Hi: tb.M1}, layout.Range{Lo: tb.K0, Hi: tb.K1})
 			bb := append(layout.ProjectBatch(idx, ps.mm.BBatch), layout.Range{Lo: tb.K0, Hi: tb.K1}, layout.Range{Lo: tb.N0, Hi: tb.N1})
-			ai, bi := pieceOn(ps.a, tb.Tile, ab), pieceOn(ps.b, tb.Tile, bb)
+			ai, bi := blockPiece(ps.a, tb.Tile, ab, s.EdgeCut(true)), blockPiece(ps.b, tb.Tile, bb, s.EdgeCut(false))
+			if ai < 0 || bi < 0 {
+				return l.stepErr("tile %d: the operand blocks %s and %s are not stored whole", tb.Tile, ab, bb)
+			}
 			kp := ps.a.Geometry(ai).KP
 			// The result's readers (productResult, reduceScatter) read
 			// rows [P0, P1) of the block, inside its M extent.

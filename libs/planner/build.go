@@ -43,10 +43,14 @@ type builder struct {
 	steps   []plan.Step
 	home    map[int]int    // value -> the tensor its producer writes
 	cache   map[string]int // value and layout -> tensor
+	// cut marks the tensors whose pieces a split cut in two made (or an
+	// elementwise step took from one): their projections onto a
+	// broadcast input may overlap.
+	cut map[int]bool
 }
 
 func (pl *planner) newBuilder(pt point) *builder {
-	b := &builder{pl: pl, dec: map[int]plan.Decision{}, home: map[int]int{}, cache: map[string]int{}}
+	b := &builder{pl: pl, dec: map[int]plan.Decision{}, home: map[int]int{}, cache: map[string]int{}, cut: map[int]bool{}}
 	for _, d := range pt {
 		b.dec[d.Node] = d
 	}
@@ -261,6 +265,7 @@ func (b *builder) elementwise(n *graph.Node) error {
 	}
 	var pieces []layout.Piece
 	pad := layout.DefaultPad(lower.DeviceSize(out.DType))
+	cut := false
 	for _, v := range n.Inputs {
 		if v == nil || !sameShape(v.Shape, out.Shape) {
 			continue
@@ -269,8 +274,13 @@ func (b *builder) elementwise(n *graph.Node) error {
 			t := b.tensors[h]
 			pieces = t.Pieces
 			pad = padFor(t.Pad, lower.DeviceSize(out.DType))
+			cut = b.cut[h]
 			break
 		}
+	}
+	if cut && !b.projectable(n, pieces) {
+		// A broadcast input's boxes would overlap: the default layout.
+		pieces, cut = nil, false
 	}
 	if pieces == nil {
 		lo := 0
@@ -306,6 +316,9 @@ func (b *builder) elementwise(n *graph.Node) error {
 		ins[k] = id
 	}
 	b.home[out.Index] = y.ID
+	if cut {
+		b.cut[y.ID] = true
+	}
 	b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: strings.ToLower(n.Op), Inputs: ins, Outputs: outputsOf(n, y.ID)})
 	return nil
 }

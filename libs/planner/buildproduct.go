@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -12,7 +13,7 @@ import (
 
 // split is a decision's split for a product.
 func (pr *product) split(d plan.Decision) layout.Split {
-	return layout.Split{GB: d.Split.B, GM: d.Split.M, GN: d.Split.N, GK: d.Split.K, Align: pr.align, NAlign: pr.nalign, BOrder: d.Split.Order == "b"}
+	return layout.Split{GB: d.Split.B, GM: d.Split.M, GN: d.Split.N, GK: d.Split.K, Align: pr.align, NAlign: pr.nalign, BOrder: d.Split.Order == "b", Rest: lower.RestOf(d.Split.Rest)}
 }
 
 // product plans a MatMul or Gemm: its operand blocks, its result pieces,
@@ -44,10 +45,16 @@ func (b *builder) product(pr *product) error {
 		b.steps = append(b.steps, move)
 	}
 	y := b.add(pr.out, layout.RowMajor, layout.BGroup, layout.FromStep, false, s.ResultPieces(pr.mm, lo))
+	if s.Cut() {
+		b.cut[y.ID] = true
+	}
 	if len(n.Inputs) > 2 {
 		ins[2] = -1
 		if c := n.Inputs[2]; c != nil && gemmBeta(n) != 0 {
 			want := projected(y.Pieces, shapeOf(c), y.Shape)
+			if s.Cut() && !b.partitions(want, shapeOf(c)) {
+				return &lower.NotLoweredError{Node: n.Name, Op: n.Op, Why: fmt.Sprintf("split %v: the bias %q would be read in overlapping boxes", s, c.Name)}
+			}
 			id, err := b.need(c, want, layout.DefaultPad(lower.DeviceSize(c.DType)))
 			if err != nil {
 				return err
@@ -60,7 +67,7 @@ func (b *builder) product(pr *product) error {
 		b.home[n.Outputs[0].Index] = y.ID // read through the cast only
 	}
 	st := plan.Step{Node: n.Index, Name: n.Name, Kernel: lower.KernelName(pr.typ), Inputs: ins, Outputs: []int{y.ID},
-		Split: &plan.Split{B: d.Split.B, M: d.Split.M, N: d.Split.N, K: d.Split.K, Align: pr.align, NAlign: pr.nalign, Order: d.Split.Order}, Tiles: d.Tiles,
+		Split: &plan.Split{B: d.Split.B, M: d.Split.M, N: d.Split.N, K: d.Split.K, Align: pr.align, NAlign: pr.nalign, Order: d.Split.Order, Rest: lower.PlanRest(s)}, Tiles: d.Tiles,
 		CastOrder: d.CastOrder, Stationary: d.Stationary}
 	b.steps = append(b.steps, st)
 	return nil

@@ -94,8 +94,12 @@ func (pl *planner) price(pt point, steps *lower.StepCache) (pc pricing) {
 		var pe *lower.PlanError
 		if errors.As(err, &pe) {
 			if verr := b.check(); verr != nil {
-				pc.err = verr
-				return pc
+				err = verr
+			}
+			if n := pt.cutNode(pl.g); n != nil {
+				// A layout the rest of the plan cannot take from a split
+				// cut in two: no candidate (the grids always are).
+				err = &lower.NotLoweredError{Node: n.Name, Op: n.Op, Why: "a split cut in two: " + err.Error()}
 			}
 		}
 		pc.err = err

@@ -8,227 +8,16 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
-	"ipu.local/libs/codegen"
 	"ipu.local/libs/layout"
 	"ipu.local/libs/lower"
 	"ipu.local/libs/prog"
 )
 
-// screenKeep is how many screened splits per product the start prices in
-// full.
-const screenKeep = 4
-
-// distinct returns the block counts g in [1, min(n, limit)] giving
-// distinct block lengths ceil(n/g), each the smallest g for its length.
-func distinct(n, limit int) []int {
-	var gs []int
-	last := -1
-	for g := 1; g <= min(n, limit); g++ {
-		if b := (n + g - 1) / g; b != last {
-			gs = append(gs, g)
-			last = b
-		}
-	}
-	return gs
-}
-
-// budgets returns the tile budgets the start screens splits for, largest
-// first: the planner's tiles, its halvings and the powers of two below
-// it. Once the fixed costs of more tiles (exchange, reduction) outweigh
-// the compute they save, a split using fewer tiles is cheaper.
-func (pl *planner) budgets() []int {
-	seen := map[int]bool{}
-	var bs []int
-	for b := pl.tiles; b >= 1; b /= 2 {
-		seen[b] = true
-		bs = append(bs, b)
-	}
-	for b := 1; b < pl.tiles; b *= 2 {
-		if !seen[b] {
-			bs = append(bs, b)
-		}
-	}
-	sort.Sort(sort.Reverse(sort.IntSlice(bs)))
-	return bs
-}
-
-var blockMemo sync.Map
-
-// blockCycles is the product kernel's cycles on a block of mb x kb x nb.
-func blockCycles(t codegen.AMPType, mb, kb, nb int) (int64, error) {
-	key := [4]int{int(t), mb, kb, nb}
-	if c, ok := blockMemo.Load(key); ok {
-		return c.(int64), nil
-	}
-	c, err := blockCyclesOf(t, mb, kb, nb)
-	if err == nil {
-		blockMemo.Store(key, c)
-	}
-	return c, err
-}
-
-func blockCyclesOf(t codegen.AMPType, mb, kb, nb int) (int64, error) {
-	mp, np, kp := layout.Pad(mb, layout.AGroup), layout.Pad(nb, layout.BGroup), layout.Pad(kb, 2)
-	var c codegen.Cost
-	var err error
-	if t == codegen.VecFP32 {
-		c, err = (codegen.MatMulF32{M: mp, K: kp, N: np, A: 0, B: 0, C: 0, CStride: np, Workers: codegen.Slots}).Cost()
-	} else {
-		c, err = (codegen.MatMul{Type: t, M: mp, K: kp, N: np, CStride: np, Workers: codegen.Slots}).Cost()
-	}
-	if err != nil {
-		return 0, err
-	}
-	return c.Cycles(), nil
-}
-
-// screen ranks the splits of pr using at most budget tiles by the
-// product's compute cycles, a reduction estimate and the words each tile
-// receives, and returns the best few.
-func (pl *planner) screen(pr *product, budget int) []layout.Split { return pl.screenN(pr, budget, 0) }
-
-// screenN is screen with the column blocks fixed to gnOnly (0: any).
-func (pl *planner) screenN(pr *product, budget, gnOnly int) []layout.Split {
-	type cand struct {
-		s     layout.Split
-		score int64
-	}
-	var cs []cand
-	ra := max(layout.AGroup, pr.align)
-	ca := max(layout.BGroup, pr.nalign)
-	mu, nu := layout.Units(pr.mm.M, ra), layout.Units(pr.mm.N, ca)
-	nb := pr.mm.Batches()
-	e := int64(pr.typ.Size())
-	usable := int64(pl.p.UsableMemory().Size()) * 3 / 4
-	fedA, fedB := sourceOf(pr.a.w) == 0, sourceOf(pr.b.w) == 0
-	constA, constB := isConst(pr.a.w), isConst(pr.b.w)
-	var spare []cand // splits that replicate constants more than twice
-	for _, gb := range distinct(nb, budget) {
-		for gk := 1; gk <= min(64, pr.mm.K) && gb*gk <= budget; gk *= 2 {
-			for _, gm := range distinct(mu, budget/(gb*gk)) {
-				for _, gn := range distinct(nu, budget/(gb*gk*gm)) {
-					if gnOnly > 0 && gn != gnOnly {
-						continue
-					}
-					mb := min(pr.mm.M, (mu+gm-1)/gm*ra)
-					nbk := min(pr.mm.N, (nu+gn-1)/gn*ca)
-					kb := (pr.mm.K + gk - 1) / gk
-					bb := (nb + gb - 1) / gb
-					// A tile holds its blocks, its C block and partials.
-					bytes := int64(bb) * (int64(layout.Pad(mb, layout.AGroup)*layout.Pad(kb, 2)+layout.Pad(kb, 2)*layout.Pad(nbk, layout.BGroup))*e +
-						int64(layout.Pad(mb, layout.AGroup)*layout.Pad(nbk, layout.BGroup))*4*int64(gk))
-					if bytes > usable {
-						continue
-					}
-					// Every product's constants live at once: each gets
-					// its share of the tiles' memory.
-					var cb int64
-					if constA {
-						cb += int64(bb) * int64(layout.Pad(mb, layout.AGroup)*layout.Pad(kb, 2)) * e
-					}
-					if constB {
-						cb += int64(bb) * int64(layout.Pad(kb, 2)*layout.Pad(nbk, layout.BGroup)) * e
-					}
-					if cb > pl.constShare {
-						continue
-					}
-					c, err := blockCycles(pr.typ, mb, kb, nbk)
-					if err != nil {
-						continue
-					}
-					c *= int64(bb)
-					if gk > 1 {
-						part := int64((mb+gk-1)/gk*nbk) * int64(bb)
-						c += int64(gk-1)*(part+part/2) + int64(pl.p.ExchangeFixedCycles+2*pl.p.SyncCycles)
-					}
-					// Operands a node computes arrive at about a word per
-					// cycle.
-					if fedA {
-						c += int64(bb) * int64(mb*kb) * e / 4
-					}
-					if fedB {
-						c += int64(bb) * int64(kb*nbk) * e / 4
-					}
-					sp := withOrder(layout.Split{GB: gb, GM: gm, GN: gn, GK: gk, Align: pr.align, NAlign: pr.nalign})
-					// Constants stay in the tile images for good: a split
-					// that copies a weight to many tiles fills them.
-					if constA && gn > 2 || constB && gm > 2 {
-						spare = append(spare, cand{sp, c})
-						continue
-					}
-					cs = append(cs, cand{sp, c})
-				}
-			}
-		}
-	}
-	if len(cs) == 0 {
-		cs = spare
-	}
-	sort.SliceStable(cs, func(i, j int) bool {
-		if cs[i].score != cs[j].score {
-			return cs[i].score < cs[j].score
-		}
-		return cs[i].s.Tiles() < cs[j].s.Tiles()
-	})
-	var out []layout.Split
-	for i := 0; i < len(cs) && i < screenKeep; i++ {
-		out = append(out, cs[i].s)
-	}
-	return out
-}
-
-// startKeep is how many splits per product the start prices in full.
-const startKeep = 6
-
-// candidates returns the splits of pr the start prices: the best few by
-// screen over every budget (a budget's best first, round robin from the
-// largest budget), each split once.
-func (pl *planner) candidates(pr *product) []layout.Split {
-	var lists [][]layout.Split
-	for _, b := range pl.budgets() {
-		lists = append(lists, pl.screen(pr, b))
-	}
-	if pl.prefs.keep[pr.out.Index] > 0 {
-		// A row operator reads the result: whole rows per block spare it
-		// a re-layout.
-		for _, b := range pl.budgets()[:min(3, len(pl.budgets()))] {
-			lists = append([][]layout.Split{pl.screenN(pr, b, 1)}, lists...)
-		}
-	}
-	var out []layout.Split
-	seen := map[layout.Split]bool{}
-	for i := 0; len(out) < startKeep; i++ {
-		any := false
-		for _, l := range lists {
-			if i < len(l) {
-				any = true
-				if s := l[i]; !seen[s] && len(out) < startKeep {
-					seen[s] = true
-					out = append(out, s)
-				}
-			}
-		}
-		if !any {
-			break
-		}
-	}
-	if len(out) == 0 {
-		// Nothing fits any budget: price the widest split, whose memory
-		// report says best why.
-		mu := layout.Units(pr.mm.M, max(layout.AGroup, pr.align))
-		nu := layout.Units(pr.mm.N, max(layout.BGroup, pr.nalign))
-		gm := min(mu, pl.tiles)
-		out = append(out, layout.Split{GB: 1, GM: gm, GN: max(1, min(nu, pl.tiles/gm)), GK: 1, Align: pr.align, NAlign: pr.nalign})
-	}
-	return out
-}
-
 func decision(node int, s layout.Split, castOrder, stationary string) plan.Decision {
-	d := plan.Decision{Node: node, Split: plan.Split{B: s.GB, M: s.GM, N: s.GN, K: s.GK}, CastOrder: castOrder, Stationary: stationary, Tiles: [2]int{0, s.Tiles()}}
+	d := plan.Decision{Node: node, Split: plan.Split{B: s.GB, M: s.GM, N: s.GN, K: s.GK, Rest: lower.PlanRest(s)}, CastOrder: castOrder, Stationary: stationary, Tiles: [2]int{0, s.Tiles()}}
 	if s.BOrder {
 		d.Split.Order = "b"
 	}
@@ -258,9 +47,14 @@ func options(pr *product) (orders, stats []string) {
 func (pl *planner) start() (point, *result, error) {
 	pt := make(point, len(pl.products))
 	cands := make([][]plan.Decision, len(pl.products))
+	cuts := make([]*layout.Split, len(pl.products))
 	for i, pr := range pl.products {
 		orders, stats := options(pr)
-		for _, s := range pl.candidates(pr) {
+		grids, cut, ok := pl.candidates(pr)
+		if ok {
+			cuts[i] = &cut
+		}
+		for _, s := range grids {
 			for _, o := range orders {
 				for _, st := range stats {
 					cands[i] = append(cands[i], decision(pr.idx, s, o, st))
@@ -280,8 +74,6 @@ func (pl *planner) start() (point, *result, error) {
 	var bestR *result
 	decided := map[string]plan.Decision{} // by product class
 	for i, pr := range pl.products {
-		var best plan.Decision
-		var firstErr error
 		bestR = nil
 		// A product like one decided before (a repeated layer) takes its
 		// split on its own tiles.
@@ -291,34 +83,13 @@ func (pl *planner) start() (point, *result, error) {
 			pl.placeRange(pt, i)
 			continue
 		}
-		pts := make([]point, len(cands[i]))
-		for j, d := range cands[i] {
-			pts[j] = pt.clone()
-			pts[j][i] = d
-			pl.placeRange(pts[j], i)
+		best, bestR, firstErr, err := pl.cheapest(pt, i, cands[i])
+		if err != nil {
+			return nil, nil, err
 		}
-		rs, errs := pl.evalAll(pts)
-		for j, cand := range pts {
-			pl.count(cand)
-			r, err := rs[j], errs[j]
-			if err != nil {
-				var nl *lower.NotLoweredError
-				if errors.As(err, &nl) {
-					if firstErr == nil {
-						firstErr = err
-					}
-					continue
-				}
-				return nil, nil, err
-			}
-			if r.mem != nil {
-				if firstErr == nil {
-					firstErr = r.mem
-				}
-				continue
-			}
-			if bestR == nil || r.total < bestR.total {
-				best, bestR = cand[i], r
+		if cuts[i] != nil {
+			if d, r := pl.tryCut(pt, i, *cuts[i], best, bestR); r != nil {
+				best, bestR = d, r
 			}
 		}
 		if bestR == nil {
@@ -356,6 +127,44 @@ func (pl *planner) start() (point, *result, error) {
 	return pt, bestR, nil
 }
 
+// cheapest prices product i of pt under each decision of ds (its tile
+// range placed) and returns the cheapest that fits, nil when none does;
+// firstErr is the first point's reason not to be a candidate (not
+// lowered, or its memory), err an error that ends the search.
+func (pl *planner) cheapest(pt point, i int, ds []plan.Decision) (best plan.Decision, bestR *result, firstErr, err error) {
+	pts := make([]point, len(ds))
+	for j, d := range ds {
+		pts[j] = pt.clone()
+		pts[j][i] = d
+		pl.placeRange(pts[j], i)
+	}
+	rs, errs := pl.evalAll(pts)
+	for j, cand := range pts {
+		pl.count(cand)
+		r, err := rs[j], errs[j]
+		if err != nil {
+			var nl *lower.NotLoweredError
+			if errors.As(err, &nl) {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			return best, nil, nil, err
+		}
+		if r.mem != nil {
+			if firstErr == nil {
+				firstErr = r.mem
+			}
+			continue
+		}
+		if bestR == nil || r.total < bestR.total {
+			best, bestR = cand[i], r
+		}
+	}
+	return best, bestR, firstErr, nil
+}
+
 // move returns a neighbour of pt chosen with rng.
 func (pl *planner) move(pt point, rng *rand.Rand) point {
 	nb := pt.clone()
@@ -366,7 +175,8 @@ func (pl *planner) move(pt point, rng *rand.Rand) point {
 	d := &nb[i]
 	pr := pl.products[i]
 	switch rng.IntN(4) {
-	case 0, 1: // change one split factor
+	case 0, 1: // change one split factor (of a grid: a cut split's rest goes)
+		d.Split.Rest = nil
 		fs := []*int{&d.Split.M, &d.Split.N, &d.Split.K, &d.Split.B}
 		lim := []int{layout.Units(pr.mm.M, max(layout.AGroup, pr.align)), layout.Units(pr.mm.N, max(layout.BGroup, pr.nalign)), pr.mm.K, pr.mm.Batches()}
 		k := rng.IntN(4)
@@ -411,7 +221,7 @@ func (pl *planner) move(pt point, rng *rand.Rand) point {
 	if d.Split.M > d.Split.N {
 		d.Split.Order = "b"
 	}
-	n := max(d.Split.B, 1) * d.Split.M * d.Split.N * d.Split.K
+	n := int(d.Split.Blocks())
 	lo := min(d.Tiles[0], pl.tiles-n)
 	d.Tiles = [2]int{lo, lo + n}
 	return nb
@@ -546,8 +356,12 @@ func (pl *planner) constBytes(pr *product, d plan.Decision) int64 {
 		return 0
 	}
 	e := int64(pr.typ.Size())
-	mb := layout.Pad(min(pr.mm.M, layout.Units(pr.mm.M, s.RowAlign())/s.GM*s.RowAlign()+s.RowAlign()), layout.AGroup)
-	nb := layout.Pad(min(pr.mm.N, layout.Units(pr.mm.N, s.ColAlign())/s.GN*s.ColAlign()+s.ColAlign()), layout.BGroup)
+	// The largest blocks (a cut split's buffers are its largest part's).
+	var mb, nb int
+	for _, p := range parts(s, pr.mm) {
+		mb = max(mb, layout.Pad(min(p.m, layout.Units(p.m, s.RowAlign())/p.gm*s.RowAlign()+s.RowAlign()), layout.AGroup))
+		nb = max(nb, layout.Pad(min(p.n, layout.Units(p.n, s.ColAlign())/p.gn*s.ColAlign()+s.ColAlign()), layout.BGroup))
+	}
 	kb := layout.Pad((pr.mm.K+s.GK-1)/s.GK, 2)
 	bb := int64((pr.mm.Batches() + max(s.GB, 1) - 1) / max(s.GB, 1))
 	var n int64

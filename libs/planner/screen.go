@@ -1,0 +1,269 @@
+package planner
+
+// The analytic start's screen: every split of a product within a tile
+// budget ranked by a cheap score (the kernel's cycles on the largest
+// block, a reduction estimate, the words each tile receives), the best
+// few priced in full.
+
+import (
+	"sort"
+	"sync"
+
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/layout"
+)
+
+// screenKeep is how many screened splits per product the start prices in
+// full.
+const screenKeep = 4
+
+// distinct returns the block counts g in [1, min(n, limit)] giving
+// distinct block lengths ceil(n/g), each the smallest g for its length.
+func distinct(n, limit int) []int {
+	var gs []int
+	last := -1
+	for g := 1; g <= min(n, limit); g++ {
+		if b := (n + g - 1) / g; b != last {
+			gs = append(gs, g)
+			last = b
+		}
+	}
+	return gs
+}
+
+// budgets returns the tile budgets the start screens splits for, largest
+// first: the planner's tiles, its halvings and the powers of two below
+// it. Once the fixed costs of more tiles (exchange, reduction) outweigh
+// the compute they save, a split using fewer tiles is cheaper.
+func (pl *planner) budgets() []int {
+	seen := map[int]bool{}
+	var bs []int
+	for b := pl.tiles; b >= 1; b /= 2 {
+		seen[b] = true
+		bs = append(bs, b)
+	}
+	for b := 1; b < pl.tiles; b *= 2 {
+		if !seen[b] {
+			bs = append(bs, b)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(bs)))
+	return bs
+}
+
+var blockMemo sync.Map
+
+// blockCycles is the product kernel's cycles on a block of mb x kb x nb.
+func blockCycles(t codegen.AMPType, mb, kb, nb int) (int64, error) {
+	key := [4]int{int(t), mb, kb, nb}
+	if c, ok := blockMemo.Load(key); ok {
+		return c.(int64), nil
+	}
+	c, err := blockCyclesOf(t, mb, kb, nb)
+	if err == nil {
+		blockMemo.Store(key, c)
+	}
+	return c, err
+}
+
+func blockCyclesOf(t codegen.AMPType, mb, kb, nb int) (int64, error) {
+	mp, np, kp := layout.Pad(mb, layout.AGroup), layout.Pad(nb, layout.BGroup), layout.Pad(kb, 2)
+	var c codegen.Cost
+	var err error
+	if t == codegen.VecFP32 {
+		c, err = (codegen.MatMulF32{M: mp, K: kp, N: np, A: 0, B: 0, C: 0, CStride: np, Workers: codegen.Slots}).Cost()
+	} else {
+		c, err = (codegen.MatMul{Type: t, M: mp, K: kp, N: np, CStride: np, Workers: codegen.Slots}).Cost()
+	}
+	if err != nil {
+		return 0, err
+	}
+	return c.Cycles(), nil
+}
+
+// block is a block shape the screen scores: bb batch indices of mb rows,
+// kb terms and nb columns, the k axis in gk blocks.
+type block struct{ bb, gk, mb, kb, nb int }
+
+// blockOf is the largest block of a gb x gm x gn x gk grid over units of
+// ra rows and ca columns.
+func blockOf(pr *product, gb, gm, gn, gk, mu, nu, ra, ca int) block {
+	return block{bb: (pr.mm.Batches() + gb - 1) / gb, gk: gk, mb: min(pr.mm.M, (mu+gm-1)/gm*ra),
+		kb: (pr.mm.K + gk - 1) / gk, nb: min(pr.mm.N, (nu+gn-1)/gn*ca)}
+}
+
+// bytes is what a tile of the block holds: its blocks, its C block and
+// partials.
+func (bl block) bytes(e int64) int64 {
+	return int64(bl.bb) * (int64(layout.Pad(bl.mb, layout.AGroup)*layout.Pad(bl.kb, 2)+layout.Pad(bl.kb, 2)*layout.Pad(bl.nb, layout.BGroup))*e +
+		int64(layout.Pad(bl.mb, layout.AGroup)*layout.Pad(bl.nb, layout.BGroup))*4*int64(bl.gk))
+}
+
+// constBytes is the block's constant operands' bytes.
+func (bl block) constBytes(pr *product) int64 {
+	e := int64(pr.typ.Size())
+	var cb int64
+	if isConst(pr.a.w) {
+		cb += int64(bl.bb) * int64(layout.Pad(bl.mb, layout.AGroup)*layout.Pad(bl.kb, 2)) * e
+	}
+	if isConst(pr.b.w) {
+		cb += int64(bl.bb) * int64(layout.Pad(bl.kb, 2)*layout.Pad(bl.nb, layout.BGroup)) * e
+	}
+	return cb
+}
+
+// fitsBlock reports whether the block's data fits the screen's share of
+// a tile (three quarters, room for the other values live with it): and
+// its constants their share (every product's constants live at once).
+func (pl *planner) fitsBlock(pr *product, bl block) bool {
+	usable := int64(pl.p.UsableMemory().Size()) * 3 / 4
+	return bl.bytes(int64(pr.typ.Size())) <= usable && bl.constBytes(pr) <= pl.constShare
+}
+
+// score is the block's kernel cycles, a reduction estimate and the words
+// of the operands a node computes (about a word per cycle); false when
+// the kernel refuses the block.
+func (pl *planner) score(pr *product, bl block) (int64, bool) {
+	c, err := blockCycles(pr.typ, bl.mb, bl.kb, bl.nb)
+	if err != nil {
+		return 0, false
+	}
+	bb, gk, e := int64(bl.bb), bl.gk, int64(pr.typ.Size())
+	c *= bb
+	if gk > 1 {
+		part := int64((bl.mb+gk-1)/gk*bl.nb) * bb
+		c += int64(gk-1)*(part+part/2) + int64(pl.p.ExchangeFixedCycles+2*pl.p.SyncCycles)
+	}
+	if sourceOf(pr.a.w) == 0 {
+		c += bb * int64(bl.mb*bl.kb) * e / 4
+	}
+	if sourceOf(pr.b.w) == 0 {
+		c += bb * int64(bl.kb*bl.nb) * e / 4
+	}
+	return c, true
+}
+
+// scored is a split and its screen score.
+type scored struct {
+	s     layout.Split
+	score int64
+}
+
+// screen ranks the splits of pr using at most budget tiles by the
+// product's compute cycles, a reduction estimate and the words each tile
+// receives, and returns the best few.
+func (pl *planner) screen(pr *product, budget int) []layout.Split {
+	ss, _ := pl.screenN(pr, budget, 0)
+	return ss
+}
+
+// screenN is screen with the column blocks fixed to gnOnly (0: any); it
+// returns the best score too (-1: no split).
+func (pl *planner) screenN(pr *product, budget, gnOnly int) ([]layout.Split, int64) {
+	var cs []scored
+	ra := max(layout.AGroup, pr.align)
+	ca := max(layout.BGroup, pr.nalign)
+	mu, nu := layout.Units(pr.mm.M, ra), layout.Units(pr.mm.N, ca)
+	constA, constB := isConst(pr.a.w), isConst(pr.b.w)
+	var spare []scored // splits that replicate constants more than twice
+	for _, gb := range distinct(pr.mm.Batches(), budget) {
+		for gk := 1; gk <= min(64, pr.mm.K) && gb*gk <= budget; gk *= 2 {
+			for _, gm := range distinct(mu, budget/(gb*gk)) {
+				for _, gn := range distinct(nu, budget/(gb*gk*gm)) {
+					if gnOnly > 0 && gn != gnOnly {
+						continue
+					}
+					bl := blockOf(pr, gb, gm, gn, gk, mu, nu, ra, ca)
+					if !pl.fitsBlock(pr, bl) {
+						continue
+					}
+					c, ok := pl.score(pr, bl)
+					if !ok {
+						continue
+					}
+					sp := withOrder(layout.Split{GB: gb, GM: gm, GN: gn, GK: gk, Align: pr.align, NAlign: pr.nalign})
+					// Constants stay in the tile images for good: a split
+					// that copies a weight to many tiles fills them.
+					if constA && gn > 2 || constB && gm > 2 {
+						spare = append(spare, scored{sp, c})
+						continue
+					}
+					cs = append(cs, scored{sp, c})
+				}
+			}
+		}
+	}
+	if len(cs) == 0 {
+		cs = spare
+	}
+	sort.SliceStable(cs, func(i, j int) bool {
+		if cs[i].score != cs[j].score {
+			return cs[i].score < cs[j].score
+		}
+		return cs[i].s.Tiles() < cs[j].s.Tiles()
+	})
+	var out []layout.Split
+	for i := 0; i < len(cs) && i < screenKeep; i++ {
+		out = append(out, cs[i].s)
+	}
+	if len(cs) == 0 {
+		return out, -1
+	}
+	return out, cs[0].score
+}
+
+// startKeep is how many splits per product the start prices in full.
+const startKeep = 6
+
+// candidates returns the splits of pr the start prices: the best few by
+// screen over every budget (a budget's best first, round robin from the
+// largest budget), each split once; and the best split cut in two on
+// every tile, when it scores better than every grid there (ok).
+func (pl *planner) candidates(pr *product) (grids []layout.Split, cut layout.Split, ok bool) {
+	var lists [][]layout.Split
+	var best int64 // the best grid's score on every tile
+	for i, b := range pl.budgets() {
+		ss, sc := pl.screenN(pr, b, 0)
+		lists = append(lists, ss)
+		if i == 0 {
+			best = sc
+		}
+	}
+	if pl.prefs.keep[pr.out.Index] > 0 {
+		// A row operator reads the result: whole rows per block spare it
+		// a re-layout.
+		for _, b := range pl.budgets()[:min(3, len(pl.budgets()))] {
+			lists = append([][]layout.Split{first(pl.screenN(pr, b, 1))}, lists...)
+		}
+	}
+	var out []layout.Split
+	seen := map[layout.Split]bool{}
+	for i := 0; len(out) < startKeep; i++ {
+		any := false
+		for _, l := range lists {
+			if i < len(l) {
+				any = true
+				if s := l[i]; !seen[s] && len(out) < startKeep {
+					seen[s] = true
+					out = append(out, s)
+				}
+			}
+		}
+		if !any {
+			break
+		}
+	}
+	cut, ok = pl.cut(pr, pl.tiles, best)
+	if len(out) == 0 {
+		// Nothing fits any budget: price the widest split, whose memory
+		// report says best why.
+		mu := layout.Units(pr.mm.M, max(layout.AGroup, pr.align))
+		nu := layout.Units(pr.mm.N, max(layout.BGroup, pr.nalign))
+		gm := min(mu, pl.tiles)
+		out = append(out, layout.Split{GB: 1, GM: gm, GN: max(1, min(nu, pl.tiles/gm)), GK: 1, Align: pr.align, NAlign: pr.nalign})
+	}
+	return out, cut, ok
+}
+
+// first is its first argument.
+func first[T, U any](t T, _ U) T { return t }
