@@ -351,6 +351,10 @@ func ReadWith(data []byte, opt ReadOptions) (*Package, error) {
 	return p, nil
 }
 
+// readImages reads the images section. The frames are cut out of it in
+// order, then decompressed, decoded and checked on a worker per core
+// (for many images: a package over a full chip has one per tile), and
+// the errors are those of a read in image order.
 func readImages(d *wire.Decoder, p *Package, lim Limits) error {
 	maxImage := ImageBytes(lim.TileMemory)
 	n := d.Count("image", 4+4)
@@ -360,43 +364,94 @@ func readImages(d *wire.Decoder, p *Package, lim Limits) error {
 	if d.Err() != nil {
 		return formatError(d.Err())
 	}
+	frames := make([]imageFrame, 0, n)
+	for i := 0; i < n; i++ {
+		f := imageFrame{start: d.Off()}
+		rawLen := d.U32("image length")
+		if d.Err() == nil && rawLen > maxImage {
+			d.Failf(f.start, "image %d: length %d exceeds the limit (%d bytes: twice the %d-byte tile memory of %s)", i, rawLen, maxImage, lim.TileMemory, p.Arch)
+		}
+		f.off, f.size = d.Off(), int(rawLen)
+		f.frame = d.Bytes("image")
+		if d.Err() != nil {
+			break // reported after the images before it
+		}
+		frames = append(frames, f)
+	}
 	if n > 0 {
 		p.Images = make([]Image, n)
 	}
+	errs := make([]error, len(frames))
+	sums := make([][32]byte, len(frames))
+	eachImage(len(frames), func(i int) {
+		p.Images[i], sums[i], errs[i] = readImage(i, frames[i])
+	})
 	seen := map[[32]byte]int{}
-	for i := range p.Images {
-		start := d.Off()
-		rawLen := d.U32("image length")
-		if d.Err() == nil && rawLen > maxImage {
-			d.Failf(start, "image %d: length %d exceeds the limit (%d bytes: twice the %d-byte tile memory of %s)", i, rawLen, maxImage, lim.TileMemory, p.Arch)
+	for i := range frames {
+		if errs[i] != nil {
+			return errs[i]
 		}
-		frameOff := d.Off()
-		frame := d.Bytes("image")
-		if d.Err() != nil {
-			return formatError(d.Err())
+		if j, dup := seen[sums[i]]; dup {
+			return &FormatError{Section: "images", Off: frames[i].start, Msg: fmt.Sprintf("image %d: same as image %d (identical images are stored once)", i, j)}
 		}
-		body, err := wire.Decompress(frame, int(rawLen))
-		if err != nil {
-			return &FormatError{Section: "images", Off: frameOff + 4, Msg: fmt.Sprintf("image %d: %v", i, err)}
-		}
-		bd := wire.NewDecoder("images", body, 0)
-		p.Images[i] = decodeImage(bd)
-		if e := bd.Err(); e != nil {
-			return &FormatError{Section: "images", Off: frameOff + 4, Msg: fmt.Sprintf("image %d at decompressed byte %#x: %s", i, e.Off, e.Msg)}
-		}
-		img := &p.Images[i]
-		if err := obj.ValidateProgram(img.Segments, img.Symbols, img.Exchange); err != nil {
-			return &FormatError{Section: "images", Off: start, Msg: fmt.Sprintf("image %d: %v", i, err)}
-		}
-		sum := sha256.Sum256(body)
-		if j, dup := seen[sum]; dup {
-			return &FormatError{Section: "images", Off: start, Msg: fmt.Sprintf("image %d: same as image %d (identical images are stored once)", i, j)}
-		}
-		seen[sum] = i
+		seen[sums[i]] = i
+	}
+	if d.Err() != nil {
+		return formatError(d.Err())
 	}
 	d.Done()
 	if d.Err() != nil {
 		return formatError(d.Err())
 	}
 	return nil
+}
+
+// imageFrame is one image of the images section: where it starts, where
+// its frame starts, its frame and its declared decompressed size.
+type imageFrame struct {
+	start, off int64
+	size       int
+	frame      []byte
+}
+
+// readImage decompresses, decodes and checks image i, and returns it
+// with the SHA-256 of its bytes.
+func readImage(i int, f imageFrame) (Image, [32]byte, error) {
+	body, err := wire.Decompress(f.frame, f.size)
+	if err != nil {
+		return Image{}, [32]byte{}, &FormatError{Section: "images", Off: f.off + 4, Msg: fmt.Sprintf("image %d: %v", i, err)}
+	}
+	bd := wire.NewDecoder("images", body, 0)
+	img := decodeImage(bd)
+	if e := bd.Err(); e != nil {
+		return Image{}, [32]byte{}, &FormatError{Section: "images", Off: f.off + 4, Msg: fmt.Sprintf("image %d at decompressed byte %#x: %s", i, e.Off, e.Msg)}
+	}
+	if err := obj.ValidateProgram(img.Segments, img.Symbols, img.Exchange); err != nil {
+		return Image{}, [32]byte{}, &FormatError{Section: "images", Off: f.start, Msg: fmt.Sprintf("image %d: %v", i, err)}
+	}
+	return img, sha256.Sum256(body), nil
+}
+
+// readWorkersFrom is the image count from which readImages reads on a
+// worker per core.
+const readWorkersFrom = 64
+
+// eachImage calls f for each of n images, on a worker per core when
+// there are many.
+func eachImage(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if n < readWorkersFrom {
+		workers = min(workers, 1)
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -437,49 +437,61 @@ func readFormat(data []byte) (*string, error) {
 
 // Read decodes and validates a plan file.
 func Read(data []byte) (*Plan, error) {
+	p, _, err := ReadWithSchedules(data)
+	return p, err
+}
+
+// ReadWithSchedules is Read that also returns the plan's exchange
+// schedules unpacked (UnpackSchedules), which reading validates anyway:
+// for a linker, which would otherwise unpack them a second time.
+func ReadWithSchedules(data []byte) (*Plan, []Exchange, error) {
 	if err := checkFormat(data, Format); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var p Plan
 	if err := decodeStrict(data, &p); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := p.Validate(); err != nil {
-		return nil, err
+	xs, err := p.validate()
+	if err != nil {
+		return nil, nil, err
 	}
-	return &p, nil
+	return &p, xs, nil
 }
 
 // Validate checks every index and size of p.
 func (p *Plan) Validate() error {
+	_, err := p.validate()
+	return err
+}
+
+// validate is Validate returning the unpacked schedules.
+func (p *Plan) validate() ([]Exchange, error) {
 	if p.Format != Format {
-		return errAt("format", "unsupported format %q (want %q)", p.Format, Format)
+		return nil, errAt("format", "unsupported format %q (want %q)", p.Format, Format)
 	}
 	if p.Arch == "" {
-		return errAt("arch", "empty")
+		return nil, errAt("arch", "empty")
 	}
 	if p.Tiles <= 0 || p.Tiles > MaxTiles {
-		return errAt("tiles", "%d out of range [1, %d]", p.Tiles, MaxTiles)
+		return nil, errAt("tiles", "%d out of range [1, %d]", p.Tiles, MaxTiles)
 	}
 	if err := p.Graph.validate("graph"); err != nil {
-		return err
+		return nil, err
 	}
 	if err := p.validateTensors(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := p.validateSteps(); err != nil {
-		return err
+		return nil, err
 	}
 	if p.Cost.FinalCycles < 0 || p.Cost.FinalExchange < 0 || p.Cost.ComputeBound < 0 {
-		return errAt("cost", "negative cycles")
+		return nil, errAt("cost", "negative cycles")
 	}
 	if p.Search.Attempts < 0 {
-		return errAt("search.attempts", "negative")
+		return nil, errAt("search.attempts", "negative")
 	}
-	if _, err := UnpackSchedules(p.Schedules); err != nil {
-		return err
-	}
-	return nil
+	return UnpackSchedules(p.Schedules)
 }
 
 func (g *Graph) validate(path string) error {

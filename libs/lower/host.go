@@ -7,6 +7,7 @@ package lower
 // root value the view's index map names.
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"ipu.local/formats/obj"
@@ -350,13 +351,21 @@ func rects(b layout.Box, shape []int, f func(outer []int, r0, r1, c0, c1 int)) {
 // tile stores it (rows at the piece's pitch), moved with one transfer.
 func (l *lowerer) rowBlocks(t *layout.Tensor, refs []prog.Ref, in bool, ht *obj.Tensor, ops map[int][]prog.HostOp) error {
 	shape := t.Shape
-	offs := map[string]uint32{}
+	// Page blocks by box and first row, boxes by their bytes (boxKey).
+	type block struct {
+		box string
+		r0  int
+	}
+	offs := map[block]uint32{}
 	done := map[string]bool{}
+	var kb []byte
+	idx := make([]int, 0, len(shape)) // a rectangle's first index
 	for i, p := range t.Pieces {
-		key := p.Box.String()
-		if !in && done[key] {
+		kb = boxKey(kb[:0], p.Box)
+		if !in && done[string(kb)] {
 			continue // an output is collected from one holder of each box
 		}
+		key := string(kb)
 		done[key] = true
 		g := t.Geometry(i)
 		var err error
@@ -364,9 +373,9 @@ func (l *lowerer) rowBlocks(t *layout.Tensor, refs []prog.Ref, in bool, ht *obj.
 			if err != nil {
 				return
 			}
-			idx := append(append([]int(nil), outer...), make([]int, len(shape)-len(outer))...)
+			idx = append(idx[:0], outer...)
 			for d := len(outer); d < len(shape); d++ {
-				idx[d] = p.Box[d].Lo
+				idx = append(idx, p.Box[d].Lo)
 			}
 			pitch := g.Pitch
 			if len(shape) <= 1 {
@@ -374,7 +383,7 @@ func (l *lowerer) rowBlocks(t *layout.Tensor, refs []prog.Ref, in bool, ht *obj.
 			}
 			bytes := uint32(((r1-r0-1)*pitch + c1 - c0) * t.Size)
 			b := obj.Block{R0: uint32(r0), R1: uint32(r1), C0: uint32(c0), C1: uint32(c1), Rows: uint32(r1 - r0), Cols: uint32(pitch), Order: obj.RowMajor}
-			k := fmt.Sprintf("%s/%d", key, r0)
+			k := block{key, r0}
 			off, ok := offs[k]
 			if !ok {
 				o, e := l.pageAlloc(ht.Page, uint32(b.Bytes(t.Size)))
@@ -399,6 +408,16 @@ func (l *lowerer) rowBlocks(t *layout.Tensor, refs []prog.Ref, in bool, ht *obj.
 		}
 	}
 	return nil
+}
+
+// boxKey appends b's ranges to dst: equal boxes of one rank, equal
+// bytes.
+func boxKey(dst []byte, b layout.Box) []byte {
+	for _, r := range b {
+		dst = binary.AppendVarint(dst, int64(r.Lo))
+		dst = binary.AppendVarint(dst, int64(r.Hi))
+	}
+	return dst
 }
 
 // storageRuns calls f for every stretch of piece i of t contiguous both

@@ -97,6 +97,9 @@ type planner struct {
 	prefs    *prefs
 	encoded  plan.Graph         // the graph as plans carry it (shared, never changed)
 	cache    map[string]*result // evaluated points by key
+	// programs are the prices of the programs priced, by print
+	// (program.go): a point with the same program takes its price.
+	programs map[programPrint]pricing
 	steps    []*lower.StepCache // lowered steps, across points: one per worker
 	evals    int                // points priced
 	counted  map[string]bool    // the points evals counts
@@ -109,7 +112,7 @@ type planner struct {
 }
 
 func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
-	pl := &planner{g: g, p: p, tiles: tiles, prod: map[int]*product{}, folded: map[int]*graph.Node{}, cache: map[string]*result{}, counted: map[string]bool{}, encoded: graph.Encode(g)}
+	pl := &planner{g: g, p: p, tiles: tiles, prod: map[int]*product{}, folded: map[int]*graph.Node{}, cache: map[string]*result{}, programs: map[programPrint]pricing{}, counted: map[string]bool{}, encoded: graph.Encode(g)}
 	for range searchWorkers() {
 		pl.steps = append(pl.steps, lower.NewStepCache())
 	}

@@ -5,6 +5,8 @@ package planner
 
 import (
 	"errors"
+
+	"ipu.local/formats/plan"
 	"time"
 
 	"ipu.local/libs/cost"
@@ -39,7 +41,10 @@ func (pl *planner) count(pt point) {
 // worker with its own step cache (a cache's lowered programs share
 // buffers and kernels, which pricing writes to). The results and the
 // caller's counts do not depend on the workers: a point's price does
-// not depend on what a cache holds.
+// not depend on what a cache holds. The new points' plans are built
+// first, side by side; a point whose plan gives the lowering the program
+// of one priced before (program.go) takes that price, with its own
+// builder.
 func (pl *planner) evalAll(pts []point) ([]*result, []error) {
 	rs, errs := make([]*result, len(pts)), make([]error, len(pts))
 	var todo []int
@@ -51,12 +56,38 @@ func (pl *planner) evalAll(pts []point) ([]*result, []error) {
 		todo = append(todo, i)
 	}
 	pcs := make([]pricing, len(pts))
-	par.For(len(todo), len(pl.steps), func(w, j int) {
+	built := make([]builtPoint, len(pts))
+	par.For(len(todo), len(pl.steps), func(_, j int) {
 		i := todo[j]
-		pcs[i] = pl.price(pts[i], pl.steps[w])
+		built[i], pcs[i].err = pl.buildPoint(pts[i])
 	})
+	// Each program once: the first point of each new print is priced,
+	// the others copy its price.
+	var priced []int
+	rep := make([]bool, len(pts)) // the point priced for its program
+	first := map[programPrint]bool{}
+	for _, i := range todo {
+		if pcs[i].err != nil {
+			continue
+		}
+		if _, ok := pl.programs[built[i].print]; ok || first[built[i].print] {
+			continue
+		}
+		first[built[i].print], rep[i] = true, true
+		priced = append(priced, i)
+	}
+	par.For(len(priced), len(pl.steps), func(w, j int) {
+		i := priced[j]
+		pcs[i] = pl.price(built[i], pl.steps[w])
+	})
+	for _, i := range priced {
+		pl.programs[built[i].print] = pcs[i]
+	}
 	for _, i := range todo {
 		pc := pcs[i]
+		if pc.err == nil && !rep[i] {
+			pc = pl.programs[built[i].print].as(built[i].b)
+		}
 		pl.expansion += pc.expansion
 		pl.footprint += pc.footprint
 		if pc.err != nil {
@@ -73,6 +104,35 @@ func (pl *planner) evalAll(pts []point) ([]*result, []error) {
 	return rs, errs
 }
 
+// builtPoint is a point's builder, plan and the plan's print.
+type builtPoint struct {
+	b     *builder
+	plan  *plan.Plan
+	print programPrint
+}
+
+// buildPoint builds pt's plan.
+func (pl *planner) buildPoint(pt point) (builtPoint, error) {
+	b, err := pl.build(pt)
+	if err != nil {
+		return builtPoint{}, err
+	}
+	p := b.plan(pl, pt)
+	return builtPoint{b: b, plan: p, print: printOf(p)}, nil
+}
+
+// as is the pricing of another point with the same program: the same
+// price and error, the point's own builder, no time spent.
+func (pc pricing) as(b *builder) pricing {
+	out := pricing{err: pc.err}
+	if pc.r != nil {
+		r := *pc.r
+		r.b = b
+		out.r = &r
+	}
+	return out
+}
+
 // pricing is one point's price and the time its parts took.
 type pricing struct {
 	r                    *result
@@ -80,16 +140,12 @@ type pricing struct {
 	expansion, footprint time.Duration
 }
 
-// price lowers and costs a point with a step cache that no other
+// price lowers and costs a built point with a step cache that no other
 // goroutine uses.
-func (pl *planner) price(pt point, steps *lower.StepCache) (pc pricing) {
-	b, err := pl.build(pt)
-	if err != nil {
-		pc.err = err
-		return pc
-	}
+func (pl *planner) price(bp builtPoint, steps *lower.StepCache) (pc pricing) {
+	b := bp.b
 	r := &result{b: b}
-	pr, err := lower.LowerWith(b.plan(pl, point(pt)), pl.g, pl.p, lower.Options{NoData: true, Cache: steps})
+	pr, err := lower.LowerWith(bp.plan, pl.g, pl.p, lower.Options{NoData: true, Cache: steps})
 	if err != nil {
 		var pe *lower.PlanError
 		if errors.As(err, &pe) {

@@ -43,7 +43,10 @@ func linkPlan(log *slog.Logger, in, out, model, state string) error {
 	if err != nil {
 		return fmt.Errorf("read plan: %w", err)
 	}
-	pl, err := plan.Read(data)
+	// The plan's own exchange schedules (ipu-plan's validation link made
+	// them), unpacked as reading validates them, unless a search state
+	// is given.
+	pl, saved, err := plan.ReadWithSchedules(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}
@@ -56,12 +59,7 @@ func linkPlan(log *slog.Logger, in, out, model, state string) error {
 			return fmt.Errorf("%s: plan was made from model %q (sha256 %.12s), not from %s (sha256 %.12s)", in, pl.Model.Path, pl.Model.Fingerprint, model, fp)
 		}
 	}
-	opt := link.Options{}
-	// The plan's own exchange schedules (ipu-plan's validation link made
-	// them), unless a search state is given.
-	if opt.Saved, err = plan.UnpackSchedules(pl.Schedules); err != nil {
-		return fmt.Errorf("%s: %w", in, err)
-	}
+	opt := link.Options{Saved: saved}
 	if state != "" {
 		sd, err := os.ReadFile(state)
 		if err != nil {

@@ -31,10 +31,12 @@ var encoder = sync.OnceValue(func() *zstd.Encoder {
 })
 
 // WithDecodeAllCapLimit makes DecodeAll stop at cap(dst): the caller's
-// declared size, checked before allocating, bounds the output.
+// declared size, checked before allocating, bounds the output. The
+// decoder holds one block decoder per core, so that readers decoding
+// frames side by side (a package's images) do not wait for each other.
 var decoder = sync.OnceValue(func() *zstd.Decoder {
 	d, err := zstd.NewReader(nil,
-		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)),
 		zstd.WithDecodeAllCapLimit(true),
 		zstd.WithDecoderMaxWindow(1<<24),
 	)

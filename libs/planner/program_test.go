@@ -1,0 +1,112 @@
+package planner
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"ipu.local/formats/plan"
+	"ipu.local/libs/arch"
+	"ipu.local/libs/graph"
+	"ipu.local/libs/lower"
+)
+
+// TestProgramPrintFields fails when a plan type gains a field that
+// printOf does not know about: the field must be hashed (the lowering
+// may read it) or, like a step's CastOrder and Stationary, shown not to
+// reach the lowering.
+func TestProgramPrintFields(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want []string
+	}{
+		{plan.Tensor{}, []string{"ID", "Value", "Name", "DType", "Shape", "Transposed", "Layout", "Pad", "Source", "Pieces"}},
+		{plan.Piece{}, []string{"Tile", "Region"}},
+		{plan.Step{}, []string{"Node", "Name", "Kernel", "Inputs", "Outputs", "CastOrder", "Stationary", "Split", "Tiles"}},
+		{plan.Split{}, []string{"B", "M", "N", "K", "Align", "NAlign", "Order"}},
+	} {
+		typ := reflect.TypeOf(c.v)
+		var got []string
+		for i := range typ.NumField() {
+			got = append(got, typ.Field(i).Name)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s has fields %v, printOf knows %v", typ.Name(), got, c.want)
+		}
+	}
+}
+
+// TestSameProgramSamePrice: the decisions of qk-early's product that
+// differ only in the stationary operand with the cast after the
+// exchange plan one program (one print), and the prices evalAll gives
+// them are the ones each gets priced alone, each result with its own
+// builder; other decisions print differently.
+func TestSameProgramSamePrice(t *testing.T) {
+	g, _ := graph.Canonicalize(load(t, "qk-early"))
+	p := arch.MustLookup("ipu21")
+	pl, err := newPlanner(g, p, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := pl.products[0]
+	if !pr.castable() {
+		t.Fatal("qk-early's product is not castable")
+	}
+	s := pl.candidates(pr)[0]
+	var pts []point
+	for _, o := range []string{plan.AfterExchange, plan.BeforeExchange} {
+		for _, st := range []string{"a", "b", ""} {
+			pt := point{decision(pr.idx, s, o, st)}
+			pl.placeRange(pt, 0)
+			pts = append(pts, pt)
+		}
+	}
+	prints := map[programPrint][]int{}
+	for i, pt := range pts {
+		bp, err := pl.buildPoint(pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prints[bp.print] = append(prints[bp.print], i)
+	}
+	if got := prints[mustPrint(t, pl, pts[0])]; !slices.Equal(got, []int{0, 1, 2}) {
+		t.Errorf("after the exchange, the stationary operands' points %v share a print, want [0 1 2]", got)
+	}
+	if len(prints) < 2 {
+		t.Errorf("%d distinct prints, want the cast order to matter", len(prints))
+	}
+	rs, errs := pl.evalAll(pts)
+	for i, pt := range pts {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		bp, err := pl.buildPoint(pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone := pl.price(bp, lower.NewStepCache())
+		if alone.err != nil {
+			t.Fatal(alone.err)
+		}
+		a, r := alone.r, rs[i]
+		if r.total != a.total || r.exchange != a.exchange || r.transfers != a.transfers || r.padRemoved != a.padRemoved || r.geo != a.geo || (r.mem == nil) != (a.mem == nil) {
+			t.Errorf("point %d: evalAll priced %+v, alone %+v", i, *r, *a)
+		}
+		k := slices.IndexFunc(r.b.steps, func(st plan.Step) bool { return st.Node == pr.idx })
+		if k < 0 {
+			t.Fatalf("point %d: no step of the product", i)
+		}
+		if got := r.b.steps[k]; got.CastOrder != pt[0].CastOrder || got.Stationary != pt[0].Stationary {
+			t.Errorf("point %d: result's builder has step %+v, not the point's decision %+v", i, got, pt[0])
+		}
+	}
+}
+
+func mustPrint(t *testing.T, pl *planner, pt point) programPrint {
+	t.Helper()
+	bp, err := pl.buildPoint(pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bp.print
+}
