@@ -5,10 +5,9 @@ package planner
 
 import (
 	"errors"
-
-	"ipu.local/formats/plan"
 	"time"
 
+	"ipu.local/formats/plan"
 	"ipu.local/libs/cost"
 	"ipu.local/libs/lower"
 	"ipu.local/libs/par"
@@ -104,8 +103,9 @@ func (pl *planner) evalAll(pts []point) ([]*result, []error) {
 	return rs, errs
 }
 
-// builtPoint is a point's builder, plan and the plan's print.
+// builtPoint is a point, its builder, plan and the plan's print.
 type builtPoint struct {
+	pt    point
 	b     *builder
 	plan  *plan.Plan
 	print programPrint
@@ -118,7 +118,7 @@ func (pl *planner) buildPoint(pt point) (builtPoint, error) {
 		return builtPoint{}, err
 	}
 	p := b.plan(pl, pt)
-	return builtPoint{b: b, plan: p, print: printOf(p)}, nil
+	return builtPoint{pt: pt, b: b, plan: p, print: printOf(p)}, nil
 }
 
 // as is the pricing of another point with the same program: the same
@@ -152,7 +152,7 @@ func (pl *planner) price(bp builtPoint, steps *lower.StepCache) (pc pricing) {
 			if verr := b.check(); verr != nil {
 				err = verr
 			}
-			if n := pt.cutNode(pl.g); n != nil {
+			if n := bp.pt.cutNode(pl.g); n != nil {
 				// A layout the rest of the plan cannot take from a split
 				// cut in two: no candidate (the grids always are).
 				err = &lower.NotLoweredError{Node: n.Name, Op: n.Op, Why: "a split cut in two: " + err.Error()}

@@ -67,6 +67,11 @@ func printOf(p *plan.Plan) programPrint {
 		if s := st.Split; s != nil {
 			e.ints(int64(s.B), int64(s.M), int64(s.N), int64(s.K), int64(s.Align), int64(s.NAlign))
 			e.str(s.Order)
+			e.flag(s.Rest != nil)
+			if r := s.Rest; r != nil {
+				e.str(r.Axis)
+				e.ints(int64(r.At), int64(r.M), int64(r.N))
+			}
 		}
 		e.ints(int64(st.Tiles[0]), int64(st.Tiles[1]))
 	}

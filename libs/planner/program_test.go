@@ -23,7 +23,8 @@ func TestProgramPrintFields(t *testing.T) {
 		{plan.Tensor{}, []string{"ID", "Value", "Name", "DType", "Shape", "Transposed", "Layout", "Pad", "Source", "Pieces"}},
 		{plan.Piece{}, []string{"Tile", "Region"}},
 		{plan.Step{}, []string{"Node", "Name", "Kernel", "Inputs", "Outputs", "CastOrder", "Stationary", "Split", "Tiles"}},
-		{plan.Split{}, []string{"B", "M", "N", "K", "Align", "NAlign", "Order"}},
+		{plan.Split{}, []string{"B", "M", "N", "K", "Align", "NAlign", "Order", "Rest"}},
+		{plan.Rest{}, []string{"Axis", "At", "M", "N"}},
 	} {
 		typ := reflect.TypeOf(c.v)
 		var got []string
@@ -52,7 +53,8 @@ func TestSameProgramSamePrice(t *testing.T) {
 	if !pr.castable() {
 		t.Fatal("qk-early's product is not castable")
 	}
-	s := pl.candidates(pr)[0]
+	grids, _, _ := pl.candidates(pr)
+	s := grids[0]
 	var pts []point
 	for _, o := range []string{plan.AfterExchange, plan.BeforeExchange} {
 		for _, st := range []string{"a", "b", ""} {
