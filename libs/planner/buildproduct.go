@@ -143,7 +143,7 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 		}
 		src = h
 		if !groupAligned(b.tensors[h], gAx, w) {
-			if src, err = b.need(o.root, b.pl.alignedPieces(o.root, gAx, w, d.Tiles[0]), layout.DefaultPad(lower.DeviceSize(o.root.DType))); err != nil {
+			if src, err = b.need(o.root, b.pl.packSourcePieces(o.root, gAx, w, d.Tiles[0]), layout.DefaultPad(lower.DeviceSize(o.root.DType))); err != nil {
 				return 0, -1, err
 			}
 		}
@@ -204,6 +204,53 @@ func sourcePieces(v *graph.Value, ax, w, lo, n int) []layout.Piece {
 	}
 	return layout.Grid(shape, layout.GridCounts(shape, 1, n, aligns), aligns, lo)
 }
+
+// packSourcePieces spreads the rows of v over the tiles from lo for a
+// pack that re-lays them out anyway: the default layout with the group
+// axis ax on multiples of w (alignedPieces) or, when that leaves more
+// tiles idle, the leading axes, the groups, then the other of the last
+// two axes (k) in chunks that keep a piece at least minPackPiece
+// elements. The tiles then each pack a part of a block and send it to
+// the block's copies, instead of one tile per group packing its whole k
+// extent (a pack's cost grows with its elements, and the blocks of a
+// product of few rows are long in k).
+func (pl *planner) packSourcePieces(v *graph.Value, ax, w, lo int) []layout.Piece {
+	aligned := pl.alignedPieces(v, ax, w, lo)
+	shape := shapeOf(v)
+	r := len(shape)
+	if r < 2 {
+		return aligned
+	}
+	aligns := make([]int, r)
+	for d := range aligns {
+		aligns[d] = 1
+	}
+	kAx := 2*r - 3 - ax
+	pad := layout.DefaultPad(lower.DeviceSize(v.DType))
+	aligns[ax] = w
+	// k in even chunks (FP8 panels pair k), the last axis on whole
+	// 8-byte words.
+	group := min(w, shape[ax])
+	chunk := 2 * max(1, (minPackPiece+2*group-1)/(2*group))
+	if kAx == r-1 {
+		chunk = (chunk + pad - 1) / pad * pad
+	} else {
+		aligns[r-1] = max(aligns[r-1], pad)
+	}
+	aligns[kAx] = chunk
+	n := min(pl.tiles, max(1, layout.Full(shape).Volume()/minPackPiece))
+	counts := layout.GridCounts(shape, 0, n, aligns)
+	if pieces(counts) <= len(aligned) {
+		return aligned
+	}
+	lo = max(0, min(lo, pl.tiles-pieces(counts)))
+	return layout.Grid(shape, counts, aligns, lo)
+}
+
+// minPackPiece is the fewest elements of a piece packSourcePieces makes,
+// when the value is larger: a pack launch costs about 200 cycles more
+// than its elements' (codegen.Pack).
+var minPackPiece = 256
 
 // panelSourcePieces spreads an operand's panels over n tiles from lo for
 // a cast before the exchange: the batch axes, then the group axis
