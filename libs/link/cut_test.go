@@ -8,7 +8,6 @@ import (
 	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
 	"ipu.local/libs/graph"
-	"ipu.local/libs/hostref"
 	"ipu.local/libs/lower"
 	"ipu.local/libs/onnx"
 	"ipu.local/libs/planner"
@@ -102,16 +101,7 @@ func TestCutSplits(t *testing.T) {
 				return // partial sums added in another order: within tolerance
 			}
 			// Bit for bit the host's device-precision products.
-			ins := hostref.GenerateInputs(g, 1)
-			raw := make([][]byte, len(ins))
-			for i, in := range ins {
-				raw[i] = in.Raw
-			}
-			outs, _ := runObject(t, o, raw)
-			want, err := hostref.Eval(g, ins, hostref.Options{Precision: hostref.Device, Threads: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
+			outs, _, want := runWithReference(t, o, g, 1)
 			for i, w := range want {
 				if !bytes.Equal(outs[i], w.Raw) {
 					t.Errorf("output %d differs from the host's device-precision value", i)

@@ -25,16 +25,7 @@ import (
 // against the linker's.
 func checkVerdict(t *testing.T, o *obj.Object, st *Stats, g *graph.Graph, seed uint64) {
 	t.Helper()
-	ins := hostref.GenerateInputs(g, seed)
-	raw := make([][]byte, len(ins))
-	for i, in := range ins {
-		raw[i] = in.Raw
-	}
-	outs, res := runObject(t, o, raw)
-	want, err := hostref.Eval(g, ins, hostref.Options{Precision: hostref.Device, Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	outs, res, want := runWithReference(t, o, g, seed)
 	for i, w := range want {
 		ot := o.Host.Outputs[i]
 		r, err := verdict.Compare(ot.Name, ot.DType, ot.Accumulate, outs[i], w.Raw)
@@ -47,6 +38,24 @@ func checkVerdict(t *testing.T, o *obj.Object, st *Stats, g *graph.Graph, seed u
 		}
 	}
 	checkCyclesOnly(t, st, res)
+}
+
+// runWithReference simulates a linked model on inputs generated from
+// seed and computes the host reference at device precision on the same
+// inputs.
+func runWithReference(t *testing.T, o *obj.Object, g *graph.Graph, seed uint64) ([][]byte, *sim.RunResult, []*onnx.Tensor) {
+	t.Helper()
+	ins := hostref.GenerateInputs(g, seed)
+	raw := make([][]byte, len(ins))
+	for i, in := range ins {
+		raw[i] = in.Raw
+	}
+	outs, res := runObject(t, o, raw)
+	want, err := hostref.Eval(g, ins, hostref.Options{Precision: hostref.Device, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return outs, res, want
 }
 
 // checkCyclesOnly checks every simulated device superstep's cycles

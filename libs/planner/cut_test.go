@@ -20,16 +20,7 @@ func productGraph(t *testing.T, m, k, n int64) *graph.Graph {
 	b.AddInput("a", onnx.Float16, []int64{m, k})
 	b.AddInput("b", onnx.Float16, []int64{k, n})
 	b.AddOutput("y", onnx.Float, []int64{m, n})
-	mod, err := onnx.ReadModel(b.Marshal())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(mod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ = graph.Canonicalize(g)
-	return g
+	return canonical(t, b)
 }
 
 // TestCutCandidates: on shapes no grid of the tiles divides well, the
@@ -94,4 +85,20 @@ func TestCutChosen(t *testing.T) {
 	if r.total >= rg.total {
 		t.Fatalf("cut %+v costs %d cycles, the 43 x 32 grid %d", pt[0].Split, r.total, rg.total)
 	}
+}
+
+// canonical reads the model b builds, builds its graph and canonicalizes
+// it, failing the test on an error.
+func canonical(t *testing.T, b *onnx.ModelBuilder) *graph.Graph {
+	t.Helper()
+	m, err := onnx.ReadModel(b.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ = graph.Canonicalize(g)
+	return g
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"ipu.local/libs/arch"
-	"ipu.local/libs/graph"
 	"ipu.local/libs/onnx"
 )
 
@@ -17,16 +16,8 @@ func TestReductionWithoutKernelRefused(t *testing.T) {
 	b.AddNode("ReduceMax", "rmax", []string{"x"}, []string{"y"}, onnx.IntsAttr("axes", 1), onnx.IntAttr("keepdims", 0))
 	b.AddInput("x", onnx.Int32, []int64{3, 4})
 	b.AddOutput("y", onnx.Int32, []int64{3})
-	m, err := onnx.ReadModel(b.Marshal())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ = graph.Canonicalize(g)
-	_, _, _, err = Plan(g, arch.MustLookup("ipu21"), Options{Tiles: 4, Seed: 1, MaxAttempts: 2, ModelFingerprint: "fp"})
+	g := canonical(t, b)
+	_, _, _, err := Plan(g, arch.MustLookup("ipu21"), Options{Tiles: 4, Seed: 1, MaxAttempts: 2, ModelFingerprint: "fp"})
 	if err == nil || !strings.Contains(err.Error(), `"rmax"`) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("err = %v, want one line naming node \"rmax\"", err)
 	}
@@ -60,15 +51,7 @@ func TestAttentionOddRows(t *testing.T) {
 	b.AddNode("MatMul", "y", []string{"p", "vh"}, []string{"y"})
 	b.AddInput("x", onnx.Float, []int64{1, s, h})
 	b.AddOutput("y", onnx.Float, []int64{1, heads, s, h / heads})
-	m, err := onnx.ReadModel(b.Marshal())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ = graph.Canonicalize(g)
+	g := canonical(t, b)
 	for _, tiles := range []int{64, 1472} {
 		if _, _, _, err := Plan(g, arch.MustLookup("ipu21"), Options{Tiles: tiles, Seed: 1, MaxAttempts: 4, ModelFingerprint: "fp"}); err != nil {
 			t.Fatalf("%d tiles: %v", tiles, err)

@@ -32,15 +32,7 @@ func lnProduct(t *testing.T, rows, k, n, tiles int) (*planner, *graph.Graph) {
 		out = "z"
 	}
 	b.AddOutput(out, onnx.Float, []int64{int64(rows), int64(n)})
-	m, err := onnx.ReadModel(b.Marshal())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ = graph.Canonicalize(g)
+	g := canonical(t, b)
 	pl, err := newPlanner(g, arch.MustLookup("ipu21"), tiles)
 	if err != nil {
 		t.Fatal(err)
