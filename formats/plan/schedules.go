@@ -132,17 +132,10 @@ func (d *unpacker) u() uint64 {
 	return v
 }
 
+// s reads a signed varint: u's value zigzag-decoded, as binary.Varint.
 func (d *unpacker) s() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b[d.at:])
-	if n <= 0 {
-		d.fail("truncated or overlong varint")
-		return 0
-	}
-	d.at += n
-	return v
+	v := d.u()
+	return int64(v>>1) ^ -int64(v&1)
 }
 
 // count reads a count of items of at least per bytes each, refusing one
