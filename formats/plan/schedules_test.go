@@ -85,3 +85,19 @@ func TestSchedulesBad(t *testing.T) {
 		})
 	}
 }
+
+// The signed reader decodes what binary.AppendVarint writes, negative
+// values and the extremes included.
+func TestUnpackerSigned(t *testing.T) {
+	vals := []int64{0, -1, 1, -64, 63, -1 << 62, 1<<63 - 1, -1 << 63}
+	var b []byte
+	for _, v := range vals {
+		b = binary.AppendVarint(b, v)
+	}
+	d := &unpacker{b: b}
+	for _, want := range vals {
+		if got := d.s(); got != want || d.err != nil {
+			t.Fatalf("s() = %d (err %v), want %d", got, d.err, want)
+		}
+	}
+}
