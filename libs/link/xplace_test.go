@@ -44,19 +44,21 @@ func TestPatchLayoutPlace(t *testing.T) {
 	}
 }
 
-// TestPatchSharing links a GPT-2 block, where tiles run the same
-// irregular gather in two supersteps, with and without sharing patch
-// runs: sharing stores fewer bytes, exactly the ones it reports, and the
-// simulator runs both in the linker's cycles with bit-identical outputs.
+// TestPatchSharing links the torch attention case on 64 tiles, where
+// tiles run the same irregular exchange patches in several supersteps,
+// with and without sharing patch runs: sharing stores fewer bytes,
+// exactly the ones it reports, and the simulator runs both in the
+// linker's cycles with bit-identical outputs. (The GPT-2 block it linked
+// before shares none since the planner copies its weights further.)
 func TestPatchSharing(t *testing.T) {
 	if testing.Short() {
-		t.Skip("links and simulates a GPT-2 block twice")
+		t.Skip("links and simulates an attention model twice")
 	}
 	r, err := repodata.Models()
 	if err != nil {
 		t.Skip(err)
 	}
-	pl, o, st, g := linkModel(t, filepath.Join(r.Dir, "gpt2_block", "model.onnx"), "ipu21", 1472)
+	pl, o, st, g := linkModel(t, filepath.Join(r.Dir, "torch_attention", "model.onnx"), "ipu21", 64)
 	flat, fst, err := Link(pl, "test", Options{NoPatchSharing: true})
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ func TestCutCandidates(t *testing.T) {
 			t.Fatal(err)
 		}
 		pr := pl.products[0]
-		_, best := pl.screenN(pr, tc.tiles, 0)
+		_, best := pl.screenN(pr, tc.tiles, 0, startCopies)
 		s, ok := pl.cut(pr, tc.tiles, best)
 		t.Logf("%dx%dx%d on %d tiles: best grid %d, cut %v (%v)", tc.m, tc.k, tc.n, tc.tiles, best, s, ok)
 		if !ok {
@@ -70,7 +70,7 @@ func TestCutChosen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pt, r, err := pl.start()
+	pt, r, err := pl.start(pl.wide)
 	if err != nil {
 		t.Fatal(err)
 	}

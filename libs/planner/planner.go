@@ -20,6 +20,7 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -109,6 +110,9 @@ type planner struct {
 	// constShare is the constant bytes per tile one product may take:
 	// the usable memory shared by the products reading constants.
 	constShare int64
+	// wide: the start prices splits that copy constants further (see
+	// wideWeights).
+	wide bool
 }
 
 func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
@@ -149,14 +153,29 @@ func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
 	}
 	pl.computePrefs()
 	n := int64(1)
+	var weights int64 // the products' constant operands, once each
 	for _, pr := range pl.products {
 		if isConst(pr.a.w) || isConst(pr.b.w) {
 			n++
 		}
+		for _, o := range []operand{pr.a, pr.b} {
+			if isConst(o.w) {
+				weights += int64(layout.Full(shapeOf(o.w)).Volume()) * int64(lower.DeviceSize(o.w.DType))
+			}
+		}
 	}
 	pl.constShare = int64(p.UsableMemory().Size()) / n
+	pl.wide = weights <= int64(tiles)*int64(p.UsableMemory().Size())/wideWeights
 	return pl, nil
 }
+
+// wideWeights: the start prices splits that copy constants more than
+// startCopies times (a wide start) only when one copy of the products'
+// constants takes at most 1/wideWeights of the tiles' memory. The
+// planner does not know the code's size, which grows with the steps a
+// tile runs: a deep model's weights and code fill the tiles without
+// more copies.
+const wideWeights = 16
 
 // point is one assignment of decisions, by product.
 type point []plan.Decision
@@ -297,7 +316,11 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		if s, err = newState(opt, p.Name, tiles); err != nil {
 			return nil, nil, nil, fmt.Errorf("search state rng: %w", err)
 		}
-		cur, curR, err = pl.start()
+		cur, curR, err = pl.start(pl.wide)
+		var me *MemoryError
+		if pl.wide && errors.As(err, &me) {
+			cur, curR, err = pl.start(false)
+		}
 		if err != nil {
 			return nil, nil, nil, err
 		}

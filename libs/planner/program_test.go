@@ -53,7 +53,7 @@ func TestSameProgramSamePrice(t *testing.T) {
 	if !pr.castable() {
 		t.Fatal("qk-early's product is not castable")
 	}
-	grids, _, _ := pl.candidates(pr)
+	grids, _, _ := pl.candidates(pr, pl.wide)
 	s := grids[0]
 	var pts []point
 	for _, o := range []string{plan.AfterExchange, plan.BeforeExchange} {

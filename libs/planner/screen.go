@@ -151,21 +151,23 @@ type scored struct {
 
 // screen ranks the splits of pr using at most budget tiles by the
 // product's compute cycles, a reduction estimate and the words each tile
-// receives, and returns the best few.
-func (pl *planner) screen(pr *product, budget int) []layout.Split {
-	ss, _ := pl.screenN(pr, budget, 0)
+// receives, and returns the best few. Splits that copy a constant
+// operand to more than maxCopies tiles rank only when no other split
+// fits (0: no limit but memory).
+func (pl *planner) screen(pr *product, budget, maxCopies int) []layout.Split {
+	ss, _ := pl.screenN(pr, budget, 0, maxCopies)
 	return ss
 }
 
 // screenN is screen with the column blocks fixed to gnOnly (0: any); it
 // returns the best score too (-1: no split).
-func (pl *planner) screenN(pr *product, budget, gnOnly int) ([]layout.Split, int64) {
+func (pl *planner) screenN(pr *product, budget, gnOnly, maxCopies int) ([]layout.Split, int64) {
 	var cs []scored
 	ra := max(layout.AGroup, pr.align)
 	ca := max(layout.BGroup, pr.nalign)
 	mu, nu := layout.Units(pr.mm.M, ra), layout.Units(pr.mm.N, ca)
 	constA, constB := isConst(pr.a.w), isConst(pr.b.w)
-	var spare []scored // splits that replicate constants more than twice
+	var spare []scored // splits that copy constants more than maxCopies times
 	for _, gb := range distinct(pr.mm.Batches(), budget) {
 		for gk := 1; gk <= min(64, pr.mm.K) && gb*gk <= budget; gk *= 2 {
 			for _, gm := range distinct(mu, budget/(gb*gk)) {
@@ -184,7 +186,7 @@ func (pl *planner) screenN(pr *product, budget, gnOnly int) ([]layout.Split, int
 					sp := withOrder(layout.Split{GB: gb, GM: gm, GN: gn, GK: gk, Align: pr.align, NAlign: pr.nalign})
 					// Constants stay in the tile images for good: a split
 					// that copies a weight to many tiles fills them.
-					if constA && gn > 2 || constB && gm > 2 {
+					if maxCopies > 0 && (constA && gn > maxCopies || constB && gm > maxCopies) {
 						spare = append(spare, scored{sp, c})
 						continue
 					}
@@ -212,47 +214,47 @@ func (pl *planner) screenN(pr *product, budget, gnOnly int) ([]layout.Split, int
 	return out, cs[0].score
 }
 
-// startKeep is how many splits per product the start prices in full.
-const startKeep = 6
+// startKeep is how many splits per product the start prices in full
+// with constants copied at most startCopies times; wideKeep how many
+// more a wide start prices that copy constants further, within their
+// share of memory (the per-tile blocks of a short product, such as the
+// projections of a transformer's 128 tokens, stay big enough only when
+// the rows split too).
+const (
+	startKeep   = 6
+	startCopies = 2
+	wideKeep    = 3
+)
 
 // candidates returns the splits of pr the start prices: the best few by
 // screen over every budget (a budget's best first, round robin from the
-// largest budget), each split once; and the best split cut in two on
-// every tile, when it scores better than every grid there (ok).
-func (pl *planner) candidates(pr *product) (grids []layout.Split, cut layout.Split, ok bool) {
-	var lists [][]layout.Split
+// largest budget), each split once, the ones copying constants at most
+// startCopies times first, then, when wide, wideKeep more that copy
+// them further; and the best split cut in two on every tile, when it
+// scores better than every grid there (ok).
+func (pl *planner) candidates(pr *product, wide bool) (grids []layout.Split, cut layout.Split, ok bool) {
+	var lists, wides [][]layout.Split
 	var best int64 // the best grid's score on every tile
 	for i, b := range pl.budgets() {
-		ss, sc := pl.screenN(pr, b, 0)
+		ss, sc := pl.screenN(pr, b, 0, startCopies)
 		lists = append(lists, ss)
 		if i == 0 {
 			best = sc
+		}
+		if wide {
+			wides = append(wides, pl.screen(pr, b, 0))
 		}
 	}
 	if pl.prefs.keep[pr.out.Index] > 0 {
 		// A row operator reads the result: whole rows per block spare it
 		// a re-layout.
 		for _, b := range pl.budgets()[:min(3, len(pl.budgets()))] {
-			lists = append([][]layout.Split{first(pl.screenN(pr, b, 1))}, lists...)
+			lists = append([][]layout.Split{first(pl.screenN(pr, b, 1, startCopies))}, lists...)
 		}
 	}
-	var out []layout.Split
 	seen := map[layout.Split]bool{}
-	for i := 0; len(out) < startKeep; i++ {
-		any := false
-		for _, l := range lists {
-			if i < len(l) {
-				any = true
-				if s := l[i]; !seen[s] && len(out) < startKeep {
-					seen[s] = true
-					out = append(out, s)
-				}
-			}
-		}
-		if !any {
-			break
-		}
-	}
+	out := roundRobin(nil, lists, startKeep, seen)
+	out = roundRobin(out, wides, len(out)+wideKeep, seen)
 	cut, ok = pl.cut(pr, pl.tiles, best)
 	if len(out) == 0 {
 		// Nothing fits any budget: price the widest split, whose memory
@@ -263,6 +265,27 @@ func (pl *planner) candidates(pr *product) (grids []layout.Split, cut layout.Spl
 		out = append(out, layout.Split{GB: 1, GM: gm, GN: max(1, min(nu, pl.tiles/gm)), GK: 1, Align: pr.align, NAlign: pr.nalign})
 	}
 	return out, cut, ok
+}
+
+// roundRobin appends to out the first splits of lists, then their
+// second ones, and so on, skipping those seen, until out holds keep.
+func roundRobin(out []layout.Split, lists [][]layout.Split, keep int, seen map[layout.Split]bool) []layout.Split {
+	for i := 0; len(out) < keep; i++ {
+		any := false
+		for _, l := range lists {
+			if i < len(l) {
+				any = true
+				if s := l[i]; !seen[s] && len(out) < keep {
+					seen[s] = true
+					out = append(out, s)
+				}
+			}
+		}
+		if !any {
+			break
+		}
+	}
+	return out
 }
 
 // first is its first argument.

@@ -43,14 +43,17 @@ func options(pr *product) (orders, stats []string) {
 
 // start builds the analytic start: products in order, each the best of
 // its screened splits and options given the ones before it (the later
-// products at their first candidate while they are not decided).
-func (pl *planner) start() (point, *result, error) {
+// products at their first candidate while they are not decided). A
+// wide start also prices splits that copy constants further (see
+// candidates); the products it decides first may leave the later ones
+// no room, so the caller starts again narrow when it runs out of memory.
+func (pl *planner) start(wide bool) (point, *result, error) {
 	pt := make(point, len(pl.products))
 	cands := make([][]plan.Decision, len(pl.products))
 	cuts := make([]*layout.Split, len(pl.products))
 	for i, pr := range pl.products {
 		orders, stats := options(pr)
-		grids, cut, ok := pl.candidates(pr)
+		grids, cut, ok := pl.candidates(pr, wide)
 		if ok {
 			cuts[i] = &cut
 		}
