@@ -39,7 +39,7 @@
 //	Body struct {
 //		Flags    uint8 // bit 0: idle
 //		Entry    uint32
-//		Segments        // obj segments, all stored raw (Enc 0)
+//		Segments        // obj segments, stored raw (Enc 0) or as references (Enc 2)
 //		Symbols         // obj symbols
 //		Transfers       // obj transfers
 //	}
@@ -52,7 +52,15 @@
 //
 // A package is canonical: images are pairwise different, every image is
 // used, and images are numbered in the order of their first use by tile
-// index, so the same tile programs always give the same file. Read checks
+// index, so the same tile programs always give the same file. A code or
+// data segment of at least obj.RefMin bytes whose kind and bytes are
+// those of a segment of an earlier image (a weight copied to many tiles)
+// is stored as a reference to the first such segment (Reference.Tile
+// then names the image's number, Seg its segment), so its bytes are in
+// the file once; an image's canonical bytes (EncodeImage, what makes two
+// images the same) are those of its Body with every segment raw. Read
+// checks that a reference names an earlier image and an existing segment
+// of the same kind and size, and copies its data. Read checks
 // every offset, count and length against the bytes left before
 // allocating, bounds each image's decompression by its declared RawLen
 // (a frame whose header declares another size is refused before anything

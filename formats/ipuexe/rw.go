@@ -46,8 +46,13 @@ func formatError(e *wire.Error) error {
 func Fingerprint(data []byte) string { return obj.Fingerprint(data) }
 
 // EncodeImage returns the canonical bytes of an image (its Body in the
-// file): two images are the same exactly when their bytes are.
-func EncodeImage(img *Image) []byte {
+// file without references): two images are the same exactly when their
+// bytes are.
+func EncodeImage(img *Image) []byte { return encodeBody(img, nil) }
+
+// encodeBody returns an image's Body, the segments refs names stored as
+// those references to an earlier image's segments.
+func encodeBody(img *Image, refs map[int]obj.Ref) []byte {
 	var e wire.Encoder
 	var flags uint8
 	if img.Idle {
@@ -55,14 +60,15 @@ func EncodeImage(img *Image) []byte {
 	}
 	e.U8(flags)
 	e.U32(img.Entry)
-	obj.EncodeSegments(&e, img.Segments, false)
+	obj.EncodeSegments(&e, img.Segments, false, refs)
 	obj.EncodeSymbols(&e, img.Symbols)
 	obj.EncodeTransfers(&e, img.Exchange)
 	return e.Data()
 }
 
-func decodeImage(d *wire.Decoder) Image {
+func decodeImage(d *wire.Decoder) (Image, []obj.PendingRef) {
 	var img Image
+	var pend []obj.PendingRef
 	off := d.Off()
 	flags := d.U8("image flags")
 	if flags&^flagIdle != 0 {
@@ -70,11 +76,11 @@ func decodeImage(d *wire.Decoder) Image {
 	}
 	img.Idle = flags&flagIdle != 0
 	img.Entry = d.U32("image entry")
-	img.Segments = obj.DecodeSegments(d)
+	img.Segments, pend = obj.DecodeSegments(d)
 	img.Symbols = obj.DecodeSymbols(d)
 	img.Exchange = obj.DecodeTransfers(d)
 	d.Done()
-	return img
+	return img, pend
 }
 
 // Validate checks what every package must satisfy: a tile count in
@@ -89,10 +95,11 @@ func Validate(p *Package) error {
 // imageCheck is one image's checked canonical bytes: their length, hash
 // and, for Marshal, their zstd frame.
 type imageCheck struct {
-	err   error
-	size  int
-	sum   [32]byte
-	frame []byte
+	err    error
+	size   int
+	sum    [32]byte
+	frame  []byte
+	stored int // the length of the Body in the frame
 }
 
 // validate is Validate; with frames it also returns each image's
@@ -106,7 +113,11 @@ func validate(p *Package, frames bool) ([]imageCheck, error) {
 	if len(p.TileImage) != p.Tiles {
 		return nil, fmt.Errorf("tilemap has %d tiles, want %d", len(p.TileImage), p.Tiles)
 	}
-	checks := checkImages(p.Images, frames)
+	var refs []map[int]obj.Ref
+	if frames {
+		refs = imageRefs(p.Images)
+	}
+	checks := checkImages(p.Images, refs, frames)
 	// Images are compared by the SHA-256 of their canonical bytes, so that
 	// checking does not hold a second copy of every image.
 	seen := map[[32]byte]int{}
@@ -129,9 +140,21 @@ func validate(p *Package, frames bool) ([]imageCheck, error) {
 	return checks, obj.ValidateHost(&p.Host)
 }
 
+// imageRefs finds the segments of images that an earlier image holds
+// (obj.FindRefs), named by image number.
+func imageRefs(imgs []Image) []map[int]obj.Ref {
+	groups := make([][]obj.Segment, len(imgs))
+	ids := make([]uint32, len(imgs))
+	for i := range imgs {
+		groups[i], ids[i] = imgs[i].Segments, uint32(i)
+	}
+	return obj.FindRefs(groups, ids)
+}
+
 // checkImages checks every image on a worker per core: its program,
-// then its canonical bytes' size and hash (and frame).
-func checkImages(imgs []Image, frames bool) []imageCheck {
+// then its canonical bytes' size and hash (and frame: of its Body with
+// the references refs names).
+func checkImages(imgs []Image, refs []map[int]obj.Ref, frames bool) []imageCheck {
 	checks := make([]imageCheck, len(imgs))
 	workers := min(runtime.GOMAXPROCS(0), len(imgs))
 	if !worthWorkers(imgs) {
@@ -154,7 +177,10 @@ func checkImages(imgs []Image, frames bool) []imageCheck {
 				}
 				c.sum = sha256.Sum256(body)
 				if frames {
-					c.frame = wire.Compress(body)
+					if len(refs[i]) > 0 {
+						body = encodeBody(img, refs[i])
+					}
+					c.frame, c.stored = wire.Compress(body), len(body)
 				}
 			}
 		}()
@@ -246,7 +272,7 @@ func Marshal(p *Package) ([]byte, error) {
 
 	images.U32(uint32(len(p.Images)))
 	for _, c := range checks {
-		images.U32(uint32(c.size))
+		images.U32(uint32(c.stored))
 		images.Bytes(c.frame)
 	}
 	tilemap.U32(uint32(len(p.TileImage)))
@@ -381,20 +407,33 @@ func readImages(d *wire.Decoder, p *Package, lim Limits) error {
 	if n > 0 {
 		p.Images = make([]Image, n)
 	}
-	errs := make([]error, len(frames))
-	sums := make([][32]byte, len(frames))
+	rd := make([]readImg, len(frames))
 	eachImage(len(frames), func(i int) {
-		p.Images[i], sums[i], errs[i] = readImage(i, frames[i])
+		p.Images[i], rd[i] = readImage(i, frames[i])
 	})
+	// References name earlier images: resolved in image order, up to the
+	// first image that did not read.
+	bad := len(frames)
+	for i := range frames {
+		if rd[i].err != nil {
+			bad = i
+			break
+		}
+		if err := resolveImage(p.Images, i, frames[i], rd[i].pend); err != nil {
+			rd[i].err, bad = err, i
+			break
+		}
+	}
+	eachImage(bad, func(i int) { rd[i].sum, rd[i].err = checkImage(i, frames[i], &p.Images[i], rd[i]) })
 	seen := map[[32]byte]int{}
 	for i := range frames {
-		if errs[i] != nil {
-			return errs[i]
+		if rd[i].err != nil {
+			return rd[i].err
 		}
-		if j, dup := seen[sums[i]]; dup {
+		if j, dup := seen[rd[i].sum]; dup {
 			return &FormatError{Section: "images", Off: frames[i].start, Msg: fmt.Sprintf("image %d: same as image %d (identical images are stored once)", i, j)}
 		}
-		seen[sums[i]] = i
+		seen[rd[i].sum] = i
 	}
 	if d.Err() != nil {
 		return formatError(d.Err())
@@ -414,22 +453,61 @@ type imageFrame struct {
 	frame      []byte
 }
 
-// readImage decompresses, decodes and checks image i, and returns it
-// with the SHA-256 of its bytes.
-func readImage(i int, f imageFrame) (Image, [32]byte, error) {
+// readImg is what reading an image found: its references to resolve,
+// the SHA-256 of its canonical bytes (of its Body when it has no
+// references) and the first error.
+type readImg struct {
+	pend []obj.PendingRef
+	sum  [32]byte
+	err  error
+}
+
+// readImage decompresses and decodes image i.
+func readImage(i int, f imageFrame) (Image, readImg) {
 	body, err := wire.Decompress(f.frame, f.size)
 	if err != nil {
-		return Image{}, [32]byte{}, &FormatError{Section: "images", Off: f.off + 4, Msg: fmt.Sprintf("image %d: %v", i, err)}
+		return Image{}, readImg{err: &FormatError{Section: "images", Off: f.off + 4, Msg: fmt.Sprintf("image %d: %v", i, err)}}
 	}
 	bd := wire.NewDecoder("images", body, 0)
-	img := decodeImage(bd)
+	img, pend := decodeImage(bd)
 	if e := bd.Err(); e != nil {
-		return Image{}, [32]byte{}, &FormatError{Section: "images", Off: f.off + 4, Msg: fmt.Sprintf("image %d at decompressed byte %#x: %s", i, e.Off, e.Msg)}
+		return Image{}, readImg{err: &FormatError{Section: "images", Off: f.off + 4, Msg: fmt.Sprintf("image %d at decompressed byte %#x: %s", i, e.Off, e.Msg)}}
 	}
+	r := readImg{pend: pend}
+	if len(pend) == 0 {
+		r.sum = sha256.Sum256(body)
+	}
+	return img, r
+}
+
+// resolveImage fills the data of image i's references from the images
+// before it.
+func resolveImage(imgs []Image, i int, f imageFrame, pend []obj.PendingRef) error {
+	if len(pend) == 0 {
+		return nil
+	}
+	off, err := obj.ResolveRefs(imgs[i].Segments, pend, "image", func(id uint32) ([]obj.Segment, bool) {
+		if int64(id) >= int64(i) {
+			return nil, false
+		}
+		return imgs[id].Segments, true
+	})
+	if err != nil {
+		return &FormatError{Section: "images", Off: f.off + 4, Msg: fmt.Sprintf("image %d at decompressed byte %#x: %v", i, off, err)}
+	}
+	return nil
+}
+
+// checkImage checks image i's program and returns the SHA-256 of its
+// canonical bytes.
+func checkImage(i int, f imageFrame, img *Image, r readImg) ([32]byte, error) {
 	if err := obj.ValidateProgram(img.Segments, img.Symbols, img.Exchange); err != nil {
-		return Image{}, [32]byte{}, &FormatError{Section: "images", Off: f.start, Msg: fmt.Sprintf("image %d: %v", i, err)}
+		return [32]byte{}, &FormatError{Section: "images", Off: f.start, Msg: fmt.Sprintf("image %d: %v", i, err)}
 	}
-	return img, sha256.Sum256(body), nil
+	if len(r.pend) == 0 {
+		return r.sum, nil
+	}
+	return sha256.Sum256(EncodeImage(img)), nil
 }
 
 // readWorkersFrom is the image count from which readImages reads on a

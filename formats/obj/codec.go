@@ -15,7 +15,12 @@ const CompressMin = 256
 const (
 	encRaw  = 0
 	encZstd = 1
+	encRef  = 2 // the data of an earlier tile's (image's) segment
 )
+
+// refBytes is the data of a reference: its group and segment, uint32
+// each.
+const refBytes = 8
 
 // Smallest encodings, used to bound counts before allocating.
 const (
@@ -30,18 +35,22 @@ const (
 	minTile     = 4 + 4 + 4 + 4 + 4
 )
 
-// EncodeSegments appends segments. With compress, code and data segments
-// of at least CompressMin bytes are stored as a zstd frame when that is
-// smaller.
-func EncodeSegments(e *wire.Encoder, segs []Segment, compress bool) {
+// EncodeSegments appends segments. The segments refs names (by number)
+// are stored as those references (see FindRefs). With compress, other
+// code and data segments of at least CompressMin bytes are stored as a
+// zstd frame when that is smaller.
+func EncodeSegments(e *wire.Encoder, segs []Segment, compress bool, refs map[int]Ref) {
 	e.U32(uint32(len(segs)))
 	for i := range segs {
 		s := &segs[i]
 		e.String(s.Name)
 		e.U8(uint8(s.Kind))
 		data, enc := s.Data, uint8(encRaw)
+		r, isRef := refs[i]
 		if s.Kind == BSS {
 			data = nil
+		} else if isRef {
+			data, enc = encodeRef(r), encRef
 		} else if compress && len(data) >= CompressMin {
 			if z := wire.Compress(data); len(z) < len(data) {
 				data, enc = z, encZstd
@@ -54,13 +63,16 @@ func EncodeSegments(e *wire.Encoder, segs []Segment, compress bool) {
 	}
 }
 
-// DecodeSegments reads what EncodeSegments wrote. Data never aliases the
-// input; decompression allocates at most the declared size.
-func DecodeSegments(d *wire.Decoder) []Segment {
+// DecodeSegments reads what EncodeSegments wrote; the references it
+// returns are to be resolved (ResolveRefs) against earlier groups. Data
+// never aliases the input; decompression allocates at most the declared
+// size.
+func DecodeSegments(d *wire.Decoder) ([]Segment, []PendingRef) {
 	n := d.Count("segment", minSegment)
 	if n == 0 {
-		return nil
+		return nil, nil
 	}
+	var pend []PendingRef
 	segs := make([]Segment, n)
 	var total uint64 // bounds what the tile's segments may decompress to
 	for i := range segs {
@@ -77,30 +89,30 @@ func DecodeSegments(d *wire.Decoder) []Segment {
 		raw := d.Bytes("segment")
 		stored := uint32(len(raw))
 		if d.Err() != nil {
-			return nil
+			return nil, nil
 		}
 		if s.Kind > BSS {
 			d.Failf(kindOff, "segment %d %q: unknown kind %d", i, s.Name, s.Kind)
-			return nil
+			return nil, nil
 		}
 		if s.Size > MaxTileMemory {
 			d.Failf(sizeOff, "segment %d %q: size %d exceeds tile memory (%d bytes)", i, s.Name, s.Size, MaxTileMemory)
-			return nil
+			return nil, nil
 		}
 		if total += uint64(s.Size); total > MaxTileMemory {
 			d.Failf(sizeOff, "segment %d %q: segments total %d bytes, more than tile memory (%d bytes)", i, s.Name, total, MaxTileMemory)
-			return nil
+			return nil, nil
 		}
 		switch {
 		case s.Kind == BSS:
 			if enc != encRaw || stored != 0 {
 				d.Failf(nOff, "segment %d %q: bss segment carries %d bytes of data", i, s.Name, stored)
-				return nil
+				return nil, nil
 			}
 		case enc == encRaw:
 			if stored != s.Size {
 				d.Failf(nOff, "segment %d %q: size %d but %d bytes of data", i, s.Name, s.Size, stored)
-				return nil
+				return nil, nil
 			}
 			if stored > 0 {
 				s.Data = append([]byte(nil), raw...)
@@ -109,17 +121,23 @@ func DecodeSegments(d *wire.Decoder) []Segment {
 			data, err := wire.Decompress(raw, int(s.Size))
 			if err != nil {
 				d.Failf(nOff+4, "segment %d %q: %v", i, s.Name, err)
-				return nil
+				return nil, nil
 			}
 			if len(data) > 0 {
 				s.Data = data
 			}
+		case enc == encRef:
+			if stored != refBytes {
+				d.Failf(nOff, "segment %d %q: a reference of %d bytes, not %d", i, s.Name, stored, refBytes)
+				return nil, nil
+			}
+			pend = append(pend, PendingRef{Seg: i, Ref: decodeRef(raw), Off: nOff + 4})
 		default:
 			d.Failf(encOff, "segment %d %q: unknown encoding %d", i, s.Name, enc)
-			return nil
+			return nil, nil
 		}
 	}
-	return segs
+	return segs, pend
 }
 
 // EncodeSymbols appends symbols.

@@ -42,11 +42,15 @@
 //	Segment struct {
 //		Name  string
 //		Kind  uint8  // 0 code, 1 data, 2 bss
-//		Enc   uint8  // 0 raw, 1 zstd
+//		Enc   uint8  // 0 raw, 1 zstd, 2 reference
 //		Addr  uint32
 //		Size  uint32 // bytes in tile memory, at most MaxTileMemory
-//		NData uint32 // bytes below: 0 for bss, Size when raw, the frame's length for zstd
+//		NData uint32 // bytes below: 0 for bss, Size when raw, the frame's length for zstd, 8 for a reference
 //		Data  [NData]byte
+//	}
+//	Reference struct { // Data of a reference segment
+//		Tile uint32 // Index of an earlier tile
+//		Seg  uint32 // number of one of its segments: same Kind, same Size
 //	}
 //	Host struct {
 //		NPhase  uint32; Phase  [NPhase]struct{ Kind uint8; Name string }
@@ -74,14 +78,21 @@
 //		Write  [NWrite]struct{ Tile, Reg, Value uint32 }
 //	}
 //
-// Code and data segments of at least CompressMin bytes are stored as one
+// A code or data segment of at least RefMin bytes whose kind and bytes
+// are those of a segment of an earlier tile (a weight copied to many
+// tiles) is stored as a reference to the first such segment, which is
+// stored itself; a reference names an earlier tile only, so a reader
+// resolves it from the tiles it has read (Read copies the data). Other
+// code and data segments of at least CompressMin bytes are stored as one
 // zstd frame when that is smaller; the encoder's options are fixed, so
 // Write gives the same bytes for the same object. Read checks every
 // offset, count and length against the bytes left before allocating,
 // bounds decompression by the declared Size (at most MaxTileMemory for
 // one segment and for all of a tile's segments together, so a file
 // decodes to at most MaxTiles x MaxTileMemory bytes of data), checks each
-// section's CRC, and validates the object as Write does, the host
+// section's CRC, checks that a reference names an earlier tile and an
+// existing segment of the same kind and size, and validates the object
+// as Write does, the host
 // program's tensor layouts included (ValidateHost). Its errors are
 // *FormatError, naming the section and the byte offset.
 //

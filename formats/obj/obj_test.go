@@ -109,11 +109,14 @@ func samples() map[string]*obj.Object {
 				Model: []byte(`{"values":[],"nodes":[]}`),
 			},
 		},
+		// shared: tiles holding the same data (a copied weight) store it
+		// once, the later ones as references.
+		"shared": sharedObject(),
 	}
 }
 
 // order lists the samples in a fixed order.
-var order = []string{"empty", "small", "full", "blocks"}
+var order = []string{"empty", "small", "full", "blocks", "shared"}
 
 var equate = cmpopts.EquateEmpty()
 

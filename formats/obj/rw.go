@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sort"
 	"sync"
 
 	"ipu.local/formats/obj/wire"
@@ -81,10 +82,16 @@ func Marshal(o *Object) ([]byte, error) {
 	return format.Build([][]byte{meta.Data(), tiles.Data(), host.Data(), config.Data()}), nil
 }
 
-// encodeTiles encodes each tile (its segments compressed) on a worker
-// per core; the parts are in tile order, so the bytes do not depend on
-// the workers.
+// encodeTiles encodes each tile (its segments compressed, or references
+// to an earlier tile's same segment) on a worker per core; the parts are
+// in tile order, so the bytes do not depend on the workers.
 func encodeTiles(ts []Tile) [][]byte {
+	groups := make([][]Segment, len(ts))
+	ids := make([]uint32, len(ts))
+	for i := range ts {
+		groups[i], ids[i] = ts[i].Segments, uint32(ts[i].Index)
+	}
+	refs := FindRefs(groups, ids)
 	parts := make([][]byte, len(ts))
 	workers := min(runtime.GOMAXPROCS(0), len(ts))
 	var wg sync.WaitGroup
@@ -97,7 +104,7 @@ func encodeTiles(ts []Tile) [][]byte {
 				var e wire.Encoder
 				e.U32(uint32(t.Index))
 				e.U32(t.Entry)
-				EncodeSegments(&e, t.Segments, true)
+				EncodeSegments(&e, t.Segments, true, refs[i])
 				EncodeSymbols(&e, t.Symbols)
 				EncodeTransfers(&e, t.Exchange)
 				parts[i] = e.Data()
@@ -145,6 +152,18 @@ func Read(data []byte) (*Object, error) {
 	return o, nil
 }
 
+// tileSegments returns the segments of the tile of ts with an index
+// (ts in increasing index order).
+func tileSegments(ts []Tile) func(uint32) ([]Segment, bool) {
+	return func(idx uint32) ([]Segment, bool) {
+		j := sort.Search(len(ts), func(j int) bool { return ts[j].Index >= int(idx) })
+		if j == len(ts) || ts[j].Index != int(idx) {
+			return nil, false
+		}
+		return ts[j].Segments, true
+	}
+}
+
 func readTiles(d *wire.Decoder, o *Object) error {
 	n := d.Count("tile", minTile)
 	if n > 0 {
@@ -164,9 +183,15 @@ func readTiles(d *wire.Decoder, o *Object) error {
 		t.Index = int(idx)
 		prev = t.Index
 		t.Entry = d.U32("tile entry")
-		t.Segments = DecodeSegments(d)
+		var pend []PendingRef
+		t.Segments, pend = DecodeSegments(d)
 		t.Symbols = DecodeSymbols(d)
 		t.Exchange = DecodeTransfers(d)
+		if d.Err() == nil && len(pend) > 0 {
+			if off, err := ResolveRefs(t.Segments, pend, "tile", tileSegments(o.Tiles[:i])); err != nil {
+				d.Failf(off, "%v", err)
+			}
+		}
 		if e := d.Err(); e != nil {
 			if e.Off > start+4 {
 				return &FormatError{Section: e.Section, Off: e.Off, Msg: fmt.Sprintf("tile %d: %s", t.Index, e.Msg)}
