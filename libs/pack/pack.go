@@ -11,15 +11,12 @@
 package pack
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"fmt"
 
 	"ipu.local/formats/ipuexe"
 	"ipu.local/formats/obj"
 	"ipu.local/libs/arch"
 	"ipu.local/libs/isa"
-	"ipu.local/libs/par"
 	"ipu.local/libs/sim"
 )
 
@@ -51,21 +48,21 @@ func Build(o *obj.Object, p *arch.Preset) (*ipuexe.Package, error) {
 	}
 	var d dedup
 	idle := IdleImage(p)
-	idleEnc := encodeImage(&idle)
+	idleSum := hashImage(&idle)
 	imgs := make([]ipuexe.Image, len(o.Tiles))
 	for i := range o.Tiles {
 		ot := &o.Tiles[i]
 		imgs[i] = ipuexe.Image{Entry: ot.Entry, Segments: ot.Segments, Symbols: ot.Symbols, Exchange: ot.Exchange}
 	}
-	encs := encodeImages(imgs)
+	sums := hashImages(imgs)
 	next := 0 // next object tile
 	for t := 0; t < p.Tiles; t++ {
-		img, enc := &idle, idleEnc
+		img, sum := &idle, idleSum
 		if next < len(o.Tiles) && o.Tiles[next].Index == t {
-			img, enc = &imgs[next], encs[next]
+			img, sum = &imgs[next], sums[next]
 			next++
 		}
-		pkg.TileImage[t] = d.add(pkg, img, enc)
+		pkg.TileImage[t] = d.add(pkg, img, sum)
 	}
 
 	// The exchange's members: every tile whose code sends or receives,
@@ -162,46 +159,6 @@ func IdleImage(p *arch.Preset) ipuexe.Image {
 		Entry:    p.Executable.Lo,
 		Segments: []obj.Segment{{Name: "idle", Kind: obj.Code, Addr: p.Executable.Lo, Size: 4, Data: code}},
 	}
-}
-
-// dedup numbers images by their canonical bytes, in order of first use.
-type dedup struct {
-	index  map[[32]byte][]uint32 // images with that hash
-	bodies [][]byte              // canonical bytes of each stored image
-}
-
-func (d *dedup) add(pkg *ipuexe.Package, img *ipuexe.Image, enc encodedImage) uint32 {
-	if d.index == nil {
-		d.index = map[[32]byte][]uint32{}
-	}
-	for _, i := range d.index[enc.sum] {
-		if bytes.Equal(d.bodies[i], enc.body) {
-			return i
-		}
-	}
-	i := uint32(len(pkg.Images))
-	pkg.Images = append(pkg.Images, *img)
-	d.bodies = append(d.bodies, enc.body)
-	d.index[enc.sum] = append(d.index[enc.sum], i)
-	return i
-}
-
-// encodedImage is an image's canonical bytes and their hash.
-type encodedImage struct {
-	body []byte
-	sum  [32]byte
-}
-
-func encodeImage(img *ipuexe.Image) encodedImage {
-	body := ipuexe.EncodeImage(img)
-	return encodedImage{body, sha256.Sum256(body)}
-}
-
-// encodeImages encodes and hashes images on a worker per core.
-func encodeImages(imgs []ipuexe.Image) []encodedImage {
-	out := make([]encodedImage, len(imgs))
-	par.For(len(imgs), par.Cores(), func(_, i int) { out[i] = encodeImage(&imgs[i]) })
-	return out
 }
 
 // checkTile checks one tile's program against the preset's memory map.
