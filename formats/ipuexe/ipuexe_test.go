@@ -44,7 +44,7 @@ func table() []byte {
 	return b
 }
 
-var order = []string{"tiny", "full"}
+var order = []string{"tiny", "full", "shared"}
 
 func samples() map[string]*ipuexe.Package {
 	prog := ipuexe.Image{
@@ -62,7 +62,15 @@ func samples() map[string]*ipuexe.Package {
 		Symbols:  []obj.Symbol{{Name: "main", Addr: 0x4c004, Size: 8, Code: true}, {Name: "table", Addr: 0x80000, Size: 4096}},
 		Exchange: []obj.Transfer{{Phase: 1, Cycle: 30, Dst: 4, DstCount: 4, Words: 16}},
 	}
+	// moved holds big's table at another address: the package stores it
+	// as a reference to big's.
+	moved := ipuexe.Image{Entry: 0x4c000, Segments: []obj.Segment{prog.Segments[0], {Name: "table", Kind: obj.Data, Addr: 0x90000, Size: 4096, Data: table()}}}
 	return map[string]*ipuexe.Package{
+		"shared": {
+			Arch: "ipu21-tiny", Compiler: "0.1.0", Tiles: 4, Object: fp,
+			Images:    []ipuexe.Image{big, moved, idle()},
+			TileImage: []uint32{0, 1, 2, 1},
+		},
 		"tiny": {
 			Arch: "ipu21-tiny", Compiler: "0.1.0", Tiles: 4, Object: fp,
 			Images:    []ipuexe.Image{prog, idle()},
