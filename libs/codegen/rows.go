@@ -78,7 +78,8 @@ func (op RowOp) reduces() bool { return op == ReduceSum || op == ReduceMean }
 // for LayerNormalization with stash_type 1 (float): the input cast to
 // FP32, FP32 statistics and normalisation, one cast of the result to
 // FP16. Softmax with OutF16 cannot keep e_j in Y: its third pass
-// computes e_j again from x_j (the same instructions, the same value).
+// computes e_j again from x_j (the same instructions, the same value),
+// or, split (RowsSplit), reads it from an FP32 stash in scratch.
 //
 // Alignment: row starts 8-byte aligned: X and Y 8-aligned, strides even
 // (FP16: multiples of 4 elements; pad the rows). Scale and Bias

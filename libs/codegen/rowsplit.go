@@ -45,7 +45,32 @@ func (p Rows) ScratchBytes() int {
 	if !p.Op.reduces() {
 		n *= 2
 	}
+	if p.stashes() {
+		n += p.stashBytes()
+	}
 	return n
+}
+
+// maxStashBytes bounds the stash of a split Softmax (see stashes).
+const maxStashBytes = 16 << 10
+
+// stashPitch returns the FP32 elements of a row in the stash (even: its
+// rows start 8-byte aligned).
+func (p Rows) stashPitch() int { return (p.C + 1) &^ 1 }
+
+func (p Rows) stashBytes() int { return 4 * p.R * p.stashPitch() }
+
+// stashOffset returns the offset of the stash in scratch, after the
+// partials of launches 1 and 2.
+func (p Rows) stashOffset() uint32 { return 2 * p.area2() }
+
+// stashes reports whether a split Softmax with FP16 outputs keeps e_j
+// in an FP32 stash after the partials (launch 2 stores e_j there, launch
+// 3 reads it back instead of computing it again from x_j: the same
+// values, without the subtraction and the exponential). It does when the
+// stash takes at most maxStashBytes.
+func (p Rows) stashes() bool {
+	return p.Op == Softmax && p.OutF16 && p.Phase > 0 && p.stashBytes() <= maxStashBytes
 }
 
 // lastLen returns the length of a row's last chunk.
@@ -111,10 +136,12 @@ func (p Rows) checkSplit() error {
 //	Softmax, LogSoftmax
 //	  1  M_k of x
 //	  2  m = max of M; e_j = exp(RN32(x_j - m)); P_k of e (Softmax
-//	     with FP32 Y stores e_j at Y)
-//	  3  s = sum of P (m too, unless e is read from Y). Softmax:
-//	     z = rcp(s), y_j = RN32(e_j * z), e_j read from Y or computed
-//	     again as in 2; LogSoftmax: l = log(s), y_j = RN32(RN32(x_j - m) - l)
+//	     with FP32 Y stores e_j at Y, with FP16 Y in the stash when
+//	     stashes says so)
+//	  3  s = sum of P (m too, unless e is read from Y or the stash).
+//	     Softmax: z = rcp(s), y_j = RN32(e_j * z), e_j read from Y or
+//	     the stash or computed again as in 2; LogSoftmax: l = log(s),
+//	     y_j = RN32(RN32(x_j - m) - l)
 //	LayerNorm
 //	  1  P_k of x
 //	  2  mu = RN32(sum of P * c); Q_k, the chunk lane sum of the fused
@@ -131,7 +158,8 @@ func (p Rows) checkSplit() error {
 //
 // Scratch (ScratchBytes): launch 1's partials (M or P) of unit (i, k) at
 // Scratch + 4*(i*K + k); launch 2's (P or Q; not for the reductions) at
-// Scratch + 4*R*K + 4*(i*K + k).
+// Scratch + 4*R*K + 4*(i*K + k); the stash's e_j of row i at Scratch +
+// 8*R*K + 4*(i*C' + j), C' = C rounded up to even.
 //
 // Workers. A chunk launch's R*K units, in row-major (row, chunk) order,
 // are cut into at most Workers contiguous ranges, the largest exact issue

@@ -34,6 +34,7 @@ const (
 	ufS2                    // of launch 2
 	ufMean                  // Mean[i]
 	ufInv                   // InvStdDev[i]
+	ufE                     // the chunk's first e_j in the stash
 )
 
 // area2 returns the offset of launch 2's partials in scratch.
@@ -70,6 +71,8 @@ func (p Rows) fieldWord(f unitField, i, k int) uint32 {
 		return p.Mean + uint32(4*i)
 	case ufInv:
 		return p.InvStdDev + uint32(4*i)
+	case ufE:
+		return p.Scratch + p.stashOffset() + 4*(uint32(i*p.stashPitch())+col)
 	}
 	return 0
 }
@@ -103,7 +106,10 @@ func (p Rows) unitPre(b *Builder, rec *[]unitField) {
 			ld(ufW, spW)
 		case 2:
 			ld(ufX, rwX)
-			if ps[1].out {
+			switch {
+			case ps[1].stash:
+				ld(ufE, rwY)
+			case ps[1].out:
 				ld(ufY, rwY)
 			}
 			ld(ufW, spW)
@@ -111,8 +117,11 @@ func (p Rows) unitPre(b *Builder, rec *[]unitField) {
 			p.combine(b, isa.FMAX, rwM, spTmp)
 			b.Amov(rwM+1, rwM)
 		case 3:
-			if ps[2].src == fromX {
+			switch ps[2].src {
+			case fromX:
 				ld(ufX, rwX)
+			case fromStash:
+				ld(ufE, rwX)
 			}
 			ld(ufY, rwY)
 			if ps[2].src == fromX {
