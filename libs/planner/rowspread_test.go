@@ -1,0 +1,59 @@
+package planner
+
+import (
+	"testing"
+
+	"ipu.local/libs/graph"
+)
+
+// A layer normalization whose rows are few against the tiles spreads
+// each row over a group of tiles, in column blocks of whole quads: the
+// pieces a partition of the input, one per tile, a group's tiles
+// contiguous. Rows that fill half the tiles stay whole.
+func TestSpreadPieces(t *testing.T) {
+	for _, tc := range []struct {
+		rows, k, tiles int
+		blocks, width  int // 0: not spread
+	}{
+		{128, 768, 1472, 8, 96},
+		{128, 768, 512, 4, 192},
+		{8, 300, 1472, 4, 76}, // the last block 72 columns
+		{8, 127, 1472, 0, 0},  // blocks of 64 columns at least
+		{1000, 768, 1472, 0, 0},
+	} {
+		pl, g := lnProduct(t, tc.rows, tc.k, 64, tc.tiles)
+		var ln *graph.Node
+		for _, n := range g.Nodes {
+			if n.Op == "LayerNormalization" {
+				ln = n
+			}
+		}
+		ps := pl.spreadPieces(ln, 1, 3)
+		if tc.blocks == 0 {
+			if ps != nil {
+				t.Errorf("%v: %d pieces, want none (whole rows)", tc, len(ps))
+			}
+			continue
+		}
+		if len(ps) != tc.rows*tc.blocks {
+			t.Fatalf("%v: %d pieces, want %d", tc, len(ps), tc.rows*tc.blocks)
+		}
+		seen := map[int]bool{}
+		vol := 0
+		for i, p := range ps {
+			row, blk := i/tc.blocks, i%tc.blocks
+			lo, hi := blk*tc.width, min(tc.k, (blk+1)*tc.width)
+			if p.Box[0].Lo != row || p.Box[0].Hi != row+1 || p.Box[1].Lo != lo || p.Box[1].Hi != hi {
+				t.Errorf("%v: piece %d is %v, want row %d, columns [%d, %d)", tc, i, p.Box, row, lo, hi)
+			}
+			if seen[p.Tile] || p.Tile != ps[0].Tile+i || p.Tile >= tc.tiles {
+				t.Errorf("%v: piece %d on tile %d (twice, out of order or off the tiles)", tc, i, p.Tile)
+			}
+			seen[p.Tile] = true
+			vol += p.Box.Volume()
+		}
+		if vol != tc.rows*tc.k {
+			t.Errorf("%v: pieces of %d elements, want %d", tc, vol, tc.rows*tc.k)
+		}
+	}
+}
