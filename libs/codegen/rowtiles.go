@@ -3,6 +3,7 @@ package codegen
 import (
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // This file holds rows spread over tiles: TileSplit's launches, the
@@ -57,6 +58,24 @@ func TileSplit(p Rows, L, c0, n int, scratch uint32) ([]Rows, int, error) {
 // take the fewest cycles back to back (the shorter on a tie); 0 when
 // there is none.
 func TileChunkLen(p Rows, width int) int {
+	key := tileChoice{p.choiceKey(), width}
+	if L, ok := tileChoices.Load(key); ok {
+		return L.(int)
+	}
+	L, _ := tileChoices.LoadOrStore(key, p.tileChunkLen(width))
+	return L.(int)
+}
+
+// tileChoice is what TileChunkLen's choice depends on.
+type tileChoice struct {
+	p     Rows
+	width int
+}
+
+// tileChoices caches TileChunkLen's choices.
+var tileChoices sync.Map
+
+func (p Rows) tileChunkLen(width int) int {
 	best, bestCycles := 0, int64(0)
 	for k := 2 * p.Workers; k >= 1; k-- {
 		L := width / k
