@@ -15,7 +15,8 @@ func TestSpreadPieces(t *testing.T) {
 		rows, k, tiles int
 		blocks, width  int // 0: not spread
 	}{
-		{128, 768, 1472, 8, 96},
+		{128, 768, 1472, 4, 192},
+		{128, 768, 400, 3, 256},
 		{128, 768, 512, 4, 192},
 		{8, 300, 1472, 4, 76}, // the last block 72 columns
 		{8, 127, 1472, 0, 0},  // blocks of 64 columns at least
