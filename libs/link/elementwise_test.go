@@ -293,6 +293,16 @@ var nodeModels = []struct {
 		b.AddOutput("y", onnx.Float, []int64{4, 256})
 		b.AddOutput("yh", onnx.Float16, []int64{3, 200})
 	}},
+	{"layernorm-spread-groups", 21, []int{60}, func(b *onnx.ModelBuilder) {
+		// Rows too many for one a group of tiles: groups of 8 rows (a
+		// multiple of the product's pack alignment) on 4 tiles each.
+		b.AddInput("x", onnx.Float, []int64{64, 256})
+		b.AddInitializer(onnx.NewFloat32("gamma", []int64{256}, ramp(256, 0.125)))
+		b.AddInitializer(onnx.NewFloat32("w", []int64{256, 16}, ramp(256*16, 0.001)))
+		b.AddNode("LayerNormalization", "ln", []string{"x", "gamma"}, []string{"h"})
+		b.AddNode("MatMul", "mm", []string{"h", "w"}, []string{"y"})
+		b.AddOutput("y", onnx.Float, []int64{64, 16})
+	}},
 	{"reduce", 21, []int{1, 3, 1472}, func(b *onnx.ModelBuilder) {
 		b.AddInput("x", onnx.Float, []int64{4, 6})
 		b.AddInput("z", onnx.Float, []int64{3, 4, 5})

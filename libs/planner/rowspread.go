@@ -26,14 +26,20 @@ const spreadBlockAlign = 4
 const minSpreadBlock = 64
 
 // spreadPieces returns the pieces of a row operator's input x spreading
-// its rows over tiles from lo: one row per group of tiles, each tile a
-// block of the row's columns, or nil when the op is not spread (not a
-// LayerNormalization with its normalised axis last and no statistics
-// outputs), or when whole rows would keep at least half the tiles busy
-// or a row is too short for two blocks of minSpreadBlock columns.
+// its rows over tiles from lo: groups of rows (one row, or when the rows
+// are too many for that, a multiple of the rows the layout preference
+// aligns on), each group on K contiguous tiles (up to maxSpreadBlocks),
+// each tile a block of the rows' columns; or nil
+// when the op is not spread (not a LayerNormalization along its last
+// axis, or with statistics outputs), or when
+// whole rows would keep more than half the tiles busy (pl.rowPieces) or
+// a row is too short for two blocks of minSpreadBlock columns.
 func (pl *planner) spreadPieces(n *graph.Node, axis, lo int) []layout.Piece {
 	x := n.Inputs[0]
 	r := len(x.Shape)
+	// Softmax and LogSoftmax spread too (libs/lower), but attention's
+	// softmax spread over twice the tiles overflows the code of a
+	// 12-layer encoder's tiles: the planner does not size code.
 	if n.Op != "LayerNormalization" || axis != r-1 || r < 1 {
 		return nil
 	}
@@ -48,35 +54,67 @@ func (pl *planner) spreadPieces(n *graph.Node, axis, lo int) []layout.Piece {
 		}
 	}
 	shape := shapeOf(x)
-	rows := layout.Full(shape[:r-1]).Volume()
 	C := shape[r-1]
-	if rows < 1 || 2*rows > pl.tiles {
+	inner, outer, align := 1, 1, 1
+	if r >= 2 {
+		inner = shape[r-2]
+		outer = layout.Full(shape[:r-2]).Volume()
+		align = min(inner, max(1, pl.prefs.alignOf(x)[r-2]))
+	}
+	groupsOf := func(rb int) int { return outer * ((inner + rb - 1) / rb) }
+	// Whole rows (the default layout of them) leave most tiles idle?
+	if 2*len(pl.rowPieces(x, axis, lo)) > pl.tiles {
 		return nil
 	}
-	K := min(maxSpreadBlocks, pl.tiles/rows, C/minSpreadBlock)
-	if K < 2 {
+	// One row a group on as many blocks as the tiles take; when rows
+	// are too many for two blocks each, groups of a multiple of the
+	// alignment.
+	blocks := func(k int) int {
+		w := ((C+k-1)/k + spreadBlockAlign - 1) / spreadBlockAlign * spreadBlockAlign
+		return (C + w - 1) / w
+	}
+	most := min(maxSpreadBlocks, C/minSpreadBlock)
+	if most < 2 {
 		return nil
+	}
+	rb, K := 1, 0
+	if k := min(most, pl.tiles/groupsOf(1)); k >= 2 {
+		K = blocks(k)
+	}
+	if K < 2 {
+		K = blocks(most)
+		for rb < inner && groupsOf(rb)*K > pl.tiles {
+			rb++
+		}
+		rb = min(inner, (rb+align-1)/align*align)
 	}
 	W := (C + K - 1) / K
 	W = (W + spreadBlockAlign - 1) / spreadBlockAlign * spreadBlockAlign
-	K = (C + W - 1) / W
-	if K < 2 {
+	groups, per := groupsOf(rb), (inner+rb-1)/rb
+	if K < 2 || groups*K > pl.tiles {
 		return nil
 	}
-	lo = max(0, min(lo, pl.tiles-rows*K))
-	out := make([]layout.Piece, 0, rows*K)
-	idx := make([]int, r-1)
-	for row := 0; row < rows; row++ {
+	lo = max(0, min(lo, pl.tiles-groups*K))
+	out := make([]layout.Piece, 0, groups*K)
+	idx := make([]int, max(r-2, 0))
+	for g := 0; g < groups; g++ {
 		box := make(layout.Box, r)
 		for d := range idx {
 			box[d] = layout.Range{Lo: idx[d], Hi: idx[d] + 1}
 		}
+		if r >= 2 {
+			j := g % per
+			box[r-2] = layout.Range{Lo: j * rb, Hi: min(inner, (j+1)*rb)}
+		}
 		for k := 0; k < K; k++ {
 			b := append(layout.Box(nil), box...)
 			b[r-1] = layout.Range{Lo: k * W, Hi: min(C, (k+1)*W)}
-			out = append(out, layout.Piece{Tile: lo + row*K + k, Box: b})
+			out = append(out, layout.Piece{Tile: lo + g*K + k, Box: b})
 		}
-		for d := r - 2; d >= 0; d-- {
+		if g%per != per-1 {
+			continue
+		}
+		for d := len(idx) - 1; d >= 0; d-- {
 			if idx[d]++; idx[d] < shape[d] {
 				break
 			}

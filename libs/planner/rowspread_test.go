@@ -58,3 +58,32 @@ func TestSpreadPieces(t *testing.T) {
 		}
 	}
 }
+
+// Rows too many for one a group, whose reader packs them in groups:
+// groups of rows, more than one, on contiguous tiles.
+func TestSpreadPiecesGroups(t *testing.T) {
+	pl, g := lnProduct(t, 1536, 768, 64, 1472)
+	var ln *graph.Node
+	for _, n := range g.Nodes {
+		if n.Op == "LayerNormalization" {
+			ln = n
+		}
+	}
+	ps := pl.spreadPieces(ln, 1, 0)
+	if len(ps) == 0 {
+		t.Fatal("not spread")
+	}
+	if rows := ps[0].Box[0].Len(); rows < 2 {
+		t.Errorf("groups of %d rows, want more", rows)
+	}
+	vol := 0
+	for i, p := range ps {
+		vol += p.Box.Volume()
+		if p.Tile != ps[0].Tile+i {
+			t.Errorf("piece %d on tile %d, want %d", i, p.Tile, ps[0].Tile+i)
+		}
+	}
+	if vol != 1536*768 || ps[len(ps)-1].Tile >= 1472 {
+		t.Errorf("%d pieces of %d elements up to tile %d, want a partition of %d on 1472 tiles", len(ps), vol, ps[len(ps)-1].Tile, 1536*768)
+	}
+}
