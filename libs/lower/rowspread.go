@@ -81,50 +81,11 @@ func (l *lowerer) rowsSpread(name string, p codegen.Rows, x, y *layout.Tensor, x
 	var seqs [][]*prog.Kernel
 	var params [][]*codegen.Rows
 	var buf *prog.Buffer
+	tiles := x.Tiles()
 	for _, sp := range pcs {
-		k := p
-		k.R, k.C, k.XStride, k.YStride = sp.R, C, sp.xs, sp.ys
-		fixes := []prog.Fix{{Field: &k.X, Ref: xRefs[sp.i]}, {Field: &k.Y, Ref: yRefs[sp.yi], Write: true}}
-		for v, f := range []*uint32{&k.Scale, &k.Bias} {
-			if vecs[v] == nil {
-				continue
-			}
-			ref, ok := vecAt(vecs[v], vecRefs[v], sp.tile, sp.c0, sp.n)
-			if !ok {
-				return l.stepErr("tensor %d (%q) has no piece of columns [%d, %d) on tile %d, where its rows' columns are", vecs[v].ID, vecs[v].Name, sp.c0, sp.c0+sp.n, sp.tile)
-			}
-			fixes = append(fixes, prog.Fix{Field: f, Ref: ref})
-		}
-		// Made-up addresses for the checks; the fixes set the real ones.
-		probe := k
-		probe.X, probe.Y = 0x80000, 0xA0000
-		if vecs[0] != nil {
-			probe.Scale = 0xC0000
-		}
-		if vecs[1] != nil {
-			probe.Bias = 0xC4000
-		}
-		seq, bytes, err := codegen.TileSplit(probe, L, sp.c0, sp.n, 0xD0000)
+		ks, ps, err := l.spreadLaunches(name, p, sp, C, L, tiles, &buf, xRefs, yRefs, vecs, vecRefs)
 		if err != nil {
-			return l.stepErr("on tile %d: %v", sp.tile, err)
-		}
-		if buf == nil {
-			buf = l.out.NewBuffer(name+".partials", x.Tiles(), bytes, 16, prog.AnyRegion)
-		}
-		buf.Size = max(buf.Size, uint32(bytes+15)&^15)
-		var ks []*prog.Kernel
-		var ps []*codegen.Rows
-		for j := range seq {
-			q := seq[j]
-			kern := &prog.Kernel{What: fmt.Sprintf("%s.%d", name, j+1), Params: &q}
-			for _, f := range fixes {
-				kern.Fixes = append(kern.Fixes, prog.Fix{Field: rowsField(&k, &q, f.Field), Ref: f.Ref, Write: f.Write})
-			}
-			kern.Fixes = append(kern.Fixes, prog.Fix{Field: &q.Scratch, Ref: prog.Ref{Buf: buf}, Write: true})
-			if _, err := kern.Cost(); err != nil {
-				return l.stepErr("on tile %d: %v", sp.tile, err)
-			}
-			ks, ps = append(ks, kern), append(ps, &q)
+			return err
 		}
 		seqs, params = append(seqs, ks), append(params, ps)
 	}
@@ -142,6 +103,56 @@ func (l *lowerer) rowsSpread(name string, p codegen.Rows, x, y *layout.Tensor, x
 		}
 	}
 	return nil
+}
+
+// spreadLaunches returns the three launches of piece sp (rows of C
+// columns in all, chunks of L) and their parameters, the scratch buffer
+// over tiles made or grown in *buf.
+func (l *lowerer) spreadLaunches(name string, p codegen.Rows, sp spreadPiece, C, L int, tiles []int, buf **prog.Buffer, xRefs, yRefs []prog.Ref, vecs [2]*layout.Tensor, vecRefs [2][]prog.Ref) ([]*prog.Kernel, []*codegen.Rows, error) {
+	k := p
+	k.R, k.C, k.XStride, k.YStride = sp.R, C, sp.xs, sp.ys
+	fixes := []prog.Fix{{Field: &k.X, Ref: xRefs[sp.i]}, {Field: &k.Y, Ref: yRefs[sp.yi], Write: true}}
+	// Made-up addresses for the checks; the fixes set the real ones.
+	probe := k
+	probe.X, probe.Y = 0x80000, 0xA0000
+	for v, f := range []*uint32{&k.Scale, &k.Bias} {
+		if vecs[v] == nil {
+			continue
+		}
+		ref, ok := vecAt(vecs[v], vecRefs[v], sp.tile, sp.c0, sp.n)
+		if !ok {
+			return nil, nil, l.stepErr("tensor %d (%q) has no piece of columns [%d, %d) on tile %d, where its rows' columns are", vecs[v].ID, vecs[v].Name, sp.c0, sp.c0+sp.n, sp.tile)
+		}
+		fixes = append(fixes, prog.Fix{Field: f, Ref: ref})
+		if v == 0 {
+			probe.Scale = 0xC0000
+		} else {
+			probe.Bias = 0xC4000
+		}
+	}
+	seq, bytes, err := codegen.TileSplit(probe, L, sp.c0, sp.n, 0xD0000)
+	if err != nil {
+		return nil, nil, l.stepErr("on tile %d: %v", sp.tile, err)
+	}
+	if *buf == nil {
+		*buf = l.out.NewBuffer(name+".partials", tiles, bytes, 16, prog.AnyRegion)
+	}
+	(*buf).Size = max((*buf).Size, uint32(bytes+15)&^15)
+	var ks []*prog.Kernel
+	var ps []*codegen.Rows
+	for j := range seq {
+		q := seq[j]
+		kern := &prog.Kernel{What: fmt.Sprintf("%s.%d", name, j+1), Params: &q}
+		for _, f := range fixes {
+			kern.Fixes = append(kern.Fixes, prog.Fix{Field: rowsField(&k, &q, f.Field), Ref: f.Ref, Write: f.Write})
+		}
+		kern.Fixes = append(kern.Fixes, prog.Fix{Field: &q.Scratch, Ref: prog.Ref{Buf: *buf}, Write: true})
+		if _, err := kern.Cost(); err != nil {
+			return nil, nil, l.stepErr("on tile %d: %v", sp.tile, err)
+		}
+		ks, ps = append(ks, kern), append(ps, &q)
+	}
+	return ks, ps, nil
 }
 
 // rowsField maps a field of k to the same field of q.

@@ -95,6 +95,19 @@ func (pl *planner) spreadPieces(n *graph.Node, axis, lo int) []layout.Piece {
 		return nil
 	}
 	lo = max(0, min(lo, pl.tiles-groups*K))
+	return groupPieces(shape, rb, per, groups, K, W, lo)
+}
+
+// groupPieces returns the pieces of groups of rb rows (per groups an
+// index of the axes before the last two) on K tiles each from tile lo,
+// blocks of W columns.
+func groupPieces(shape []int, rb, per, groups, K, W, lo int) []layout.Piece {
+	r := len(shape)
+	C := shape[r-1]
+	inner := 1
+	if r >= 2 {
+		inner = shape[r-2]
+	}
 	out := make([]layout.Piece, 0, groups*K)
 	idx := make([]int, max(r-2, 0))
 	for g := 0; g < groups; g++ {
