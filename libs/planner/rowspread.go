@@ -64,7 +64,8 @@ func (pl *planner) spreadPieces(n *graph.Node, axis, lo int) []layout.Piece {
 	}
 	groupsOf := func(rb int) int { return outer * ((inner + rb - 1) / rb) }
 	// Whole rows (the default layout of them) leave most tiles idle?
-	if 2*len(pl.rowPieces(x, axis, lo)) > pl.tiles {
+	// (An empty value has nothing to spread.)
+	if groupsOf(1) < 1 || C < 1 || 2*len(pl.rowPieces(x, axis, lo)) > pl.tiles {
 		return nil
 	}
 	// One row a group on as many blocks as the tiles take; when rows
