@@ -49,11 +49,14 @@ const (
 func (p Rows) pairs() int { return p.C / 2 }
 
 // rowPass is one pass over a row: where it loads each element pair
-// (fromX, or fromY: the FP32 values an earlier pass wrote at Y, in
-// place) and whether it stores at Y.
+// (fromX; fromY: the FP32 values an earlier pass wrote at Y, in place;
+// fromStash: the FP32 values an earlier pass wrote to the stash, at the
+// X pointer) and whether it stores at Y (stash: FP32 values at the Y
+// pointer, which then points into the stash).
 type rowPass struct {
-	src rowSrc
-	out bool
+	src   rowSrc
+	out   bool
+	stash bool
 }
 
 type rowSrc uint8
@@ -61,25 +64,31 @@ type rowSrc uint8
 const (
 	fromX rowSrc = iota
 	fromY
+	fromStash
 )
 
 // quads reports whether a pass walks the row in quads of elements (it
 // touches an FP16 array: ld64 or st64 of four values), else in pairs.
-func (p Rows) quads(ps rowPass) bool { return ps.src == fromX && p.InF16 || ps.out && p.OutF16 }
+func (p Rows) quads(ps rowPass) bool {
+	return ps.src == fromX && p.InF16 || ps.out && p.OutF16 && !ps.stash
+}
 
 // passes lists the passes of the row code.
 func (p Rows) passes() []rowPass {
 	switch p.Op {
 	case Softmax:
-		last := rowPass{fromY, true}
-		if p.OutF16 {
-			last = rowPass{fromX, true}
+		if p.stashes() {
+			return []rowPass{{fromX, false, false}, {fromX, true, true}, {fromStash, true, false}}
 		}
-		return []rowPass{{fromX, false}, {fromX, !p.OutF16}, last}
+		last := rowPass{fromY, true, false}
+		if p.OutF16 {
+			last = rowPass{fromX, true, false}
+		}
+		return []rowPass{{fromX, false, false}, {fromX, !p.OutF16, false}, last}
 	case LogSoftmax, LayerNorm:
-		return []rowPass{{fromX, false}, {fromX, false}, {fromX, true}}
+		return []rowPass{{fromX, false, false}, {fromX, false, false}, {fromX, true, false}}
 	}
-	return []rowPass{{fromX, false}}
+	return []rowPass{{fromX, false, false}}
 }
 
 // loopCounts reports which loop counts need a register: pairs and quads
@@ -177,7 +186,7 @@ func (p Rows) walk(b *Builder, ps rowPass, raw AReg, f func(l lanes, st rowStore
 		}
 		return
 	}
-	x16, y16 := p.InF16, ps.out && p.OutF16 // ps.src is fromX
+	x16, y16 := p.InF16 && ps.src == fromX, ps.out && p.OutF16 && !ps.stash
 	b.Repeat(p.C/4, rwQuads, func() {
 		if x16 {
 			b.Ld64P(raw, rwXp, 8)
@@ -340,7 +349,7 @@ func (p Rows) softmaxOut(b *Builder, ps rowPass) {
 	if p.Op == Softmax {
 		b.F1(isa.FRCP, rwZ, rwZ)
 		b.Amov(rwZ+1, rwZ)
-		if ps.src == fromX {
+		if ps.src != fromY {
 			b.Mov(rwXp, rwX)
 		}
 		b.Mov(rwYp, rwY)

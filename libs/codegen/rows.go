@@ -78,7 +78,8 @@ func (op RowOp) reduces() bool { return op == ReduceSum || op == ReduceMean }
 // for LayerNormalization with stash_type 1 (float): the input cast to
 // FP32, FP32 statistics and normalisation, one cast of the result to
 // FP16. Softmax with OutF16 cannot keep e_j in Y: its third pass
-// computes e_j again from x_j (the same instructions, the same value).
+// computes e_j again from x_j (the same instructions, the same value),
+// or, split (RowsSplit), reads it from an FP32 stash in scratch.
 //
 // Alignment: row starts 8-byte aligned: X and Y 8-aligned, strides even
 // (FP16: multiples of 4 elements; pad the rows). Scale and Bias
@@ -111,6 +112,21 @@ type Rows struct {
 	// values give the whole-row kernel above.
 	Phase, Chunks, ChunkLen int
 	Scratch                 uint32
+	// A launch of a row spread over tiles (see TileSplit): the tile holds
+	// chunks [FirstChunk, FirstChunk+TileChunks) of each row, X, Y,
+	// Scale and Bias at its first chunk's first column, the strides its
+	// own; the other chunks' partials reach Scratch between launches.
+	// TileChunks 0: the tile holds whole rows.
+	FirstChunk, TileChunks int
+}
+
+// cols returns the columns of each row a launch's tile holds: C, or its
+// chunks' (see TileChunks).
+func (p Rows) cols() int {
+	if p.TileChunks == 0 {
+		return p.C
+	}
+	return min(p.C, (p.FirstChunk+p.TileChunks)*p.ChunkLen) - p.FirstChunk*p.ChunkLen
 }
 
 // xSize and ySize are the element bytes of X and Y.
@@ -139,20 +155,24 @@ func (p Rows) check(b *Builder) error {
 	}
 	// Row starts 8-byte aligned: strides of a multiple of 8 bytes.
 	xm, ym := 8/p.xSize(), 8/p.ySize()
-	if p.XStride < p.C || int64(p.XStride)%xm != 0 || !p.Op.reduces() && (p.YStride < p.C || int64(p.YStride)%ym != 0) {
+	if err := p.checkSplit(); err != nil {
+		return err
+	}
+	cols, what := p.cols(), fmt.Sprintf("C=%d", p.C)
+	if p.TileChunks != 0 {
+		what = fmt.Sprintf("the tile's %d columns", cols)
+	}
+	if p.XStride < cols || int64(p.XStride)%xm != 0 || !p.Op.reduces() && (p.YStride < cols || int64(p.YStride)%ym != 0) {
 		if p.InF16 || p.OutF16 {
-			return fmt.Errorf("row strides %d, %d: want strides of at least C=%d, multiples of %d (X) and %d (Y)", p.XStride, p.YStride, p.C, xm, ym)
+			return fmt.Errorf("row strides %d, %d: want strides of at least %s, multiples of %d (X) and %d (Y)", p.XStride, p.YStride, what, xm, ym)
 		}
-		return fmt.Errorf("row strides %d, %d: want even strides of at least C=%d", p.XStride, p.YStride, p.C)
+		return fmt.Errorf("row strides %d, %d: want even strides of at least %s", p.XStride, p.YStride, what)
 	}
 	if int64(p.R)*int64(max(p.XStride, p.YStride)) > 1<<24 {
 		return fmt.Errorf("row strides %d, %d too large for %d rows", p.XStride, p.YStride, p.R)
 	}
 	if p.Op != LayerNorm && (p.Scale != 0 || p.Bias != 0 || p.Mean != 0 || p.InvStdDev != 0 || p.ScaleF16) {
 		return fmt.Errorf("scale, bias, mean and inverse standard deviation are LayerNorm's")
-	}
-	if err := p.checkSplit(); err != nil {
-		return err
 	}
 	if b == nil {
 		return nil
@@ -177,7 +197,7 @@ func (p Rows) checkMemory(b *Builder) error {
 		return n
 	}
 	span := func(stride int, size int64, f16 bool) uint64 {
-		return words(uint64(size)*(uint64(p.R-1)*uint64(stride)+uint64(p.C)), f16)
+		return words(uint64(size)*(uint64(p.R-1)*uint64(stride)+uint64(p.cols())), f16)
 	}
 	type aligned struct {
 		buffer
@@ -192,9 +212,9 @@ func (p Rows) checkMemory(b *Builder) error {
 	default:
 		bufs = append(bufs, aligned{buffer{"Y", p.Y, span(p.YStride, p.ySize(), p.OutF16), true}, 8})
 	}
-	vec, vecAlign := 4*uint64(p.C), uint32(8)
+	vec, vecAlign := 4*uint64(p.cols()), uint32(8)
 	if p.ScaleF16 {
-		vec, vecAlign = words(2*uint64(p.C), true), 4
+		vec, vecAlign = words(2*uint64(p.cols()), true), 4
 	}
 	for _, v := range []aligned{{buffer{"scale", p.Scale, vec, false}, vecAlign}, {buffer{"bias", p.Bias, vec, false}, vecAlign},
 		{buffer{"mean", p.Mean, 4 * uint64(p.R), true}, 8}, {buffer{"inverse standard deviation", p.InvStdDev, 4 * uint64(p.R), true}, 8}} {

@@ -45,7 +45,35 @@ func (p Rows) ScratchBytes() int {
 	if !p.Op.reduces() {
 		n *= 2
 	}
+	if p.stashes() {
+		n += p.stashBytes()
+	}
+	if p.Op == LayerNorm {
+		n += 4 * p.R // mu (ufMu)
+	}
 	return n
+}
+
+// maxStashBytes bounds the stash of a split Softmax (see stashes).
+const maxStashBytes = 16 << 10
+
+// stashPitch returns the FP32 elements of a row in the stash (even: its
+// rows start 8-byte aligned).
+func (p Rows) stashPitch() int { return (p.C + 1) &^ 1 }
+
+func (p Rows) stashBytes() int { return 4 * p.R * p.stashPitch() }
+
+// stashOffset returns the offset of the stash in scratch, after the
+// partials of launches 1 and 2.
+func (p Rows) stashOffset() uint32 { return 2 * p.area2() }
+
+// stashes reports whether a split Softmax with FP16 outputs keeps e_j
+// in an FP32 stash after the partials (launch 2 stores e_j there, launch
+// 3 reads it back instead of computing it again from x_j: the same
+// values, without the subtraction and the exponential). It does when the
+// stash takes at most maxStashBytes.
+func (p Rows) stashes() bool {
+	return p.Op == Softmax && p.OutF16 && p.Phase > 0 && p.stashBytes() <= maxStashBytes
 }
 
 // lastLen returns the length of a row's last chunk.
@@ -54,7 +82,7 @@ func (p Rows) lastLen() int { return p.C - (p.Chunks-1)*p.ChunkLen }
 // checkSplit checks the split fields (the shape is checked).
 func (p Rows) checkSplit() error {
 	if p.Phase == 0 {
-		if p.Chunks != 0 || p.ChunkLen != 0 || p.Scratch != 0 {
+		if p.Chunks != 0 || p.ChunkLen != 0 || p.Scratch != 0 || p.FirstChunk != 0 || p.TileChunks != 0 {
 			return errors.New("chunks, chunk length and scratch belong to a split launch (phase 0 is the whole-row kernel)")
 		}
 		return nil
@@ -69,8 +97,33 @@ func (p Rows) checkSplit() error {
 	if int64(p.R)*int64(K) > maxSplitUnits {
 		return fmt.Errorf("%d rows of %d chunks: want at most %d chunks in all", p.R, K, maxSplitUnits)
 	}
+	if p.TileChunks == 0 && p.FirstChunk == 0 {
+		return nil
+	}
+	if p.Op.reduces() {
+		return fmt.Errorf("%s spread over tiles: only the three-launch operations are", p.Op)
+	}
+	if p.FirstChunk < 0 || p.TileChunks < 1 || p.FirstChunk+p.TileChunks > K {
+		return fmt.Errorf("chunks [%d, %d) of %d on the tile: want a non-empty range of them", p.FirstChunk, p.FirstChunk+p.TileChunks, K)
+	}
 	return nil
 }
+
+// units returns the chunk launch's units on its tile: R*TileChunks (or
+// R*Chunks) of them, unit u being chunk unitChunk(u) of row u/tileChunks().
+func (p Rows) units() int { return p.R * p.tileChunks() }
+
+func (p Rows) tileChunks() int {
+	if p.TileChunks == 0 {
+		return p.Chunks
+	}
+	return p.TileChunks
+}
+
+func (p Rows) unitChunk(u int) int { return p.FirstChunk + u%p.tileChunks() }
+
+// lastUnit reports whether unit u is a row's last chunk.
+func (p Rows) lastUnit(u int) bool { return p.unitChunk(u) == p.Chunks-1 }
 
 // RowsSplit returns the launches that compute p with each row cut into
 // chunks spread over the workers, to run in order with a join between
@@ -111,16 +164,20 @@ func (p Rows) checkSplit() error {
 //	Softmax, LogSoftmax
 //	  1  M_k of x
 //	  2  m = max of M; e_j = exp(RN32(x_j - m)); P_k of e (Softmax
-//	     with FP32 Y stores e_j at Y)
-//	  3  s = sum of P (m too, unless e is read from Y). Softmax:
-//	     z = rcp(s), y_j = RN32(e_j * z), e_j read from Y or computed
-//	     again as in 2; LogSoftmax: l = log(s), y_j = RN32(RN32(x_j - m) - l)
+//	     with FP32 Y stores e_j at Y, with FP16 Y in the stash when
+//	     stashes says so)
+//	  3  s = sum of P (m too, unless e is read from Y or the stash).
+//	     Softmax: z = rcp(s), y_j = RN32(e_j * z), e_j read from Y or
+//	     the stash or computed again as in 2; LogSoftmax: l = log(s),
+//	     y_j = RN32(RN32(x_j - m) - l)
 //	LayerNorm
 //	  1  P_k of x
-//	  2  mu = RN32(sum of P * c); Q_k, the chunk lane sum of the fused
-//	     d_j*d_j, d_j = RN32(x_j - mu)
-//	  3  mu, q = sum of Q, v, r and y_j as Rows; the units of row i all
-//	     store the same mu and r at Mean[i] and InvStdDev[i]
+//	  2  mu = RN32(sum of P * c) (every unit of row i stores it in
+//	     scratch); Q_k, the chunk lane sum of the fused d_j*d_j,
+//	     d_j = RN32(x_j - mu)
+//	  3  mu (as launch 2 stored it), q = sum of Q, v, r and y_j as
+//	     Rows; the units of row i all store the same mu and r at Mean[i]
+//	     and InvStdDev[i]
 //	ReduceSum, ReduceMean
 //	  1  P_k of x
 //	  2  per row: y = sum of P (ReduceMean: RN32(sum * c)), stored as
@@ -131,7 +188,10 @@ func (p Rows) checkSplit() error {
 //
 // Scratch (ScratchBytes): launch 1's partials (M or P) of unit (i, k) at
 // Scratch + 4*(i*K + k); launch 2's (P or Q; not for the reductions) at
-// Scratch + 4*R*K + 4*(i*K + k).
+// Scratch + 4*R*K + 4*(i*K + k); the stash's e_j of row i at Scratch +
+// 8*R*K + 4*(i*C' + j), C' = C rounded up to even; LayerNorm's mu of
+// row i (launch 2 stores it, launch 3 loads it) at Scratch + 8*R*K +
+// 4*i. Partials combine two at a time (ld64) when K is even.
 //
 // Workers. A chunk launch's R*K units, in row-major (row, chunk) order,
 // are cut into at most Workers contiguous ranges, the largest exact issue

@@ -34,6 +34,8 @@ const (
 	ufS2                    // of launch 2
 	ufMean                  // Mean[i]
 	ufInv                   // InvStdDev[i]
+	ufE                     // the chunk's first e_j in the stash
+	ufMu                    // LayerNorm: the row's mu in scratch
 )
 
 // area2 returns the offset of launch 2's partials in scratch.
@@ -41,7 +43,7 @@ func (p Rows) area2() uint32 { return uint32(4 * p.R * p.Chunks) }
 
 // fieldWord returns the word of field f for unit (i, k).
 func (p Rows) fieldWord(f unitField, i, k int) uint32 {
-	col := uint32(k * p.ChunkLen)
+	col := uint32((k - p.FirstChunk) * p.ChunkLen) // on the tile
 	vs := uint32(4)
 	if p.ScaleF16 {
 		vs = 2
@@ -70,17 +72,35 @@ func (p Rows) fieldWord(f unitField, i, k int) uint32 {
 		return p.Mean + uint32(4*i)
 	case ufInv:
 		return p.InvStdDev + uint32(4*i)
+	case ufMu:
+		return p.Scratch + 2*p.area2() + uint32(4*i)
+	case ufE:
+		// The row's columns all (a tile split's tiles use theirs).
+		return p.Scratch + p.stashOffset() + 4*uint32(i*p.stashPitch()+k*p.ChunkLen)
 	}
 	return 0
 }
 
 // combine emits d = the row's K partials at $m base combined with op
 // (f32add or f32max) in chunk order ($a4 is clobbered: d is not $a4).
+//
+// With K even every row's partials start 8-byte aligned: they load in
+// pairs (ld64 into $a4:5), the same operations in the same order.
 func (p Rows) combine(b *Builder, op isa.Op, d AReg, base MReg) {
-	b.Ld32(d, base, 0)
-	for k := 1; k < p.Chunks; k++ {
-		b.Ld32(rwT, base, int32(4*k))
+	if p.Chunks%2 != 0 {
+		b.Ld32(d, base, 0)
+		for k := 1; k < p.Chunks; k++ {
+			b.Ld32(rwT, base, int32(4*k))
+			b.F(op, d, d, rwT)
+		}
+		return
+	}
+	b.Ld64(rwT, base, 0)
+	b.F(op, d, rwT, rwT+1)
+	for k := 2; k < p.Chunks; k += 2 {
+		b.Ld64(rwT, base, int32(4*k))
 		b.F(op, d, d, rwT)
+		b.F(op, d, d, rwT+1)
 	}
 }
 
@@ -103,7 +123,10 @@ func (p Rows) unitPre(b *Builder, rec *[]unitField) {
 			ld(ufW, spW)
 		case 2:
 			ld(ufX, rwX)
-			if ps[1].out {
+			switch {
+			case ps[1].stash:
+				ld(ufE, rwY)
+			case ps[1].out:
 				ld(ufY, rwY)
 			}
 			ld(ufW, spW)
@@ -111,8 +134,11 @@ func (p Rows) unitPre(b *Builder, rec *[]unitField) {
 			p.combine(b, isa.FMAX, rwM, spTmp)
 			b.Amov(rwM+1, rwM)
 		case 3:
-			if ps[2].src == fromX {
+			switch ps[2].src {
+			case fromX:
 				ld(ufX, rwX)
+			case fromStash:
+				ld(ufE, rwX)
 			}
 			ld(ufY, rwY)
 			if ps[2].src == fromX {
@@ -134,6 +160,9 @@ func (p Rows) unitPre(b *Builder, rec *[]unitField) {
 			p.combine(b, isa.FADD, rwM, spTmp)
 			b.F(isa.FMUL, rwM, rwM, rwInvC)
 			b.Amov(rwM+1, rwM)
+			// Every unit of the row stores the same mu for launch 3.
+			ld(ufMu, spTmp)
+			b.St32(rwM, spTmp, 0)
 		case 3:
 			ld(ufY, rwY)
 			if p.Scale != 0 {
@@ -142,9 +171,8 @@ func (p Rows) unitPre(b *Builder, rec *[]unitField) {
 			if p.Bias != 0 {
 				ld(ufB, rwB)
 			}
-			ld(ufS1, spTmp)
-			p.combine(b, isa.FADD, rwM, spTmp)
-			b.F(isa.FMUL, rwM, rwM, rwInvC)
+			ld(ufMu, spTmp)
+			b.Ld32(rwM, spTmp, 0)
 			b.Amov(rwM+1, rwM)
 			ld(ufS2, spTmp)
 			p.combine(b, isa.FADD, rwZ, spTmp)
@@ -243,7 +271,9 @@ func (p Rows) unitBody(b *Builder, n int) {
 
 // twoLoops reports whether the last chunk is shorter: its units have
 // their own loop.
-func (p Rows) twoLoops() bool { return p.lastLen() != p.ChunkLen }
+func (p Rows) twoLoops() bool {
+	return p.lastLen() != p.ChunkLen && p.FirstChunk+p.tileChunks() == p.Chunks
+}
 
 // chunkPrologue emits the table loads and constants of a chunk launch.
 func (p Rows) chunkPrologue(b *Builder, table Label) {
@@ -325,10 +355,10 @@ func (p Rows) chunkPlan() chunkPlan {
 		c.pro += 2
 		c.last = pre + issues(func(b *Builder) { p.unitBody(b, p.lastLen()) }) + 2
 	}
-	units := make([]int64, p.R*p.Chunks)
+	units := make([]int64, p.units())
 	for u := range units {
 		units[u] = c.full
-		if u%p.Chunks == p.Chunks-1 {
+		if p.lastUnit(u) {
 			units[u] = c.last
 		}
 	}
@@ -388,7 +418,7 @@ func (p Rows) splitCost() Cost {
 	for w := range out.Work {
 		v := c.pro
 		for u := c.first[w]; u < c.first[w]+c.count[w]; u++ {
-			if u%p.Chunks == p.Chunks-1 {
+			if p.lastUnit(u) {
 				v += c.last
 			} else {
 				v += c.full
@@ -418,7 +448,7 @@ func (p Rows) emitSplit(b *Builder) (Kernel, error) {
 	for w := range c.first {
 		var full, last []int
 		for u := c.first[w]; u < c.first[w]+c.count[w]; u++ {
-			if p.twoLoops() && u%p.Chunks == p.Chunks-1 {
+			if p.twoLoops() && p.lastUnit(u) {
 				last = append(last, u)
 			} else {
 				full = append(full, u)
@@ -431,7 +461,7 @@ func (p Rows) emitSplit(b *Builder) (Kernel, error) {
 		rows = append(rows, row)
 		for _, u := range append(full, last...) {
 			for _, f := range fields {
-				entries = append(entries, p.fieldWord(f, u/p.Chunks, u%p.Chunks))
+				entries = append(entries, p.fieldWord(f, u/p.tileChunks(), p.unitChunk(u)))
 			}
 		}
 	}

@@ -276,6 +276,33 @@ var nodeModels = []struct {
 		b.AddOutput("yz", onnx.Float, []int64{2, 3, 5})
 		b.AddOutput("y2", onnx.Float, []int64{2, 3, 5})
 	}},
+	{"layernorm-spread", 21, []int{16, 1472}, func(b *onnx.ModelBuilder) {
+		// Rows few against the tiles: each spread over a group of tiles
+		// (FP32 in blocks of 64 columns; FP16 in 68, 68 and 64).
+		b.AddInput("x", onnx.Float, []int64{4, 256})
+		b.AddInput("res", onnx.Float, []int64{4, 256})
+		b.AddInitializer(onnx.NewFloat32("gamma", []int64{256}, ramp(256, 0.125)))
+		b.AddInitializer(onnx.NewFloat32("beta", []int64{256}, ramp(256, -0.0625)))
+		b.AddNode("Add", "a", []string{"x", "res"}, []string{"a"})
+		b.AddNode("LayerNormalization", "ln", []string{"a", "gamma", "beta"}, []string{"y"}, onnx.FloatAttr("epsilon", 1e-5))
+		b.AddInput("z", onnx.Float, []int64{3, 200})
+		b.AddInitializer(onnx.NewFloat32("g", []int64{200}, ramp(200, 0.25)))
+		b.AddNode("Cast", "zh", []string{"z"}, []string{"zh"}, onnx.IntAttr("to", int64(onnx.Float16)))
+		b.AddNode("Cast", "gh", []string{"g"}, []string{"gh"}, onnx.IntAttr("to", int64(onnx.Float16)))
+		b.AddNode("LayerNormalization", "lh", []string{"zh", "gh"}, []string{"yh"})
+		b.AddOutput("y", onnx.Float, []int64{4, 256})
+		b.AddOutput("yh", onnx.Float16, []int64{3, 200})
+	}},
+	{"layernorm-spread-groups", 21, []int{60}, func(b *onnx.ModelBuilder) {
+		// Rows too many for one a group of tiles: groups of 8 rows (a
+		// multiple of the product's pack alignment) on 4 tiles each.
+		b.AddInput("x", onnx.Float, []int64{64, 256})
+		b.AddInitializer(onnx.NewFloat32("gamma", []int64{256}, ramp(256, 0.125)))
+		b.AddInitializer(onnx.NewFloat32("w", []int64{256, 16}, ramp(256*16, 0.001)))
+		b.AddNode("LayerNormalization", "ln", []string{"x", "gamma"}, []string{"h"})
+		b.AddNode("MatMul", "mm", []string{"h", "w"}, []string{"y"})
+		b.AddOutput("y", onnx.Float, []int64{64, 16})
+	}},
 	{"reduce", 21, []int{1, 3, 1472}, func(b *onnx.ModelBuilder) {
 		b.AddInput("x", onnx.Float, []int64{4, 6})
 		b.AddInput("z", onnx.Float, []int64{3, 4, 5})

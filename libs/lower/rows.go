@@ -163,7 +163,18 @@ func (l *lowerer) rows(st *plan.Step, n *graph.Node) error {
 	}
 	s := l.compute(n.Name)
 	reduces := p.Op == codegen.ReduceSum || p.Op == codegen.ReduceMean
-	for i, pc := range x.Pieces {
+	pieces := x.Pieces
+	if !wholeRowPieces(x, axis) {
+		// Rows spread over tiles (rowspread.go).
+		if reduces || stats[0] != nil || stats[1] != nil || axis != len(x.Shape)-1 {
+			return l.notLowered(n, "rows spread over tiles with statistics outputs, along several axes or reduced")
+		}
+		if err := l.rowsSpread(n.Name, p, x, y, xRefs, yRefs, vecs, vecRefs); err != nil {
+			return err
+		}
+		pieces = nil
+	}
+	for i, pc := range pieces {
 		xg := x.Geometry(i)
 		R, C, xs, ok := rowGeometry(xg, x.Shape, axis)
 		if !ok {

@@ -17,7 +17,9 @@ package planner
 //     the boxes its pieces read (broadcast projection), the host or
 //     tile-image ones delivered there.
 //   - A row operator runs where its input lies when the input's pieces
-//     hold whole rows, else on the default layout (input re-laid out).
+//     hold whole rows, else on the default layout (input re-laid out);
+//     a layer normalization with few rows spreads them over groups of
+//     tiles (rowspread.go).
 //   - A transpose keeps its input's tiles (each piece permuted in place);
 //     a reshape is a view of its input when the pieces allow, else a
 //     re-layout onto the default layout.
@@ -436,8 +438,15 @@ func (b *builder) rows(n *graph.Node) error {
 	}
 	r := len(x.Shape)
 	var xt *layout.Tensor
-	if h, ok := b.home[x.Index]; ok && wholeRows(b.tensors[h], axis) {
+	spread := b.pl.spreadPieces(n, axis, b.anchor(x))
+	if h, ok := b.home[x.Index]; ok && spread == nil && wholeRows(b.tensors[h], axis) {
 		xt = b.tensors[h]
+	} else if spread != nil {
+		id, err := b.need(x, spread, layout.DefaultPad(lower.DeviceSize(x.DType)))
+		if err != nil {
+			return err
+		}
+		xt = b.tensors[id]
 	} else {
 		pieces := b.pl.rowPieces(x, axis, b.anchor(x))
 		pad := layout.DefaultPad(lower.DeviceSize(x.DType))
@@ -461,6 +470,9 @@ func (b *builder) rows(n *graph.Node) error {
 		var pieces []layout.Piece
 		for _, t := range xt.Tiles() {
 			pieces = append(pieces, layout.Piece{Tile: t, Box: layout.Full(shapeOf(v))})
+		}
+		if spread != nil {
+			pieces = vectorPieces(xt.Pieces)
 		}
 		id, err := b.need(v, pieces, layout.DefaultPad(lower.DeviceSize(v.DType)))
 		if err != nil {

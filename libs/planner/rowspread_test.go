@@ -1,0 +1,89 @@
+package planner
+
+import (
+	"testing"
+
+	"ipu.local/libs/graph"
+)
+
+// A layer normalization whose rows are few against the tiles spreads
+// each row over a group of tiles, in column blocks of whole quads: the
+// pieces a partition of the input, one per tile, a group's tiles
+// contiguous. Rows that fill half the tiles stay whole.
+func TestSpreadPieces(t *testing.T) {
+	for _, tc := range []struct {
+		rows, k, tiles int
+		blocks, width  int // 0: not spread
+	}{
+		{128, 768, 1472, 4, 192},
+		{128, 768, 400, 3, 256},
+		{128, 768, 512, 4, 192},
+		{8, 300, 1472, 4, 76}, // the last block 72 columns
+		{8, 127, 1472, 0, 0},  // blocks of 64 columns at least
+		{1000, 768, 1472, 0, 0},
+	} {
+		pl, g := lnProduct(t, tc.rows, tc.k, 64, tc.tiles)
+		var ln *graph.Node
+		for _, n := range g.Nodes {
+			if n.Op == "LayerNormalization" {
+				ln = n
+			}
+		}
+		ps := pl.spreadPieces(ln, 1, 3)
+		if tc.blocks == 0 {
+			if ps != nil {
+				t.Errorf("%v: %d pieces, want none (whole rows)", tc, len(ps))
+			}
+			continue
+		}
+		if len(ps) != tc.rows*tc.blocks {
+			t.Fatalf("%v: %d pieces, want %d", tc, len(ps), tc.rows*tc.blocks)
+		}
+		seen := map[int]bool{}
+		vol := 0
+		for i, p := range ps {
+			row, blk := i/tc.blocks, i%tc.blocks
+			lo, hi := blk*tc.width, min(tc.k, (blk+1)*tc.width)
+			if p.Box[0].Lo != row || p.Box[0].Hi != row+1 || p.Box[1].Lo != lo || p.Box[1].Hi != hi {
+				t.Errorf("%v: piece %d is %v, want row %d, columns [%d, %d)", tc, i, p.Box, row, lo, hi)
+			}
+			if seen[p.Tile] || p.Tile != ps[0].Tile+i || p.Tile >= tc.tiles {
+				t.Errorf("%v: piece %d on tile %d (twice, out of order or off the tiles)", tc, i, p.Tile)
+			}
+			seen[p.Tile] = true
+			vol += p.Box.Volume()
+		}
+		if vol != tc.rows*tc.k {
+			t.Errorf("%v: pieces of %d elements, want %d", tc, vol, tc.rows*tc.k)
+		}
+	}
+}
+
+// Rows too many for one a group, whose reader packs them in groups:
+// groups of rows, more than one, on contiguous tiles.
+func TestSpreadPiecesGroups(t *testing.T) {
+	pl, g := lnProduct(t, 1536, 768, 64, 1472)
+	var ln *graph.Node
+	for _, n := range g.Nodes {
+		if n.Op == "LayerNormalization" {
+			ln = n
+		}
+	}
+	ps := pl.spreadPieces(ln, 1, 0)
+	if len(ps) == 0 {
+		t.Fatal("not spread")
+	}
+	if rows := ps[0].Box[0].Len(); rows < 2 {
+		t.Errorf("groups of %d rows, want more", rows)
+	}
+	vol := 0
+	for i, p := range ps {
+		vol += p.Box.Volume()
+		if p.Tile != ps[0].Tile+i {
+			t.Errorf("piece %d on tile %d, want %d", i, p.Tile, ps[0].Tile+i)
+		}
+	}
+	if vol != 1536*768 || ps[len(ps)-1].Tile >= 1472 {
+		t.Errorf("%d pieces of %d elements up to tile %d, want a partition of %d on 1472 tiles", len(ps), vol, ps[len(ps)-1].Tile, 1536*768)
+	}
+}
