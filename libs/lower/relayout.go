@@ -209,15 +209,26 @@ func (l *lowerer) relayout(st *plan.Step) error {
 	if len(st.Inputs) == 0 || len(st.Inputs) != len(st.Outputs) {
 		return l.stepErr("a re-layout reads as many tensors as it writes, at least one")
 	}
-	all := newMoves()
+	ms := make([]*moves, len(st.Inputs))
+	n := 0
 	for i := range st.Inputs {
 		m, err := l.relayoutMoves(st.Inputs[i], st.Outputs[i])
 		if err != nil {
 			return err
 		}
-		all.xfers = append(all.xfers, m.xfers...)
-		for t, ks := range m.copies {
-			all.copies[t] = append(all.copies[t], ks...)
+		ms[i] = m
+		n += len(m.xfers)
+	}
+	all := ms[0]
+	if len(ms) > 1 {
+		// The transfers in one array sized once.
+		all = newMoves()
+		all.xfers = make([]prog.Transfer, 0, n)
+		for _, m := range ms {
+			all.xfers = append(all.xfers, m.xfers...)
+			for t, ks := range m.copies {
+				all.copies[t] = append(all.copies[t], ks...)
+			}
 		}
 	}
 	names := make([]string, len(st.Outputs))
