@@ -54,7 +54,7 @@ func (l *lowerer) stepKey(st *plan.Step) string {
 			continue
 		}
 		t := l.tensors[id]
-		fmt.Fprintf(&b, "%d:%d:%s:%s;", t.Value, l.acc[t.Value], t.Source, t.Key())
+		fmt.Fprintf(&b, "%d:%d:%s:%s;", t.Value, l.acc[t.Value], t.Source, l.key(id))
 	}
 	b.WriteString("|")
 	for _, id := range st.Outputs {
@@ -63,9 +63,17 @@ func (l *lowerer) stepKey(st *plan.Step) string {
 			continue
 		}
 		t := l.tensors[id]
-		fmt.Fprintf(&b, "%d:%s:%s;", t.Value, t.Source, t.Key())
+		fmt.Fprintf(&b, "%d:%s:%s;", t.Value, t.Source, l.key(id))
 	}
 	return b.String()
+}
+
+// key is tensor id's layout.Tensor.Key, made once.
+func (l *lowerer) key(id int) string {
+	if l.keys[id] == "" {
+		l.keys[id] = l.tensors[id].Key()
+	}
+	return l.keys[id]
 }
 
 // lowerCached lowers st, or replays its earlier lowering.
