@@ -102,8 +102,9 @@ func (l *lowerer) lowerCached(st *plan.Step) error {
 	if cur != nil && l.out.Steps[len(l.out.Steps)-1] != cur {
 		cur = nil
 	}
-	before := map[int]int{}
+	var before map[int]int
 	if cur != nil {
+		before = make(map[int]int, len(cur.Work))
 		for t, ks := range cur.Work {
 			before[t] = len(ks)
 		}
