@@ -137,7 +137,8 @@ func (ix *boxIndex) box(j int) int {
 }
 
 // each calls f for every distinct box intersecting q, with the
-// intersection, in box number order.
+// intersection (valid during the call only: each reuses it), in box
+// number order.
 func (ix *boxIndex) each(q Box, f func(k int, inter Box)) {
 	if len(q) == 0 {
 		for k := range ix.boxes {
@@ -148,8 +149,18 @@ func (ix *boxIndex) each(q Box, f func(k int, inter Box)) {
 	ax := ix.ax
 	j := sort.Search(len(ix.boxes), func(j int) bool { return ix.boxes[ix.box(j)][ax].Lo > q[ax].Lo-ix.maxLen })
 	if ix.byAx == nil {
+		// One intersection for the query, not one a hit (f may query
+		// again: the box is this call's own).
+		inter := make(Box, len(q))
 		for ; j < len(ix.boxes) && ix.boxes[j][ax].Lo < q[ax].Hi; j++ {
-			if inter, ok := Intersect(ix.boxes[j], q); ok {
+			b := ix.boxes[j]
+			if len(b) != len(q) {
+				if in, ok := Intersect(b, q); ok {
+					f(j, in)
+				}
+				continue
+			}
+			if intersectInto(inter, b, q) {
 				f(j, inter)
 			}
 		}
@@ -376,7 +387,13 @@ func PanelRuns(src, dst *Tensor) ([]Run, error) {
 	ix := newBoxIndex(src)
 	// Source geometries once per piece, not per intersection.
 	sgs := make([]Geometry, len(src.Pieces))
-	var out []Run
+	// The runs at most (before merging), so that out is allocated once:
+	// growing it was most of the re-layouts' allocation.
+	n := 0
+	for _, dp := range dst.Pieces {
+		ix.each(dp.Box, func(_ int, inter Box) { n += panelRunsAtMost(src.Kind, inter) })
+	}
+	out := make([]Run, 0, n)
 	for di, dp := range dst.Pieces {
 		dg := dst.Geometry(di)
 		ix.each(dp.Box, func(k int, inter Box) {
@@ -388,6 +405,22 @@ func PanelRuns(src, dst *Tensor) ([]Run, error) {
 		})
 	}
 	return out, nil
+}
+
+// panelRunsAtMost is the number of runs appendPanelRuns makes of the
+// intersection inter of two panel pieces of kind before merging: one a
+// group of lanes per index of the outer axes.
+func panelRunsAtMost(kind Kind, inter Box) int {
+	r := len(inter)
+	gAx, w := r-2, AGroup
+	if kind == BPanel {
+		gAx, w = r-1, BGroup
+	}
+	n := (inter[gAx].Len() + w - 1) / w
+	for d := 0; d < r-2; d++ {
+		n *= inter[d].Len()
+	}
+	return n
 }
 
 // panelRuns is the runs of the intersection inter of two panel pieces.

@@ -141,7 +141,7 @@ func (g Geometry) BatchOffset(idx []int) int {
 // 8-byte aligned), and the bytes each tile's storage takes.
 func (t *Tensor) PieceOffsets() (offs []int, perTile map[int]int) {
 	offs = make([]int, len(t.Pieces))
-	perTile = map[int]int{}
+	perTile = make(map[int]int, len(t.Pieces))
 	for i, p := range t.Pieces {
 		offs[i] = perTile[p.Tile]
 		perTile[p.Tile] += t.Geometry(i).Bytes()

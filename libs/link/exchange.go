@@ -235,7 +235,9 @@ func (l *linker) lowerExchanges(log *slog.Logger) error {
 		s.Cycles = sp.Makespan
 		l.st.Transfers += len(s.Xfers)
 	}
-	l.saveSchedules(xss, from)
+	if !l.noSave {
+		l.saveSchedules(xss, from)
+	}
 	l.packExchanges(log)
 	return nil
 }

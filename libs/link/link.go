@@ -48,7 +48,7 @@ type Stats struct {
 	ReusedExchanges, RefusedReuses int
 	// FromState counts the exchange supersteps whose schedule is one of
 	// Options.Saved relocated; Saved are the schedules this link made
-	// (one per pattern), for a search state to keep.
+	// (one per pattern), for a search state to keep (none with NoSave).
 	FromState int
 	Saved     []plan.Exchange
 	// PadClearsRemoved counts the FP8 casts whose unread padding clears
@@ -124,6 +124,9 @@ type Options struct {
 	// KeepPadClears skips the padding-clear pass (lower.Options): every
 	// FP8 cast clears its padding (a debug switch).
 	KeepPadClears bool
+	// NoSave leaves Stats.Saved empty: for a caller that keeps no search
+	// state (ipu-link), the schedules are not encoded for one.
+	NoSave bool
 	// Runtime is the tile runtime compiled for the plan's architecture
 	// (CompileRuntime): compile_runtime takes it instead of compiling
 	// (nil, or another architecture's: compile).
@@ -147,11 +150,12 @@ type linker struct {
 	prof   *prog.Buffer // the profile buffer (nil: none)
 	// profWord is each superstep's word in the profile buffer (-1: none).
 	profWord []int
-	// noReuse is Options.NoExchangeReuse; saved, Options.Saved.
-	noReuse, keepPad, noLoops, noShare bool
-	saved                              []plan.Exchange
-	rt                                 *runtimeLib // the tile runtime (compile_runtime)
-	given                              *Runtime    // Options.Runtime
+	// noReuse is Options.NoExchangeReuse, noSave Options.NoSave; saved,
+	// Options.Saved.
+	noReuse, keepPad, noLoops, noShare, noSave bool
+	saved                                      []plan.Exchange
+	rt                                         *runtimeLib // the tile runtime (compile_runtime)
+	given                                      *Runtime    // Options.Runtime
 	// kcode is the kernels' code by key (prepare_tile_code).
 	kcode   map[any]*kernelCode
 	kcodeMu sync.Mutex
@@ -199,7 +203,7 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan: %w", err)
 	}
-	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, noLoops: opt.NoExchangeLoops, noShare: opt.NoPatchSharing, saved: opt.Saved, given: opt.Runtime, kcode: map[any]*kernelCode{}}
+	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, noLoops: opt.NoExchangeLoops, noShare: opt.NoPatchSharing, noSave: opt.NoSave, saved: opt.Saved, given: opt.Runtime, kcode: map[any]*kernelCode{}}
 	for _, ph := range []struct {
 		name string
 		fn   func(*slog.Logger) error

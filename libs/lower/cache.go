@@ -54,7 +54,7 @@ func (l *lowerer) stepKey(st *plan.Step) string {
 			continue
 		}
 		t := l.tensors[id]
-		fmt.Fprintf(&b, "%d:%d:%s:%s;", t.Value, l.acc[t.Value], t.Source, t.Key())
+		fmt.Fprintf(&b, "%d:%d:%s:%s;", t.Value, l.acc[t.Value], t.Source, l.key(id))
 	}
 	b.WriteString("|")
 	for _, id := range st.Outputs {
@@ -63,9 +63,17 @@ func (l *lowerer) stepKey(st *plan.Step) string {
 			continue
 		}
 		t := l.tensors[id]
-		fmt.Fprintf(&b, "%d:%s:%s;", t.Value, t.Source, t.Key())
+		fmt.Fprintf(&b, "%d:%s:%s;", t.Value, t.Source, l.key(id))
 	}
 	return b.String()
+}
+
+// key is tensor id's layout.Tensor.Key, made once.
+func (l *lowerer) key(id int) string {
+	if l.keys[id] == "" {
+		l.keys[id] = l.tensors[id].Key()
+	}
+	return l.keys[id]
 }
 
 // lowerCached lowers st, or replays its earlier lowering.
@@ -94,8 +102,9 @@ func (l *lowerer) lowerCached(st *plan.Step) error {
 	if cur != nil && l.out.Steps[len(l.out.Steps)-1] != cur {
 		cur = nil
 	}
-	before := map[int]int{}
+	var before map[int]int
 	if cur != nil {
+		before = make(map[int]int, len(cur.Work))
 		for t, ks := range cur.Work {
 			before[t] = len(ks)
 		}

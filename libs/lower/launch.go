@@ -269,12 +269,24 @@ func (l *lowerer) elementwiseLaunches(what string, s *prog.Superstep, tile int, 
 	// A Select whose condition and value are both one element per row
 	// (the kernels take one such operand) runs row by row, both then
 	// single values.
+	// (The kernel is made to ask only of a launch that could split, and
+	// ls copied only once one does.)
 	var split []launch
-	for _, ln := range ls {
-		_, sel := mk(what, ln).Params.(*codegen.Select)
-		if !sel || ln.R <= 1 || len(ln.arrays) != 3 || !ln.arrays[1].perRow || !ln.arrays[2].perRow {
-			split = append(split, ln)
+	for i, ln := range ls {
+		if ln.R <= 1 || len(ln.arrays) != 3 || !ln.arrays[1].perRow || !ln.arrays[2].perRow {
+			if split != nil {
+				split = append(split, ln)
+			}
 			continue
+		}
+		if _, sel := mk(what, ln).Params.(*codegen.Select); !sel {
+			if split != nil {
+				split = append(split, ln)
+			}
+			continue
+		}
+		if split == nil {
+			split = append(make([]launch, 0, len(ls)+ln.R), ls[:i]...)
 		}
 		for r := 0; r < ln.R; r++ {
 			row := launch{R: 1, N: ln.N, arrays: append([]array(nil), ln.arrays...)}
@@ -285,7 +297,9 @@ func (l *lowerer) elementwiseLaunches(what string, s *prog.Superstep, tile int, 
 			split = append(split, row)
 		}
 	}
-	ls = split
+	if split != nil {
+		ls = split
+	}
 	for _, ln := range ls {
 		k := mk(what, ln)
 		_, walksY := k.Params.(*codegen.Select)

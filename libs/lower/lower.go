@@ -74,6 +74,9 @@ type lowerer struct {
 	out *prog.Program
 
 	tensors []*layout.Tensor
+	// keys are the tensors' layout.Tensor.Key, each made once (the step
+	// cache's keys name them; "" until made).
+	keys    []string
 	refs    [][]prog.Ref // per tensor, per piece (nil until written)
 	byValue map[int][]int
 	acc     []int64 // rounding count per value
@@ -183,6 +186,7 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 
 // readTensors converts and validates the plan's tensors.
 func (l *lowerer) readTensors() error {
+	l.keys = make([]string, len(l.pl.Tensors))
 	for i, pt := range l.pl.Tensors {
 		v := l.g.Values[pt.Value]
 		size := DeviceSize(v.DType)
@@ -223,7 +227,7 @@ func (l *lowerer) readTensors() error {
 			}
 			t.Pieces[k] = layout.Piece{Tile: pc.Tile, Box: box}
 		}
-		if err := l.validate(t); err != nil {
+		if err := l.validate(i, t); err != nil {
 			return &PlanError{Msg: err.Error()}
 		}
 		switch {
@@ -241,12 +245,13 @@ func (l *lowerer) readTensors() error {
 
 // validate checks a tensor's mapping, once per layout with a step cache
 // (the planner's plans repeat most tensors from point to point).
-func (l *lowerer) validate(t *layout.Tensor) error {
+func (l *lowerer) validate(i int, t *layout.Tensor) error {
 	c := l.opt.Cache
 	if c == nil {
 		return t.Validate(l.pl.Tiles)
 	}
-	key := fmt.Sprint(t.Value, t.Shape, l.pl.Tiles) + t.Key()
+	l.keys[i] = t.Key()
+	key := fmt.Sprint(t.Value, t.Shape, l.pl.Tiles) + l.keys[i]
 	if c.valid[key] {
 		return nil
 	}

@@ -61,18 +61,32 @@ func multicast(xs []prog.Transfer) []prog.Transfer {
 			next[i]++
 		}
 	}
-	out := make([]prog.Transfer, 0, len(keys))
+	// Each key's dests sorted, and the transfers counted, so that out
+	// is allocated once (growing it was most of multicast's allocation).
+	n := 0
 	for i, k := range keys {
 		ts := dests[start[i]:start[i+1]]
 		sort.Ints(ts)
-		for a := 0; a < len(ts); {
-			b := a + 1
-			for b < len(ts) && ts[b] == ts[b-1]+1 && !(k.src > ts[a] && k.src < ts[b]) {
-				b++
-			}
-			out = append(out, prog.Transfer{Src: k.src, Dst: ts[a], DstN: b - a, Words: k.words, From: k.from, To: k.to})
-			a = b
-		}
+		eachDestRun(k.src, ts, func(int, int) { n++ })
+	}
+	out := make([]prog.Transfer, 0, n)
+	for i, k := range keys {
+		eachDestRun(k.src, dests[start[i]:start[i+1]], func(a, b int) {
+			out = append(out, prog.Transfer{Src: k.src, Dst: a, DstN: b - a, Words: k.words, From: k.from, To: k.to})
+		})
 	}
 	return out
+}
+
+// eachDestRun calls f for each run [a, b) of contiguous tiles of the
+// sorted dests ts that does not span the source tile src.
+func eachDestRun(src int, ts []int, f func(a, b int)) {
+	for a := 0; a < len(ts); {
+		b := a + 1
+		for b < len(ts) && ts[b] == ts[b-1]+1 && !(src > ts[a] && src < ts[b]) {
+			b++
+		}
+		f(ts[a], ts[a]+b-a)
+		a = b
+	}
 }

@@ -29,6 +29,12 @@ import (
 func (l *lowerer) runMoves(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref, runs []layout.Run) (*moves, error) {
 	m := newMoves()
 	m.xfers = make([]prog.Transfer, 0, len(runs)) // at most one a run
+	return m, l.addMoves(m, src, dst, srcRefs, dstRefs, runs)
+}
+
+// addMoves is runMoves adding to m (its transfers after m's, its copies
+// after m's on each tile).
+func (l *lowerer) addMoves(m *moves, src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref, runs []layout.Run) error {
 	size := src.Size
 	type local struct {
 		from, to prog.Ref
@@ -55,7 +61,7 @@ func (l *lowerer) runMoves(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref,
 		bytes := r.N * size
 		if from.Off%4 != 0 || to.Off%4 != 0 || bytes%4 != 0 {
 			if size != 2 {
-				return nil, l.notLowered(nil, "moving %d elements of %q from element %d of a piece on tile %d to tile %d: %d-byte elements not in whole aligned 32-bit words (tensor %d to tensor %d)", r.N, src.Name, r.SrcOff, s, t, size, src.ID, dst.ID)
+				return l.notLowered(nil, "moving %d elements of %q from element %d of a piece on tile %d to tile %d: %d-byte elements not in whole aligned 32-bit words (tensor %d to tensor %d)", r.N, src.Name, r.SrcOff, s, t, size, src.ID, dst.ID)
 			}
 			e := elems{from: from, to: to, n: r.N, src: -1}
 			if s != t {
@@ -199,7 +205,7 @@ func (l *lowerer) runMoves(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref,
 			i = j
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // relayout lowers an inserted re-layout step: values from tensors to
@@ -209,15 +215,24 @@ func (l *lowerer) relayout(st *plan.Step) error {
 	if len(st.Inputs) == 0 || len(st.Inputs) != len(st.Outputs) {
 		return l.stepErr("a re-layout reads as many tensors as it writes, at least one")
 	}
-	all := newMoves()
+	// Every pair's runs first (they are pure: a pair's error is still
+	// reported in pair order), so that the transfers go into one array
+	// sized once.
+	pairs := make([]relayoutPair, len(st.Inputs))
+	errs := make([]error, len(st.Inputs))
+	n := 0
 	for i := range st.Inputs {
-		m, err := l.relayoutMoves(st.Inputs[i], st.Outputs[i])
-		if err != nil {
-			return err
+		pairs[i], errs[i] = l.relayoutRuns(st.Inputs[i], st.Outputs[i])
+		n += len(pairs[i].runs)
+	}
+	all := newMoves()
+	all.xfers = make([]prog.Transfer, 0, n)
+	for i, p := range pairs {
+		if errs[i] != nil {
+			return errs[i]
 		}
-		all.xfers = append(all.xfers, m.xfers...)
-		for t, ks := range m.copies {
-			all.copies[t] = append(all.copies[t], ks...)
+		if err := l.addMoveOps(all, p.src, p.dst, p.runs); err != nil {
+			return err
 		}
 	}
 	names := make([]string, len(st.Outputs))
@@ -228,19 +243,26 @@ func (l *lowerer) relayout(st *plan.Step) error {
 	return nil
 }
 
-// relayoutMoves returns the transfers and copies that re-lay tensor in
-// out as tensor out.
-func (l *lowerer) relayoutMoves(in, out int) (*moves, error) {
+// relayoutPair is one input and output of a re-layout and the runs
+// between them.
+type relayoutPair struct {
+	src, dst *layout.Tensor
+	runs     []layout.Run
+}
+
+// relayoutRuns returns the runs that re-lay tensor in out as tensor
+// out.
+func (l *lowerer) relayoutRuns(in, out int) (relayoutPair, error) {
 	src, err := l.tensor(in, nil, "input")
 	if err != nil {
-		return nil, err
+		return relayoutPair{}, err
 	}
 	dst, err := l.tensor(out, nil, "output")
 	if err != nil {
-		return nil, err
+		return relayoutPair{}, err
 	}
 	if src.Value != dst.Value || src.Transposed != dst.Transposed || src.Size != dst.Size {
-		return nil, l.stepErr("tensor %d (%q) and tensor %d (%q) are not the same value in the same orientation", src.ID, src.Name, dst.ID, dst.Name)
+		return relayoutPair{}, l.stepErr("tensor %d (%q) and tensor %d (%q) are not the same value in the same orientation", src.ID, src.Name, dst.ID, dst.Name)
 	}
 	var runs []layout.Run
 	switch {
@@ -249,12 +271,12 @@ func (l *lowerer) relayoutMoves(in, out int) (*moves, error) {
 	case src.Kind == dst.Kind:
 		runs, err = layout.PanelRuns(src, dst)
 	default:
-		return nil, l.stepErr("a re-layout from %s to %s (a pack step converts row-major data to panels)", src.Kind, dst.Kind)
+		return relayoutPair{}, l.stepErr("a re-layout from %s to %s (a pack step converts row-major data to panels)", src.Kind, dst.Kind)
 	}
 	if err != nil {
-		return nil, l.stepErr("%v", err)
+		return relayoutPair{}, l.stepErr("%v", err)
 	}
-	return l.moveOps(src, dst, runs)
+	return relayoutPair{src, dst, runs}, nil
 }
 
 // move runs the transfers and copies that fill dst from src.
@@ -269,24 +291,30 @@ func (l *lowerer) move(name string, src, dst *layout.Tensor, runs []layout.Run) 
 
 // moveOps returns the transfers and copies that fill dst from src.
 func (l *lowerer) moveOps(src, dst *layout.Tensor, runs []layout.Run) (*moves, error) {
+	m := newMoves()
+	m.xfers = make([]prog.Transfer, 0, len(runs)) // at most one a run
+	return m, l.addMoveOps(m, src, dst, runs)
+}
+
+// addMoveOps is moveOps adding to m.
+func (l *lowerer) addMoveOps(m *moves, src, dst *layout.Tensor, runs []layout.Run) error {
 	srcRefs, err := l.read(src)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	dstRefs, err := l.write(dst)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	m, err := l.runMoves(src, dst, srcRefs, dstRefs, runs)
-	if err != nil {
-		return nil, err
+	if err := l.addMoves(m, src, dst, srcRefs, dstRefs, runs); err != nil {
+		return err
 	}
 	if dst.Kind != layout.RowMajor {
 		for j := range dst.Pieces {
 			l.zeroKPad(m, dst.Name, dst, j, dstRefs[j])
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // transpose lowers a Transpose node.

@@ -58,13 +58,22 @@ func wideCasts(pr *prog.Program, p *arch.Preset) {
 			bytes[t] += int64(b.Size)
 		}
 	}
+	// Once a buffer: a cast buffer over many tiles is read by a kernel
+	// on each of them.
+	room := map[*prog.Buffer]bool{}
 	roomy := func(b *prog.Buffer) bool {
+		if ok, seen := room[b]; seen {
+			return ok
+		}
+		ok := true
 		for _, t := range b.Tiles {
 			if bytes[t] > int64(p.Interleaved.Size()/2) {
-				return false
+				ok = false
+				break
 			}
 		}
-		return true
+		room[b] = ok
+		return ok
 	}
 	for _, k := range casts {
 		c := k.Params.(*codegen.Cast)

@@ -305,7 +305,7 @@ func apart(ps, blocks []layout.Piece, lo, n, stride int) []layout.Piece {
 	if len(ps) > n {
 		return ps
 	}
-	held := map[int][]layout.Box{}
+	held := make(map[int][]layout.Box, len(blocks))
 	for _, b := range blocks {
 		held[b.Tile] = append(held[b.Tile], b.Box)
 	}

@@ -105,7 +105,7 @@ func (m *Machine) decodeProgram(mem []byte, code []arch.Range) *program {
 			p.insts[(a-base)/4] = decodeWord(isa.Word(mem[a-lo:]))
 		}
 	}
-	p.distW, p.distE = distances(p.insts, false), distances(p.insts, true)
+	p.distW, p.distE = distances(p.insts)
 	for i := range p.insts {
 		if op := p.insts[i].op; op == isa.AMPH || op >= isa.H4ADD && op <= isa.H4FMA {
 			p.half = halfTable()
@@ -218,32 +218,59 @@ func opClass(d isa.Inst) uint8 {
 // distCap stands for "never": a loop that cannot write.
 const distCap = 1 << 30
 
-// distances computes program.distW (exit false) or distE (exit true): a
-// breadth-first search from the boundary instructions backwards along the
-// control-flow edges (both ways of a conditional branch, the way into and
-// around a repeat body and the body's way back), so the result is a lower
-// bound for every path. Without exit, an exit ends every path.
-func distances(insts []inst, exit bool) []uint32 {
+// distances computes program.distW and distE: a breadth-first search
+// from the boundary instructions backwards along the control-flow edges
+// (both ways of a conditional branch, the way into and around a repeat
+// body and the body's way back), so the result is a lower bound for
+// every path. For distW an exit ends every path (it never reaches a
+// boundary); for distE it is a boundary. An exit has no edges out either
+// way (a decoded exit is global, a boundary), so the two searches share
+// one reverse graph.
+func distances(insts []inst) (distW, distE []uint32) {
+	for i := range insts {
+		if in := &insts[i]; in.op == isa.EXIT && !boundary(in) {
+			// Not the exit decodeWord makes: the graphs differ.
+			return distancesOf(insts, false), distancesOf(insts, true)
+		}
+	}
+	g := newReverseGraph(insts, true)
+	return g.search(insts, false), g.search(insts, true)
+}
+
+// distancesOf computes distW (exit false) or distE (exit true) alone.
+func distancesOf(insts []inst, exit bool) []uint32 {
+	return newReverseGraph(insts, exit).search(insts, exit)
+}
+
+// boundary reports whether a search starts at in: an instruction that
+// may write memory or start a worker, a word that is not code, or jr.
+func boundary(in *inst) bool {
+	return in.flags&(fGlobal|fNotCode|fInvalid) != 0 || in.op == isa.JR
+}
+
+// reverseGraph is the control-flow edges reversed, in compressed form:
+// preds[start[j]:start[j+1]] lead to j; faults are the instructions
+// whose next fetch faults (distance 1).
+type reverseGraph struct {
+	start, preds []int32
+	faults       []bool
+}
+
+// newReverseGraph builds the graph of distancesOf(insts, exit): without
+// exit, an exit has no edges out.
+func newReverseGraph(insts []inst, exit bool) *reverseGraph {
 	n := len(insts)
-	dist := make([]uint32, n)
-	// Reverse edges in compressed form: preds[start[j]:start[j+1]] lead to j.
+	g := &reverseGraph{start: make([]int32, n+1), faults: make([]bool, n)}
 	edges := make([][2]int32, 0, n+n/4) // {from, to}
-	queue := make([]int32, 0, n)
 	for i := range insts {
 		in := &insts[i]
-		dist[i] = distCap
-		if in.op == isa.EXIT && !exit {
-			continue
-		}
-		if in.flags&(fGlobal|fNotCode|fInvalid) != 0 || in.op == isa.JR {
-			dist[i] = 0
-			queue = append(queue, int32(i))
+		if in.op == isa.EXIT && !exit || boundary(in) {
 			continue
 		}
 		next, k := successors(in, i)
 		for _, j := range next[:k] {
 			if j < 0 || j >= n {
-				dist[i] = 1 // the next fetch faults
+				g.faults[i] = true
 				continue
 			}
 			edges = append(edges, [2]int32{int32(i), int32(j)})
@@ -254,18 +281,38 @@ func distances(insts []inst, exit bool) []uint32 {
 			}
 		}
 	}
-	start := make([]int32, n+1)
 	for _, e := range edges {
-		start[e[1]+1]++
+		g.start[e[1]+1]++
 	}
 	for j := 0; j < n; j++ {
-		start[j+1] += start[j]
+		g.start[j+1] += g.start[j]
 	}
-	preds := make([]int32, len(edges))
-	fill := append([]int32(nil), start[:n]...)
+	g.preds = make([]int32, len(edges))
+	fill := append([]int32(nil), g.start[:n]...)
 	for _, e := range edges {
-		preds[fill[e[1]]] = e[0]
+		g.preds[fill[e[1]]] = e[0]
 		fill[e[1]]++
+	}
+	return g
+}
+
+// search returns the distances from the boundaries (with exit: the
+// exits too) over g.
+func (g *reverseGraph) search(insts []inst, exit bool) []uint32 {
+	n := len(insts)
+	dist := make([]uint32, n)
+	queue := make([]int32, 0, n)
+	for i := range insts {
+		in := &insts[i]
+		dist[i] = distCap
+		switch {
+		case in.op == isa.EXIT && !exit:
+		case boundary(in):
+			dist[i] = 0
+			queue = append(queue, int32(i))
+		case g.faults[i]:
+			dist[i] = 1 // the next fetch faults
+		}
 	}
 	// Seeds at 1 (a fetch fault next) join the queue after the zeros.
 	for i := range dist {
@@ -275,7 +322,7 @@ func distances(insts []inst, exit bool) []uint32 {
 	}
 	for q := 0; q < len(queue); q++ {
 		j := queue[q]
-		for _, i := range preds[start[j]:start[j+1]] {
+		for _, i := range g.preds[g.start[j]:g.start[j+1]] {
 			if d := dist[j] + 1; d < dist[i] {
 				dist[i] = d
 				queue = append(queue, i)

@@ -59,7 +59,8 @@ func linkPlan(log *slog.Logger, in, out, model, state string) error {
 			return fmt.Errorf("%s: plan was made from model %q (sha256 %.12s), not from %s (sha256 %.12s)", in, pl.Model.Path, pl.Model.Fingerprint, model, fp)
 		}
 	}
-	opt := link.Options{Saved: saved}
+	// The object is all this link writes: no schedules to save.
+	opt := link.Options{Saved: saved, NoSave: true}
 	if state != "" {
 		sd, err := os.ReadFile(state)
 		if err != nil {
