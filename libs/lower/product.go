@@ -359,22 +359,31 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 		}
 	}
 	final := mmStep
+	var sums map[[2]int]*prog.Kernel
 	if s.GK > 1 {
-		final = l.reduceScatter(n, s, ps, blocks, cBuf, blockBytes, npMax, partMax, nbMax)
+		final, sums = l.reduceScatter(n, s, ps, blocks, cBuf, blockBytes, npMax, partMax, nbMax)
 	}
-	return l.productResult(n, ps, blocks, cRef, final)
+	return l.productResult(n, ps, blocks, cRef, final, sums)
 }
 
 // reduceScatter adds the exchange and compute supersteps that sum a k
 // split's partial products: tile (b, i, j, l) receives row part l of
-// block (b, i, j) from the other k blocks and adds them.
-func (l *lowerer) reduceScatter(n *graph.Node, s layout.Split, ps *productShape, blocks []layout.TileBlock, cBuf *prog.Buffer, blockBytes, npMax, partMax, nbMax int) *prog.Superstep {
+// block (b, i, j) from the other k blocks and adds them. It returns the
+// compute superstep and, by tile and batch index, the last launch adding
+// to each part (productResult may fuse the FP16 cast into it).
+//
+// The parts and the tile's own block are in interleaved memory at
+// 16-byte aligned places (the C buffer's blocks and parts are multiples
+// of 64 bytes: padded widths of 16 FP32 elements), so the sums run on
+// 128-bit units (codegen.SumParts.Interleaved).
+func (l *lowerer) reduceScatter(n *graph.Node, s layout.Split, ps *productShape, blocks []layout.TileBlock, cBuf *prog.Buffer, blockBytes, npMax, partMax, nbMax int) (*prog.Superstep, map[[2]int]*prog.Kernel) {
 	var tiles []int
 	for _, tb := range blocks {
 		tiles = append(tiles, tb.Tile)
 	}
 	slot := partMax * npMax * 4
-	rb := l.out.NewBuffer(n.Name+".partials", tiles, nbMax*(s.GK-1)*slot, 8, prog.Interleaved)
+	rb := l.out.NewBuffer(n.Name+".partials", tiles, nbMax*(s.GK-1)*slot, 16, prog.Interleaved)
+	last := map[[2]int]*prog.Kernel{}
 	m := newMoves()
 	var adds []struct {
 		tile int
@@ -412,9 +421,10 @@ func (l *lowerer) reduceScatter(n *graph.Node, s layout.Split, ps *productShape,
 			for k0 := 0; k0 < s.GK-1; k0 += perLaunch {
 				parts := min(perLaunch, s.GK-1-k0)
 				first := prog.Ref{Buf: rb, Off: uint32(((bi-tb.B0)*(s.GK-1) + k0) * slot)}
-				p := &codegen.SumParts{N: words, Parts: parts, Stride: slot / 4, Workers: codegen.Slots}
+				p := &codegen.SumParts{N: words, Parts: parts, Stride: slot / 4, Workers: codegen.Slots, Interleaved: true}
 				kk := &prog.Kernel{What: n.Name + ".reduce-add", Params: p, Fixes: []prog.Fix{
 					{Field: &p.X, Ref: first}, {Field: &p.Y, Ref: own, Write: true}}}
+				last[[2]int{tb.Tile, bi}] = kk
 				adds = append(adds, struct {
 					tile int
 					k    *prog.Kernel
@@ -426,12 +436,16 @@ func (l *lowerer) reduceScatter(n *graph.Node, s layout.Split, ps *productShape,
 	for _, a := range adds {
 		step.Work[a.tile] = append(step.Work[a.tile], a.k)
 	}
-	return step
+	return step, last
 }
 
 // productResult applies the Gemm epilogue and the FP16 cast to each
-// tile's result part and records the result tensor's storage.
-func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout.TileBlock, cRef func(layout.TileBlock, int) prog.Ref, final *prog.Superstep) error {
+// tile's result part and records the result tensor's storage. A part
+// with no epilogue that a k split's sum ends (sums, by tile and batch
+// index) gets the cast fused into that sum: the launch writes the FP16
+// result instead of its FP32 accumulator (same rounding, one launch and
+// one pass over the part fewer).
+func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout.TileBlock, cRef func(layout.TileBlock, int) prog.Ref, final *prog.Superstep, sums map[[2]int]*prog.Kernel) error {
 	y := ps.y
 	f16 := l.g.Values[y.Value].DType == onnx.Float16
 	var yRefs []prog.Ref
@@ -478,7 +492,9 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 					return err
 				}
 			}
-			if f16 {
+			if sum := sums[[2]int{tb.Tile, b}]; f16 && sum != nil && ps.alpha == 1 && bias == nil {
+				fuseCast(sum, yRefs[yi])
+			} else if f16 {
 				p := &codegen.Cast{Kind: codegen.F32ToF16, N: rows * np, Workers: codegen.Slots}
 				final.Work[tb.Tile] = append(final.Work[tb.Tile], &prog.Kernel{What: n.Name + ".cast-out", Params: p,
 					Fixes: []prog.Fix{{Field: &p.X, Ref: part}, {Field: &p.Y, Ref: yRefs[yi], Write: true}}})
@@ -490,6 +506,19 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 	l.refs[y.ID] = yRefs
 	l.acc[y.Value] = l.productAcc(n, ps, f16)
 	return nil
+}
+
+// fuseCast makes the sum k write its result rounded to FP16 at y
+// instead of its FP32 accumulator, which it then only reads.
+func fuseCast(k *prog.Kernel, y prog.Ref) {
+	p := k.Params.(*codegen.SumParts)
+	for i := range k.Fixes {
+		if k.Fixes[i].Field == &p.Y {
+			k.Fixes[i].Write = false
+		}
+	}
+	k.Fixes = append(k.Fixes, prog.Fix{Field: &p.Out, Ref: y, Write: true})
+	k.ClearCost()
 }
 
 // productAcc is the rounding count of a product's result: the operands'
