@@ -3,10 +3,17 @@ package link
 import (
 	"bytes"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"ipu.local/formats/plan"
+	"ipu.local/libs/arch"
+	"ipu.local/libs/graph"
+	"ipu.local/libs/onnx"
+	"ipu.local/libs/planner"
 	"ipu.local/libs/repodata"
 )
 
@@ -44,7 +51,8 @@ func TestPatchLayoutPlace(t *testing.T) {
 	}
 }
 
-// TestPatchSharing links a GPT-2 block, where tiles run the same
+// TestPatchSharing links a GPT-2 block, its V projection on the Q
+// projection's tiles under the same split so that tiles run the same
 // irregular gather in two supersteps, with and without sharing patch
 // runs: sharing stores fewer bytes, exactly the ones it reports, and the
 // simulator runs both in the linker's cycles with bit-identical outputs.
@@ -56,7 +64,11 @@ func TestPatchSharing(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	pl, o, st, g := linkModel(t, filepath.Join(r.Dir, "gpt2_block", "model.onnx"), "ipu21", 1472)
+	pl, g := sharedTilesPlan(t, filepath.Join(r.Dir, "gpt2_block", "model.onnx"))
+	o, st, err := Link(pl, "test", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	flat, fst, err := Link(pl, "test", Options{NoPatchSharing: true})
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +88,49 @@ func TestPatchSharing(t *testing.T) {
 	}
 	sameRuns(t, g, o, st, flat, fst, "with shared patch runs")
 	t.Logf("%d of %d patch runs shared: %d of %d table bytes saved (largest tile %d)", pp.SharedRuns, pp.Runs, pp.SavedBytes, pp.TableBytes, pp.MaxSaved)
+}
+
+// sharedTilesPlan plans the model at path on 1472 tiles, then plans it
+// again with every product that has an earlier product's split on that
+// product's tiles.
+func sharedTilesPlan(t *testing.T, path string) (*plan.Plan, *graph.Graph) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := onnx.ReadModel(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := arch.MustLookup("ipu21")
+	_, state, _, err := planner.Plan(g, p, planner.Options{Tiles: 1472, Seed: 1, MaxAttempts: 5, ModelPath: filepath.Base(path), ModelFingerprint: onnx.Fingerprint(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := append([]plan.Decision(nil), state.Incumbent.Decisions...)
+	moved := 0
+	for i := range ds {
+		for _, e := range ds[:i] {
+			if reflect.DeepEqual(e.Split, ds[i].Split) && e.Tiles != ds[i].Tiles {
+				ds[i].Tiles = e.Tiles
+				moved++
+				break
+			}
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no product shares an earlier one's split")
+	}
+	pl, err := planner.Build(g, p, 1472, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl, g
 }
 
 // TestPatchSharingNothing links qk-early on 64 tiles, whose one

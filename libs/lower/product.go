@@ -270,7 +270,7 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 	if st.Split == nil {
 		return l.stepErr("a product step without a split")
 	}
-	s := layout.Split{GB: st.Split.B, GM: st.Split.M, GN: st.Split.N, GK: st.Split.K, Align: st.Split.Align, NAlign: st.Split.NAlign, BOrder: st.Split.Order == "b", Rest: RestOf(st.Split.Rest)}
+	s := layout.Split{GB: st.Split.B, GM: st.Split.M, GN: st.Split.N, GK: st.Split.K, Align: st.Split.Align, NAlign: st.Split.NAlign, BOrder: st.Split.Order == "b", ColCut: st.Split.Parts == "cols", Rest: RestOf(st.Split.Rest)}
 	lo := st.Tiles[0]
 	if !s.Fits(ps.mm) || lo+s.Tiles() > st.Tiles[1] {
 		return l.stepErr("split %v over tiles %v does not fit %d products of [%d,%d]x[%d,%d]", s, st.Tiles, ps.mm.Batches(), ps.mm.M, ps.mm.K, ps.mm.K, ps.mm.N)
@@ -320,7 +320,13 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 		mpMax = max(mpMax, layout.Pad(tb.M1-tb.M0, layout.AGroup))
 		npMax = max(npMax, layout.Pad(tb.N1-tb.N0, layout.BGroup))
 		nbMax = max(nbMax, tb.B1-tb.B0)
-		partMax = max(partMax, tb.P1-tb.P0)
+	}
+	for _, tb := range blocks {
+		_, pitch := partPlace(tb)
+		if tb.Q0 == 0 && tb.Q1 == tb.N1-tb.N0 {
+			pitch = npMax
+		}
+		partMax = max(partMax, (tb.P1-tb.P0)*pitch)
 	}
 	tiles := make([]int, len(blocks))
 	for i, tb := range blocks {
@@ -333,7 +339,6 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 		return prog.Ref{Buf: cBuf, Off: uint32((b - tb.B0) * blockBytes)}
 	}
 	for _, tb := range blocks {
-		mp, np := layout.Pad(tb.M1-tb.M0, layout.AGroup), layout.Pad(tb.N1-tb.N0, layout.BGroup)
 		for b := tb.B0; b < tb.B1; b++ {
 			idx := ps.mm.BatchIndex(b)
 			ab := append(layout.ProjectBatch(idx, ps.mm.ABatch), layout.Range{Lo: tb.M0, Hi: tb.M1}, layout.Range{Lo: tb.K0, Hi: tb.K1})
@@ -343,100 +348,39 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 				return l.stepErr("tile %d: the operand blocks %s and %s are not stored whole", tb.Tile, ab, bb)
 			}
 			kp := ps.a.Geometry(ai).KP
-			// The result's readers (productResult, reduceScatter) read
-			// rows [P0, P1) of the block, inside its M extent.
-			k := &prog.Kernel{What: n.Name + ".matmul", RowsRead: tb.M1 - tb.M0}
-			if ps.typ == codegen.VecFP32 {
-				p := &codegen.MatMulF32{M: mp, K: kp, N: np, CStride: np, Workers: codegen.Slots}
-				k.Params = p
-				k.Fixes = []prog.Fix{{Field: &p.A, Ref: aRefs[ai]}, {Field: &p.B, Ref: bRefs[bi]}, {Field: &p.C, Ref: cRef(tb, b), Write: true}}
-			} else {
-				p := &codegen.MatMul{Type: ps.typ, M: mp, K: kp, N: np, CStride: np, FP8: ps.fp8, Workers: codegen.Slots}
-				k.Params = p
-				k.Fixes = []prog.Fix{{Field: &p.A, Ref: aRefs[ai]}, {Field: &p.B, Ref: bRefs[bi]}, {Field: &p.C, Ref: cRef(tb, b), Write: true}}
+			for _, c := range colParts(s, tb) {
+				k := matmulKernel(n, ps, tb, kp, c, aRefs[ai], bRefs[bi], cRef(tb, b))
+				mmStep.Work[tb.Tile] = append(mmStep.Work[tb.Tile], k)
 			}
-			mmStep.Work[tb.Tile] = append(mmStep.Work[tb.Tile], k)
 		}
 	}
 	final := mmStep
 	var sums map[[2]int]*prog.Kernel
 	if s.GK > 1 {
-		final, sums = l.reduceScatter(n, s, ps, blocks, cBuf, blockBytes, npMax, partMax, nbMax)
+		final, sums = l.reduceScatter(n, s, blocks, cBuf, blockBytes, partMax, nbMax)
 	}
 	return l.productResult(n, ps, blocks, cRef, final, sums)
 }
 
-// reduceScatter adds the exchange and compute supersteps that sum a k
-// split's partial products: tile (b, i, j, l) receives row part l of
-// block (b, i, j) from the other k blocks and adds them. It returns the
-// compute superstep and, by tile and batch index, the last launch adding
-// to each part (productResult may fuse the FP16 cast into it).
-//
-// The parts and the tile's own block are in interleaved memory at
-// 16-byte aligned places (the C buffer's blocks and parts are multiples
-// of 64 bytes: padded widths of 16 FP32 elements), so the sums run on
-// 128-bit units (codegen.SumParts.Interleaved).
-func (l *lowerer) reduceScatter(n *graph.Node, s layout.Split, ps *productShape, blocks []layout.TileBlock, cBuf *prog.Buffer, blockBytes, npMax, partMax, nbMax int) (*prog.Superstep, map[[2]int]*prog.Kernel) {
-	var tiles []int
-	for _, tb := range blocks {
-		tiles = append(tiles, tb.Tile)
+// matmulKernel is the product kernel of tb's block for columns c of it
+// (colParts): the B panels of those columns, into their C block.
+func matmulKernel(n *graph.Node, ps *productShape, tb layout.TileBlock, kp int, c layout.Range, a, b, cb prog.Ref) *prog.Kernel {
+	mp, w := layout.Pad(tb.M1-tb.M0, layout.AGroup), layout.Pad(c.Len(), layout.BGroup)
+	b = b.Add(c.Lo * kp * ps.typ.Size())
+	cb = cb.Add(4 * mp * c.Lo)
+	// The result's readers (productResult, reduceScatter) read rows
+	// [P0, P1) of the block, inside its M extent.
+	k := &prog.Kernel{What: n.Name + ".matmul", RowsRead: tb.M1 - tb.M0}
+	if ps.typ == codegen.VecFP32 {
+		p := &codegen.MatMulF32{M: mp, K: kp, N: w, CStride: w, Workers: codegen.Slots}
+		k.Params = p
+		k.Fixes = []prog.Fix{{Field: &p.A, Ref: a}, {Field: &p.B, Ref: b}, {Field: &p.C, Ref: cb, Write: true}}
+	} else {
+		p := &codegen.MatMul{Type: ps.typ, M: mp, K: kp, N: w, CStride: w, FP8: ps.fp8, Workers: codegen.Slots}
+		k.Params = p
+		k.Fixes = []prog.Fix{{Field: &p.A, Ref: a}, {Field: &p.B, Ref: b}, {Field: &p.C, Ref: cb, Write: true}}
 	}
-	slot := partMax * npMax * 4
-	rb := l.out.NewBuffer(n.Name+".partials", tiles, nbMax*(s.GK-1)*slot, 16, prog.Interleaved)
-	last := map[[2]int]*prog.Kernel{}
-	m := newMoves()
-	var adds []struct {
-		tile int
-		k    *prog.Kernel
-	}
-	byCoord := map[[4]int]layout.TileBlock{}
-	for rel, tb := range blocks {
-		b, i, j, lk := s.Coords(rel)
-		byCoord[[4]int{b, i, j, lk}] = tb
-	}
-	for rel, tb := range blocks {
-		b, i, j, lk := s.Coords(rel)
-		if tb.P0 == tb.P1 {
-			continue
-		}
-		np := layout.Pad(tb.N1-tb.N0, layout.BGroup)
-		words := (tb.P1 - tb.P0) * np
-		for bi := tb.B0; bi < tb.B1; bi++ {
-			k := 0
-			for l2 := 0; l2 < s.GK; l2++ {
-				if l2 == lk {
-					continue
-				}
-				from := byCoord[[4]int{b, i, j, l2}]
-				part := prog.Ref{Buf: cBuf, Off: uint32((bi-from.B0)*blockBytes + tb.P0*np*4)}
-				dst := prog.Ref{Buf: rb, Off: uint32(((bi-tb.B0)*(s.GK-1) + k) * slot)}
-				m.xfers = append(m.xfers, prog.Transfer{Src: from.Tile, Dst: tb.Tile, DstN: 1, Words: words, From: part, To: dst})
-				k++
-			}
-			// The received parts, one slot apart, are added to the tile's
-			// own in k order, as many per launch as a load's offset
-			// reaches.
-			own := prog.Ref{Buf: cBuf, Off: uint32((bi-tb.B0)*blockBytes + tb.P0*np*4)}
-			perLaunch := max(1, 0x7FFF/slot+1)
-			for k0 := 0; k0 < s.GK-1; k0 += perLaunch {
-				parts := min(perLaunch, s.GK-1-k0)
-				first := prog.Ref{Buf: rb, Off: uint32(((bi-tb.B0)*(s.GK-1) + k0) * slot)}
-				p := &codegen.SumParts{N: words, Parts: parts, Stride: slot / 4, Workers: codegen.Slots, Interleaved: true}
-				kk := &prog.Kernel{What: n.Name + ".reduce-add", Params: p, Fixes: []prog.Fix{
-					{Field: &p.X, Ref: first}, {Field: &p.Y, Ref: own, Write: true}}}
-				last[[2]int{tb.Tile, bi}] = kk
-				adds = append(adds, struct {
-					tile int
-					k    *prog.Kernel
-				}{tb.Tile, kk})
-			}
-		}
-	}
-	step := l.exchangeNamed("reduce:"+n.Name, "reduce-add:"+n.Name, m)
-	for _, a := range adds {
-		step.Work[a.tile] = append(step.Work[a.tile], a.k)
-	}
-	return step, last
+	return k
 }
 
 // productResult applies the Gemm epilogue and the FP16 cast to each
@@ -472,15 +416,15 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 		if tb.P0 == tb.P1 {
 			continue
 		}
-		np := layout.Pad(tb.N1-tb.N0, layout.BGroup)
+		at, np := partPlace(tb)
 		for b := tb.B0; b < tb.B1; b++ {
 			box := make(layout.Box, 0, r)
 			for _, i := range ps.mm.BatchIndex(b) {
 				box = append(box, layout.Range{Lo: i, Hi: i + 1})
 			}
-			box = append(box, layout.Range{Lo: tb.M0 + tb.P0, Hi: tb.M0 + tb.P1}, layout.Range{Lo: tb.N0, Hi: tb.N1})
+			box = append(box, layout.Range{Lo: tb.M0 + tb.P0, Hi: tb.M0 + tb.P1}, layout.Range{Lo: tb.N0 + tb.Q0, Hi: tb.N0 + tb.Q1})
 			yi := pieceOn(y, tb.Tile, box)
-			part := cRef(tb, b).Add(tb.P0 * np * 4)
+			part := cRef(tb, b).Add(at)
 			rows := tb.P1 - tb.P0
 			if ps.alpha != 1 {
 				p := &codegen.Binary{Op: codegen.Mul, N: rows * np, B: codegen.Operand{Const: true, Value: ps.alpha}, Workers: codegen.Slots}
@@ -506,19 +450,6 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 	l.refs[y.ID] = yRefs
 	l.acc[y.Value] = l.productAcc(n, ps, f16)
 	return nil
-}
-
-// fuseCast makes the sum k write its result rounded to FP16 at y
-// instead of its FP32 accumulator, which it then only reads.
-func fuseCast(k *prog.Kernel, y prog.Ref) {
-	p := k.Params.(*codegen.SumParts)
-	for i := range k.Fixes {
-		if k.Fixes[i].Field == &p.Y {
-			k.Fixes[i].Write = false
-		}
-	}
-	k.Fixes = append(k.Fixes, prog.Fix{Field: &p.Out, Ref: y, Write: true})
-	k.ClearCost()
 }
 
 // productAcc is the rounding count of a product's result: the operands'

@@ -13,7 +13,17 @@ import (
 
 // split is a decision's split for a product.
 func (pr *product) split(d plan.Decision) layout.Split {
-	return layout.Split{GB: d.Split.B, GM: d.Split.M, GN: d.Split.N, GK: d.Split.K, Align: pr.align, NAlign: pr.nalign, BOrder: d.Split.Order == "b", Rest: lower.RestOf(d.Split.Rest)}
+	return layout.Split{GB: d.Split.B, GM: d.Split.M, GN: d.Split.N, GK: d.Split.K, Align: pr.align, NAlign: pr.nalign, BOrder: d.Split.Order == "b", ColCut: pr.colCut(d), Rest: lower.RestOf(d.Split.Rest)}
+}
+
+// colCut reports whether the reduce-scatter of the product's k split may
+// cut its blocks' columns: not for a Gemm's bias, whose pieces under
+// blocks cut differently would overlap (a bias row read in column parts
+// on some tiles and whole on others).
+func (pr *product) colCut(d plan.Decision) bool {
+	n := pr.node
+	bias := len(n.Inputs) > 2 && n.Inputs[2] != nil && gemmBeta(n) != 0
+	return d.Split.K > 1 && !bias
 }
 
 // product plans a MatMul or Gemm: its operand blocks, its result pieces,
@@ -67,10 +77,22 @@ func (b *builder) product(pr *product) error {
 		b.home[n.Outputs[0].Index] = y.ID // read through the cast only
 	}
 	st := plan.Step{Node: n.Index, Name: n.Name, Kernel: lower.KernelName(pr.typ), Inputs: ins, Outputs: []int{y.ID},
-		Split: &plan.Split{B: d.Split.B, M: d.Split.M, N: d.Split.N, K: d.Split.K, Align: pr.align, NAlign: pr.nalign, Order: d.Split.Order, Rest: lower.PlanRest(s)}, Tiles: d.Tiles,
+		Split: &plan.Split{B: d.Split.B, M: d.Split.M, N: d.Split.N, K: d.Split.K, Align: pr.align, NAlign: pr.nalign, Order: d.Split.Order, Parts: reduceParts(s, pr.mm, lo), Rest: lower.PlanRest(s)}, Tiles: d.Tiles,
 		CastOrder: d.CastOrder, Stationary: d.Stationary}
 	b.steps = append(b.steps, st)
 	return nil
+}
+
+// reduceParts is the plan's record of how the split's reduce-scatter
+// cuts its blocks: "cols" when it cuts some block's columns (the
+// planner's splits let it, layout.Split.ColCut), else "".
+func reduceParts(s layout.Split, mm layout.MatMul, lo int) string {
+	for _, tb := range s.Blocks(mm, lo) {
+		if s.ColParts(tb.M1-tb.M0, tb.N1-tb.N0) > 1 {
+			return "cols"
+		}
+	}
+	return ""
 }
 
 func gemmBeta(n *graph.Node) float32 {
