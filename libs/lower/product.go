@@ -348,8 +348,7 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 				return l.stepErr("tile %d: the operand blocks %s and %s are not stored whole", tb.Tile, ab, bb)
 			}
 			kp := ps.a.Geometry(ai).KP
-			for _, c := range colParts(s, tb) {
-				k := matmulKernel(n, ps, tb, kp, c, aRefs[ai], bRefs[bi], cRef(tb, b))
+			for _, k := range matmulKernels(n, ps, s, tb, kp, aRefs[ai], bRefs[bi], cRef(tb, b)) {
 				mmStep.Work[tb.Tile] = append(mmStep.Work[tb.Tile], k)
 			}
 		}
@@ -362,8 +361,29 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 	return l.productResult(n, ps, blocks, cRef, final, sums)
 }
 
-// matmulKernel is the product kernel of tb's block for columns c of it
-// (colParts): the B panels of those columns, into their C block.
+// matmulKernels are the product kernels of tb's block: one, or with
+// column parts (colParts) one per part, the B panels of its columns into
+// its C block. Column parts of one panel each are one AMP kernel whose C
+// panels lie a part apart (codegen.MatMul.CPanel).
+func matmulKernels(n *graph.Node, ps *productShape, s layout.Split, tb layout.TileBlock, kp int, a, b, cb prog.Ref) []*prog.Kernel {
+	cs := colParts(s, tb)
+	mp := layout.Pad(tb.M1-tb.M0, layout.AGroup)
+	if len(cs) > 1 && ps.typ != codegen.VecFP32 && len(cs) == layout.Units(tb.N1-tb.N0, layout.BGroup) && 4*mp*layout.BGroup <= 0x7FFF {
+		k := matmulKernel(n, ps, tb, kp, layout.Range{Lo: 0, Hi: tb.N1 - tb.N0}, a, b, cb)
+		p := k.Params.(*codegen.MatMul)
+		p.CStride, p.CPanel = layout.BGroup, mp*layout.BGroup
+		return []*prog.Kernel{k}
+	}
+	out := make([]*prog.Kernel, len(cs))
+	for h, c := range cs {
+		out[h] = matmulKernel(n, ps, tb, kp, c, a, b, cb)
+	}
+	return out
+}
+
+// matmulKernel is the product kernel of tb's block for columns c of it:
+// the B panels of those columns, into their row-major C block (at
+// 4*mp*c.Lo bytes, colParts).
 func matmulKernel(n *graph.Node, ps *productShape, tb layout.TileBlock, kp int, c layout.Range, a, b, cb prog.Ref) *prog.Kernel {
 	mp, w := layout.Pad(tb.M1-tb.M0, layout.AGroup), layout.Pad(c.Len(), layout.BGroup)
 	b = b.Add(c.Lo * kp * ps.typ.Size())
