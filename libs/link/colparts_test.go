@@ -46,6 +46,12 @@ func TestColumnParts(t *testing.T) {
 		// each).
 		{"f16-rows-cut-k8", cutProduct(nil, 24, 256, 64, "f16", false),
 			plan.Split{B: 1, M: 1, N: 1, K: 8, Rest: &plan.Rest{Axis: "m", At: 16, M: 1, N: 1}}, "cols", 16},
+		// Row blocks of 3 and 2 row groups under 4 k blocks: the first in
+		// row parts (3 owners), the second in 2 column parts of 2 row
+		// groups. A bias row added after the product would be read in
+		// overlapping boxes ([0:64] and [0:32]): the Add runs on the
+		// default layout.
+		{"f32-bias-mixed-k4", cutProduct(nil, 20, 256, 64, "f32", true), plan.Split{B: 1, M: 2, N: 1, K: 4}, "cols", 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, pl := buildCut(t, tc.model, tc.split, "", "b")

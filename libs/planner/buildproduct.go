@@ -55,14 +55,18 @@ func (b *builder) product(pr *product) error {
 		b.steps = append(b.steps, move)
 	}
 	y := b.add(pr.out, layout.RowMajor, layout.BGroup, layout.FromStep, false, s.ResultPieces(pr.mm, lo))
-	if s.Cut() {
+	parts := reduceParts(s, pr.mm, lo)
+	if s.Cut() || parts != "" {
+		// Blocks cut differently (a cut split's parts, or column parts
+		// of some blocks only): a broadcast input's projections may
+		// overlap.
 		b.cut[y.ID] = true
 	}
 	if len(n.Inputs) > 2 {
 		ins[2] = -1
 		if c := n.Inputs[2]; c != nil && gemmBeta(n) != 0 {
 			want := projected(y.Pieces, shapeOf(c), y.Shape)
-			if s.Cut() && !b.partitions(want, shapeOf(c)) {
+			if b.cut[y.ID] && !b.partitions(want, shapeOf(c)) {
 				return &lower.NotLoweredError{Node: n.Name, Op: n.Op, Why: fmt.Sprintf("split %v: the bias %q would be read in overlapping boxes", s, c.Name)}
 			}
 			id, err := b.need(c, want, layout.DefaultPad(lower.DeviceSize(c.DType)))
@@ -77,7 +81,7 @@ func (b *builder) product(pr *product) error {
 		b.home[n.Outputs[0].Index] = y.ID // read through the cast only
 	}
 	st := plan.Step{Node: n.Index, Name: n.Name, Kernel: lower.KernelName(pr.typ), Inputs: ins, Outputs: []int{y.ID},
-		Split: &plan.Split{B: d.Split.B, M: d.Split.M, N: d.Split.N, K: d.Split.K, Align: pr.align, NAlign: pr.nalign, Order: d.Split.Order, Parts: reduceParts(s, pr.mm, lo), Rest: lower.PlanRest(s)}, Tiles: d.Tiles,
+		Split: &plan.Split{B: d.Split.B, M: d.Split.M, N: d.Split.N, K: d.Split.K, Align: pr.align, NAlign: pr.nalign, Order: d.Split.Order, Parts: parts, Rest: lower.PlanRest(s)}, Tiles: d.Tiles,
 		CastOrder: d.CastOrder, Stationary: d.Stationary}
 	b.steps = append(b.steps, st)
 	return nil
