@@ -26,7 +26,9 @@ type Split struct {
 	// allow, libs/layout Split.PartBox), so that more of its tiles share
 	// the sums; each part's owner adds its own partial sum first, then
 	// the others in k order. "": row parts only (k blocks past the row
-	// groups own nothing).
+	// groups own nothing). In a search state's decision it is the
+	// search's choice; a plan step's split says "cols" only where some
+	// block is cut.
 	Parts string `json:"parts,omitempty"`
 	// Rest cuts the product in two along the rows or the columns: the
 	// M x N grid covers the axis up to Rest.At, Rest's grid the rest

@@ -21,8 +21,9 @@ func f16Product(m, k, n int64) []byte {
 }
 
 // TestColumnParts links k splits whose blocks have fewer row groups than
-// k blocks: the reduce-scatter cuts the blocks' columns too (plan
-// "parts": "cols"), every k block's tile owns a part, and the programs
+// k blocks: where the decision says so, the reduce-scatter cuts the
+// blocks' columns too (plan "parts": "cols"), every k block's tile owns a
+// part, and the programs
 // run within the host reference's tolerance with every superstep's
 // cycles the linker's (FP32 and FP16 results, a last panel narrower than
 // 16 columns, a cut split).
@@ -36,22 +37,25 @@ func TestColumnParts(t *testing.T) {
 	}{
 		// 4 row groups of 16 rows, 7 panels (100 columns) under 8 k
 		// blocks: 2 column parts per row group (4 and 3 panels).
-		{"f32-k8", cutProduct(nil, 16, 256, 100, "f32", false), plan.Split{B: 1, M: 1, N: 1, K: 8}, "cols", 8},
+		{"f16-in-k8", cutProduct(nil, 16, 256, 100, "f16", false), plan.Split{B: 1, M: 1, N: 1, K: 8, Parts: "cols"}, "cols", 8},
+		{"f32-k8", cutProduct(nil, 16, 256, 100, "f32", false), plan.Split{B: 1, M: 1, N: 1, K: 8, Parts: "cols"}, "cols", 8},
+		// Row parts only, as the decision says: 4 of 8 tiles own a part.
+		{"f16-in-k8-rows", cutProduct(nil, 16, 256, 100, "f16", false), plan.Split{B: 1, M: 1, N: 1, K: 8}, "", 4},
 		// 4 row groups, 2 panels per block under 16 k blocks: 2 column
 		// parts per row group.
-		{"f16-k16", f16Product(16, 512, 64), plan.Split{B: 1, M: 1, N: 2, K: 16}, "cols", 16},
+		{"f16-k16", f16Product(16, 512, 64), plan.Split{B: 1, M: 1, N: 2, K: 16, Parts: "cols"}, "cols", 16},
 		// 3 k blocks over 2 row groups: row parts only, one tile idle.
-		{"f16-k3-rows", f16Product(8, 96, 64), plan.Split{B: 1, M: 1, N: 1, K: 3}, "", 2},
+		{"f16-k3-rows", f16Product(8, 96, 64), plan.Split{B: 1, M: 1, N: 1, K: 3, Parts: "cols"}, "", 2},
 		// Rows cut at 16: 4 row groups (2 column parts each) and 2 (4
 		// each).
 		{"f16-rows-cut-k8", cutProduct(nil, 24, 256, 64, "f16", false),
-			plan.Split{B: 1, M: 1, N: 1, K: 8, Rest: &plan.Rest{Axis: "m", At: 16, M: 1, N: 1}}, "cols", 16},
+			plan.Split{B: 1, M: 1, N: 1, K: 8, Parts: "cols", Rest: &plan.Rest{Axis: "m", At: 16, M: 1, N: 1}}, "cols", 16},
 		// Row blocks of 3 and 2 row groups under 4 k blocks: the first in
 		// row parts (3 owners), the second in 2 column parts of 2 row
 		// groups. A bias row added after the product would be read in
 		// overlapping boxes ([0:64] and [0:32]): the Add runs on the
 		// default layout.
-		{"f32-bias-mixed-k4", cutProduct(nil, 20, 256, 64, "f32", true), plan.Split{B: 1, M: 2, N: 1, K: 4}, "cols", 7},
+		{"f16-in-bias-mixed-k4", cutProduct(nil, 20, 256, 64, "f16", true), plan.Split{B: 1, M: 2, N: 1, K: 4, Parts: "cols"}, "cols", 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, pl := buildCut(t, tc.model, tc.split, "", "b")

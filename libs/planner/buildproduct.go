@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"ipu.local/formats/plan"
+	"ipu.local/libs/codegen"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
 	"ipu.local/libs/lower"
@@ -13,17 +14,45 @@ import (
 
 // split is a decision's split for a product.
 func (pr *product) split(d plan.Decision) layout.Split {
-	return layout.Split{GB: d.Split.B, GM: d.Split.M, GN: d.Split.N, GK: d.Split.K, Align: pr.align, NAlign: pr.nalign, BOrder: d.Split.Order == "b", ColCut: pr.colCut(d), Rest: lower.RestOf(d.Split.Rest)}
+	return layout.Split{GB: d.Split.B, GM: d.Split.M, GN: d.Split.N, GK: d.Split.K, Align: pr.align, NAlign: pr.nalign, BOrder: d.Split.Order == "b", ColCut: d.Split.Parts == "cols" && pr.colCut(d.Split.K), Rest: lower.RestOf(d.Split.Rest)}
 }
 
-// colCut reports whether the reduce-scatter of the product's k split may
-// cut its blocks' columns: not for a Gemm's bias, whose pieces under
-// blocks cut differently would overlap (a bias row read in column parts
-// on some tiles and whole on others).
-func (pr *product) colCut(d plan.Decision) bool {
+// colCut reports whether the reduce-scatter of the product's split of k
+// blocks may cut its blocks' columns (a decision's Split.Parts "cols"):
+// not for a Gemm's bias, whose pieces under blocks cut differently would
+// overlap (a bias row read in column parts on some tiles and whole on
+// others).
+func (pr *product) colCut(k int) bool {
 	n := pr.node
 	bias := len(n.Inputs) > 2 && n.Inputs[2] != nil && gemmBeta(n) != 0
-	return d.Split.K > 1 && !bias
+	return k > 1 && !bias
+}
+
+// defaultParts is the reduce-scatter a decision of k blocks starts with:
+// column parts where they may cut, except for an FP32 product, whose
+// vector kernel often pays more for a launch per column part than the
+// parts save (the BERT-base FP32 layer's splits: 1288576 cycles without,
+// 1346596 with); the analytic start tries the other on each product's
+// best decision (otherParts).
+func (pr *product) defaultParts(k int) string {
+	if pr.colCut(k) && pr.typ != codegen.VecFP32 {
+		return "cols"
+	}
+	return ""
+}
+
+// otherParts returns d with the other reduce-scatter, false when d's
+// blocks may not be cut in column parts.
+func (pr *product) otherParts(d plan.Decision) (plan.Decision, bool) {
+	if !pr.colCut(d.Split.K) {
+		return d, false
+	}
+	if d.Split.Parts == "cols" {
+		d.Split.Parts = ""
+	} else {
+		d.Split.Parts = "cols"
+	}
+	return d, true
 }
 
 // product plans a MatMul or Gemm: its operand blocks, its result pieces,
