@@ -20,6 +20,16 @@ type Split struct {
 	// tiles sharing a B block contiguous); "" the column blocks (the tiles
 	// sharing an A block).
 	Order string `json:"order,omitempty"`
+	// Parts "cols": a k split's reduce-scatter cuts a block with fewer
+	// row groups than k blocks into column parts too (each of its row
+	// groups into as many parts of whole 16-column panels as the k blocks
+	// allow, libs/layout Split.PartBox), so that more of its tiles share
+	// the sums; each part's owner adds its own partial sum first, then
+	// the others in k order. "": row parts only (k blocks past the row
+	// groups own nothing). In a search state's decision it is the
+	// search's choice; a plan step's split says "cols" only where some
+	// block is cut.
+	Parts string `json:"parts,omitempty"`
 	// Rest cuts the product in two along the rows or the columns: the
 	// M x N grid covers the axis up to Rest.At, Rest's grid the rest
 	// (libs/layout Split). Nil: one grid.
@@ -54,6 +64,9 @@ func (s *Split) check(path string) error {
 	}
 	if s.Order != "" && s.Order != "b" {
 		return errAt(path+".order", "%q (want \"\" or \"b\")", s.Order)
+	}
+	if s.Parts != "" && s.Parts != "cols" {
+		return errAt(path+".parts", "%q (want \"\" or \"cols\")", s.Parts)
 	}
 	if s.NAlign < 0 || s.NAlign%16 != 0 || s.NAlign > 1<<20 {
 		return errAt(path+".nalign", "%d (want a multiple of 16)", s.NAlign)

@@ -524,6 +524,9 @@ func (b *Builder) St64(d AReg, base MReg, off int32) { b.i(isa.ST64, uint8(d), u
 // St64P is mem64[base] = $a d:d+1; base += inc.
 func (b *Builder) St64P(d AReg, base MReg, inc int32) { b.i(isa.ST64P, uint8(d), uint8(base), inc) }
 
+// Ld128 is $a d:d+3 = mem128[base+off] (interleaved memory).
+func (b *Builder) Ld128(d AReg, base MReg, off int32) { b.i(isa.LD128, uint8(d), uint8(base), off) }
+
 // Ld128P is $a d:d+3 = mem128[base]; base += inc (interleaved memory).
 func (b *Builder) Ld128P(d AReg, base MReg, inc int32) { b.i(isa.LD128P, uint8(d), uint8(base), inc) }
 

@@ -70,7 +70,12 @@ func (t AMPType) size() int64 { return int64(t.Size()) }
 // there).
 //
 // C is row-major FP32 with a row stride of CStride elements (a multiple
-// of 4, at least N): C[i][j] at C + 4*(i*CStride + j). C is 16-byte
+// of 4, at least N): C[i][j] at C + 4*(i*CStride + j). With CPanel set,
+// C's 16-column panels lie CPanel elements apart instead of 16: C[i][j]
+// at C + 4*(i*CStride + (j/16)*CPanel + j%16), CStride at least 16 and
+// CPanel at least M*CStride (each panel an M x 16 block of its own, e.g.
+// the column parts of a k split's reduce-scatter), 4*CPanel bytes
+// within an imm16. C is 16-byte
 // aligned in interleaved memory (ampst and ampld). A and B must not share
 // a 16 KiB memory element (amph would take an extra cycle): put A in
 // non-interleaved memory, or in another 32 KiB interleaved pair than B.
@@ -103,6 +108,7 @@ type MatMul struct {
 	M, K, N    int
 	A, B, C    uint32
 	CStride    int // elements between rows of C
+	CPanel     int // elements between C's 16-column panels (0: 16, row-major)
 	Accumulate bool
 	FP8        FP8Config // formats and scales of A and B (FP8 only)
 	Workers    int       // 1..6
@@ -140,8 +146,11 @@ func (p MatMul) check() error {
 	if p.K <= 0 || p.Type == AMPFP8 && p.K%2 != 0 {
 		return fmt.Errorf("K %d: want a positive (FP8: even) count", p.K)
 	}
-	if p.CStride < p.N || p.CStride%4 != 0 {
+	if p.CPanel == 0 && (p.CStride < p.N || p.CStride%4 != 0) {
 		return fmt.Errorf("C row stride %d: want a multiple of 4 of at least N=%d", p.CStride, p.N)
+	}
+	if p.CPanel != 0 && (p.CStride < 16 || p.CStride%4 != 0 || p.CPanel%4 != 0 || int64(p.CPanel) < int64(p.M)*int64(p.CStride) || !fitsImm16(4*int64(p.CPanel))) {
+		return fmt.Errorf("C panel stride %d (row stride %d): want a multiple of 4 of at least M*CStride=%d, 4*CPanel within an imm16, and a row stride of a multiple of 4 of at least 16", p.CPanel, p.CStride, int64(p.M)*int64(p.CStride))
 	}
 	// Sizes bounded so that every byte offset fits 32 bits.
 	if int64(p.M)*int64(p.K) > 1<<20 || int64(p.N)*int64(p.K) > 1<<20 || int64(p.M)*int64(p.CStride) > 1<<20 {
@@ -162,6 +171,7 @@ type mmShape struct {
 	groupBytes            int64 // one A panel
 	panelBytes            int64 // one B panel
 	rowBytes              int64 // C row stride
+	panelC                int64 // C panel stride (bytes)
 	jump                  int64 // C change after a group's last panel
 	workers               int
 	start, count          []int
@@ -179,7 +189,7 @@ func (s mmShape) table(a, b, c uint32) [][]uint32 {
 		tab[w] = []uint32{
 			a + uint32(g*s.groupBytes),
 			b + uint32(pn*s.panelBytes),
-			c + uint32(4*g*s.rowBytes+64*pn),
+			c + uint32(4*g*s.rowBytes+s.panelC*pn),
 			uint32(int64(s.panels) - pn),
 			uint32(s.count[w]),
 		}
@@ -198,7 +208,11 @@ func (p MatMul) shape() mmShape {
 	s.groupBytes = 4 * int64(p.K) * e
 	s.panelBytes = 16 * int64(p.K) * e
 	s.rowBytes = 4 * int64(p.CStride)
-	s.jump = 4*s.rowBytes - 64*int64(s.panels)
+	s.panelC = 64
+	if p.CPanel != 0 {
+		s.panelC = 4 * int64(p.CPanel)
+	}
+	s.jump = 4*s.rowBytes - s.panelC*int64(s.panels)
 	s.workers = min(p.Workers, s.items)
 	s.start, s.count = split(s.items, s.workers)
 	return s
@@ -337,7 +351,7 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	}
 	b.Bind(end)
 	rows(b.Ampst)
-	b.Addi(mmC, mmC, 64)
+	b.Addi(mmC, mmC, int32(s.panelC))
 	b.Addi(mmRem, mmRem, -1)
 	cont := b.Label()
 	b.Brnz(mmRem, cont)
@@ -371,7 +385,11 @@ func (p MatMul) checkMemory(b *Builder) error {
 	e := uint64(p.Type.size())
 	bufA := buffer{"A", p.A, uint64(p.M) * uint64(p.K) * e, false}
 	bufB := buffer{"B", p.B, uint64(p.N) * uint64(p.K) * e, false}
-	bufC := buffer{"C", p.C, 4 * (uint64(p.M-1)*uint64(p.CStride) + uint64(p.N)), true}
+	cp := uint64(16)
+	if p.CPanel != 0 {
+		cp = uint64(p.CPanel)
+	}
+	bufC := buffer{"C", p.C, 4 * (uint64(p.M-1)*uint64(p.CStride) + uint64(p.N/16-1)*cp + 16), true}
 	if err := checkBuffer(bufA, 8, a.Memory, "tile memory"); err != nil {
 		return err
 	}

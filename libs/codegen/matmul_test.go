@@ -71,17 +71,31 @@ func runMM(t *testing.T, tl *tile, p MatMul, seed int64) (mmInputs, []float32, K
 	tl.put(p.B, in.bp)
 	if in.c0 != nil {
 		for i := 0; i < p.M; i++ {
-			tl.putF32(p.C+uint32(4*i*p.CStride), in.c0[i*p.N:(i+1)*p.N])
+			for j := 0; j < p.N; j += 16 {
+				tl.putF32(cAt(p, i, j), in.c0[i*p.N+j:i*p.N+j+16])
+			}
 		}
 	}
 	k, got := tl.runKernel(t, 0, func(b *Builder) (Kernel, error) { return EmitMatMul(b, p) })
 	c := make([]float32, p.M*p.N)
 	for i := 0; i < p.M; i++ {
-		for j, w := range tl.getBits(p.C+uint32(4*i*p.CStride), p.N) {
-			c[i*p.N+j] = math.Float32frombits(w)
+		for j := 0; j < p.N; j += 16 {
+			for jj, w := range tl.getBits(cAt(p, i, j), 16) {
+				c[i*p.N+j+jj] = math.Float32frombits(w)
+			}
 		}
 	}
 	return in, c, k, got
+}
+
+// cAt is the address of C[i][j] (the first of its panel's 16 when j is a
+// multiple of 16).
+func cAt(p MatMul, i, j int) uint32 {
+	panel := 16
+	if p.CPanel != 0 {
+		panel = p.CPanel
+	}
+	return p.C + uint32(4*(i*p.CStride+(j/16)*panel+j%16))
 }
 
 func TestMatMul(t *testing.T) {
@@ -93,6 +107,7 @@ func TestMatMul(t *testing.T) {
 		return MatMul{Type: AMPFP8, M: m, K: k, N: n, A: nonIlBuf, B: ilBuf, C: ilBuf + 0x20000, CStride: n, FP8: c, Workers: 6}
 	}
 	acc := func(p MatMul) MatMul { p.Accumulate = true; return p }
+	panels := func(p MatMul, stride, cp int) MatMul { p.CStride, p.CPanel = stride, cp; return p }
 	bigStride := fp16(8, 4, 16, 8196, 6)
 	bigStride.C = ilBuf + 0x8000
 	tests := []struct {
@@ -116,6 +131,13 @@ func TestMatMul(t *testing.T) {
 		{"fp16-split-44x128x64", fp16(44, 128, 64, 64, 6)},
 		{"fp16-split-acc-44x64x64", acc(fp16(44, 64, 64, 64, 6))},
 		{"fp8-split", fp8(28, 96, 32, FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E5M2FNUZ, ScaleA: 1})},
+		// C panels apart (CPanel): M x 16 blocks one after the other, or
+		// farther.
+		{"fp16-panels-16x17x64", panels(fp16(16, 17, 64, 64, 6), 16, 16*16)},
+		{"fp16-panels-gap-12x5x48", panels(fp16(12, 5, 48, 48, 5), 20, 12*20+8)},
+		{"fp16-panels-split-44x128x64", panels(fp16(44, 128, 64, 64, 6), 16, 44*16)},
+		{"fp16-panels-split-acc-44x64x64", acc(panels(fp16(44, 64, 64, 64, 6), 16, 44*16))},
+		{"fp8-panels", panels(fp8(28, 96, 32, FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E5M2FNUZ}), 16, 28*16)},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -219,6 +241,7 @@ func TestMatMulErrors(t *testing.T) {
 		{"n", mod(func(p *MatMul) { p.N = 8 }), "matmul: N 8: want a positive multiple of 16 (pad the columns)"},
 		{"k-fp8", mod(func(p *MatMul) { p.Type = AMPFP8; p.K = 3 }), "matmul: K 3: want a positive (FP8: even) count"},
 		{"stride", mod(func(p *MatMul) { p.CStride = 18 }), "matmul: C row stride 18: want a multiple of 4 of at least N=16"},
+		{"panel", mod(func(p *MatMul) { p.CPanel = 60 }), "matmul: C panel stride 60 (row stride 16): want a multiple of 4 of at least M*CStride=64, 4*CPanel within an imm16, and a row stride of a multiple of 4 of at least 16"},
 		{"workers", mod(func(p *MatMul) { p.Workers = 7 }), "matmul: workers 7 out of range [1, 6]"},
 		{"b-region", mod(func(p *MatMul) { p.B = nonIlBuf + 0x1000 }), "matmul: B [0x61000, 0x61080) is outside interleaved memory [0x80000, 0xe8000)"},
 		{"b-align", mod(func(p *MatMul) { p.B = ilBuf + 16 }), "matmul: B at 0x80010 is not 32-byte aligned"},

@@ -127,7 +127,8 @@ func (p MatMulF32) shape() mmShape {
 	s.groupBytes = 16 * int64(p.K)
 	s.panelBytes = 64 * int64(p.K)
 	s.rowBytes = 4 * int64(p.CStride)
-	s.jump = 4*s.rowBytes - 64*int64(s.panels)
+	s.panelC = 64
+	s.jump = 4*s.rowBytes - s.panelC*int64(s.panels)
 	s.workers = min(p.Workers, s.items)
 	s.start, s.count = split(s.items, s.workers)
 	return s

@@ -181,7 +181,7 @@ func (s mmShape) splitTable(a, b, c uint32, ws []mmWorker) [][]uint32 {
 			uint32(ch.k1 - ch.k0),
 			a + uint32(g*s.groupBytes) + stepA*uint32(ch.k0),
 			b + uint32(pn*s.panelBytes) + stepB*uint32(ch.k0),
-			c + uint32(4*g*s.rowBytes+64*pn),
+			c + uint32(4*g*s.rowBytes+s.panelC*pn),
 		}
 	}
 	for w, sh := range ws {
@@ -190,7 +190,7 @@ func (s mmShape) splitTable(a, b, c uint32, ws []mmWorker) [][]uint32 {
 		row := []uint32{
 			a + uint32(g*s.groupBytes),
 			b + uint32(pn*s.panelBytes),
-			c + uint32(4*g*s.rowBytes+64*pn),
+			c + uint32(4*g*s.rowBytes+s.panelC*pn),
 			uint32(int64(s.panels) - pn),
 			uint32(sh.count),
 		}

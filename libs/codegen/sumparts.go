@@ -22,13 +22,29 @@ import (
 // Binary's: per pair of elements 1 + Parts loads, Parts f32v2add and one
 // store (2 + 2*Parts issues), a lone last element the same with scalar
 // loads and adds.
+//
+// Interleaved declares Y, X and Out 16-byte aligned in interleaved
+// memory and Stride a multiple of 4: the kernel then walks units of four
+// elements with 128-bit loads and stores, per unit 1 + Parts loads,
+// 2*Parts f32v2add and one store (2 + 3*Parts issues where pairs take
+// 4 + 4*Parts), the last N mod 4 elements as above.
+//
+// Out, when not 0, receives the sums rounded to FP16 (f32v2tof16, round
+// to nearest even: the Cast F32ToF16 that would follow) instead of Y,
+// which is then only read: the cast fused into the sum, per pair one
+// conversion and a 32-bit store in place of the 64-bit store (Interleaved:
+// per unit two and a 64-bit store in place of the 128-bit one). N must
+// be even then, Out 4-byte aligned (8 when Interleaved) anywhere in tile
+// memory.
 type SumParts struct {
-	N       int
-	Y       uint32
-	X       uint32
-	Parts   int
-	Stride  int // elements from one part to the next
-	Workers int
+	N           int
+	Y           uint32
+	X           uint32
+	Out         uint32
+	Parts       int
+	Stride      int // elements from one part to the next
+	Workers     int
+	Interleaved bool
 }
 
 func (p SumParts) stream() (*stream, error) {
@@ -38,37 +54,84 @@ func (p SumParts) stream() (*stream, error) {
 	if p.Parts > 1 && (p.Stride < p.N || p.Stride%2 != 0) {
 		return nil, fmt.Errorf("part stride %d: want an even stride of at least N = %d", p.Stride, p.N)
 	}
+	if p.Interleaved && p.Parts > 1 && p.Stride%4 != 0 {
+		return nil, fmt.Errorf("part stride %d: want a multiple of 4 (Interleaved)", p.Stride)
+	}
+	if p.Out != 0 && p.N%2 != 0 {
+		return nil, fmt.Errorf("element count %d: want an even count with an FP16 output", p.N)
+	}
 	last := int64(p.Parts-1) * 4 * int64(p.Stride)
 	if !fitsImm16(last) {
 		return nil, fmt.Errorf("part %d at byte offset %d: beyond a load's 16-bit offset", p.Parts-1, last)
 	}
-	s := &stream{n: p.N, unit: 2, workers: p.Workers, output: array{"Y", p.Y, 4, 0},
+	out := array{"Y", p.Y, 4, 0}
+	if p.Out != 0 {
+		out = array{"Out", p.Out, 2, 0}
+	}
+	s := &stream{n: p.N, unit: 2, workers: p.Workers, output: out,
 		inputs: []array{{"Y", p.Y, 4, 0}, {"X", p.X, 4, 0}}}
 	s.setup = func(*Builder) {}
-	op := func(b *Builder, single bool) {
-		l := lanes{b, single}
-		l.load(bL, sIn0)
-		for k := 0; k < p.Parts; k++ {
-			off := int32(4 * k * p.Stride)
-			switch {
-			case single:
-				b.Ld32(bR, sIn1, off)
-			case k == 0:
-				b.Ld64P(bR, sIn1, 8)
-			default:
-				b.Ld64(bR, sIn1, off-8) // sIn1 has moved past part 0's pair
-			}
-			src := bL
-			if k > 0 {
-				src = A0
-			}
-			l.v(isa.V2ADD, A0, src, bR)
+	s.body = func(b *Builder) { p.pair(b, false) }
+	s.tail = func(b *Builder, rem int) {
+		for ; rem >= 2; rem -= 2 {
+			p.pair(b, false)
 		}
-		l.store(A0, sOut)
+		if rem == 1 {
+			p.pair(b, true)
+		}
 	}
-	s.body = func(b *Builder) { op(b, false) }
-	s.tail = func(b *Builder, _ int) { op(b, true) }
+	if p.Interleaved {
+		s.unit = 4
+		s.body = p.quad
+	}
 	return s, nil
+}
+
+// pair emits the sum of one pair (or, single, one element) at the
+// pointers, which it steps past them.
+func (p SumParts) pair(b *Builder, single bool) {
+	l := lanes{b, single}
+	l.load(A0, sIn0)
+	for k := 0; k < p.Parts; k++ {
+		off := int32(4 * k * p.Stride)
+		switch {
+		case single:
+			b.Ld32(A2, sIn1, off)
+		case k == 0:
+			b.Ld64P(A2, sIn1, 8)
+		default:
+			b.Ld64(A2, sIn1, off-8) // sIn1 has moved past part 0's pair
+		}
+		l.v(isa.V2ADD, A0, A0, A2)
+	}
+	if p.Out != 0 {
+		b.F1(isa.CVTFH, A4, A0)
+		b.St32P(A4, sOut, 4)
+		return
+	}
+	l.store(A0, sOut)
+}
+
+// quad emits the sum of four elements at the pointers with 128-bit
+// loads, stepping the pointers past them.
+func (p SumParts) quad(b *Builder) {
+	b.Ld128P(A0, sIn0, 16)
+	for k := 0; k < p.Parts; k++ {
+		if k == 0 {
+			b.Ld128P(A4, sIn1, 16)
+		} else {
+			b.Ld128(A4, sIn1, int32(4*k*p.Stride)-16) // sIn1 has moved past part 0's quad
+		}
+		b.F(isa.V2ADD, A0, A0, A4)
+		b.F(isa.V2ADD, A2, A2, A6)
+	}
+	if p.Out != 0 {
+		b.F1(isa.CVTFH, A8, A0)
+		b.F1(isa.CVTFH, A9, A2)
+		b.St64P(A8, sOut, 8)
+		return
+	}
+	b.St128P(A0, sOut, 16)
 }
 
 // Cost returns the kernel's cost (counted from its code, as Binary's).
@@ -95,8 +158,8 @@ func EmitSumParts(b *Builder, p SumParts) (Kernel, error) {
 	return s.emit(b)
 }
 
-// check checks Y and the whole span of the parts: aligned, in tile
-// memory, and apart.
+// check checks Y, Out and the whole span of the parts: aligned, in
+// tile memory (interleaved memory when Interleaved), and apart.
 func (p SumParts) check(b *Builder) error {
 	if err := checkWorkers(p.Workers); err != nil {
 		return err
@@ -108,12 +171,24 @@ func (p SumParts) check(b *Builder) error {
 	if a == nil {
 		return errors.New("builder has no architecture preset")
 	}
-	y := buffer{"Y", p.Y, 4 * uint64(p.N), true}
+	y := buffer{"Y", p.Y, 4 * uint64(p.N), p.Out == 0}
 	x := buffer{"X", p.X, 4 * (uint64(p.Parts-1)*uint64(p.Stride) + uint64(p.N)), false}
-	for _, buf := range []buffer{y, x} {
-		if err := checkBuffer(buf, 8, a.Memory, "tile memory"); err != nil {
+	bufs := []buffer{y, x}
+	if p.Out != 0 {
+		bufs = append(bufs, buffer{"Out", p.Out, 2 * uint64(p.N), true})
+	}
+	for _, buf := range bufs {
+		align, region, name := uint32(8), a.Memory, "tile memory"
+		switch {
+		case buf.name == "Out" && p.Interleaved:
+		case buf.name == "Out":
+			align = 4
+		case p.Interleaved:
+			align, region, name = 16, a.Interleaved, "interleaved memory"
+		}
+		if err := checkBuffer(buf, align, region, name); err != nil {
 			return err
 		}
 	}
-	return checkDisjoint([]buffer{y, x}, false)
+	return checkDisjoint(bufs, false)
 }

@@ -1,50 +1,98 @@
 package codegen
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"ipu.local/libs/numfmt"
 )
 
-// SumParts gives bit for bit the chain of Binary adds it replaces, with
-// the cycles its Cost says, for part counts, lengths and worker counts it
-// was not written around.
+// SumParts gives bit for bit the chain of Binary adds it replaces (and,
+// with Out, the FP16 cast after it), with the cycles its Cost says, for
+// part counts, lengths and worker counts it was not written around, with
+// pairs and (Interleaved) 128-bit units.
 func TestSumParts(t *testing.T) {
 	tl := newTile()
 	for si, sh := range []struct{ n, parts, stride, w int }{
-		{1, 1, 0, 1}, {2, 3, 2, 6}, {7, 2, 8, 6}, {33, 5, 34, 3}, {250, 7, 256, 6}, {1001, 3, 1002, 6}, {64, 15, 64, 4},
+		{1, 1, 0, 1}, {2, 3, 4, 6}, {7, 2, 8, 6}, {33, 5, 36, 3}, {250, 7, 256, 6}, {1001, 3, 1004, 6}, {64, 15, 64, 4}, {6, 4, 8, 6},
 	} {
-		t.Run(fmt.Sprintf("n%d-p%d-s%d-w%d", sh.n, sh.parts, sh.stride, sh.w), func(t *testing.T) {
-			r := rng(int64(7000 + si))
-			y := randF32(r, sh.n, -1e3, 1e3)
-			span := (sh.parts-1)*sh.stride + sh.n
-			x := randF32(r, span, -1e3, 1e3)
-			if sh.n >= 100 {
-				copy(y[1:], specials)
-				copy(x[5:], specials)
+		for _, v := range []struct {
+			name     string
+			il, f16  bool
+			y, x, yo uint32
+		}{
+			{"pairs", false, false, nonIlBuf, ilBuf, 0},
+			{"quads", true, false, ilBuf + 0x20000, ilBuf, 0},
+			{"pairs-f16", false, true, nonIlBuf, ilBuf, nonIlBuf + 0x8004},
+			{"quads-f16", true, true, ilBuf + 0x20000, ilBuf, nonIlBuf + 0x8008},
+		} {
+			if v.f16 && sh.n%2 != 0 {
+				continue
 			}
-			p := SumParts{N: sh.n, Y: nonIlBuf, X: ilBuf, Parts: sh.parts, Stride: sh.stride, Workers: sh.w}
-			tl.putF32(p.Y, y)
-			tl.putF32(p.X, x)
-			phase := si % Slots
-			k, cycles := tl.runKernel(t, phase, func(b *Builder) (Kernel, error) { return EmitSumParts(b, p) })
-			got := readF32(tl, p.Y, p.N)
-			want := append([]float32{}, y...)
-			for k := 0; k < sh.parts; k++ {
-				for i := range want {
-					want[i] = EmulateBinary(Add, want[i], x[k*sh.stride+i])
+			t.Run(fmt.Sprintf("n%d-p%d-s%d-w%d-%s", sh.n, sh.parts, sh.stride, sh.w, v.name), func(t *testing.T) {
+				r := rng(int64(7000 + si))
+				y := randF32(r, sh.n, -1e3, 1e3)
+				span := (sh.parts-1)*sh.stride + sh.n
+				x := randF32(r, span, -1e3, 1e3)
+				if sh.n >= 100 {
+					copy(y[1:], specials)
+					copy(x[5:], specials)
 				}
-			}
-			if diff := cmp.Diff(f32bits(want), f32bits(got)); diff != "" {
-				t.Fatalf("result mismatch (-want +got):\n%s", diff)
-			}
-			checkCycles(t, k, cycles, phase)
-			if f, err := p.Cost(); err != nil || f.CyclesAt(phase) != k.CyclesAt(phase) {
-				t.Errorf("Cost() = %v, %v; want the emitted kernel's %d", f.CyclesAt(phase), err, k.CyclesAt(phase))
-			}
-		})
+				p := SumParts{N: sh.n, Y: v.y, X: v.x, Out: v.yo, Parts: sh.parts, Stride: sh.stride, Workers: sh.w, Interleaved: v.il}
+				tl.putF32(p.Y, y)
+				tl.putF32(p.X, x)
+				phase := si % Slots
+				k, cycles := tl.runKernel(t, phase, func(b *Builder) (Kernel, error) { return EmitSumParts(b, p) })
+				want := append([]float32{}, y...)
+				for k := 0; k < sh.parts; k++ {
+					for i := range want {
+						want[i] = EmulateBinary(Add, want[i], x[k*sh.stride+i])
+					}
+				}
+				if v.f16 {
+					if diff := cmp.Diff(f32bits(y), f32bits(readF32(tl, p.Y, p.N))); diff != "" {
+						t.Fatalf("Y written with an FP16 output (-want +got):\n%s", diff)
+					}
+					got := tl.get(p.Out, 2*p.N)
+					for i, w := range want {
+						if g, e := binary.LittleEndian.Uint16(got[2*i:]), numfmt.F32ToF16(math.Float32bits(w)); g != e {
+							t.Fatalf("element %d: FP16 %#04x, want %#04x (of %v)", i, g, e, w)
+						}
+					}
+				} else if diff := cmp.Diff(f32bits(want), f32bits(readF32(tl, p.Y, p.N))); diff != "" {
+					t.Fatalf("result mismatch (-want +got):\n%s", diff)
+				}
+				checkCycles(t, k, cycles, phase)
+				if f, err := p.Cost(); err != nil || f.CyclesAt(phase) != k.CyclesAt(phase) {
+					t.Errorf("Cost() = %v, %v; want the emitted kernel's %d", f.CyclesAt(phase), err, k.CyclesAt(phase))
+				}
+			})
+		}
+	}
+}
+
+// With 128-bit units a sum costs fewer issues than with pairs: per four
+// elements 2 + 3*Parts instead of 4 + 4*Parts.
+func TestSumPartsQuadsCheaper(t *testing.T) {
+	p := SumParts{N: 256, Parts: 15, Stride: 256, Workers: Slots}
+	pairs, err := p.Cost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Interleaved = true
+	quads, err := p.Cost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 64 units over 6 workers: 11 on the busiest, at 47 issues against
+	// 22 pairs at 32.
+	if d := pairs.Work[0] - quads.Work[0]; d != Slots*(22*32-11*47) {
+		t.Errorf("pairs %v, quads %v: busiest worker saves %d cycles, want %d", pairs.Work, quads.Work, d, Slots*(22*32-11*47))
 	}
 }
 
@@ -59,6 +107,12 @@ func TestSumPartsRefuses(t *testing.T) {
 		{SumParts{N: 4, Y: nonIlBuf, X: ilBuf, Parts: 3, Stride: 8192, Workers: 1}, "16-bit offset"},
 		{SumParts{N: 4, Y: ilBuf + 8, X: ilBuf, Parts: 2, Stride: 4, Workers: 1}, "overlaps"},
 		{SumParts{N: 4, Y: nonIlBuf + 4, X: ilBuf, Parts: 1, Workers: 1}, "aligned"},
+		{SumParts{N: 4, Y: nonIlBuf, X: ilBuf, Parts: 1, Workers: 1, Interleaved: true}, "interleaved memory"},
+		{SumParts{N: 4, Y: ilBuf + 0x1008, X: ilBuf, Parts: 1, Workers: 1, Interleaved: true}, "16-byte aligned"},
+		{SumParts{N: 4, Y: ilBuf + 0x1000, X: ilBuf, Parts: 2, Stride: 6, Workers: 1, Interleaved: true}, "multiple of 4"},
+		{SumParts{N: 3, Y: nonIlBuf, X: ilBuf, Out: nonIlBuf + 0x100, Parts: 1, Workers: 1}, "even count"},
+		{SumParts{N: 4, Y: nonIlBuf, X: ilBuf, Out: nonIlBuf + 0x102, Parts: 1, Workers: 1}, "aligned"},
+		{SumParts{N: 4, Y: nonIlBuf, X: ilBuf, Out: nonIlBuf + 4, Parts: 1, Workers: 1}, "overlaps"},
 	} {
 		if _, err := EmitSumParts(b, c.p); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.p, err, c.want)

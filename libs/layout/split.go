@@ -102,6 +102,9 @@ type Split struct {
 	// block are contiguous (one multicast) instead of the GN sharing an A
 	// block.
 	BOrder bool
+	// ColCut lets a k split's reduce-scatter cut the columns of a block
+	// with fewer row groups than k blocks (ColParts).
+	ColCut bool
 	// Rest is the second part of a cut split (none when Rest.GM is 0).
 	Rest Rest
 }
@@ -182,6 +185,42 @@ func (s Split) KBlock(k, l int) (lo, hi int) { return Block(k, s.GK, l) }
 // l) owns after the reduce-scatter of a k split: whole row groups.
 func (s Split) PartBlock(rows, l int) (lo, hi int) { return AlignedBlock(rows, s.GK, l, s.rowAlign()) }
 
+// ColParts is the number of column parts of a block of rows x cols
+// after the reduce-scatter of a k split: 1 (each tile owns a row part of
+// the whole width) unless ColCut is set and the block has fewer row
+// groups than the split has k blocks; then each of those row groups is also cut in as many
+// column parts (whole panels of BGroup) as the k blocks allow, so that
+// more of the k blocks' tiles share the sums (a block of 4 row groups
+// under 8 k blocks: 8 parts of a row group and half the columns instead
+// of 4 parts of a row group and 4 tiles owning none).
+func (s Split) ColParts(rows, cols int) int {
+	ru := Units(rows, s.rowAlign())
+	if !s.ColCut || ru < 1 || ru >= s.GK {
+		return 1
+	}
+	return max(1, min(Units(cols, BGroup), s.GK/ru))
+}
+
+// PartBox is the part of a block of rows x cols that tile (b, i, j, l)
+// owns after the reduce-scatter of a k split: rows [lo, hi) (whole row
+// groups) and columns [clo, chi) (whole panels; all of them when
+// ColParts is 1, as PartBlock). Parts past the last are empty (lo ==
+// hi).
+func (s Split) PartBox(rows, cols, l int) (lo, hi, clo, chi int) {
+	gc := s.ColParts(rows, cols)
+	if gc == 1 {
+		lo, hi = s.PartBlock(rows, l)
+		return lo, hi, 0, cols
+	}
+	ru := Units(rows, s.rowAlign())
+	if l >= ru*gc {
+		return rows, rows, 0, cols
+	}
+	lo, hi = AlignedBlock(rows, ru, l/gc, s.rowAlign())
+	clo, chi = AlignedBlock(cols, gc, l%gc, BGroup)
+	return lo, hi, clo, chi
+}
+
 // Fits reports whether s has at most one block per unit of mm, so that
 // no block is empty.
 func (s Split) Fits(mm MatMul) bool {
@@ -257,14 +296,16 @@ func (s Split) Coords(rel int) (b, i, j, l int) {
 
 // Block of a product on one tile: the batch indices [B0, B1) (flat, of
 // the output's batch axes), rows [M0, M1), k [K0, K1), columns [N0, N1),
-// and the row part [P0, P1) of the rows it owns after the reduction
-// (relative to M0).
+// and the part it owns after the reduction: rows [P0, P1) (relative to
+// M0) and columns [Q0, Q1) (relative to N0; all of them unless the
+// split's ColParts cuts the block's columns).
 type TileBlock struct {
 	Tile           int
 	B0, B1         int
 	M0, M1, K0, K1 int
 	N0, N1         int
 	P0, P1         int
+	Q0, Q1         int
 }
 
 // Blocks returns the block of every tile of s from lo, in tile order.
@@ -277,9 +318,9 @@ func (s Split) Blocks(mm MatMul, lo int) []TileBlock {
 		tb.B0, tb.B1 = s.BBlock(mm.Batches(), b)
 		tb.M0, tb.M1, tb.N0, tb.N1 = s.Ranges(mm, i, j)
 		tb.K0, tb.K1 = s.KBlock(mm.K, l)
-		tb.P0, tb.P1 = 0, tb.M1-tb.M0
+		tb.P0, tb.P1, tb.Q0, tb.Q1 = 0, tb.M1-tb.M0, 0, tb.N1-tb.N0
 		if s.GK > 1 {
-			tb.P0, tb.P1 = s.PartBlock(tb.M1-tb.M0, l)
+			tb.P0, tb.P1, tb.Q0, tb.Q1 = s.PartBox(tb.M1-tb.M0, tb.N1-tb.N0, l)
 		}
 		out = append(out, tb)
 	}
@@ -380,7 +421,7 @@ func (s Split) ResultPieces(mm MatMul, lo int) []Piece {
 			for _, i := range mm.batchIndex(b) {
 				box = append(box, Range{i, i + 1})
 			}
-			box = append(box, Range{tb.M0 + tb.P0, tb.M0 + tb.P1}, Range{tb.N0, tb.N1})
+			box = append(box, Range{tb.M0 + tb.P0, tb.M0 + tb.P1}, Range{tb.N0 + tb.Q0, tb.N0 + tb.Q1})
 			out = append(out, Piece{tb.Tile, box})
 		}
 	}

@@ -302,7 +302,10 @@ func (l *lowerer) compute(name string) *prog.Superstep {
 }
 
 // joinStepName is the name of superstep s (named prefix+names joined by
-// "+") once name's kernels join those in it.
+// "+") once name's kernels join those in it. A superstep named
+// otherwise (a k split's "reduce-add:" step, which the next steps' kernels
+// join when no exchange comes between) lists the names joining it after
+// its own, so that a profile's phase names every node that runs in it.
 func joinStepName(s *prog.Superstep, prefix, name string) string {
 	empty := true
 	for _, ks := range s.Work {
@@ -315,7 +318,10 @@ func joinStepName(s *prog.Superstep, prefix, name string) string {
 		return prefix + name
 	}
 	names, ok := strings.CutPrefix(s.Name, prefix)
-	if !ok || slices.Contains(strings.Split(names, "+"), name) {
+	if !ok {
+		names = s.Name
+	}
+	if slices.Contains(strings.Split(names, "+"), name) {
 		return s.Name
 	}
 	return s.Name + "+" + name

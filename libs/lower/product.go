@@ -270,7 +270,7 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 	if st.Split == nil {
 		return l.stepErr("a product step without a split")
 	}
-	s := layout.Split{GB: st.Split.B, GM: st.Split.M, GN: st.Split.N, GK: st.Split.K, Align: st.Split.Align, NAlign: st.Split.NAlign, BOrder: st.Split.Order == "b", Rest: RestOf(st.Split.Rest)}
+	s := layout.Split{GB: st.Split.B, GM: st.Split.M, GN: st.Split.N, GK: st.Split.K, Align: st.Split.Align, NAlign: st.Split.NAlign, BOrder: st.Split.Order == "b", ColCut: st.Split.Parts == "cols", Rest: RestOf(st.Split.Rest)}
 	lo := st.Tiles[0]
 	if !s.Fits(ps.mm) || lo+s.Tiles() > st.Tiles[1] {
 		return l.stepErr("split %v over tiles %v does not fit %d products of [%d,%d]x[%d,%d]", s, st.Tiles, ps.mm.Batches(), ps.mm.M, ps.mm.K, ps.mm.K, ps.mm.N)
@@ -320,7 +320,13 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 		mpMax = max(mpMax, layout.Pad(tb.M1-tb.M0, layout.AGroup))
 		npMax = max(npMax, layout.Pad(tb.N1-tb.N0, layout.BGroup))
 		nbMax = max(nbMax, tb.B1-tb.B0)
-		partMax = max(partMax, tb.P1-tb.P0)
+	}
+	for _, tb := range blocks {
+		_, pitch := partPlace(tb)
+		if tb.Q0 == 0 && tb.Q1 == tb.N1-tb.N0 {
+			pitch = npMax
+		}
+		partMax = max(partMax, (tb.P1-tb.P0)*pitch)
 	}
 	tiles := make([]int, len(blocks))
 	for i, tb := range blocks {
@@ -333,7 +339,6 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 		return prog.Ref{Buf: cBuf, Off: uint32((b - tb.B0) * blockBytes)}
 	}
 	for _, tb := range blocks {
-		mp, np := layout.Pad(tb.M1-tb.M0, layout.AGroup), layout.Pad(tb.N1-tb.N0, layout.BGroup)
 		for b := tb.B0; b < tb.B1; b++ {
 			idx := ps.mm.BatchIndex(b)
 			ab := append(layout.ProjectBatch(idx, ps.mm.ABatch), layout.Range{Lo: tb.M0, Hi: tb.M1}, layout.Range{Lo: tb.K0, Hi: tb.K1})
@@ -343,95 +348,68 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 				return l.stepErr("tile %d: the operand blocks %s and %s are not stored whole", tb.Tile, ab, bb)
 			}
 			kp := ps.a.Geometry(ai).KP
-			// The result's readers (productResult, reduceScatter) read
-			// rows [P0, P1) of the block, inside its M extent.
-			k := &prog.Kernel{What: n.Name + ".matmul", RowsRead: tb.M1 - tb.M0}
-			if ps.typ == codegen.VecFP32 {
-				p := &codegen.MatMulF32{M: mp, K: kp, N: np, CStride: np, Workers: codegen.Slots}
-				k.Params = p
-				k.Fixes = []prog.Fix{{Field: &p.A, Ref: aRefs[ai]}, {Field: &p.B, Ref: bRefs[bi]}, {Field: &p.C, Ref: cRef(tb, b), Write: true}}
-			} else {
-				p := &codegen.MatMul{Type: ps.typ, M: mp, K: kp, N: np, CStride: np, FP8: ps.fp8, Workers: codegen.Slots}
-				k.Params = p
-				k.Fixes = []prog.Fix{{Field: &p.A, Ref: aRefs[ai]}, {Field: &p.B, Ref: bRefs[bi]}, {Field: &p.C, Ref: cRef(tb, b), Write: true}}
+			for _, k := range matmulKernels(n, ps, s, tb, kp, aRefs[ai], bRefs[bi], cRef(tb, b)) {
+				mmStep.Work[tb.Tile] = append(mmStep.Work[tb.Tile], k)
 			}
-			mmStep.Work[tb.Tile] = append(mmStep.Work[tb.Tile], k)
 		}
 	}
 	final := mmStep
+	var sums map[[2]int]*prog.Kernel
 	if s.GK > 1 {
-		final = l.reduceScatter(n, s, ps, blocks, cBuf, blockBytes, npMax, partMax, nbMax)
+		final, sums = l.reduceScatter(n, s, blocks, cBuf, blockBytes, partMax, nbMax)
 	}
-	return l.productResult(n, ps, blocks, cRef, final)
+	return l.productResult(n, ps, blocks, cRef, final, sums)
 }
 
-// reduceScatter adds the exchange and compute supersteps that sum a k
-// split's partial products: tile (b, i, j, l) receives row part l of
-// block (b, i, j) from the other k blocks and adds them.
-func (l *lowerer) reduceScatter(n *graph.Node, s layout.Split, ps *productShape, blocks []layout.TileBlock, cBuf *prog.Buffer, blockBytes, npMax, partMax, nbMax int) *prog.Superstep {
-	var tiles []int
-	for _, tb := range blocks {
-		tiles = append(tiles, tb.Tile)
+// matmulKernels are the product kernels of tb's block: one, or with
+// column parts (colParts) one per part, the B panels of its columns into
+// its C block. Column parts of one panel each are one AMP kernel whose C
+// panels lie a part apart (codegen.MatMul.CPanel).
+func matmulKernels(n *graph.Node, ps *productShape, s layout.Split, tb layout.TileBlock, kp int, a, b, cb prog.Ref) []*prog.Kernel {
+	cs := colParts(s, tb)
+	mp := layout.Pad(tb.M1-tb.M0, layout.AGroup)
+	if len(cs) > 1 && ps.typ != codegen.VecFP32 && len(cs) == layout.Units(tb.N1-tb.N0, layout.BGroup) && 4*mp*layout.BGroup <= 0x7FFF {
+		k := matmulKernel(n, ps, tb, kp, layout.Range{Lo: 0, Hi: tb.N1 - tb.N0}, a, b, cb)
+		p := k.Params.(*codegen.MatMul)
+		p.CStride, p.CPanel = layout.BGroup, mp*layout.BGroup
+		return []*prog.Kernel{k}
 	}
-	slot := partMax * npMax * 4
-	rb := l.out.NewBuffer(n.Name+".partials", tiles, nbMax*(s.GK-1)*slot, 8, prog.Interleaved)
-	m := newMoves()
-	var adds []struct {
-		tile int
-		k    *prog.Kernel
+	out := make([]*prog.Kernel, len(cs))
+	for h, c := range cs {
+		out[h] = matmulKernel(n, ps, tb, kp, c, a, b, cb)
 	}
-	byCoord := map[[4]int]layout.TileBlock{}
-	for rel, tb := range blocks {
-		b, i, j, lk := s.Coords(rel)
-		byCoord[[4]int{b, i, j, lk}] = tb
+	return out
+}
+
+// matmulKernel is the product kernel of tb's block for columns c of it:
+// the B panels of those columns, into their row-major C block (at
+// 4*mp*c.Lo bytes, colParts).
+func matmulKernel(n *graph.Node, ps *productShape, tb layout.TileBlock, kp int, c layout.Range, a, b, cb prog.Ref) *prog.Kernel {
+	mp, w := layout.Pad(tb.M1-tb.M0, layout.AGroup), layout.Pad(c.Len(), layout.BGroup)
+	b = b.Add(c.Lo * kp * ps.typ.Size())
+	cb = cb.Add(4 * mp * c.Lo)
+	// The result's readers (productResult, reduceScatter) read rows
+	// [P0, P1) of the block, inside its M extent.
+	k := &prog.Kernel{What: n.Name + ".matmul", RowsRead: tb.M1 - tb.M0}
+	if ps.typ == codegen.VecFP32 {
+		p := &codegen.MatMulF32{M: mp, K: kp, N: w, CStride: w, Workers: codegen.Slots}
+		k.Params = p
+		k.Fixes = []prog.Fix{{Field: &p.A, Ref: a}, {Field: &p.B, Ref: b}, {Field: &p.C, Ref: cb, Write: true}}
+	} else {
+		p := &codegen.MatMul{Type: ps.typ, M: mp, K: kp, N: w, CStride: w, FP8: ps.fp8, Workers: codegen.Slots}
+		k.Params = p
+		k.Fixes = []prog.Fix{{Field: &p.A, Ref: a}, {Field: &p.B, Ref: b}, {Field: &p.C, Ref: cb, Write: true}}
 	}
-	for rel, tb := range blocks {
-		b, i, j, lk := s.Coords(rel)
-		if tb.P0 == tb.P1 {
-			continue
-		}
-		np := layout.Pad(tb.N1-tb.N0, layout.BGroup)
-		words := (tb.P1 - tb.P0) * np
-		for bi := tb.B0; bi < tb.B1; bi++ {
-			k := 0
-			for l2 := 0; l2 < s.GK; l2++ {
-				if l2 == lk {
-					continue
-				}
-				from := byCoord[[4]int{b, i, j, l2}]
-				part := prog.Ref{Buf: cBuf, Off: uint32((bi-from.B0)*blockBytes + tb.P0*np*4)}
-				dst := prog.Ref{Buf: rb, Off: uint32(((bi-tb.B0)*(s.GK-1) + k) * slot)}
-				m.xfers = append(m.xfers, prog.Transfer{Src: from.Tile, Dst: tb.Tile, DstN: 1, Words: words, From: part, To: dst})
-				k++
-			}
-			// The received parts, one slot apart, are added to the tile's
-			// own in k order, as many per launch as a load's offset
-			// reaches.
-			own := prog.Ref{Buf: cBuf, Off: uint32((bi-tb.B0)*blockBytes + tb.P0*np*4)}
-			perLaunch := max(1, 0x7FFF/slot+1)
-			for k0 := 0; k0 < s.GK-1; k0 += perLaunch {
-				parts := min(perLaunch, s.GK-1-k0)
-				first := prog.Ref{Buf: rb, Off: uint32(((bi-tb.B0)*(s.GK-1) + k0) * slot)}
-				p := &codegen.SumParts{N: words, Parts: parts, Stride: slot / 4, Workers: codegen.Slots}
-				kk := &prog.Kernel{What: n.Name + ".reduce-add", Params: p, Fixes: []prog.Fix{
-					{Field: &p.X, Ref: first}, {Field: &p.Y, Ref: own, Write: true}}}
-				adds = append(adds, struct {
-					tile int
-					k    *prog.Kernel
-				}{tb.Tile, kk})
-			}
-		}
-	}
-	step := l.exchangeNamed("reduce:"+n.Name, "reduce-add:"+n.Name, m)
-	for _, a := range adds {
-		step.Work[a.tile] = append(step.Work[a.tile], a.k)
-	}
-	return step
+	return k
 }
 
 // productResult applies the Gemm epilogue and the FP16 cast to each
-// tile's result part and records the result tensor's storage.
-func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout.TileBlock, cRef func(layout.TileBlock, int) prog.Ref, final *prog.Superstep) error {
+// tile's result part and records the result tensor's storage. A part
+// with no epilogue that a k split's sum ends (sums, by tile and batch
+// index) gets the cast fused into that sum: the launch writes the FP16
+// result instead of its FP32 accumulator (same rounding, one launch and
+// one pass over the part fewer).
+func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout.TileBlock, cRef func(layout.TileBlock, int) prog.Ref, final *prog.Superstep, sums map[[2]int]*prog.Kernel) error {
 	y := ps.y
 	f16 := l.g.Values[y.Value].DType == onnx.Float16
 	var yRefs []prog.Ref
@@ -458,15 +436,15 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 		if tb.P0 == tb.P1 {
 			continue
 		}
-		np := layout.Pad(tb.N1-tb.N0, layout.BGroup)
+		at, np := partPlace(tb)
 		for b := tb.B0; b < tb.B1; b++ {
 			box := make(layout.Box, 0, r)
 			for _, i := range ps.mm.BatchIndex(b) {
 				box = append(box, layout.Range{Lo: i, Hi: i + 1})
 			}
-			box = append(box, layout.Range{Lo: tb.M0 + tb.P0, Hi: tb.M0 + tb.P1}, layout.Range{Lo: tb.N0, Hi: tb.N1})
+			box = append(box, layout.Range{Lo: tb.M0 + tb.P0, Hi: tb.M0 + tb.P1}, layout.Range{Lo: tb.N0 + tb.Q0, Hi: tb.N0 + tb.Q1})
 			yi := pieceOn(y, tb.Tile, box)
-			part := cRef(tb, b).Add(tb.P0 * np * 4)
+			part := cRef(tb, b).Add(at)
 			rows := tb.P1 - tb.P0
 			if ps.alpha != 1 {
 				p := &codegen.Binary{Op: codegen.Mul, N: rows * np, B: codegen.Operand{Const: true, Value: ps.alpha}, Workers: codegen.Slots}
@@ -478,7 +456,9 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 					return err
 				}
 			}
-			if f16 {
+			if sum := sums[[2]int{tb.Tile, b}]; f16 && sum != nil && ps.alpha == 1 && bias == nil {
+				fuseCast(sum, yRefs[yi])
+			} else if f16 {
 				p := &codegen.Cast{Kind: codegen.F32ToF16, N: rows * np, Workers: codegen.Slots}
 				final.Work[tb.Tile] = append(final.Work[tb.Tile], &prog.Kernel{What: n.Name + ".cast-out", Params: p,
 					Fixes: []prog.Fix{{Field: &p.X, Ref: part}, {Field: &p.Y, Ref: yRefs[yi], Write: true}}})

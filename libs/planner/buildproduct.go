@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"ipu.local/formats/plan"
+	"ipu.local/libs/codegen"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
 	"ipu.local/libs/lower"
@@ -13,7 +14,45 @@ import (
 
 // split is a decision's split for a product.
 func (pr *product) split(d plan.Decision) layout.Split {
-	return layout.Split{GB: d.Split.B, GM: d.Split.M, GN: d.Split.N, GK: d.Split.K, Align: pr.align, NAlign: pr.nalign, BOrder: d.Split.Order == "b", Rest: lower.RestOf(d.Split.Rest)}
+	return layout.Split{GB: d.Split.B, GM: d.Split.M, GN: d.Split.N, GK: d.Split.K, Align: pr.align, NAlign: pr.nalign, BOrder: d.Split.Order == "b", ColCut: d.Split.Parts == "cols" && pr.colCut(d.Split.K), Rest: lower.RestOf(d.Split.Rest)}
+}
+
+// colCut reports whether the reduce-scatter of the product's split of k
+// blocks may cut its blocks' columns (a decision's Split.Parts "cols"):
+// not for a Gemm's bias, whose pieces under blocks cut differently would
+// overlap (a bias row read in column parts on some tiles and whole on
+// others).
+func (pr *product) colCut(k int) bool {
+	n := pr.node
+	bias := len(n.Inputs) > 2 && n.Inputs[2] != nil && gemmBeta(n) != 0
+	return k > 1 && !bias
+}
+
+// defaultParts is the reduce-scatter a decision of k blocks starts with:
+// column parts where they may cut, except for an FP32 product, whose
+// vector kernel often pays more for a launch per column part than the
+// parts save (the BERT-base FP32 layer's splits: 1288576 cycles without,
+// 1346596 with); the analytic start tries the other on each product's
+// best decision (otherParts).
+func (pr *product) defaultParts(k int) string {
+	if pr.colCut(k) && pr.typ != codegen.VecFP32 {
+		return "cols"
+	}
+	return ""
+}
+
+// otherParts returns d with the other reduce-scatter, false when d's
+// blocks may not be cut in column parts.
+func (pr *product) otherParts(d plan.Decision) (plan.Decision, bool) {
+	if !pr.colCut(d.Split.K) {
+		return d, false
+	}
+	if d.Split.Parts == "cols" {
+		d.Split.Parts = ""
+	} else {
+		d.Split.Parts = "cols"
+	}
+	return d, true
 }
 
 // product plans a MatMul or Gemm: its operand blocks, its result pieces,
@@ -45,14 +84,18 @@ func (b *builder) product(pr *product) error {
 		b.steps = append(b.steps, move)
 	}
 	y := b.add(pr.out, layout.RowMajor, layout.BGroup, layout.FromStep, false, s.ResultPieces(pr.mm, lo))
-	if s.Cut() {
+	parts := reduceParts(s, pr.mm, lo)
+	if s.Cut() || parts != "" {
+		// Blocks cut differently (a cut split's parts, or column parts
+		// of some blocks only): a broadcast input's projections may
+		// overlap.
 		b.cut[y.ID] = true
 	}
 	if len(n.Inputs) > 2 {
 		ins[2] = -1
 		if c := n.Inputs[2]; c != nil && gemmBeta(n) != 0 {
 			want := projected(y.Pieces, shapeOf(c), y.Shape)
-			if s.Cut() && !b.partitions(want, shapeOf(c)) {
+			if b.cut[y.ID] && !b.partitions(want, shapeOf(c)) {
 				return &lower.NotLoweredError{Node: n.Name, Op: n.Op, Why: fmt.Sprintf("split %v: the bias %q would be read in overlapping boxes", s, c.Name)}
 			}
 			id, err := b.need(c, want, layout.DefaultPad(lower.DeviceSize(c.DType)))
@@ -67,10 +110,22 @@ func (b *builder) product(pr *product) error {
 		b.home[n.Outputs[0].Index] = y.ID // read through the cast only
 	}
 	st := plan.Step{Node: n.Index, Name: n.Name, Kernel: lower.KernelName(pr.typ), Inputs: ins, Outputs: []int{y.ID},
-		Split: &plan.Split{B: d.Split.B, M: d.Split.M, N: d.Split.N, K: d.Split.K, Align: pr.align, NAlign: pr.nalign, Order: d.Split.Order, Rest: lower.PlanRest(s)}, Tiles: d.Tiles,
+		Split: &plan.Split{B: d.Split.B, M: d.Split.M, N: d.Split.N, K: d.Split.K, Align: pr.align, NAlign: pr.nalign, Order: d.Split.Order, Parts: parts, Rest: lower.PlanRest(s)}, Tiles: d.Tiles,
 		CastOrder: d.CastOrder, Stationary: d.Stationary}
 	b.steps = append(b.steps, st)
 	return nil
+}
+
+// reduceParts is the plan's record of how the split's reduce-scatter
+// cuts its blocks: "cols" when it cuts some block's columns (the
+// planner's splits let it, layout.Split.ColCut), else "".
+func reduceParts(s layout.Split, mm layout.MatMul, lo int) string {
+	for _, tb := range s.Blocks(mm, lo) {
+		if s.ColParts(tb.M1-tb.M0, tb.N1-tb.N0) > 1 {
+			return "cols"
+		}
+	}
+	return ""
 }
 
 func gemmBeta(n *graph.Node) float32 {

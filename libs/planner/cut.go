@@ -166,7 +166,9 @@ func (pl *planner) tryCut(pt point, i int, cut layout.Split, best plan.Decision,
 	var ds []plan.Decision
 	for _, o := range orders {
 		for _, st := range stats {
-			ds = append(ds, decision(pr.idx, cut, o, st))
+			d := decision(pr.idx, cut, o, st)
+			d.Split.Parts = pr.defaultParts(d.Split.K)
+			ds = append(ds, d)
 		}
 	}
 	d, r, _, err := pl.cheapest(pt, i, ds)

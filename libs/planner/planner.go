@@ -183,7 +183,7 @@ type point []plan.Decision
 func (pt point) key() string {
 	var b strings.Builder
 	for _, d := range pt {
-		fmt.Fprintf(&b, "%d:%d,%d,%d,%d,%s,%s,%d-%d", d.Node, d.Split.B, d.Split.M, d.Split.N, d.Split.K, d.CastOrder, d.Stationary, d.Tiles[0], d.Tiles[1])
+		fmt.Fprintf(&b, "%d:%d,%d,%d,%d,%s,%s,%d-%d,%s", d.Node, d.Split.B, d.Split.M, d.Split.N, d.Split.K, d.CastOrder, d.Stationary, d.Tiles[0], d.Tiles[1], d.Split.Parts)
 		if r := d.Split.Rest; r != nil {
 			fmt.Fprintf(&b, ",%s%d:%d,%d", r.Axis, r.At, r.M, r.N)
 		}

@@ -67,6 +67,7 @@ func printOf(p *plan.Plan) programPrint {
 		if s := st.Split; s != nil {
 			e.ints(int64(s.B), int64(s.M), int64(s.N), int64(s.K), int64(s.Align), int64(s.NAlign))
 			e.str(s.Order)
+			e.str(s.Parts)
 			e.flag(s.Rest != nil)
 			if r := s.Rest; r != nil {
 				e.str(r.Axis)

@@ -23,7 +23,7 @@ func TestProgramPrintFields(t *testing.T) {
 		{plan.Tensor{}, []string{"ID", "Value", "Name", "DType", "Shape", "Transposed", "Layout", "Pad", "Source", "Pieces"}},
 		{plan.Piece{}, []string{"Tile", "Region"}},
 		{plan.Step{}, []string{"Node", "Name", "Kernel", "Inputs", "Outputs", "CastOrder", "Stationary", "Split", "Tiles"}},
-		{plan.Split{}, []string{"B", "M", "N", "K", "Align", "NAlign", "Order", "Rest"}},
+		{plan.Split{}, []string{"B", "M", "N", "K", "Align", "NAlign", "Order", "Parts", "Rest"}},
 		{plan.Rest{}, []string{"Axis", "At", "M", "N"}},
 	} {
 		typ := reflect.TypeOf(c.v)

@@ -60,7 +60,9 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 		for _, s := range grids {
 			for _, o := range orders {
 				for _, st := range stats {
-					cands[i] = append(cands[i], decision(pr.idx, s, o, st))
+					d := decision(pr.idx, s, o, st)
+					d.Split.Parts = pr.defaultParts(d.Split.K)
+					cands[i] = append(cands[i], d)
 				}
 			}
 		}
@@ -92,6 +94,15 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 		}
 		if cuts[i] != nil {
 			if d, r := pl.tryCut(pt, i, *cuts[i], best, bestR); r != nil {
+				best, bestR = d, r
+			}
+		}
+		if alt, ok := pr.otherParts(best); ok && bestR != nil {
+			// The same split with the other reduce-scatter (column parts
+			// or row parts only): whichever is cheaper.
+			if d, r, _, err := pl.cheapest(pt, i, []plan.Decision{alt}); err != nil {
+				return nil, nil, err
+			} else if r != nil && r.total < bestR.total {
 				best, bestR = d, r
 			}
 		}
@@ -223,6 +234,9 @@ func (pl *planner) move(pt point, rng *rand.Rand) point {
 	d.Split.Order = ""
 	if d.Split.M > d.Split.N {
 		d.Split.Order = "b"
+	}
+	if d.Split.K <= 1 || pt[i].Split.K <= 1 {
+		d.Split.Parts = pr.defaultParts(d.Split.K)
 	}
 	n := int(d.Split.Blocks())
 	lo := min(d.Tiles[0], pl.tiles-n)
