@@ -66,8 +66,11 @@ func (t AMPType) size() int64 { return int64(t.Size()) }
 //
 //	B + e*((j/16)*16*K + 16*k + j%16)
 //
-// B is 32-byte aligned in interleaved memory (amph and ampq read 32 bytes
-// there).
+// With BPanel set, B's panels lie BPanel elements apart instead of 16*K
+// (BPanel a multiple of 16, more than 16*K: every W-th panel of a wider
+// B, so that W launches fill C's column parts of W panels each, see
+// CPanel). B is 32-byte aligned in interleaved memory (amph and ampq
+// read 32 bytes there).
 //
 // C is row-major FP32 with a row stride of CStride elements (a multiple
 // of 4, at least N): C[i][j] at C + 4*(i*CStride + j). With CPanel set,
@@ -109,6 +112,7 @@ type MatMul struct {
 	A, B, C    uint32
 	CStride    int // elements between rows of C
 	CPanel     int // elements between C's 16-column panels (0: 16, row-major)
+	BPanel     int // elements between B's panels (0: 16*K, contiguous)
 	Accumulate bool
 	FP8        FP8Config // formats and scales of A and B (FP8 only)
 	Workers    int       // 1..6
@@ -152,8 +156,11 @@ func (p MatMul) check() error {
 	if p.CPanel != 0 && (p.CStride < 16 || p.CStride%4 != 0 || p.CPanel%4 != 0 || int64(p.CPanel) < int64(p.M)*int64(p.CStride) || !fitsImm16(4*int64(p.CPanel))) {
 		return fmt.Errorf("C panel stride %d (row stride %d): want a multiple of 4 of at least M*CStride=%d, 4*CPanel within an imm16, and a row stride of a multiple of 4 of at least 16", p.CPanel, p.CStride, int64(p.M)*int64(p.CStride))
 	}
+	if p.BPanel != 0 && (p.BPanel%16 != 0 || p.BPanel <= 16*p.K) {
+		return fmt.Errorf("B panel stride %d: want a multiple of 16 of more than 16*K=%d", p.BPanel, 16*p.K)
+	}
 	// Sizes bounded so that every byte offset fits 32 bits.
-	if int64(p.M)*int64(p.K) > 1<<20 || int64(p.N)*int64(p.K) > 1<<20 || int64(p.M)*int64(p.CStride) > 1<<20 {
+	if int64(p.M)*int64(p.K) > 1<<20 || int64(p.N)*int64(max(p.K, p.BPanel/16)) > 1<<20 || int64(p.M)*int64(p.CStride) > 1<<20 {
 		return fmt.Errorf("matrix of %dx%dx%d (C stride %d) does not fit a tile", p.M, p.K, p.N, p.CStride)
 	}
 	if p.Type == AMPFP8 {
@@ -170,6 +177,7 @@ type mmShape struct {
 	steps                 int64 // AMP instructions per item
 	groupBytes            int64 // one A panel
 	panelBytes            int64 // one B panel
+	bStride               int64 // B panel stride (bytes)
 	rowBytes              int64 // C row stride
 	panelC                int64 // C panel stride (bytes)
 	jump                  int64 // C change after a group's last panel
@@ -188,7 +196,7 @@ func (s mmShape) table(a, b, c uint32) [][]uint32 {
 		g, pn := int64(st/s.panels), int64(st%s.panels)
 		tab[w] = []uint32{
 			a + uint32(g*s.groupBytes),
-			b + uint32(pn*s.panelBytes),
+			b + uint32(pn*s.bStride),
 			c + uint32(4*g*s.rowBytes+s.panelC*pn),
 			uint32(int64(s.panels) - pn),
 			uint32(s.count[w]),
@@ -207,6 +215,10 @@ func (p MatMul) shape() mmShape {
 	}
 	s.groupBytes = 4 * int64(p.K) * e
 	s.panelBytes = 16 * int64(p.K) * e
+	s.bStride = s.panelBytes
+	if p.BPanel != 0 {
+		s.bStride = int64(p.BPanel) * e
+	}
 	s.rowBytes = 4 * int64(p.CStride)
 	s.panelC = 64
 	if p.CPanel != 0 {
@@ -227,7 +239,9 @@ func (p MatMul) shape() mmShape {
 //	+ big constants            ConstLen of each of: row stride in bytes,
 //	                           group jump, steps, that do not fit their
 //	                           immediate (imm16, imm16, rpti count 4095)
-//	+ c * (steps + 27)         per item (steps + 45 with Accumulate)
+//	+ c * (steps + 27)         per item (steps + 45 with Accumulate; one
+//	                           more with BPanel, and the skip's ConstLen
+//	                           once when it does not fit an imm16)
 //	+ 4 * (floor((s+c)/P) - floor(s/P))    row group changes
 //
 // cycles' worth of instructions before its exit (steps = K for FP16, K/2
@@ -270,6 +284,10 @@ func (p MatMul) plan() (s mmShape, pro, item int64) {
 		pro += int64(ConstLen(uint32(s.steps)))
 	}
 	item = s.steps + 27
+	if skip := s.bStride - s.panelBytes; skip != 0 {
+		pro += loadBigIssues(skip)
+		item++
+	}
 	if p.Accumulate {
 		item += 18
 	}
@@ -331,6 +349,10 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 		b.Brz(mmCnt, done)
 	}
 
+	skip := s.bStride - s.panelBytes
+	if skip != 0 {
+		loadBig(b, skip, mmTmp) // after the head chunk, which uses mmTmp
+	}
 	item := b.Here()
 	if p.Accumulate {
 		rows(b.Ampld)
@@ -352,6 +374,9 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	b.Bind(end)
 	rows(b.Ampst)
 	b.Addi(mmC, mmC, int32(s.panelC))
+	if skip != 0 {
+		addConst(b, mmB, mmB, skip, mmTmp) // to the next panel of B
+	}
 	b.Addi(mmRem, mmRem, -1)
 	cont := b.Label()
 	b.Brnz(mmRem, cont)
@@ -385,6 +410,9 @@ func (p MatMul) checkMemory(b *Builder) error {
 	e := uint64(p.Type.size())
 	bufA := buffer{"A", p.A, uint64(p.M) * uint64(p.K) * e, false}
 	bufB := buffer{"B", p.B, uint64(p.N) * uint64(p.K) * e, false}
+	if p.BPanel != 0 {
+		bufB.size = (uint64(p.N/16-1)*uint64(p.BPanel) + 16*uint64(p.K)) * e
+	}
 	cp := uint64(16)
 	if p.CPanel != 0 {
 		cp = uint64(p.CPanel)

@@ -126,6 +126,7 @@ func (p MatMulF32) shape() mmShape {
 	s.steps = int64(p.K)
 	s.groupBytes = 16 * int64(p.K)
 	s.panelBytes = 64 * int64(p.K)
+	s.bStride = s.panelBytes
 	s.rowBytes = 4 * int64(p.CStride)
 	s.panelC = 64
 	s.jump = 4*s.rowBytes - s.panelC*int64(s.panels)

@@ -180,7 +180,7 @@ func (s mmShape) splitTable(a, b, c uint32, ws []mmWorker) [][]uint32 {
 		return []uint32{
 			uint32(ch.k1 - ch.k0),
 			a + uint32(g*s.groupBytes) + stepA*uint32(ch.k0),
-			b + uint32(pn*s.panelBytes) + stepB*uint32(ch.k0),
+			b + uint32(pn*s.bStride) + stepB*uint32(ch.k0),
 			c + uint32(4*g*s.rowBytes+s.panelC*pn),
 		}
 	}
@@ -189,7 +189,7 @@ func (s mmShape) splitTable(a, b, c uint32, ws []mmWorker) [][]uint32 {
 		g, pn := int64(st/s.panels), int64(st%s.panels)
 		row := []uint32{
 			a + uint32(g*s.groupBytes),
-			b + uint32(pn*s.panelBytes),
+			b + uint32(pn*s.bStride),
 			c + uint32(4*g*s.rowBytes+s.panelC*pn),
 			uint32(int64(s.panels) - pn),
 			uint32(sh.count),
