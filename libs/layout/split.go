@@ -188,17 +188,29 @@ func (s Split) PartBlock(rows, l int) (lo, hi int) { return AlignedBlock(rows, s
 // ColParts is the number of column parts of a block of rows x cols
 // after the reduce-scatter of a k split: 1 (each tile owns a row part of
 // the whole width) unless ColCut is set and the block has fewer row
-// groups than the split has k blocks; then each of those row groups is also cut in as many
-// column parts (whole panels of BGroup) as the k blocks allow, so that
-// more of the k blocks' tiles share the sums (a block of 4 row groups
-// under 8 k blocks: 8 parts of a row group and half the columns instead
-// of 4 parts of a row group and 4 tiles owning none).
+// groups than the split has k blocks; then each of those row groups is
+// also cut in column parts (whole panels of BGroup), so that more of the
+// k blocks' tiles share the sums (a block of 4 row groups under 8 k
+// blocks: 8 parts of a row group and half the columns instead of 4 parts
+// of a row group and 4 tiles owning none). It takes the fewest parts
+// whose widest is as narrow as the k blocks allow: 3 parts of 2 panels
+// rather than 4 of 2, 2, 1 and 1, as many tiles fewer and the parts as
+// wide, so that one product kernel per panel of a part fills them all
+// (lower's matmulKernels).
 func (s Split) ColParts(rows, cols int) int {
 	ru := Units(rows, s.rowAlign())
 	if !s.ColCut || ru < 1 || ru >= s.GK {
 		return 1
 	}
-	return max(1, min(Units(cols, BGroup), s.GK/ru))
+	units := Units(cols, BGroup)
+	most := max(1, min(units, s.GK/ru))
+	widest := Units(units, most)
+	for g := 1; g < most; g++ {
+		if Units(units, g) == widest {
+			return g
+		}
+	}
+	return most
 }
 
 // PartBox is the part of a block of rows x cols that tile (b, i, j, l)

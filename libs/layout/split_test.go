@@ -122,3 +122,26 @@ func TestSplitFits(t *testing.T) {
 		}
 	}
 }
+
+// TestColParts checks the reduce-scatter's column parts: the fewest
+// whose widest is as narrow as the k blocks allow.
+func TestColParts(t *testing.T) {
+	for _, tc := range []struct {
+		gk, rows, cols int
+		cut            bool
+		want           int
+	}{
+		{8, 8, 96, true, 3},  // 2 row groups, 6 panels, at most 4 parts: 3 of 2 panels
+		{4, 8, 64, true, 2},  // 4 panels, at most 2 parts
+		{4, 8, 144, true, 2}, // 9 panels in 2 parts of 5 and 4
+		{8, 4, 160, true, 5}, // 10 panels, at most 8 parts: 5 of 2 panels
+		{8, 4, 64, true, 4},  // a part per panel
+		{4, 16, 96, true, 1}, // as many row groups as k blocks
+		{8, 8, 96, false, 1}, // no column cut
+	} {
+		s := Split{GB: 1, GM: 1, GN: 1, GK: tc.gk, ColCut: tc.cut}
+		if got := s.ColParts(tc.rows, tc.cols); got != tc.want {
+			t.Errorf("k=%d %dx%d cut=%v: %d column parts, want %d", tc.gk, tc.rows, tc.cols, tc.cut, got, tc.want)
+		}
+	}
+}

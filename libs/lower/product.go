@@ -363,31 +363,54 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 
 // matmulKernels are the product kernels of tb's block: one, or with
 // column parts (colParts) one per part, the B panels of its columns into
-// its C block. Column parts of one panel each are one AMP kernel whose C
-// panels lie a part apart (codegen.MatMul.CPanel).
+// its C block. Column parts of W panels each are W AMP kernels, kernel q
+// the q-th panel of every part (B panels W apart, codegen.MatMul.BPanel;
+// C panels a part apart, codegen.MatMul.CPanel) when there are more parts
+// than that: W launches instead of one per part, of as many work items
+// each (parts of one panel: one launch).
 func matmulKernels(n *graph.Node, ps *productShape, s layout.Split, tb layout.TileBlock, kp int, a, b, cb prog.Ref) []*prog.Kernel {
 	cs := colParts(s, tb)
 	mp := layout.Pad(tb.M1-tb.M0, layout.AGroup)
-	if len(cs) > 1 && ps.typ != codegen.VecFP32 && len(cs) == layout.Units(tb.N1-tb.N0, layout.BGroup) && 4*mp*layout.BGroup <= 0x7FFF {
-		k := matmulKernel(n, ps, tb, kp, layout.Range{Lo: 0, Hi: tb.N1 - tb.N0}, a, b, cb)
-		p := k.Params.(*codegen.MatMul)
-		p.CStride, p.CPanel = layout.BGroup, mp*layout.BGroup
-		return []*prog.Kernel{k}
+	if w := evenParts(cs); ps.typ != codegen.VecFP32 && w > 0 && w < len(cs) && 4*mp*w*layout.BGroup <= 0x7FFF {
+		out := make([]*prog.Kernel, w)
+		for q := range out {
+			c := layout.Range{Lo: q * layout.BGroup, Hi: (q + 1) * layout.BGroup}
+			k := matmulKernel(n, ps, tb, kp, c, a, b, cb.Add(4*c.Lo))
+			p := k.Params.(*codegen.MatMul)
+			p.N = len(cs) * layout.BGroup
+			p.CStride, p.CPanel = w*layout.BGroup, mp*w*layout.BGroup
+			if w > 1 {
+				p.BPanel = w * layout.BGroup * kp
+			}
+			out[q] = k
+		}
+		return out
 	}
 	out := make([]*prog.Kernel, len(cs))
 	for h, c := range cs {
-		out[h] = matmulKernel(n, ps, tb, kp, c, a, b, cb)
+		out[h] = matmulKernel(n, ps, tb, kp, c, a, b, cb.Add(4*mp*c.Lo))
 	}
 	return out
 }
 
+// evenParts returns the panels of each of the column parts cs when they
+// are all as wide (padded) and one after the other, else 0.
+func evenParts(cs []layout.Range) int {
+	w := layout.Units(cs[0].Len(), layout.BGroup)
+	for h, c := range cs {
+		if c.Lo != h*w*layout.BGroup || layout.Units(c.Len(), layout.BGroup) != w {
+			return 0
+		}
+	}
+	return w
+}
+
 // matmulKernel is the product kernel of tb's block for columns c of it:
-// the B panels of those columns, into their row-major C block (at
-// 4*mp*c.Lo bytes, colParts).
+// the B panels of those columns, into their row-major C block at cb (the
+// block's at 4*mp*c.Lo bytes for a column part, colParts).
 func matmulKernel(n *graph.Node, ps *productShape, tb layout.TileBlock, kp int, c layout.Range, a, b, cb prog.Ref) *prog.Kernel {
 	mp, w := layout.Pad(tb.M1-tb.M0, layout.AGroup), layout.Pad(c.Len(), layout.BGroup)
 	b = b.Add(c.Lo * kp * ps.typ.Size())
-	cb = cb.Add(4 * mp * c.Lo)
 	// The result's readers (productResult, reduceScatter) read rows
 	// [P0, P1) of the block, inside its M extent.
 	k := &prog.Kernel{What: n.Name + ".matmul", RowsRead: tb.M1 - tb.M0}
