@@ -18,27 +18,15 @@ import (
 	"ipu.local/libs/prog"
 )
 
-// kernelCode is a kernel's code: its identity as the linker shares code
-// on a tile (its key at made-up addresses and the buffers it touches,
-// link's fixKey) and its bytes.
-type kernelCode struct {
-	id    any
-	bytes int64
-}
+// kernelLens caches the code bytes of kernels by key.
+var kernelLens sync.Map
 
-// kernelLens caches the code bytes of kernels by key; kernelCodes the
-// code of kernels (the step caches share them between points).
-var kernelLens, kernelCodes sync.Map
-
-// codeOf is k's code at made-up addresses of the alignment the linker
-// gives its buffers (as link's probeAddrs); k's address fields are
-// restored after. A kernel whose operands the made-up addresses put in
-// one memory element (matrix kernels of large blocks) counts nothing:
+// codeBytes is k's code bytes at made-up addresses of the alignment the
+// linker gives its buffers (as link's probeAddrs); k's address fields
+// are restored after. A kernel whose operands the made-up addresses put
+// in one memory element (matrix kernels of large blocks) counts nothing:
 // the linker checks the code exactly.
-func codeOf(p *arch.Preset, k *prog.Kernel) kernelCode {
-	if c, ok := kernelCodes.Load(k); ok {
-		return c.(kernelCode)
-	}
+func codeBytes(p *arch.Preset, k *prog.Kernel) int64 {
 	saved := make([]uint32, len(k.Fixes))
 	for i, f := range k.Fixes {
 		saved[i] = *f.Field
@@ -50,29 +38,16 @@ func codeOf(p *arch.Preset, k *prog.Kernel) kernelCode {
 	}()
 	probeAddrs(p, k)
 	key := k.Key()
-	type ref struct {
-		id  int
-		off uint32
-	}
-	rs := make([]ref, len(k.Fixes))
-	for i, f := range k.Fixes {
-		rs[i] = ref{f.Ref.Buf.ID, f.Ref.Off}
-	}
-	c := kernelCode{id: struct {
-		key  any
-		refs string
-	}{key, fmt.Sprint(rs)}}
 	if n, ok := kernelLens.Load(key); ok {
-		c.bytes = n.(int64)
-	} else {
-		b := codegen.NewBuilder(p, p.Executable.Lo)
-		if _, err := k.Emit(b); err == nil {
-			c.bytes = 4 * int64(b.Len())
-		}
-		kernelLens.Store(key, c.bytes)
+		return n.(int64)
 	}
-	kernelCodes.Store(k, c)
-	return c
+	var n int64
+	b := codegen.NewBuilder(p, p.Executable.Lo)
+	if _, err := k.Emit(b); err == nil {
+		n = 4 * int64(b.Len())
+	}
+	kernelLens.Store(key, n)
+	return n
 }
 
 // probeAddrs gives k's buffers made-up addresses in their regions,
@@ -112,18 +87,19 @@ func (e *CodeError) Error() string {
 	return fmt.Sprintf("tile %d: code of about %d bytes, more than the %d of its executable range", e.Tile, e.Bytes, e.Limit)
 }
 
-// tileCode estimates each tile's code bytes: its distinct kernels'
-// code, a launch's entry and worker runs, a word a superstep, and the
-// exchange code exch gives by tile. The kernels' addresses are the
-// made-up ones pricing gave them (prog.Kernel.Cost).
+// tileCode estimates each tile's code bytes: its kernels' code (each
+// kernel once a tile; the linker also shares the code of launches of
+// equal kernels on the same buffers), a launch's entry and worker runs,
+// a word a superstep, and the exchange code exch gives by tile.
 func tileCode(p *arch.Preset, pr *prog.Program, exch []int64) ([]int64, error) {
 	code := make([]int64, p.Tiles)
 	copy(code, exch)
 	type launch struct {
-		t  int
-		id any
+		t int
+		k *prog.Kernel
 	}
 	seen := map[launch]bool{}
+	lens := map[*prog.Kernel]int64{}
 	for _, s := range pr.Steps {
 		for t, ks := range s.Work {
 			code[t] += 4
@@ -133,12 +109,16 @@ func tileCode(p *arch.Preset, pr *prog.Program, exch []int64) ([]int64, error) {
 					return nil, err
 				}
 				code[t] += 4 * int64(2+c.Workers)
-				kc := codeOf(p, k)
-				if seen[launch{t, kc.id}] {
+				if seen[launch{t, k}] {
 					continue
 				}
-				seen[launch{t, kc.id}] = true
-				code[t] += kc.bytes
+				seen[launch{t, k}] = true
+				n, ok := lens[k]
+				if !ok {
+					n = codeBytes(p, k)
+					lens[k] = n
+				}
+				code[t] += n
 			}
 		}
 	}
