@@ -49,10 +49,13 @@ type builder struct {
 	// elementwise step took from one): their projections onto a
 	// broadcast input may overlap.
 	cut map[int]bool
+	// halved are the row operators' inputs laid out on a halved row
+	// alignment (rowLayout), their pieces by value.
+	halved map[int][]layout.Piece
 }
 
 func (pl *planner) newBuilder(pt point) *builder {
-	b := &builder{pl: pl, dec: map[int]plan.Decision{}, home: map[int]int{}, cache: map[string]int{}, cut: map[int]bool{}}
+	b := &builder{pl: pl, dec: map[int]plan.Decision{}, home: map[int]int{}, cache: map[string]int{}, cut: map[int]bool{}, halved: map[int][]layout.Piece{}}
 	for _, d := range pt {
 		b.dec[d.Node] = d
 	}
@@ -448,7 +451,10 @@ func (b *builder) rows(n *graph.Node) error {
 		}
 		xt = b.tensors[id]
 	} else {
-		pieces := b.pl.rowPieces(x, axis, b.anchor(x))
+		pieces, halved := b.pl.rowLayout(x, axis, b.anchor(x))
+		if halved {
+			b.halved[x.Index] = pieces
+		}
 		pad := layout.DefaultPad(lower.DeviceSize(x.DType))
 		if axis < r-1 {
 			pad = 1

@@ -27,8 +27,8 @@ type geometry struct {
 // expandGeometry expands every exchange superstep of pr at the addresses
 // addr gives (the search's synthetic ones): per fragment, the loads of its
 // three operands (the register cache of the scheduler can only shorten
-// them) and the send or recv.
-func expandGeometry(p *arch.Preset, pr *prog.Program, addr func(prog.Ref) uint32) geometry {
+// them) and the send or recv; and by tile, its exchange code bytes.
+func expandGeometry(p *arch.Preset, pr *prog.Program, addr func(prog.Ref) uint32) (geometry, []int64) {
 	frags := make([]int, p.Tiles)
 	bytes := make([]int64, p.Tiles)
 	for _, s := range pr.Steps {
@@ -55,7 +55,7 @@ func expandGeometry(p *arch.Preset, pr *prog.Program, addr func(prog.Ref) uint32
 		g.rowBytes = max(g.rowBytes, bytes[t])
 	}
 	g.heuristic = 4 * 5 * int64(g.fragments)
-	return g
+	return g, bytes
 }
 
 // check refuses a geometry beyond the limit.

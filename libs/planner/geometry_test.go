@@ -23,7 +23,7 @@ func TestExpandGeometry(t *testing.T) {
 	}
 	pr.Steps = append(pr.Steps, s, s) // two supersteps alike
 	addr := func(r prog.Ref) uint32 { return 0x90000 + r.Off }
-	g := expandGeometry(p, pr, addr)
+	g, _ := expandGeometry(p, pr, addr)
 	if g.fragments != 4 || g.tile != 1 {
 		t.Errorf("fragments %d on tile %d, want 4 on tile 1 (two receptions in each superstep)", g.fragments, g.tile)
 	}

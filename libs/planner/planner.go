@@ -20,7 +20,6 @@
 package planner
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -113,10 +112,13 @@ type planner struct {
 	// wide: the start prices splits that copy constants further (see
 	// wideWeights).
 	wide bool
+	// whole are the row operators' inputs that keep the row alignment
+	// their readers want (rowLayout): halved, their code did not fit.
+	whole map[int]bool
 }
 
 func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
-	pl := &planner{g: g, p: p, tiles: tiles, prod: map[int]*product{}, folded: map[int]*graph.Node{}, cache: map[string]*result{}, programs: map[programPrint]pricing{}, counted: map[string]bool{}, encoded: graph.Encode(g)}
+	pl := &planner{g: g, p: p, tiles: tiles, prod: map[int]*product{}, folded: map[int]*graph.Node{}, cache: map[string]*result{}, programs: map[programPrint]pricing{}, counted: map[string]bool{}, whole: map[int]bool{}, encoded: graph.Encode(g)}
 	for range searchWorkers() {
 		pl.steps = append(pl.steps, lower.NewStepCache())
 	}
@@ -316,11 +318,7 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		if s, err = newState(opt, p.Name, tiles); err != nil {
 			return nil, nil, nil, fmt.Errorf("search state rng: %w", err)
 		}
-		cur, curR, err = pl.start(pl.wide)
-		var me *MemoryError
-		if pl.wide && errors.As(err, &me) {
-			cur, curR, err = pl.start(false)
-		}
+		cur, curR, err = pl.startFitting()
 		if err != nil {
 			return nil, nil, nil, err
 		}

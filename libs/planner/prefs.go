@@ -250,9 +250,57 @@ func (pl *planner) piecesOf(v *graph.Value, keep int, aligns []int, strict bool,
 }
 
 // rowPieces is the default layout of a row operator's input: the axes
-// from axis on whole.
+// from axis on whole (rowLayout).
 func (pl *planner) rowPieces(v *graph.Value, axis, lo int) []layout.Piece {
-	return pl.piecesWith(v, max(len(v.Shape)-axis, pl.prefs.keep[v.Index], 1), pl.prefs.alignOf(v), lo)
+	ps, _ := pl.rowLayout(v, axis, lo)
+	return ps
+}
+
+// rowLayout is rowPieces, and whether it halved the alignment. The row
+// alignment its readers want is halved while that shrinks the largest
+// piece: a row operator's time is its tile's rows, and the readers that
+// want 4-row blocks (a product's A operand) re-lay the result out anyway
+// (BERT-base attention's softmax: 1536 rows on 384 tiles at 4 rows a
+// tile, on 768 at 2). Not for the values pl.whole holds: their row
+// operators' code did not fit (fitRows).
+func (pl *planner) rowLayout(v *graph.Value, axis, lo int) ([]layout.Piece, bool) {
+	keep := max(len(v.Shape)-axis, pl.prefs.keep[v.Index], 1)
+	a := pl.prefs.alignOf(v)
+	best, halved := pl.piecesWith(v, keep, a, lo), false
+	for !pl.whole[v.Index] {
+		h, ok := halvedAligns(a, len(v.Shape)-keep)
+		if !ok {
+			break
+		}
+		if ps := pl.piecesWith(v, keep, h, lo); largestPiece(ps) < largestPiece(best) {
+			best, halved = ps, true
+		}
+		a = h
+	}
+	return best, halved
+}
+
+// halvedAligns returns aligns with the even ones of the first n axes
+// halved, ok false when none is.
+func halvedAligns(aligns []int, n int) ([]int, bool) {
+	h := append([]int(nil), aligns...)
+	ok := false
+	for d := 0; d < min(n, len(h)); d++ {
+		if h[d] > 1 && h[d]%2 == 0 {
+			h[d] /= 2
+			ok = true
+		}
+	}
+	return h, ok
+}
+
+// largestPiece is the most elements a piece holds.
+func largestPiece(ps []layout.Piece) int {
+	m := 0
+	for _, p := range ps {
+		m = max(m, p.Box.Volume())
+	}
+	return m
 }
 
 // alignedPieces is the default layout with axis ax split on multiples of

@@ -163,7 +163,8 @@ func (pl *planner) price(bp builtPoint, steps *lower.StepCache) (pc pricing) {
 	}
 	r.padRemoved = pr.PadClearsRemoved
 	t0 := time.Now()
-	r.geo = expandGeometry(pl.p, pr, cost.Synthetic(pl.p, pr.Buffers))
+	var exch []int64
+	r.geo, exch = expandGeometry(pl.p, pr, cost.Synthetic(pl.p, pr.Buffers))
 	t1 := time.Now()
 	pc.expansion = t1.Sub(t0)
 	err = r.geo.check(sched.FragmentLimit(pl.p))
@@ -179,6 +180,16 @@ func (pl *planner) price(bp builtPoint, steps *lower.StepCache) (pc pricing) {
 	c, err := cost.ProgramWith(pr, cost.Options{Bound: true})
 	if err != nil {
 		pc.err = err
+		return pc
+	}
+	if err := fitsCode(pl.p, pr, exch, b.halved); err != nil {
+		var ce *CodeError
+		if !errors.As(err, &ce) {
+			pc.err = err
+			return pc
+		}
+		r.mem = err
+		pc.r = r
 		return pc
 	}
 	r.total, r.exchange, r.transfers = c.FinalCycles, c.FinalExchange, c.Transfers

@@ -59,8 +59,9 @@ func TestSpreadPieces(t *testing.T) {
 	}
 }
 
-// Rows too many for one a group, whose reader packs them in groups:
-// groups of rows, more than one, on contiguous tiles.
+// Rows too many for one a group, whose reader packs them in groups of
+// 3 (an alignment rowPieces cannot halve, so that whole rows leave most
+// tiles idle): groups of rows, more than one, on contiguous tiles.
 func TestSpreadPiecesGroups(t *testing.T) {
 	pl, g := lnProduct(t, 1536, 768, 64, 1472)
 	var ln *graph.Node
@@ -69,6 +70,7 @@ func TestSpreadPiecesGroups(t *testing.T) {
 			ln = n
 		}
 	}
+	pl.prefs.alignOf(ln.Inputs[0])[0] = 3
 	ps := pl.spreadPieces(ln, 1, 0)
 	if len(ps) == 0 {
 		t.Fatal("not spread")
@@ -85,5 +87,20 @@ func TestSpreadPiecesGroups(t *testing.T) {
 	}
 	if vol != 1536*768 || ps[len(ps)-1].Tile >= 1472 {
 		t.Errorf("%d pieces of %d elements up to tile %d, want a partition of %d on 1472 tiles", len(ps), vol, ps[len(ps)-1].Tile, 1536*768)
+	}
+}
+
+// Whole rows whose reader wants blocks of 4 rows (a product's A operand)
+// take blocks of 2 when that is fewer rows a tile: 1536 rows on 1472
+// tiles, 768 tiles of 2 rows rather than 384 of 4.
+func TestRowPiecesHalved(t *testing.T) {
+	pl, g := lnProduct(t, 1536, 768, 64, 1472)
+	x := g.Nodes[0].Inputs[0]
+	if a := pl.prefs.alignOf(x)[0]; a != 4 {
+		t.Fatalf("rows aligned on %d, want 4", a)
+	}
+	ps := pl.rowPieces(x, 1, 0)
+	if len(ps) != 768 || largestPiece(ps) != 2*768 {
+		t.Errorf("%d pieces of at most %d elements, want 768 of 2 rows", len(ps), largestPiece(ps))
 	}
 }

@@ -1,0 +1,206 @@
+package planner
+
+// Code bytes per tile: the planner refuses a program whose code would
+// not fit a tile's executable range, as the linker does
+// (link/xplace.go), from an estimate: every distinct kernel a tile
+// launches compiled at the search's made-up addresses, its launches,
+// and the exchange code the geometry expands (geometry.go).
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"ipu.local/libs/arch"
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/layout"
+	"ipu.local/libs/prog"
+)
+
+// kernelLens caches the code bytes of kernels by key.
+var kernelLens sync.Map
+
+// codeBytes is k's code bytes at made-up addresses of the alignment the
+// linker gives its buffers (as link's probeAddrs); k's address fields
+// are restored after. A kernel whose operands the made-up addresses put
+// in one memory element (matrix kernels of large blocks) counts nothing:
+// the linker checks the code exactly.
+func codeBytes(p *arch.Preset, k *prog.Kernel) int64 {
+	saved := make([]uint32, len(k.Fixes))
+	for i, f := range k.Fixes {
+		saved[i] = *f.Field
+	}
+	defer func() {
+		for i, f := range k.Fixes {
+			*f.Field = saved[i]
+		}
+	}()
+	probeAddrs(p, k)
+	key := k.Key()
+	if n, ok := kernelLens.Load(key); ok {
+		return n.(int64)
+	}
+	var n int64
+	b := codegen.NewBuilder(p, p.Executable.Lo)
+	if _, err := k.Emit(b); err == nil {
+		n = 4 * int64(b.Len())
+	}
+	kernelLens.Store(key, n)
+	return n
+}
+
+// probeAddrs gives k's buffers made-up addresses in their regions,
+// aligned as the linker places them.
+func probeAddrs(p *arch.Preset, k *prog.Kernel) {
+	seen := map[*prog.Buffer]uint32{}
+	il, ni := p.Interleaved.Lo, p.NonInterleaved.Hi
+	for _, f := range k.Fixes {
+		b := f.Ref.Buf
+		a, ok := seen[b]
+		if !ok {
+			align := max(b.Align, 32)
+			if b.Region == prog.NonInterleaved {
+				ni = (ni - min(b.Size, ni-p.NonInterleaved.Lo)) &^ (align - 1)
+				a = ni
+			} else {
+				il = (il + align - 1) &^ (align - 1)
+				a, il = il, il+b.Size
+			}
+			seen[b] = a
+		}
+		*f.Field = a + f.Ref.Off
+	}
+}
+
+// CodeError is a program whose code on a tile, estimated, exceeds its
+// executable range.
+type CodeError struct {
+	Tile         int
+	Bytes, Limit int64
+	// Rows are the row operators' inputs laid out on a halved alignment
+	// with a piece on a tile whose code does not fit (rowLayout).
+	Rows []int
+}
+
+func (e *CodeError) Error() string {
+	return fmt.Sprintf("tile %d: code of about %d bytes, more than the %d of its executable range", e.Tile, e.Bytes, e.Limit)
+}
+
+// tileCode estimates each tile's code bytes: its kernels' code (each
+// kernel once a tile; the linker also shares the code of launches of
+// equal kernels on the same buffers), a launch's entry and worker runs,
+// a word a superstep, and the exchange code exch gives by tile.
+func tileCode(p *arch.Preset, pr *prog.Program, exch []int64) ([]int64, error) {
+	code := make([]int64, p.Tiles)
+	copy(code, exch)
+	type launch struct {
+		t int
+		k *prog.Kernel
+	}
+	seen := map[launch]bool{}
+	lens := map[*prog.Kernel]int64{}
+	for _, s := range pr.Steps {
+		for t, ks := range s.Work {
+			code[t] += 4
+			for _, k := range ks {
+				c, err := k.Cost()
+				if err != nil {
+					return nil, err
+				}
+				code[t] += 4 * int64(2+c.Workers)
+				if seen[launch{t, k}] {
+					continue
+				}
+				seen[launch{t, k}] = true
+				n, ok := lens[k]
+				if !ok {
+					n = codeBytes(p, k)
+					lens[k] = n
+				}
+				code[t] += n
+			}
+		}
+	}
+	return code, nil
+}
+
+// fitsCode refuses a program whose estimated code exceeds the executable
+// range on tiles where halved row layouts (rowLayout) lie: the error's
+// Rows are those layouts' values. The estimate is an upper bound (the
+// exchange code before the linker compresses it: a 12-layer encoder's
+// fullest tile, 166416 bytes linked, is estimated at 208548), so a
+// program it finds too large elsewhere is left to the linker.
+func fitsCode(p *arch.Preset, pr *prog.Program, exch []int64, halved map[int][]layout.Piece) error {
+	if len(halved) == 0 {
+		return nil
+	}
+	code, err := tileCode(p, pr, exch)
+	if err != nil {
+		return err
+	}
+	limit := int64(p.Executable.Size())
+	var ce *CodeError
+	rows := map[int]bool{}
+	for t, n := range code {
+		if n <= limit {
+			continue
+		}
+		on := rowsOn(halved, t)
+		if len(on) == 0 {
+			continue
+		}
+		if ce == nil || n > ce.Bytes {
+			ce = &CodeError{Tile: t, Bytes: n, Limit: limit}
+		}
+		for _, v := range on {
+			rows[v] = true
+		}
+	}
+	if ce == nil {
+		return nil
+	}
+	for v := range rows {
+		ce.Rows = append(ce.Rows, v)
+	}
+	slices.Sort(ce.Rows)
+	return ce
+}
+
+// rowsOn returns the values of halved whose pieces take tile t, in
+// order.
+func rowsOn(halved map[int][]layout.Piece, t int) []int {
+	var out []int
+	for v, ps := range halved {
+		for _, p := range ps {
+			if p.Tile == t {
+				out = append(out, v)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// startFitting is the start (wide, then narrow when out of memory),
+// again with the halved row layouts on a tile whose code does not fit
+// kept whole, as long as that is some. The points priced before are
+// forgotten: their plans change.
+func (pl *planner) startFitting() (point, *result, error) {
+	for {
+		cur, curR, err := pl.start(pl.wide)
+		var me *MemoryError
+		if pl.wide && errors.As(err, &me) {
+			cur, curR, err = pl.start(false)
+		}
+		var ce *CodeError
+		if !errors.As(err, &ce) || len(ce.Rows) == 0 {
+			return cur, curR, err
+		}
+		for _, v := range ce.Rows {
+			pl.whole[v] = true
+		}
+		pl.cache, pl.programs, pl.counted = map[string]*result{}, map[programPrint]pricing{}, map[string]bool{}
+	}
+}
