@@ -87,13 +87,18 @@ func (e *CodeError) Error() string {
 	return fmt.Sprintf("tile %d: code of about %d bytes, more than the %d of its executable range", e.Tile, e.Bytes, e.Limit)
 }
 
-// tileCode estimates each tile's code bytes: its kernels' code (each
-// kernel once a tile; the linker also shares the code of launches of
-// equal kernels on the same buffers), a launch's entry and worker runs,
-// a word a superstep, and the exchange code exch gives by tile.
-func tileCode(p *arch.Preset, pr *prog.Program, exch []int64) ([]int64, error) {
+// tileCode estimates the code bytes of the tiles on: their kernels'
+// code (each kernel once a tile; the linker also shares the code of
+// launches of equal kernels on the same buffers), a launch's entry and
+// worker runs, a word a superstep, and the exchange code exch gives by
+// tile. Tiles not on are 0.
+func tileCode(p *arch.Preset, pr *prog.Program, exch []int64, on []bool) ([]int64, error) {
 	code := make([]int64, p.Tiles)
-	copy(code, exch)
+	for t := range code {
+		if on[t] && t < len(exch) {
+			code[t] = exch[t]
+		}
+	}
 	type launch struct {
 		t int
 		k *prog.Kernel
@@ -102,6 +107,9 @@ func tileCode(p *arch.Preset, pr *prog.Program, exch []int64) ([]int64, error) {
 	lens := map[*prog.Kernel]int64{}
 	for _, s := range pr.Steps {
 		for t, ks := range s.Work {
+			if !on[t] {
+				continue
+			}
 			code[t] += 4
 			for _, k := range ks {
 				c, err := k.Cost()
@@ -135,7 +143,15 @@ func fitsCode(p *arch.Preset, pr *prog.Program, exch []int64, halved map[int][]l
 	if len(halved) == 0 {
 		return nil
 	}
-	code, err := tileCode(p, pr, exch)
+	held := make([]bool, p.Tiles)
+	for _, ps := range halved {
+		for _, pc := range ps {
+			if pc.Tile >= 0 && pc.Tile < p.Tiles {
+				held[pc.Tile] = true
+			}
+		}
+	}
+	code, err := tileCode(p, pr, exch, held)
 	if err != nil {
 		return err
 	}
