@@ -308,38 +308,6 @@ func (l *linker) eachTile(fn func(t int) error) error {
 	return nil
 }
 
-// probeAddrs places a kernel's buffers at made-up addresses that meet
-// its kernel's rules (interleaved buffers up from the interleaved
-// region's start, the others down from the non-interleaved region's end,
-// where storage placement puts them too), so that its code can be
-// emitted and measured before storage is placed: a kernel's code length
-// does not depend on its addresses (they live in its tables), only on
-// its shapes. A buffer too large for its region is a memory error.
-func (l *linker) probeAddrs(k *prog.Kernel) error {
-	seen := map[*prog.Buffer]uint32{}
-	il, ni := l.p.Interleaved.Lo, l.p.NonInterleaved.Hi
-	for _, f := range k.Fixes {
-		b := f.Ref.Buf
-		a, ok := seen[b]
-		if !ok {
-			align := max(b.Align, 32)
-			if b.Region == prog.NonInterleaved {
-				if b.Size > ni-l.p.NonInterleaved.Lo {
-					return fmt.Errorf("buffer %s of %d bytes does not fit in the %d bytes of non-interleaved memory", b.Name, b.Size, l.p.NonInterleaved.Size())
-				}
-				ni = (ni - b.Size) &^ (align - 1)
-				a = ni
-			} else {
-				il = (il + align - 1) &^ (align - 1)
-				a, il = il, il+b.Size
-			}
-			seen[b] = a
-		}
-		*f.Field = a + f.Ref.Off
-	}
-	return nil
-}
-
 // compileKernels compiles every tile's distinct kernels to size its
 // code: worker code and tables.
 func (l *linker) compileKernels(*slog.Logger) error {
@@ -356,7 +324,7 @@ func (l *linker) compileKernels(*slog.Logger) error {
 					continue
 				}
 				seen[k] = true
-				if err := l.probeAddrs(k); err != nil {
+				if err := prog.ProbeAddrs(l.p, k); err != nil {
 					return fmt.Errorf("tile %d: %s: %w", t, k.What, err)
 				}
 				key := k.Key()

@@ -21,11 +21,12 @@ import (
 // kernelLens caches the code bytes of kernels by key.
 var kernelLens sync.Map
 
-// codeBytes is k's code bytes at made-up addresses of the alignment the
-// linker gives its buffers (as link's probeAddrs); k's address fields
-// are restored after. A kernel whose operands the made-up addresses put
-// in one memory element (matrix kernels of large blocks) counts nothing:
-// the linker checks the code exactly.
+// codeBytes is k's code bytes at the made-up addresses the linker also
+// sizes code at (prog.ProbeAddrs); k's address fields are restored
+// after. A kernel whose buffers do not fit their regions, or whose
+// operands the made-up addresses put in one memory element (matrix
+// kernels of large blocks), counts nothing: the linker checks the code
+// exactly.
 func codeBytes(p *arch.Preset, k *prog.Kernel) int64 {
 	saved := make([]uint32, len(k.Fixes))
 	for i, f := range k.Fixes {
@@ -36,7 +37,9 @@ func codeBytes(p *arch.Preset, k *prog.Kernel) int64 {
 			*f.Field = saved[i]
 		}
 	}()
-	probeAddrs(p, k)
+	if prog.ProbeAddrs(p, k) != nil {
+		return 0
+	}
 	key := k.Key()
 	if n, ok := kernelLens.Load(key); ok {
 		return n.(int64)
@@ -48,29 +51,6 @@ func codeBytes(p *arch.Preset, k *prog.Kernel) int64 {
 	}
 	kernelLens.Store(key, n)
 	return n
-}
-
-// probeAddrs gives k's buffers made-up addresses in their regions,
-// aligned as the linker places them.
-func probeAddrs(p *arch.Preset, k *prog.Kernel) {
-	seen := map[*prog.Buffer]uint32{}
-	il, ni := p.Interleaved.Lo, p.NonInterleaved.Hi
-	for _, f := range k.Fixes {
-		b := f.Ref.Buf
-		a, ok := seen[b]
-		if !ok {
-			align := max(b.Align, 32)
-			if b.Region == prog.NonInterleaved {
-				ni = (ni - min(b.Size, ni-p.NonInterleaved.Lo)) &^ (align - 1)
-				a = ni
-			} else {
-				il = (il + align - 1) &^ (align - 1)
-				a, il = il, il+b.Size
-			}
-			seen[b] = a
-		}
-		*f.Field = a + f.Ref.Off
-	}
 }
 
 // CodeError is a program whose code on a tile, estimated, exceeds its
