@@ -156,36 +156,24 @@ func imageRefs(imgs []Image) []map[int]obj.Ref {
 // the references refs names).
 func checkImages(imgs []Image, refs []map[int]obj.Ref, frames bool) []imageCheck {
 	checks := make([]imageCheck, len(imgs))
-	workers := min(runtime.GOMAXPROCS(0), len(imgs))
-	if !worthWorkers(imgs) {
-		workers = min(workers, 1)
-	}
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(imgs); i += workers {
-				img, c := &imgs[i], &checks[i]
-				if c.err = obj.ValidateProgram(img.Segments, img.Symbols, img.Exchange); c.err != nil {
-					continue
-				}
-				body := EncodeImage(img)
-				if c.size = len(body); c.size > MaxImageBytes {
-					c.err = fmt.Errorf("%d bytes, more than %d", c.size, MaxImageBytes)
-					continue
-				}
-				c.sum = sha256.Sum256(body)
-				if frames {
-					if len(refs[i]) > 0 {
-						body = encodeBody(img, refs[i])
-					}
-					c.frame, c.stored = wire.Compress(body), len(body)
-				}
+	forEach(len(imgs), worthWorkers(imgs), func(i int) {
+		img, c := &imgs[i], &checks[i]
+		if c.err = obj.ValidateProgram(img.Segments, img.Symbols, img.Exchange); c.err != nil {
+			return
+		}
+		body := EncodeImage(img)
+		if c.size = len(body); c.size > MaxImageBytes {
+			c.err = fmt.Errorf("%d bytes, more than %d", c.size, MaxImageBytes)
+			return
+		}
+		c.sum = sha256.Sum256(body)
+		if frames {
+			if len(refs[i]) > 0 {
+				body = encodeBody(img, refs[i])
 			}
-		}()
-	}
-	wg.Wait()
+			c.frame, c.stored = wire.Compress(body), len(body)
+		}
+	})
 	return checks
 }
 
@@ -516,9 +504,13 @@ const readWorkersFrom = 64
 
 // eachImage calls f for each of n images, on a worker per core when
 // there are many.
-func eachImage(n int, f func(i int)) {
+func eachImage(n int, f func(i int)) { forEach(n, n >= readWorkersFrom, f) }
+
+// forEach calls f for each i in [0, n): on a worker per core when
+// parallel, else in order on this goroutine's one worker.
+func forEach(n int, parallel bool, f func(i int)) {
 	workers := min(runtime.GOMAXPROCS(0), n)
-	if n < readWorkersFrom {
+	if !parallel {
 		workers = min(workers, 1)
 	}
 	var wg sync.WaitGroup
