@@ -90,7 +90,7 @@ test-slurm: build
 # shard-quality measures the merged plan of a search split in 1, 2, 4
 # and 8 shards, with the same total attempts and with the same attempts
 # per shard, over seeds 1..6 (scripts/shardquality; the torch attention
-# case on 64 tiles, where the search matters; about 3 minutes), prints
+# case on 64 tiles; about 1.5 minutes), prints
 # the figures and plots them in $(ART)/shard-quality.png
 # (SHARD_QUALITY_FLAGS: e.g. --model M.onnx --tiles 16 --attempts 128).
 SHARD_QUALITY_FLAGS ?=
