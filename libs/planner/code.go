@@ -10,48 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"ipu.local/libs/arch"
-	"ipu.local/libs/codegen"
 	"ipu.local/libs/layout"
 	"ipu.local/libs/prog"
 )
-
-// kernelLens caches the code bytes of kernels by key.
-var kernelLens sync.Map
-
-// codeBytes is k's code bytes at the made-up addresses the linker also
-// sizes code at (prog.ProbeAddrs); k's address fields are restored
-// after. A kernel whose buffers do not fit their regions, or whose
-// operands the made-up addresses put in one memory element (matrix
-// kernels of large blocks), counts nothing: the linker checks the code
-// exactly.
-func codeBytes(p *arch.Preset, k *prog.Kernel) int64 {
-	saved := make([]uint32, len(k.Fixes))
-	for i, f := range k.Fixes {
-		saved[i] = *f.Field
-	}
-	defer func() {
-		for i, f := range k.Fixes {
-			*f.Field = saved[i]
-		}
-	}()
-	if prog.ProbeAddrs(p, k) != nil {
-		return 0
-	}
-	key := k.Key()
-	if n, ok := kernelLens.Load(key); ok {
-		return n.(int64)
-	}
-	var n int64
-	b := codegen.NewBuilder(p, p.Executable.Lo)
-	if _, err := k.Emit(b); err == nil {
-		n = 4 * int64(b.Len())
-	}
-	kernelLens.Store(key, n)
-	return n
-}
 
 // CodeError is a program whose code on a tile, estimated, exceeds its
 // executable range.
@@ -84,7 +47,6 @@ func tileCode(p *arch.Preset, pr *prog.Program, exch []int64, on []bool) ([]int6
 		k *prog.Kernel
 	}
 	seen := map[launch]bool{}
-	lens := map[*prog.Kernel]int64{}
 	for _, s := range pr.Steps {
 		for t, ks := range s.Work {
 			if !on[t] {
@@ -101,12 +63,7 @@ func tileCode(p *arch.Preset, pr *prog.Program, exch []int64, on []bool) ([]int6
 					continue
 				}
 				seen[launch{t, k}] = true
-				n, ok := lens[k]
-				if !ok {
-					n = codeBytes(p, k)
-					lens[k] = n
-				}
-				code[t] += n
+				code[t] += k.ProbeCode(p)
 			}
 		}
 	}

@@ -2,8 +2,10 @@ package prog
 
 import (
 	"fmt"
+	"sync"
 
 	"ipu.local/libs/arch"
+	"ipu.local/libs/codegen"
 )
 
 // ProbeAddrs places k's buffers at made-up addresses that meet its
@@ -37,4 +39,48 @@ func ProbeAddrs(p *arch.Preset, k *Kernel) error {
 		*f.Field = a + f.Ref.Off
 	}
 	return nil
+}
+
+// probeLens caches the code bytes of kernels at the made-up addresses,
+// by kernel key.
+var probeLens sync.Map
+
+// ProbeCode is k's code bytes at the made-up addresses of ProbeAddrs,
+// cached in k (for p) and by k's key; k's address fields are restored
+// after. A kernel whose buffers do not fit their regions, or whose code
+// the made-up addresses cannot emit (operands in one memory element:
+// matrix kernels of large blocks), counts 0: the linker sizes code
+// exactly.
+func (k *Kernel) ProbeCode(p *arch.Preset) int64 {
+	if k.probeFor == p {
+		return k.probe
+	}
+	k.probe, k.probeFor = k.probeCode(p), p
+	return k.probe
+}
+
+func (k *Kernel) probeCode(p *arch.Preset) int64 {
+	saved := make([]uint32, len(k.Fixes))
+	for i, f := range k.Fixes {
+		saved[i] = *f.Field
+	}
+	defer func() {
+		for i, f := range k.Fixes {
+			*f.Field = saved[i]
+		}
+	}()
+	if ProbeAddrs(p, k) != nil {
+		return 0
+	}
+	key := k.Key()
+	if n, ok := probeLens.Load(key); ok {
+		return n.(int64)
+	}
+	var n int64
+	b := codegen.NewBuilder(p, p.Executable.Lo)
+	if _, err := k.Emit(b); err == nil {
+		n = 4 * int64(b.Len())
+	}
+	probeLens.Store(key, n)
+	return n
 }

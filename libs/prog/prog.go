@@ -99,6 +99,9 @@ type Kernel struct {
 	RowsRead int
 	cost     *codegen.Cost
 	at       [codegen.Slots]int64 // CyclesAt by phase, 0: not yet
+	// probe is ProbeCode's bytes for the preset probeFor (nil: not yet).
+	probe    int64
+	probeFor *arch.Preset
 }
 
 // CyclesAt is the kernel's Cost().CyclesAt(phase), cached.
@@ -142,6 +145,7 @@ func (k *Kernel) costKey() any {
 func (k *Kernel) ClearCost() {
 	k.cost = nil
 	k.at = [codegen.Slots]int64{}
+	k.probeFor = nil
 }
 
 // Cost returns the kernel's cost (cached).
