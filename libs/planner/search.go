@@ -301,7 +301,24 @@ func fits(p *arch.Preset, tiles int, pr *prog.Program) error {
 		step  int
 		bytes int64
 	}
+	// Events by tile in one array: counted, then filled.
+	count := make([]int, n+1)
+	for _, b := range pr.Buffers {
+		if b.Data != nil || b.Permanent {
+			continue
+		}
+		for _, t := range b.Tiles {
+			count[t+1] += 2
+		}
+	}
+	for t := range n {
+		count[t+1] += count[t]
+	}
+	all := make([]event, count[n])
 	live := make([][]event, n)
+	for t := range live {
+		live[t] = all[count[t]:count[t]:count[t+1]]
+	}
 	for _, b := range pr.Buffers {
 		for _, t := range b.Tiles {
 			used[t] = true
