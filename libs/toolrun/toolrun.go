@@ -115,7 +115,7 @@ func Main(app *cli.App, args []string, stdout, stderr io.Writer) (status int) {
 		}
 	}()
 
-	tuneGC()
+	tuneGC(app)
 	if path := os.Getenv("IPU_CPUPROFILE"); path != "" {
 		stop, err := startProfile(path)
 		if err != nil {
@@ -135,15 +135,23 @@ func Main(app *cli.App, args []string, stdout, stderr io.Writer) (status int) {
 	return report(stderr, name, err, run.started)
 }
 
+// GCPercentKey is the app.Metadata key of a tool's GOGC (an int; 400
+// when absent).
+const GCPercentKey = "gc_percent"
+
 // The tools allocate much short-lived data (lowered programs, schedules)
 // over a heap of a few hundred MB: the collector's default pace spends a
 // fifth of the CPU on it. tuneGC lets the heap grow to 5x the live data
-// between collections (GOGC=400), under a soft limit of 4 GiB past which
-// the collector runs as often as it must; GOGC and GOMEMLIMIT in the
-// environment take precedence.
-func tuneGC() {
+// between collections (GOGC=400, or the tool's app.Metadata[GCPercentKey]),
+// under a soft limit of 4 GiB past which the collector runs as often as
+// it must; GOGC and GOMEMLIMIT in the environment take precedence.
+func tuneGC(app *cli.App) {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
+		pct := 400
+		if v, ok := app.Metadata[GCPercentKey].(int); ok {
+			pct = v
+		}
+		debug.SetGCPercent(pct)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(4 << 30)
