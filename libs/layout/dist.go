@@ -143,25 +143,25 @@ func unflatten(f int, shape []int) []int {
 // sameSegments reports whether two segment lists cover the same flat
 // ranges at the same storage offsets (merging adjacent ones).
 func sameSegments(a, b []segment) bool {
-	norm := func(s []segment) []segment {
-		var out []segment
-		for _, x := range s {
-			if n := len(out); n > 0 && out[n-1].flat+out[n-1].n == x.flat && out[n-1].off+out[n-1].n == x.off {
-				out[n-1].n += x.n
-				continue
-			}
-			out = append(out, segment{0, x.flat, x.n, x.off})
-		}
-		return out
-	}
-	na, nb := norm(a), norm(b)
-	if len(na) != len(nb) {
-		return false
-	}
-	for i := range na {
-		if na[i] != nb[i] {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		var x, y segment
+		x, i = mergedSegment(a, i)
+		y, j = mergedSegment(b, j)
+		if x != y {
 			return false
 		}
 	}
-	return true
+	return i == len(a) && j == len(b)
+}
+
+// mergedSegment returns the segment of s starting at i merged with the
+// ones after it that continue it in the value and in storage (its piece
+// 0), and the index past them.
+func mergedSegment(s []segment, i int) (segment, int) {
+	m := segment{0, s[i].flat, s[i].n, s[i].off}
+	for i++; i < len(s) && m.flat+m.n == s[i].flat && m.off+m.n == s[i].off; i++ {
+		m.n += s[i].n
+	}
+	return m, i
 }

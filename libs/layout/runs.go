@@ -310,7 +310,11 @@ func segments(t *Tensor, i int) []segment {
 		L *= b[d].Len()
 		outer = d
 	}
-	var out []segment
+	count := 1
+	for d := range outer {
+		count *= b[d].Len()
+	}
+	out := make([]segment, 0, count)
 	idx := make([]int, r)
 	for d := range idx {
 		idx[d] = b[d].Lo
