@@ -30,9 +30,9 @@ func multicast(xs []prog.Transfer) []prog.Transfer {
 		clear(index)
 		mcIndexes.Put(index)
 	}()
-	var keys []mcKey
-	of := make([]int32, len(xs)) // each transfer's key
-	var count []int32            // dests by key
+	keys := make([]mcKey, 0, len(xs))  // at most one a transfer: allocated once
+	of := make([]int32, len(xs))       // each transfer's key
+	count := make([]int32, 0, len(xs)) // dests by key
 	for j, x := range xs {
 		k := mcKey{x.Src, x.From, x.To, x.Words}
 		i, ok := index[k]

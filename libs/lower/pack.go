@@ -163,9 +163,21 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 	// known, is filled in after.
 	var runs []layout.Run
 	yix := layout.NewIndex(y.Pieces)
+	// The transfers counted first: a wide operand's are many, and
+	// growing them was most of this step's lowering.
+	n := 0
 	for i, p := range x.Pieces {
-		vg := y.GeometryOf(vbox[i])
-		stage[i].geo = vg
+		stage[i].geo = y.GeometryOf(vbox[i])
+		yix.Each(vbox[i], func(j int, inter layout.Box) {
+			if y.Pieces[j].Tile != p.Tile {
+				runs = layout.AppendPanelRuns(runs[:0], stage[i].geo, y.Geometry(j), inter)
+				n += len(runs)
+			}
+		})
+	}
+	m.xfers = make([]prog.Transfer, 0, n)
+	for i, p := range x.Pieces {
+		vg := stage[i].geo
 		off := stageBytes[p.Tile] // the piece's staging offset, if it sends
 		var rerr error
 		yix.Each(vbox[i], func(j int, inter layout.Box) {
