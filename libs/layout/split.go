@@ -59,7 +59,7 @@ func (mm MatMul) batchIndex(b int) []int {
 
 // project returns an operand's batch box for output batch index idx.
 func project(idx, batch []int) Box {
-	box := make(Box, len(batch))
+	box := make(Box, len(batch), len(batch)+2) // room for an operand's two axes
 	off := len(idx) - len(batch)
 	for d := range batch {
 		i := idx[off+d]
@@ -352,8 +352,13 @@ func (s Split) OperandPieces(mm MatMul, lo int, a bool) []Piece {
 	if s.EdgeCut(a) {
 		edges = s.edges(mm)
 	}
-	var out []Piece
-	for _, tb := range s.Blocks(mm, lo) {
+	blocks := s.Blocks(mm, lo)
+	n := 0
+	for _, tb := range blocks {
+		n += tb.B1 - tb.B0
+	}
+	out := make([]Piece, 0, n) // one a block's batch, unless edges cut it
+	for _, tb := range blocks {
 		for b := tb.B0; b < tb.B1; b++ {
 			idx := mm.batchIndex(b)
 			if a {
@@ -423,8 +428,15 @@ func cutAt(r Range, edges []int) []Range {
 // N]: each tile's row part of its block, per batch index (none for an
 // empty part).
 func (s Split) ResultPieces(mm MatMul, lo int) []Piece {
-	var out []Piece
-	for _, tb := range s.Blocks(mm, lo) {
+	blocks := s.Blocks(mm, lo)
+	n := 0
+	for _, tb := range blocks {
+		if tb.P0 != tb.P1 {
+			n += tb.B1 - tb.B0
+		}
+	}
+	out := make([]Piece, 0, n)
+	for _, tb := range blocks {
 		if tb.P0 == tb.P1 {
 			continue
 		}

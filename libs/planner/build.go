@@ -354,7 +354,7 @@ func sameShape(a, b []int64) bool {
 func projected(pieces []layout.Piece, in, out []int) []layout.Piece {
 	// The pieces kept, by a hash of tile and box (equal ones compared).
 	seen := make(map[uint64][]int, len(pieces))
-	var res []layout.Piece
+	res := make([]layout.Piece, 0, len(pieces))
 	for _, p := range pieces {
 		box := layout.Project(p.Box, in, out)
 		h := pieceHash(p.Tile, box)
