@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"ipu.local/libs/arch"
 	"ipu.local/libs/isa"
@@ -257,6 +258,23 @@ func (b *Builder) Splice(src *Builder) func(Label) Label {
 		b.fixups = append(b.fixups, f)
 	}
 	return remap
+}
+
+// ReserveSplices makes room in b for splicing srcs and extra more
+// instructions or words, so that the splices do not grow b's arrays
+// again and again.
+func (b *Builder) ReserveSplices(extra int, srcs ...*Builder) {
+	n, nl, nf := extra, 0, 0
+	for _, s := range srcs {
+		n += len(s.insts)
+		nl += len(s.labels) - 1
+		nf += len(s.fixups)
+	}
+	b.insts = slices.Grow(b.insts, n)
+	b.data = slices.Grow(b.data, n)
+	b.raw = slices.Grow(b.raw, n)
+	b.labels = slices.Grow(b.labels, nl)
+	b.fixups = slices.Grow(b.fixups, nf)
 }
 
 // Finish resolves every fixup and returns the code as little-endian bytes.

@@ -274,28 +274,43 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 		tl := l.tiles[t]
 		b := codegen.NewBuilder(l.p, l.p.Executable.Lo)
 		tl.b = b
-		entries := map[*prog.Kernel]codegen.Kernel{}
+		// The tile's distinct kernels (by key; a key holding a NaN finds
+		// no other), each compiled once, then spliced into b in order,
+		// its arrays grown once.
+		type splice struct {
+			what string
+			kc   *kernelCode
+		}
+		var order []splice
+		var srcs []*codegen.Builder
+		keyed := map[*prog.Kernel]int{} // each launch's splice
+		spliced := map[any]int{}
 		for _, s := range l.prog.Steps {
 			for _, k := range s.Work[t] {
-				if _, ok := entries[k]; ok {
+				if _, ok := keyed[k]; ok {
 					continue
 				}
 				k.ApplyFixes()
 				key := k.Key()
-				if e, ok := tl.entries[key]; ok {
-					entries[k] = e
+				if i, ok := spliced[key]; ok {
+					keyed[k] = i
 					continue
 				}
 				kc := l.kernelCode(key, k)
 				if kc.err != nil {
 					return fmt.Errorf("tile %d: %w", t, kc.err)
 				}
-				kk := kc.k
-				kk.Entry = b.Splice(kc.b)(kc.k.Entry)
-				tl.entries[key] = kk
-				entries[k] = kk
-				tl.kernels = append(tl.kernels, kernelSym{k.What, kk.Entry})
+				spliced[key], keyed[k] = len(order), len(order)
+				order = append(order, splice{k.What, kc})
+				srcs = append(srcs, kc.b)
 			}
+		}
+		b.ReserveSplices(0, srcs...)
+		entries := make([]codegen.Kernel, len(order))
+		for i, sp := range order {
+			entries[i] = sp.kc.k
+			entries[i].Entry = b.Splice(sp.kc.b)(sp.kc.k.Entry)
+			tl.kernels = append(tl.kernels, kernelSym{sp.what, entries[i].Entry})
 		}
 		// The host command tables (one per run of one direction of a
 		// host superstep), the linked runtime, and the supervisor
@@ -364,7 +379,7 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 				}
 			case obj.Compute:
 				for _, k := range s.Work[t] {
-					e := entries[k]
+					e := entries[keyed[k]]
 					b.LoadLabel(codegen.M1, e.Entry)
 					l.expandLaunch(b, t, e.Workers)
 				}

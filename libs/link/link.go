@@ -165,9 +165,8 @@ type linker struct {
 type tile struct {
 	id       int
 	b        *codegen.Builder
-	entries  map[any]codegen.Kernel // emitted kernels by key
-	kernels  []kernelSym            // emitted kernels, in code order
-	layout   []kernelSym            // what follows them: host command tables, runtime routines, the supervisor program
+	kernels  []kernelSym // emitted kernels, in code order
+	layout   []kernelSym // what follows them: host command tables, runtime routines, the supervisor program
 	code     []byte
 	entry    uint32
 	gen      int                // worker code bytes (compile_kernels)
@@ -279,7 +278,7 @@ func (l *linker) planKernels(*slog.Logger) error {
 func (l *linker) tile(t int) *tile {
 	tl := l.tiles[t]
 	if tl == nil {
-		tl = &tile{id: t, entries: map[any]codegen.Kernel{}}
+		tl = &tile{id: t}
 		l.tiles[t] = tl
 	}
 	return tl
