@@ -42,11 +42,7 @@ func tileCode(p *arch.Preset, pr *prog.Program, exch []int64, on []bool) ([]int6
 			code[t] = exch[t]
 		}
 	}
-	type launch struct {
-		t int
-		k *prog.Kernel
-	}
-	seen := map[launch]bool{}
+	seen := prog.NewLaunchSet()
 	for _, s := range pr.Steps {
 		for t, ks := range s.Work {
 			if !on[t] {
@@ -59,11 +55,9 @@ func tileCode(p *arch.Preset, pr *prog.Program, exch []int64, on []bool) ([]int6
 					return nil, err
 				}
 				code[t] += 4 * int64(2+c.Workers)
-				if seen[launch{t, k}] {
-					continue
+				if seen.Add(t, k) {
+					code[t] += k.ProbeCode(p)
 				}
-				seen[launch{t, k}] = true
-				code[t] += k.ProbeCode(p)
 			}
 		}
 	}

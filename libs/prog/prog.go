@@ -102,6 +102,10 @@ type Kernel struct {
 	// probe is ProbeCode's bytes for the preset probeFor (nil: not yet).
 	probe    int64
 	probeFor *arch.Preset
+	// setEpoch and setTile: the LaunchSet that holds the kernel, on tile
+	// setTile (-1: on more than one, in its map).
+	setEpoch uint64
+	setTile  int
 }
 
 // CyclesAt is the kernel's Cost().CyclesAt(phase), cached.
