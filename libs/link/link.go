@@ -127,6 +127,10 @@ type Options struct {
 	// NoSave leaves Stats.Saved empty: for a caller that keeps no search
 	// state (ipu-link), the schedules are not encoded for one.
 	NoSave bool
+	// NoModel leaves the object's model section (the graph the host
+	// reference runs) empty: for a caller that discards the object
+	// (ipu-plan's validation link), the graph is not encoded again.
+	NoModel bool
 	// Runtime is the tile runtime compiled for the plan's architecture
 	// (CompileRuntime): compile_runtime takes it instead of compiling
 	// (nil, or another architecture's: compile).
@@ -150,12 +154,12 @@ type linker struct {
 	prof   *prog.Buffer // the profile buffer (nil: none)
 	// profWord is each superstep's word in the profile buffer (-1: none).
 	profWord []int
-	// noReuse is Options.NoExchangeReuse, noSave Options.NoSave; saved,
-	// Options.Saved.
-	noReuse, keepPad, noLoops, noShare, noSave bool
-	saved                                      []plan.Exchange
-	rt                                         *runtimeLib // the tile runtime (compile_runtime)
-	given                                      *Runtime    // Options.Runtime
+	// noReuse is Options.NoExchangeReuse, noSave Options.NoSave, noModel
+	// Options.NoModel; saved, Options.Saved.
+	noReuse, keepPad, noLoops, noShare, noSave, noModel bool
+	saved                                               []plan.Exchange
+	rt                                                  *runtimeLib // the tile runtime (compile_runtime)
+	given                                               *Runtime    // Options.Runtime
 	// kcode is the kernels' code by key (prepare_tile_code).
 	kcode   map[any]*kernelCode
 	kcodeMu sync.Mutex
@@ -202,7 +206,7 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("plan: %w", err)
 	}
-	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, noLoops: opt.NoExchangeLoops, noShare: opt.NoPatchSharing, noSave: opt.NoSave, saved: opt.Saved, given: opt.Runtime, kcode: map[any]*kernelCode{}}
+	l := &linker{p: p, pl: pl, g: g, log: log, tiles: map[int]*tile{}, noReuse: opt.NoExchangeReuse, keepPad: opt.KeepPadClears, noLoops: opt.NoExchangeLoops, noShare: opt.NoPatchSharing, noSave: opt.NoSave, noModel: opt.NoModel, saved: opt.Saved, given: opt.Runtime, kcode: map[any]*kernelCode{}}
 	for _, ph := range []struct {
 		name string
 		fn   func(*slog.Logger) error
@@ -247,6 +251,9 @@ func (l *linker) phase(name string, fn func(*slog.Logger) error) error {
 // encodeModel encodes the model section the package carries for the
 // host reference.
 func (l *linker) encodeModel() error {
+	if l.noModel {
+		return nil
+	}
 	m, err := plan.MarshalGraph(l.pl.Graph)
 	if err != nil {
 		return fmt.Errorf("plan: graph: %w", err)

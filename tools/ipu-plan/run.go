@@ -282,8 +282,8 @@ func recordedPath(path string) string {
 // plan_package) and builds its tile images. A plan the linker refuses is
 // an error: ipu-plan never writes a plan that ipu-link cannot link.
 func validate(log *slog.Logger, cfg config, pl *plan.Plan, saved []plan.Exchange) (*link.Stats, error) {
-	// The object is not kept: it records no plan file.
-	o, st, err := link.Link(pl, "", link.Options{Log: log, Saved: saved, Runtime: cfg.runtime})
+	// The object is not kept: it records no plan file and no model.
+	o, st, err := link.Link(pl, "", link.Options{Log: log, Saved: saved, Runtime: cfg.runtime, NoModel: true})
 	if err != nil {
 		return nil, fmt.Errorf("%s: lowering the plan: %w", cfg.model, err)
 	}
