@@ -1,11 +1,9 @@
 package planner
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"strings"
 
@@ -295,30 +293,12 @@ func fits(p *arch.Preset, tiles int, pr *prog.Program) error {
 	}
 	per := make([]TileBytes, n)
 	used := make([]bool, n)
-	// Each tile's variables at their peak: a sweep over the supersteps
-	// where buffers start and stop living.
-	type event struct {
-		step  int
-		bytes int64
-	}
-	// Events by tile in one array: counted, then filled.
-	count := make([]int, n+1)
-	for _, b := range pr.Buffers {
-		if b.Data != nil || b.Permanent {
-			continue
-		}
-		for _, t := range b.Tiles {
-			count[t+1] += 2
-		}
-	}
-	for t := range n {
-		count[t+1] += count[t]
-	}
-	all := make([]event, count[n])
-	live := make([][]event, n)
-	for t := range live {
-		live[t] = all[count[t]:count[t]:count[t+1]]
-	}
+	// Each tile's variables at their peak: a sweep over the supersteps,
+	// with each tile's bytes starting and stopping to live by superstep
+	// (a buffer lives from First to Last; one freed at a superstep
+	// another starts at is not live with it).
+	S := len(pr.Steps) + 2
+	diff := make([]int64, n*S)
 	for _, b := range pr.Buffers {
 		for _, t := range b.Tiles {
 			used[t] = true
@@ -326,19 +306,14 @@ func fits(p *arch.Preset, tiles int, pr *prog.Program) error {
 				per[t].Constants += int64(b.Size)
 				continue
 			}
-			live[t] = append(live[t], event{b.First, int64(b.Size)}, event{b.Last + 1, -int64(b.Size)})
+			diff[t*S+b.First] += int64(b.Size)
+			diff[t*S+b.Last+1] -= int64(b.Size)
 		}
 	}
-	for t, evs := range live {
-		slices.SortFunc(evs, func(a, b event) int {
-			if a.step != b.step {
-				return cmp.Compare(a.step, b.step)
-			}
-			return cmp.Compare(a.bytes, b.bytes) // frees first
-		})
+	for t := range per {
 		var cur, peak int64
-		for _, e := range evs {
-			cur += e.bytes
+		for _, d := range diff[t*S : (t+1)*S] {
+			cur += d
 			peak = max(peak, cur)
 		}
 		per[t].Variables = peak
