@@ -54,16 +54,56 @@ func EncodeImage(img *Image) []byte { return encodeBody(img, nil) }
 // those references to an earlier image's segments.
 func encodeBody(img *Image, refs map[int]obj.Ref) []byte {
 	var e wire.Encoder
+	e.Grow(bodyHint(img, refs))
+	encodeInto(&e, img, refs)
+	return e.Data()
+}
+
+// bodies holds scratch buffers for bodySum.
+var bodies sync.Pool
+
+// bodySum is the SHA-256 of an image's canonical bytes (EncodeImage),
+// encoded in a reused buffer: a reader hashing every image of a large
+// package would otherwise fault in a fresh buffer for each.
+func bodySum(img *Image) [32]byte {
+	bp, _ := bodies.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	var e wire.Encoder
+	e.Reset(*bp)
+	encodeInto(&e, img, nil)
+	sum := sha256.Sum256(e.Data())
+	*bp = e.Data()
+	bodies.Put(bp)
+	return sum
+}
+
+// encodeInto encodes an image's Body into e (encodeBody).
+func encodeInto(e *wire.Encoder, img *Image, refs map[int]obj.Ref) {
 	var flags uint8
 	if img.Idle {
 		flags |= flagIdle
 	}
 	e.U8(flags)
 	e.U32(img.Entry)
-	obj.EncodeSegments(&e, img.Segments, false, refs)
-	obj.EncodeSymbols(&e, img.Symbols)
-	obj.EncodeTransfers(&e, img.Exchange)
-	return e.Data()
+	obj.EncodeSegments(e, img.Segments, false, refs)
+	obj.EncodeSymbols(e, img.Symbols)
+	obj.EncodeTransfers(e, img.Exchange)
+}
+
+// bodyHint is about the size of an image's Body: its segments' data
+// (but those refs names), and a few words a segment, symbol and
+// transfer.
+func bodyHint(img *Image, refs map[int]obj.Ref) int {
+	n := 16 + 32*(len(img.Symbols)+len(img.Exchange))
+	for i, s := range img.Segments {
+		n += 32 + len(s.Name)
+		if _, ok := refs[i]; !ok {
+			n += len(s.Data)
+		}
+	}
+	return n
 }
 
 func decodeImage(d *wire.Decoder) (Image, []obj.PendingRef) {
@@ -495,7 +535,7 @@ func checkImage(i int, f imageFrame, img *Image, r readImg) ([32]byte, error) {
 	if len(r.pend) == 0 {
 		return r.sum, nil
 	}
-	return sha256.Sum256(EncodeImage(img)), nil
+	return bodySum(img), nil
 }
 
 // readWorkersFrom is the image count from which readImages reads on a

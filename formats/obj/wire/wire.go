@@ -66,6 +66,10 @@ type Encoder struct {
 	buf []byte
 }
 
+// Reset makes e encode into buf's array from its start (a caller's
+// scratch, reused).
+func (e *Encoder) Reset(buf []byte) { e.buf = buf[:0] }
+
 // Data returns what was encoded so far.
 func (e *Encoder) Data() []byte { return e.buf }
 
