@@ -66,10 +66,7 @@ var bodies sync.Pool
 // encoded in a reused buffer: a reader hashing every image of a large
 // package would otherwise fault in a fresh buffer for each.
 func bodySum(img *Image) [32]byte {
-	bp, _ := bodies.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
-	}
+	bp := scratch()
 	var e wire.Encoder
 	e.Reset(*bp)
 	encodeInto(&e, img, nil)
@@ -77,6 +74,14 @@ func bodySum(img *Image) [32]byte {
 	*bp = e.Data()
 	bodies.Put(bp)
 	return sum
+}
+
+// scratch returns a buffer of bodies, or a new one.
+func scratch() *[]byte {
+	if bp, ok := bodies.Get().(*[]byte); ok {
+		return bp
+	}
+	return new([]byte)
 }
 
 // encodeInto encodes an image's Body into e (encodeBody).
@@ -201,7 +206,14 @@ func checkImages(imgs []Image, refs []map[int]obj.Ref, frames bool) []imageCheck
 		if c.err = obj.ValidateProgram(img.Segments, img.Symbols, img.Exchange); c.err != nil {
 			return
 		}
-		body := EncodeImage(img)
+		// The bodies are encoded in a reused buffer: only their hash and
+		// compressed frame are kept.
+		bp := scratch()
+		defer bodies.Put(bp)
+		var e wire.Encoder
+		e.Reset(*bp)
+		encodeInto(&e, img, nil)
+		body := e.Data()
 		if c.size = len(body); c.size > MaxImageBytes {
 			c.err = fmt.Errorf("%d bytes, more than %d", c.size, MaxImageBytes)
 			return
@@ -209,10 +221,13 @@ func checkImages(imgs []Image, refs []map[int]obj.Ref, frames bool) []imageCheck
 		c.sum = sha256.Sum256(body)
 		if frames {
 			if len(refs[i]) > 0 {
-				body = encodeBody(img, refs[i])
+				e.Reset(body)
+				encodeInto(&e, img, refs[i])
+				body = e.Data()
 			}
 			c.frame, c.stored = wire.Compress(body), len(body)
 		}
+		*bp = e.Data()
 	})
 	return checks
 }
