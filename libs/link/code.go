@@ -538,7 +538,11 @@ func (l *linker) emit(fingerprint string) (*obj.Object, error) {
 	o.Host.Pages = l.prog.Pages
 	o.Host.Inputs = l.prog.Inputs
 	o.Host.Outputs = l.prog.Outputs
-	o.Host.Model = l.model
+	model, err := l.modelSection()
+	if err != nil {
+		return nil, err
+	}
+	o.Host.Model = model
 	if err := obj.Validate(o); err != nil {
 		return nil, fmt.Errorf("internal error: linked %w", err)
 	}

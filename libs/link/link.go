@@ -157,9 +157,12 @@ type linker struct {
 	// noReuse is Options.NoExchangeReuse, noSave Options.NoSave, noModel
 	// Options.NoModel; saved, Options.Saved.
 	noReuse, keepPad, noLoops, noShare, noSave, noModel bool
-	saved                                               []plan.Exchange
-	rt                                                  *runtimeLib // the tile runtime (compile_runtime)
-	given                                               *Runtime    // Options.Runtime
+	// modelDone reports the end of encodeModel's encoding (nil: none
+	// pending).
+	modelDone chan error
+	saved     []plan.Exchange
+	rt        *runtimeLib // the tile runtime (compile_runtime)
+	given     *Runtime    // Options.Runtime
 	// kcode is the kernels' code by key (prepare_tile_code).
 	kcode   map[any]*kernelCode
 	kcodeMu sync.Mutex
@@ -248,18 +251,42 @@ func (l *linker) phase(name string, fn func(*slog.Logger) error) error {
 	return ph.End(fn(ph.Logger()))
 }
 
-// encodeModel encodes the model section the package carries for the
-// host reference.
+// encodeModel starts encoding the model section the package carries for
+// the host reference, beside the phases that follow (the planKernels
+// lowering runs on one core; the 12-layer encoder's graph takes 4 s to
+// encode); modelSection waits for it. The graph is only read.
 func (l *linker) encodeModel() error {
 	if l.noModel {
 		return nil
 	}
-	m, err := plan.MarshalGraph(l.pl.Graph)
-	if err != nil {
-		return fmt.Errorf("plan: graph: %w", err)
-	}
-	l.model = m
+	done := make(chan error, 1)
+	l.modelDone = done
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("plan: graph: encoding: %v", r)
+			}
+		}()
+		m, err := plan.MarshalGraph(l.pl.Graph)
+		if err != nil {
+			done <- fmt.Errorf("plan: graph: %w", err)
+			return
+		}
+		l.model = m
+		done <- nil
+	}()
 	return nil
+}
+
+// modelSection waits for encodeModel's encoding and returns the model
+// section (nil with Options.NoModel).
+func (l *linker) modelSection() ([]byte, error) {
+	if l.modelDone == nil {
+		return l.model, nil
+	}
+	err := <-l.modelDone
+	l.modelDone = nil
+	return l.model, err
 }
 
 // planKernels lowers the plan's steps to the program.
