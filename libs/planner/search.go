@@ -278,6 +278,48 @@ func (e *MemoryError) Error() string {
 	return b.String()
 }
 
+// liveChunk bounds fits' sweep array (tiles times supersteps): 8 MB, a
+// full chip of about 700 supersteps at a time (the 12-layer encoder's
+// 1472 tiles take one sweep).
+const liveChunk = 1 << 20
+
+// livePeaks returns, for tiles [0, n), the largest bytes of variables
+// (buffers without data, not permanent) live at once, from their First
+// and Last supersteps: a sweep over the supersteps with each tile's bytes
+// starting and stopping to live (a buffer lives from First to Last; one
+// freed at a superstep another starts at is not live with it), over as
+// many tiles at a time as keep the sweep's array within entries.
+func livePeaks(pr *prog.Program, n, entries int) []int64 {
+	peaks := make([]int64, n)
+	S := len(pr.Steps) + 2
+	chunk := max(1, min(n, entries/S))
+	diff := make([]int64, chunk*S)
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(n, lo+chunk)
+		clear(diff)
+		for _, b := range pr.Buffers {
+			if b.Data != nil || b.Permanent {
+				continue
+			}
+			for _, t := range b.Tiles {
+				if t >= lo && t < hi {
+					diff[(t-lo)*S+b.First] += int64(b.Size)
+					diff[(t-lo)*S+b.Last+1] -= int64(b.Size)
+				}
+			}
+		}
+		for t := lo; t < hi; t++ {
+			var cur, peak int64
+			for _, d := range diff[(t-lo)*S : (t-lo+1)*S] {
+				cur += d
+				peak = max(peak, cur)
+			}
+			peaks[t] = peak
+		}
+	}
+	return peaks
+}
+
 // fits checks a program's memory: on every tile, the constants and the
 // largest set of variables live at once within the usable memory less
 // the code allowance. The linker's placement decides exactly.
@@ -293,30 +335,16 @@ func fits(p *arch.Preset, tiles int, pr *prog.Program) error {
 	}
 	per := make([]TileBytes, n)
 	used := make([]bool, n)
-	// Each tile's variables at their peak: a sweep over the supersteps,
-	// with each tile's bytes starting and stopping to live by superstep
-	// (a buffer lives from First to Last; one freed at a superstep
-	// another starts at is not live with it).
-	S := len(pr.Steps) + 2
-	diff := make([]int64, n*S)
 	for _, b := range pr.Buffers {
 		for _, t := range b.Tiles {
 			used[t] = true
 			if b.Data != nil || b.Permanent {
 				per[t].Constants += int64(b.Size)
-				continue
 			}
-			diff[t*S+b.First] += int64(b.Size)
-			diff[t*S+b.Last+1] -= int64(b.Size)
 		}
 	}
-	for t := range per {
-		var cur, peak int64
-		for _, d := range diff[t*S : (t+1)*S] {
-			cur += d
-			peak = max(peak, cur)
-		}
-		per[t].Variables = peak
+	for t, v := range livePeaks(pr, n, liveChunk) {
+		per[t].Variables = v
 	}
 	usable := int64(p.UsableMemory().Size())
 	var over []TileBytes
