@@ -110,6 +110,7 @@ func transfers(s *prog.Superstep, addr func(prog.Ref) uint32) []sched.Transfer {
 // has that schedule's makespan.
 type exchanges struct {
 	p      *arch.Preset
+	opt    sched.Options
 	priced map[string][]priced // by sched.PatternKey
 	reused int
 }
@@ -127,14 +128,14 @@ func (e *exchanges) cycles(s *prog.Superstep, addr func(prog.Ref) uint32) (int64
 	key := sched.PatternKey(xs)
 	for _, d := range e.priced[key] {
 		if sched.Relocatable(d.xs, xs) == nil {
-			if err := sched.Check(e.p, xs, sched.Options{}); err != nil {
+			if err := sched.Check(e.p, xs, e.opt); err != nil {
 				return 0, err
 			}
 			e.reused++
 			return d.cycles, nil
 		}
 	}
-	sp, err := sched.Schedule(e.p, xs, sched.Options{})
+	sp, err := sched.Schedule(e.p, xs, e.opt)
 	if err != nil {
 		return 0, err
 	}
@@ -152,6 +153,10 @@ type Options struct {
 
 // ExchangeBound is sched's lower bound on an exchange superstep.
 func ExchangeBound(p *arch.Preset, s *prog.Superstep, addr func(prog.Ref) uint32) (int64, error) {
+	return exchangeBound(p, s, addr, sched.Options{})
+}
+
+func exchangeBound(p *arch.Preset, s *prog.Superstep, addr func(prog.Ref) uint32, opt sched.Options) (int64, error) {
 	if len(s.Xfers) == 0 {
 		return 0, nil
 	}
@@ -159,7 +164,7 @@ func ExchangeBound(p *arch.Preset, s *prog.Superstep, addr func(prog.Ref) uint32
 	for i, x := range s.Xfers {
 		xs[i] = sched.Transfer{Src: x.Src, Dst: x.Dst, DstN: x.Dests(), Words: x.Words, SrcAddr: addr(x.From), DstAddr: addr(x.To)}
 	}
-	return sched.Bound(p, xs, sched.Options{})
+	return sched.Bound(p, xs, opt)
 }
 
 // Program prices pr.
@@ -169,7 +174,11 @@ func Program(pr *prog.Program) (*Result, error) { return ProgramWith(pr, Options
 func ProgramWith(pr *prog.Program, opt Options) (*Result, error) {
 	p := pr.Arch
 	addr := synthetic(p, pr.Buffers)
-	ex := &exchanges{p: p, priced: map[string][]priced{}}
+	// Made-up addresses wrap round the memory: two buffers that one
+	// superstep writes on one tile may share one (placement never gives
+	// them one).
+	so := sched.Options{MayAlias: !placed(pr.Buffers)}
+	ex := &exchanges{p: p, opt: so, priced: map[string][]priced{}}
 	r := &Result{}
 	sync := make([]int64, len(pr.Steps))
 	for i, s := range pr.Steps {
@@ -182,7 +191,7 @@ func ProgramWith(pr *prog.Program, opt Options) (*Result, error) {
 			if opt.Bound {
 				if s.Bound != nil && *s.Bound >= 0 {
 					c = *s.Bound
-				} else if c, err = ExchangeBound(p, s, addr); err == nil {
+				} else if c, err = exchangeBound(p, s, addr, so); err == nil {
 					if s.Bound == nil {
 						s.Bound = new(int64)
 					}
@@ -212,4 +221,14 @@ func ProgramWith(pr *prog.Program, opt Options) (*Result, error) {
 		}
 	}
 	return r, nil
+}
+
+// placed reports whether every buffer has its address.
+func placed(bufs []*prog.Buffer) bool {
+	for _, b := range bufs {
+		if !b.Placed {
+			return false
+		}
+	}
+	return true
 }
