@@ -62,6 +62,10 @@ type Buffer struct {
 	// faster code moved to interleaved memory (lower's wideCasts, which
 	// decides again on every lowering).
 	Promoted bool
+	// markEpoch and mark: the buffer's number for the Marker of that
+	// epoch.
+	markEpoch uint64
+	mark      int32
 }
 
 // Ref is an address inside a buffer.
