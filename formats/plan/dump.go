@@ -16,6 +16,9 @@ func Dump(w io.Writer, p *Plan) error {
 	fmt.Fprintf(b, "format %s\n", p.Format)
 	fmt.Fprintf(b, "model %q fingerprint %s\n", p.Model.Path, p.Model.Fingerprint)
 	fmt.Fprintf(b, "arch %s tiles %d seed %d\n", p.Arch, p.Tiles, p.Seed)
+	if p.Supersteps != "" {
+		fmt.Fprintf(b, "supersteps %s\n", p.Supersteps)
+	}
 	g := &p.Graph
 	fmt.Fprintf(b, "graph %q opset %d inputs %s outputs %s\n", g.Name, g.Opset, ints(g.Inputs), ints(g.Outputs))
 	for i, v := range g.Values {

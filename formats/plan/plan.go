@@ -57,8 +57,13 @@ type Plan struct {
 	Graph   Graph    `json:"graph"`
 	Tensors []Tensor `json:"tensors"`
 	Steps   []Step   `json:"steps"`
-	Cost    Cost     `json:"cost"`
-	Search  Search   `json:"search"`
+	// Supersteps is how the steps' supersteps are ordered: "" (each
+	// step's after the previous step's) or Compact (libs/lower
+	// compact.go: a step's work joins the earliest superstep its data
+	// allows, so that independent steps share supersteps).
+	Supersteps string `json:"supersteps,omitempty"`
+	Cost       Cost   `json:"cost"`
+	Search     Search `json:"search"`
 	// Schedules are the exchange schedules ipu-plan's validation link
 	// made, packed (PackSchedules; see schedules.go): ipu-link relocates
 	// and validates them instead of scheduling again. Optional; a plan
@@ -66,6 +71,9 @@ type Plan struct {
 	// scheduling those.
 	Schedules []byte `json:"exchange_schedules,omitempty"`
 }
+
+// Compact is Plan.Supersteps of a compacted program.
+const Compact = "compact"
 
 // Model names the model a plan was made from. Path is as the user gave
 // it (relative paths stay relative); Fingerprint is the hex SHA-256 of
@@ -428,6 +436,9 @@ func (p *Plan) validate() ([]Exchange, error) {
 	}
 	if err := p.validateSteps(); err != nil {
 		return nil, err
+	}
+	if p.Supersteps != "" && p.Supersteps != Compact {
+		return nil, errAt("supersteps", "unknown order %q (want %q or none)", p.Supersteps, Compact)
 	}
 	if p.Cost.FinalCycles < 0 || p.Cost.FinalExchange < 0 || p.Cost.ComputeBound < 0 {
 		return nil, errAt("cost", "negative cycles")

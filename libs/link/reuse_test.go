@@ -27,7 +27,7 @@ func TestExchangeReuse(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plans a transformer")
 	}
-	const model = "../../testdata/models/transformers/bert_small_encoder2_fp16/model.onnx"
+	const model = "../../testdata/models/transformers/bert_small_encoder2/model.onnx"
 	pl, o, st, g := linkModel(t, model, "ipu21", 64)
 	if st.ReusedExchanges == 0 {
 		t.Fatal("no exchange superstep reused a schedule")

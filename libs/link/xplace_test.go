@@ -44,8 +44,9 @@ func TestPatchLayoutPlace(t *testing.T) {
 	}
 }
 
-// TestPatchSharing links the torch attention case on 64 tiles, where
-// tiles run the same irregular exchange patches in several supersteps,
+// TestPatchSharing links the torch attention case on 64 tiles, its steps
+// in order (compacted, the supersteps that repeat merge), where tiles
+// run the same irregular exchange patches in several supersteps,
 // with and without sharing patch runs: sharing stores fewer bytes,
 // exactly the ones it reports, and the simulator runs both in the
 // linker's cycles with bit-identical outputs. (The GPT-2 block it linked
@@ -58,7 +59,12 @@ func TestPatchSharing(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	pl, o, st, g := linkModel(t, filepath.Join(r.Dir, "torch_attention", "model.onnx"), "ipu21", 64)
+	pl, _, _, g := linkModel(t, filepath.Join(r.Dir, "torch_attention", "model.onnx"), "ipu21", 64)
+	pl.Supersteps = "" // compacted, the repeated supersteps merge
+	o, st, err := Link(pl, "test", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	flat, fst, err := Link(pl, "test", Options{NoPatchSharing: true})
 	if err != nil {
 		t.Fatal(err)

@@ -22,13 +22,15 @@ type StepCache struct {
 	m map[string]*fragment
 	// valid holds the tensor layouts validated already.
 	valid map[string]bool
+	// bounds: merged exchange supersteps' bound cells (compact.go).
+	bounds map[string]*int64
 	// Hits and Misses count the lookups.
 	Hits, Misses int
 }
 
 // NewStepCache returns an empty cache.
 func NewStepCache() *StepCache {
-	return &StepCache{m: map[string]*fragment{}, valid: map[string]bool{}}
+	return &StepCache{m: map[string]*fragment{}, valid: map[string]bool{}, bounds: map[string]*int64{}}
 }
 
 // fragment is what one step added to a program.
@@ -41,7 +43,13 @@ type fragment struct {
 	steps []*prog.Superstep
 	bufs  []*prog.Buffer
 	outs  [][]prog.Ref // the storage of each output tensor (by position)
-	acc   map[int]int64
+	// ins: the storage of each input tensor (by position) it read: a
+	// replay's kernels read these buffers, which are the ones the
+	// replaying program's producers wrote only when those steps were
+	// lowered in the same program; replay records the rest as aliases,
+	// so that compaction sees the dependency (compact.go).
+	ins [][]prog.Ref
+	acc map[int]int64
 }
 
 // stepKey identifies a step by what its lowering depends on.
@@ -96,8 +104,14 @@ func (l *lowerer) lowerCached(st *plan.Step) error {
 	}
 	c.Misses++
 	// Capture: the superstep count, the current compute superstep's
-	// kernels by tile, the buffer count.
+	// kernels by tile, the buffer count, the inputs' storage.
 	nsteps, nbufs := len(l.out.Steps), len(l.out.Buffers)
+	ins := make([][]prog.Ref, len(st.Inputs))
+	for k, id := range st.Inputs {
+		if id >= 0 {
+			ins[k] = l.refs[id]
+		}
+	}
 	cur := l.cur
 	if cur != nil && l.out.Steps[len(l.out.Steps)-1] != cur {
 		cur = nil
@@ -112,7 +126,7 @@ func (l *lowerer) lowerCached(st *plan.Step) error {
 	if err := l.lowerStep(st); err != nil {
 		return err
 	}
-	f := &fragment{appended: map[int][]*prog.Kernel{}, acc: map[int]int64{}, name: st.Name}
+	f := &fragment{appended: map[int][]*prog.Kernel{}, acc: map[int]int64{}, name: st.Name, ins: ins}
 	if cur != nil {
 		for t, ks := range cur.Work {
 			if n := before[t]; len(ks) > n {
@@ -154,6 +168,19 @@ func copyStep(s *prog.Superstep) *prog.Superstep {
 
 // replay adds a cached fragment to the program.
 func (l *lowerer) replay(st *plan.Step, f *fragment) {
+	for k, id := range st.Inputs {
+		if id < 0 || len(f.ins[k]) != len(l.refs[id]) {
+			continue
+		}
+		for j, r := range f.ins[k] {
+			if cur := l.refs[id][j].Buf; r.Buf != nil && cur != nil && r.Buf != cur {
+				if l.alias == nil {
+					l.alias = map[*prog.Buffer]*prog.Buffer{}
+				}
+				l.alias[r.Buf] = cur
+			}
+		}
+	}
 	if len(f.appended) > 0 {
 		s := l.compute(f.name)
 		for t, ks := range f.appended {

@@ -76,8 +76,15 @@ type lowerer struct {
 	tensors []*layout.Tensor
 	// keys are the tensors' layout.Tensor.Key, each made once (the step
 	// cache's keys name them; "" until made).
-	keys    []string
-	refs    [][]prog.Ref // per tensor, per piece (nil until written)
+	keys []string
+	refs [][]prog.Ref // per tensor, per piece (nil until written)
+	// alias: buffers a replayed step reads that are another buffer of
+	// this program (cache.go replay).
+	alias map[*prog.Buffer]*prog.Buffer
+	// parts: where each step after the first that put kernels in a
+	// compute superstep started putting them (compact.go moves a step's
+	// kernels together).
+	parts   map[*prog.Superstep][]partMark
 	byValue map[int][]int
 	acc     []int64 // rounding count per value
 
@@ -152,6 +159,7 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 		if it.side != graph.Outer {
 			lower = func(st *plan.Step) error { return l.selectStep(st, it.side) }
 		}
+		l.markPart()
 		if err := lower(st); err != nil {
 			return nil, err
 		}
@@ -177,6 +185,15 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 	l.finishZeros()
 	res := l.add(obj.HostExchange, "result")
 	res.Host = l.result
+	// Compaction first: the passes below replace the supersteps they
+	// change by copies, which l.parts does not know.
+	if pl.Supersteps == plan.Compact {
+		var bounds map[string]*int64
+		if opt.Cache != nil && opt.NoData {
+			bounds = opt.Cache.bounds
+		}
+		compact(l.out, l.parts, bounds, l.alias)
+	}
 	if !opt.KeepPadClears {
 		l.out.PadClearsRemoved = elidePadClears(l.out)
 	}

@@ -232,7 +232,8 @@ func (pl *planner) computeBound() int64 {
 
 // plan converts a builder's tensors and steps into a plan.
 func (b *builder) plan(pl *planner, pt point) *plan.Plan {
-	out := &plan.Plan{Format: plan.Format, Arch: pl.p.Name, Tiles: pl.tiles, Graph: pl.encoded, Tensors: make([]plan.Tensor, 0, len(b.tensors))}
+	out := &plan.Plan{Format: plan.Format, Arch: pl.p.Name, Tiles: pl.tiles, Graph: pl.encoded, Tensors: make([]plan.Tensor, 0, len(b.tensors)),
+		Supersteps: plan.Compact}
 	for _, t := range b.tensors {
 		pt := plan.Tensor{ID: t.ID, Value: t.Value, Name: t.Name, DType: pl.g.Values[t.Value].DType.String(), Transposed: t.Transposed,
 			Layout: t.Kind.String(), Pad: t.Pad, Source: t.Source.String()}
@@ -368,6 +369,9 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	// scheduled (the search ranks points by sched's faster bound), unless
 	// the caller links it anyway.
 	out.Cost = plan.Cost{FinalCycles: incR.total, FinalExchange: incR.exchange, ComputeBound: pl.computeBound(), Estimated: true}
+	if err := pl.chooseOrder(out); err != nil {
+		return nil, nil, nil, err
+	}
 	if !opt.SearchEstimate {
 		est, err := pl.estimate(out)
 		if err != nil {
@@ -382,6 +386,35 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	pl.stats(incR, st)
 	st.Evaluated = pl.evals
 	return out, s, st, nil
+}
+
+// chooseOrder keeps the incumbent's supersteps compacted (the search
+// priced them so) unless its steps in order price lower: compaction
+// moves a step's work to the earliest superstep its data allows, which
+// lengthens that superstep when their tiles overlap and may leave the
+// one it left as long. Both are priced as the search prices, with the
+// exchanges' bounds; the plan records the order (plan.Supersteps).
+func (pl *planner) chooseOrder(out *plan.Plan) error {
+	if out.Supersteps != plan.Compact {
+		return nil
+	}
+	alt := *out
+	alt.Supersteps = ""
+	var c [2]*cost.Result
+	for i, p := range []*plan.Plan{out, &alt} {
+		pr, err := lower.LowerWith(p, pl.g, pl.p, lower.Options{NoData: true})
+		if err != nil {
+			return err
+		}
+		if c[i], err = cost.ProgramWith(pr, cost.Options{Bound: true}); err != nil {
+			return err
+		}
+	}
+	if c[1].FinalCycles < c[0].FinalCycles {
+		out.Supersteps = ""
+		out.Cost.FinalCycles, out.Cost.FinalExchange = c[1].FinalCycles, c[1].FinalExchange
+	}
+	return nil
 }
 
 // estimate prices a plan's program exactly but for placement.

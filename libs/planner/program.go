@@ -28,6 +28,7 @@ func printOf(p *plan.Plan) programPrint {
 	e := printer{h: sha256.New()}
 	e.str(p.Format)
 	e.str(p.Arch)
+	e.str(p.Supersteps)
 	e.ints(int64(p.Tiles), int64(len(p.Tensors)))
 	for i := range p.Tensors {
 		t := &p.Tensors[i]

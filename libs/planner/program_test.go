@@ -1,12 +1,14 @@
 package planner
 
 import (
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
 
 	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
+	"ipu.local/libs/cost"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/lower"
 )
@@ -111,4 +113,56 @@ func mustPrint(t *testing.T, pl *planner, pt point) programPrint {
 		t.Fatal(err)
 	}
 	return bp.print
+}
+
+// TestCachedPriceIsExact: a step cache replays steps lowered for other
+// points, whose kernels read the buffers those points' producers wrote;
+// compaction must still see each dependency (lower's replay aliases), so
+// a point priced with a cache warmed on other points costs what it
+// costs lowered afresh, superstep for superstep.
+func TestCachedPriceIsExact(t *testing.T) {
+	g, _ := graph.Canonicalize(load(t, "shared/torch_attention/model"))
+	p := arch.MustLookup("ipu21")
+	pl, err := newPlanner(g, p, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt, _, err := pl.start(pl.wide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := lower.NewStepCache()
+	rng := rand.New(rand.NewPCG(3, 5))
+	priced := 0
+	for range 12 {
+		nb := pl.move(pt, rng)
+		bp, err := pl.buildPoint(nb)
+		if err != nil {
+			continue
+		}
+		cached, err := lower.LowerWith(bp.plan, pl.g, pl.p, lower.Options{NoData: true, Cache: steps})
+		if err != nil {
+			continue
+		}
+		fresh, err := lower.LowerWith(bp.plan, pl.g, pl.p, lower.Options{NoData: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := cost.ProgramWith(cached, cost.Options{Bound: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := cost.ProgramWith(fresh, cost.Options{Bound: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a.Supersteps, b.Supersteps) {
+			t.Fatalf("cached lowering prices %v, fresh %v", a.Supersteps, b.Supersteps)
+		}
+		priced++
+		pt = nb
+	}
+	if priced < 6 || steps.Hits == 0 {
+		t.Fatalf("%d points priced, %d cache hits", priced, steps.Hits)
+	}
 }

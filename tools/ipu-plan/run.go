@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -217,7 +218,7 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	if opt.State != nil {
 		saved = opt.State.Exchanges
 	}
-	linked, err := validate(log, cfg, pl, saved)
+	linked, err := validateCompact(log, cfg, pl, saved)
 	if err != nil {
 		return err
 	}
@@ -293,6 +294,27 @@ func validate(log *slog.Logger, cfg config, pl *plan.Plan, saved []plan.Exchange
 		return nil, fmt.Errorf("%s: building the tile images: %w", cfg.model, err)
 	}
 	return st, nil
+}
+
+// validateCompact validates a plan whose supersteps are compacted; when
+// it does not link (compaction lets independent steps' buffers live at
+// once, and the search's memory check counts a tile's bytes, not its
+// regions' free ranges), it falls back to the steps in order, saying
+// why, and the plan says so (pl.Supersteps cleared). The compacted
+// attempt's lines are logged only when it is kept.
+func validateCompact(log *slog.Logger, cfg config, pl *plan.Plan, saved []plan.Exchange) (*link.Stats, error) {
+	if pl.Supersteps != plan.Compact {
+		return validate(log, cfg, pl, saved)
+	}
+	hd := trace.Hold(log)
+	st, err := validate(hd.Logger(), cfg, pl, saved)
+	if err == nil {
+		return st, hd.Flush()
+	}
+	why, _, _ := strings.Cut(err.Error(), "\n")
+	log.Warn("compacted supersteps do not link: linking the steps in order", slog.String("reason", why))
+	pl.Supersteps = ""
+	return validate(log, cfg, pl, saved)
 }
 
 // logAlignment reports the instruction-alignment validation of the
