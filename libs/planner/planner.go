@@ -369,7 +369,7 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	// scheduled (the search ranks points by sched's faster bound), unless
 	// the caller links it anyway.
 	out.Cost = plan.Cost{FinalCycles: incR.total, FinalExchange: incR.exchange, ComputeBound: pl.computeBound(), Estimated: true}
-	if err := pl.chooseOrder(out); err != nil {
+	if err := pl.chooseOrder(out, incR.total); err != nil {
 		return nil, nil, nil, err
 	}
 	if !opt.SearchEstimate {
@@ -389,30 +389,29 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 }
 
 // chooseOrder keeps the incumbent's supersteps compacted (the search
-// priced them so) unless its steps in order price lower: compaction
-// moves a step's work to the earliest superstep its data allows, which
-// lengthens that superstep when their tiles overlap and may leave the
-// one it left as long. Both are priced as the search prices, with the
-// exchanges' bounds; the plan records the order (plan.Supersteps).
-func (pl *planner) chooseOrder(out *plan.Plan) error {
+// priced them so: total) unless its steps in order price lower:
+// compaction moves a step's work to the earliest superstep its data
+// allows, which lengthens that superstep when their tiles overlap and may
+// leave the one it left as long. The steps in order are priced as the
+// search prices (exchange bounds, a step cache); the plan records the
+// order (plan.Supersteps).
+func (pl *planner) chooseOrder(out *plan.Plan, total int64) error {
 	if out.Supersteps != plan.Compact {
 		return nil
 	}
 	alt := *out
 	alt.Supersteps = ""
-	var c [2]*cost.Result
-	for i, p := range []*plan.Plan{out, &alt} {
-		pr, err := lower.LowerWith(p, pl.g, pl.p, lower.Options{NoData: true})
-		if err != nil {
-			return err
-		}
-		if c[i], err = cost.ProgramWith(pr, cost.Options{Bound: true}); err != nil {
-			return err
-		}
+	pr, err := lower.LowerWith(&alt, pl.g, pl.p, lower.Options{NoData: true, Cache: pl.steps[0]})
+	if err != nil {
+		return err
 	}
-	if c[1].FinalCycles < c[0].FinalCycles {
+	c, err := cost.ProgramWith(pr, cost.Options{Bound: true})
+	if err != nil {
+		return err
+	}
+	if c.FinalCycles < total {
 		out.Supersteps = ""
-		out.Cost.FinalCycles, out.Cost.FinalExchange = c[1].FinalCycles, c[1].FinalExchange
+		out.Cost.FinalCycles, out.Cost.FinalExchange = c.FinalCycles, c.FinalExchange
 	}
 	return nil
 }

@@ -166,3 +166,34 @@ func TestCachedPriceIsExact(t *testing.T) {
 		t.Fatalf("%d points priced, %d cache hits", priced, steps.Hits)
 	}
 }
+
+// TestChooseOrder: the incumbent keeps its compacted supersteps unless
+// its steps in order price lower, and then the plan says so and carries
+// their price.
+func TestChooseOrder(t *testing.T) {
+	g, _ := graph.Canonicalize(load(t, "shared/torch_attention/model"))
+	pl, err := newPlanner(g, arch.MustLookup("ipu21"), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt, r, err := pl.start(pl.wide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := r.b.plan(pl, pt)
+	if out.Supersteps != plan.Compact {
+		t.Fatalf("the planner's plans are %q", out.Supersteps)
+	}
+	if err := pl.chooseOrder(out, 0); err != nil || out.Supersteps != plan.Compact {
+		t.Fatalf("a compacted price of 0 cycles: %q, %v", out.Supersteps, err)
+	}
+	if err := pl.chooseOrder(out, r.total); err != nil || out.Supersteps != plan.Compact {
+		t.Fatalf("torch attention's compacted price %d: %q, %v", r.total, out.Supersteps, err)
+	}
+	if err := pl.chooseOrder(out, 1<<62); err != nil || out.Supersteps != "" {
+		t.Fatalf("a compacted price of 2^62 cycles: %q, %v", out.Supersteps, err)
+	}
+	if out.Cost.FinalCycles <= r.total {
+		t.Errorf("in order %d cycles, compacted %d: want more", out.Cost.FinalCycles, r.total)
+	}
+}
