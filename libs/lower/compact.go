@@ -58,6 +58,9 @@ type compactor struct {
 	// marker numbers the buffers met; bufs holds their accesses.
 	marker *prog.Marker
 	bufs   []*access
+	// work, lo, hi: compute's scratch, by tile.
+	work   [][]*prog.Kernel
+	lo, hi []int
 }
 
 // cstep is a superstep of the compacted program being built: its work
@@ -186,21 +189,42 @@ func (c *compactor) compute(s *prog.Superstep, marks []partMark) {
 		tiles = append(tiles, t)
 	}
 	sort.Ints(tiles)
+	// Each tile's kernels, and the current part's [lo, hi) of them, in
+	// scratch arrays the supersteps share.
+	n := len(tiles)
+	if cap(c.work) < n {
+		c.work, c.lo, c.hi = make([][]*prog.Kernel, n), make([]int, n), make([]int, n)
+	}
+	work, lo, hi := c.work[:n], c.lo[:n], c.hi[:n]
+	for k, t := range tiles {
+		work[k], lo[k] = s.Work[t], 0
+	}
 	at := -1 // the cstep of every part so far (-2: more than one)
 	for j := 0; j <= len(marks); j++ {
 		pc := piece{s: s, tiles: tiles}
 		if j > 0 {
 			pc.lo = marks[j-1].at
 		}
+		count := 0
 		if j < len(marks) {
 			pc.hi = marks[j].at
+			for k, t := range tiles {
+				hi[k] = pc.hi[t]
+				count += hi[k] - lo[k]
+			}
+		} else {
+			for k := range tiles {
+				hi[k] = len(work[k])
+				count += hi[k] - lo[k]
+			}
 		}
-		e, n := 0, 0
-		for _, t := range tiles {
-			ks := pc.kernels(t)
-			n += len(ks)
-			for _, k := range ks {
-				for _, f := range k.Fixes {
+		if count == 0 {
+			continue
+		}
+		e := 0
+		for k := range tiles {
+			for _, kn := range work[k][lo[k]:hi[k]] {
+				for _, f := range kn.Fixes {
 					a := c.slot(f.Ref.Buf)
 					e = max(e, c.after(a.w, obj.Compute))
 					if f.Write {
@@ -208,9 +232,6 @@ func (c *compactor) compute(s *prog.Superstep, marks []partMark) {
 					}
 				}
 			}
-		}
-		if n == 0 {
-			continue
 		}
 		i := c.place(e, obj.Compute)
 		cs := c.out[i]
@@ -227,9 +248,9 @@ func (c *compactor) compute(s *prog.Superstep, marks []partMark) {
 		} else if at != i {
 			at = -2
 		}
-		for _, t := range tiles {
-			for _, k := range pc.kernels(t) {
-				for _, f := range k.Fixes {
+		for k := range tiles {
+			for _, kn := range work[k][lo[k]:hi[k]] {
+				for _, f := range kn.Fixes {
 					if a := c.slot(f.Ref.Buf); f.Write {
 						a.w = max(a.w, int32(i))
 					} else {
@@ -237,6 +258,7 @@ func (c *compactor) compute(s *prog.Superstep, marks []partMark) {
 					}
 				}
 			}
+			lo[k] = hi[k]
 		}
 	}
 	if at >= 0 {
