@@ -34,7 +34,6 @@ package lower
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"ipu.local/formats/obj"
@@ -184,20 +183,18 @@ type partMark struct {
 // compute places the kernels of compute superstep s, each step's part
 // whole (marks: where the parts after the first start).
 func (c *compactor) compute(s *prog.Superstep, marks []partMark) {
-	tiles := make([]int, 0, len(s.Work))
-	for t := range s.Work {
-		tiles = append(tiles, t)
-	}
-	sort.Ints(tiles)
-	// Each tile's kernels, and the current part's [lo, hi) of them, in
-	// scratch arrays the supersteps share.
-	n := len(tiles)
+	// The tiles (in any order: a tile's kernels keep theirs, and the
+	// tiles are independent), each tile's kernels and the current part's
+	// [lo, hi) of them, the last three in scratch the supersteps share.
+	n := len(s.Work)
 	if cap(c.work) < n {
 		c.work, c.lo, c.hi = make([][]*prog.Kernel, n), make([]int, n), make([]int, n)
 	}
+	tiles := make([]int, 0, n)
 	work, lo, hi := c.work[:n], c.lo[:n], c.hi[:n]
-	for k, t := range tiles {
-		work[k], lo[k] = s.Work[t], 0
+	for t, ks := range s.Work {
+		work[len(tiles)], lo[len(tiles)] = ks, 0
+		tiles = append(tiles, t)
 	}
 	at := -1 // the cstep of every part so far (-2: more than one)
 	for j := 0; j <= len(marks); j++ {
@@ -318,10 +315,18 @@ func (c *compactor) finish(dst []*prog.Superstep) []*prog.Superstep {
 			dst = append(dst, s)
 		default:
 			s := prog.NewSuperstep(obj.Compute, partsName(cs.names))
+			s.Work = make(map[int][]*prog.Kernel, len(cs.parts[0].tiles))
 			for _, pc := range cs.parts {
 				for _, t := range pc.tiles {
-					if ks := pc.kernels(t); len(ks) > 0 {
-						s.Work[t] = append(s.Work[t], ks...)
+					ks := pc.kernels(t)
+					if len(ks) == 0 {
+						continue
+					}
+					if have, ok := s.Work[t]; ok {
+						s.Work[t] = append(have, ks...)
+					} else {
+						// The original's array, capped: an append copies.
+						s.Work[t] = ks[:len(ks):len(ks)]
 					}
 				}
 			}
