@@ -1,12 +1,9 @@
 package link
 
 import (
-	"bytes"
 	"testing"
 
 	"ipu.local/formats/obj"
-	"ipu.local/libs/hostref"
-	"ipu.local/libs/sim"
 )
 
 // TestCompactedSameResults links plans with their supersteps compacted
@@ -52,26 +49,7 @@ func TestCompactedSameResults(t *testing.T) {
 		if count(st) >= count(ist) {
 			t.Errorf("%s: %d supersteps compacted, %d in order", c.path, count(st), count(ist))
 		}
-		ins := hostref.GenerateInputs(g, 5)
-		inputs := make([][]byte, len(ins))
-		for i, in := range ins {
-			inputs[i] = in.Raw
-		}
-		outs, res, err := Simulate(o, inputs, sim.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		iouts, ires, err := Simulate(io, inputs, sim.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkCyclesOnly(t, st, res)
-		checkCyclesOnly(t, ist, ires)
-		for i := range outs {
-			if !bytes.Equal(outs[i], iouts[i]) {
-				t.Errorf("%s: output %d differs compacted and in order", c.path, i)
-			}
-		}
+		sameRuns(t, g, o, st, io, ist, c.path+": compacted and in order")
 		t.Logf("%s: %d -> %d supersteps, %d -> %d cycles", c.path, count(ist), count(st), ist.FinalCycles, st.FinalCycles)
 	}
 }
