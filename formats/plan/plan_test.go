@@ -44,6 +44,9 @@ func TestRoundTrip(t *testing.T) {
 	// A split cut in two (the pieces do not matter to the format).
 	p.Steps[0].Split = &Split{B: 1, M: 1, N: 1, K: 1, Rest: &Rest{Axis: "m", At: 2, M: 1, N: 1}}
 	testRoundTrip(t, p, "split b=1 m=1 n=1 k=1 rest m>=2 m=1 n=1 tiles [0,2)")
+	// Compacted supersteps.
+	p.Supersteps = Compact
+	testRoundTrip(t, p, "supersteps compact\n")
 }
 
 func testRoundTrip(t *testing.T, p *Plan, step string) {
@@ -110,6 +113,7 @@ func TestReadErrors(t *testing.T) {
 		{name: "rest factors", edit: func(p *Plan) { p.Steps[0].Split.Rest = &Rest{Axis: "n", At: 16, M: 0, N: 1} }, want: "plan: steps[0].split.rest: factors 0, 1"},
 		{name: "rest tiles", edit: func(p *Plan) { p.Steps[0].Split.Rest = &Rest{Axis: "m", At: 2, M: 1, N: 1} }, want: "plan: steps[0].split: 1 x 1 x (2 x 1 + 1 x 1) blocks exceed the 2 tiles"},
 		{name: "step tiles", edit: func(p *Plan) { p.Steps[0].Tiles = [2]int{3, 9} }, want: "plan: steps[0].tiles: [3, 9) is not a non-empty range of [0, 4)"},
+		{name: "supersteps", edit: func(p *Plan) { p.Supersteps = "asap" }, want: `plan: supersteps: unknown order "asap" (want "compact" or none)`},
 		{name: "step node", edit: func(p *Plan) { p.Steps[0].Node = 1 }, want: "plan: steps[0].node: 1 out of range [-1, 1)"},
 		{name: "cast order", edit: func(p *Plan) { p.Steps[0].CastOrder = "never" }, want: `plan: steps[0].cast_order: unknown cast order "never"`},
 	}
