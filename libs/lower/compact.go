@@ -138,11 +138,11 @@ func (c *compactor) slot(b *prog.Buffer) *access {
 			}
 			canon = a
 		}
+		a := &access{-1, -1}
 		if canon != b {
-			c.bufs[i] = c.slot(canon)
-		} else {
-			c.bufs[i] = &access{-1, -1}
+			a = c.slot(canon) // may grow c.bufs: assigned after
 		}
+		c.bufs[i] = a
 	}
 	return c.bufs[i]
 }
@@ -368,7 +368,7 @@ func partsName(names []string) string {
 	if !strings.Contains(out, ":") {
 		out = "compute:" + out
 	}
-	seen := map[string]bool{out: true}
+	seen := map[string]bool{strings.TrimPrefix(out, "compute:"): true}
 	for _, n := range names[1:] {
 		n = strings.TrimPrefix(n, "compute:")
 		if !seen[n] {

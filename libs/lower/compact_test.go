@@ -173,6 +173,22 @@ func TestCompactKeepsMeaning(t *testing.T) {
 	t.Logf("%d of 500 programs got fewer supersteps", fewer)
 }
 
+// TestPartsName: a merged compute superstep lists each step once.
+func TestPartsName(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"a", "b", "a"}, "compute:a+b"},
+		{[]string{"compute:a", "a", "reduce-add:b"}, "compute:a+reduce-add:b"},
+		{[]string{"reduce-add:a", "compute:b", "b"}, "reduce-add:a+b"},
+	} {
+		if got := partsName(c.names); got != c.want {
+			t.Errorf("partsName(%q) = %q, want %q", c.names, got, c.want)
+		}
+	}
+}
+
 // TestCompactIndependentSteps: a step that does not read what the step
 // before it computes joins that step's first compute superstep, and the
 // two reduce exchanges merge; a step that reads it stays after.
