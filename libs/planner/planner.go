@@ -416,6 +416,21 @@ func (pl *planner) chooseOrder(out *plan.Plan, total int64) error {
 	return nil
 }
 
+// BoundPrice prices plan p as the search prices a point: its program
+// lowered, each exchange at sched's lower bound (the figure a plan's
+// estimated cycles are, with Options.SearchEstimate).
+func BoundPrice(p *plan.Plan, preset *arch.Preset) (*cost.Result, error) {
+	g, err := graph.Decode(&p.Graph)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	pr, err := lower.LowerWith(p, g, preset, lower.Options{NoData: true})
+	if err != nil {
+		return nil, err
+	}
+	return cost.ProgramWith(pr, cost.Options{Bound: true})
+}
+
 // estimate prices a plan's program exactly but for placement.
 func (pl *planner) estimate(p *plan.Plan) (*cost.Result, error) {
 	pr, err := lower.LowerWith(p, pl.g, pl.p, lower.Options{NoData: true})

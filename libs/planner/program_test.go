@@ -197,3 +197,30 @@ func TestChooseOrder(t *testing.T) {
 		t.Errorf("in order %d cycles, compacted %d: want more", out.Cost.FinalCycles, r.total)
 	}
 }
+
+// TestBoundPrice: a plan priced from its file alone costs what the
+// search priced it (Options.SearchEstimate), compacted or in order.
+func TestBoundPrice(t *testing.T) {
+	g := load(t, "shared/torch_attention/model")
+	p := arch.MustLookup("ipu21")
+	out, _, _, err := Plan(g, p, Options{Tiles: 64, Seed: 1, MaxAttempts: 4, SearchEstimate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := BoundPrice(out, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.FinalCycles != out.Cost.FinalCycles {
+		t.Fatalf("priced %d cycles from the plan, the search %d", c.FinalCycles, out.Cost.FinalCycles)
+	}
+	inOrder := *out
+	inOrder.Supersteps = ""
+	if c2, err := BoundPrice(&inOrder, p); err != nil || c2.FinalCycles <= c.FinalCycles {
+		t.Fatalf("in order: %v, %v; compacted %d", c2, err, c.FinalCycles)
+	}
+	inOrder.Graph.Nodes = nil
+	if _, err := BoundPrice(&inOrder, p); err == nil {
+		t.Fatal("a plan without its graph's nodes priced")
+	}
+}

@@ -300,8 +300,9 @@ func validate(log *slog.Logger, cfg config, pl *plan.Plan, saved []plan.Exchange
 // it does not link (compaction lets independent steps' buffers live at
 // once, and the search's memory check counts a tile's bytes, not its
 // regions' free ranges), it falls back to the steps in order, saying
-// why, and the plan says so (pl.Supersteps cleared). The compacted
-// attempt's lines are logged only when it is kept.
+// why, and the plan says so (pl.Supersteps cleared, its estimate the
+// steps in order's). The compacted attempt's lines are logged only when
+// it is kept.
 func validateCompact(log *slog.Logger, cfg config, pl *plan.Plan, saved []plan.Exchange) (*link.Stats, error) {
 	if pl.Supersteps != plan.Compact {
 		return validate(log, cfg, pl, saved)
@@ -314,6 +315,13 @@ func validateCompact(log *slog.Logger, cfg config, pl *plan.Plan, saved []plan.E
 	why, _, _ := strings.Cut(err.Error(), "\n")
 	log.Warn("compacted supersteps do not link: linking the steps in order", slog.String("reason", why))
 	pl.Supersteps = ""
+	// The estimate becomes the steps in order's, priced as the search
+	// priced the compacted program.
+	c, err := planner.BoundPrice(pl, cfg.arch)
+	if err != nil {
+		return nil, fmt.Errorf("%s: pricing the plan: %w", cfg.model, err)
+	}
+	pl.Cost.FinalCycles, pl.Cost.FinalExchange = c.FinalCycles, c.FinalExchange
 	return validate(log, cfg, pl, saved)
 }
 
