@@ -14,13 +14,13 @@ import (
 
 // MarshalGraph encodes g canonically, compact.
 func MarshalGraph(g Graph) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(g); err != nil {
+	var consts [][]byte
+	g.Values, consts = stubValues(g.Values)
+	doc, err := encodeCompact(g)
+	if err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return fill(bytes.TrimSuffix(doc, []byte("\n")), constFillings(consts, `"const":"`))
 }
 
 // ReadGraph decodes and validates a graph encoded by MarshalGraph (or
@@ -28,6 +28,12 @@ func MarshalGraph(g Graph) ([]byte, error) {
 // refused and every index is checked, as Read checks a plan's graph. Its
 // errors are *Error values whose path starts at "graph".
 func ReadGraph(data []byte) (*Graph, error) {
+	if g, ok := decodeFast(data, func(g *Graph) []Value { return g.Values }); ok {
+		if err := g.Validate(); err != nil {
+			return nil, err
+		}
+		return g, nil
+	}
 	// A syntax check first, so that truncated data is reported with its
 	// offset rather than as the decoder's bare "unexpected EOF".
 	var raw json.RawMessage

@@ -267,7 +267,19 @@ func errAt(path string, format string, args ...any) error {
 
 // Marshal encodes p canonically (indented JSON, trailing newline).
 func Marshal(p *Plan) ([]byte, error) {
-	return marshal(p)
+	q := *p
+	var consts [][]byte
+	q.Graph.Values, consts = stubValues(p.Graph.Values)
+	fs := constFillings(consts, `"const": "`)
+	if len(p.Schedules) > 0 {
+		q.Schedules = stubBytes
+		fs = append(fs, filling{`"exchange_schedules": "`, p.Schedules})
+	}
+	doc, err := marshal(&q)
+	if err != nil {
+		return nil, err
+	}
+	return fill(doc, fs)
 }
 
 func marshal(v any) ([]byte, error) {
@@ -400,15 +412,18 @@ func ReadWithSchedules(data []byte) (*Plan, []Exchange, error) {
 	if err := checkFormat(data, Format); err != nil {
 		return nil, nil, err
 	}
-	var p Plan
-	if err := decodeStrict(data, &p); err != nil {
-		return nil, nil, err
+	p, ok := decodeFast(data, func(p *Plan) []Value { return p.Graph.Values })
+	if !ok {
+		p = new(Plan)
+		if err := decodeStrict(data, p); err != nil {
+			return nil, nil, err
+		}
 	}
 	xs, err := p.validate()
 	if err != nil {
 		return nil, nil, err
 	}
-	return &p, xs, nil
+	return p, xs, nil
 }
 
 // Validate checks every index and size of p.
