@@ -45,8 +45,8 @@ type ExchangeOptions struct {
 
 // MaxExchangeWords bounds the code words a state's or a plan's exchanges
 // hold (a larger program's schedules are not saved; the 12-layer
-// BERT-base FP16 encoder's take 3.6M).
-const MaxExchangeWords = 1 << 22
+// BERT-base FP16 encoder's take 3.6M in order, more compacted).
+const MaxExchangeWords = 1 << 24
 
 // validateExchanges checks the sizes and ranges of the saved exchanges.
 func (s *State) validateExchanges() error {

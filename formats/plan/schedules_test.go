@@ -101,3 +101,23 @@ func TestUnpackerSigned(t *testing.T) {
 		}
 	}
 }
+
+// Schedules that pack to more than the reader takes are not written: a
+// plan's schedules always read back.
+func TestPackSchedulesBounded(t *testing.T) {
+	xs := sampleSchedules()
+	// Five bytes a word: just over maxScheduleBytes.
+	code := make([]uint32, maxScheduleBytes/5+1)
+	for i := range code {
+		code[i] = 0xffffffff
+	}
+	xs[0].Tiles[1].Code = code
+	if got := PackSchedules(xs); got != nil {
+		t.Fatalf("packed %d bytes of schedules the reader refuses", len(got))
+	}
+	xs[0].Tiles[1].Code = code[:len(code)-100]
+	got, err := UnpackSchedules(PackSchedules(xs))
+	if err != nil || len(got) != 2 || len(got[0].Tiles[1].Code) != len(code)-100 {
+		t.Fatalf("schedules just under the bound: %v", err)
+	}
+}
