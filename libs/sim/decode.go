@@ -233,8 +233,74 @@ func distances(insts []inst) (distW, distE []uint32) {
 			return distancesOf(insts, false), distancesOf(insts, true)
 		}
 	}
+	if w, ok := sweepDistances(insts, false); ok {
+		if e, ok := sweepDistances(insts, true); ok {
+			return w, e
+		}
+	}
 	g := newReverseGraph(insts, true)
 	return g.search(insts, false), g.search(insts, true)
+}
+
+// maxSweeps bounds sweepDistances' passes; code whose shortest paths
+// take more back edges than that goes to the breadth-first search.
+const maxSweeps = 6
+
+// sweepDistances is distancesOf(insts, exit) for code whose decoded
+// exits are boundaries, by relaxing every edge in passes from the last
+// instruction back to the first until a pass changes nothing (ok), or
+// maxSweeps passes (not ok). Most edges lead forward, so a pass carries
+// every distance along them; each further pass carries them over one
+// more back edge (a loop's branch back, a repeat body's end to its
+// start). The relaxations reach the same fixpoint as the search, the
+// shortest distances, without building the graph.
+func sweepDistances(insts []inst, exit bool) ([]uint32, bool) {
+	n := len(insts)
+	dist := make([]uint32, n)
+	for i := range insts {
+		in := &insts[i]
+		dist[i] = distCap
+		switch {
+		case in.op == isa.EXIT && !exit:
+		case boundary(in):
+			dist[i] = 0
+		}
+	}
+	relax := func(i, j int) bool {
+		if d := dist[j]; d < distCap && d+1 < dist[i] {
+			dist[i] = d + 1
+			return true
+		}
+		return false
+	}
+	for sweep := 0; sweep < maxSweeps; sweep++ {
+		changed := false
+		for i := n - 1; i >= 0; i-- {
+			in := &insts[i]
+			if in.op == isa.EXIT && !exit || boundary(in) {
+				continue
+			}
+			next, k := successors(in, i)
+			for _, j := range next[:k] {
+				if j < 0 || j >= n {
+					if dist[i] > 1 {
+						dist[i], changed = 1, true // the next fetch faults
+					}
+					continue
+				}
+				changed = relax(i, j) || changed
+			}
+			if in.op == isa.RPT || in.op == isa.RPTI {
+				if body := rptBody(in); body > 0 && i+body < n {
+					changed = relax(i+body, i+1) || changed
+				}
+			}
+		}
+		if !changed {
+			return dist, true
+		}
+	}
+	return nil, false
 }
 
 // distancesOf computes distW (exit false) or distE (exit true) alone.

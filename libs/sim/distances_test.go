@@ -38,3 +38,43 @@ func TestDistancesShareGraph(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepDistances checks the passes against the search on random
+// code (when they converge within maxSweeps) and on straight code with
+// loops, and that most random programs take the passes.
+func TestSweepDistances(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	exit := decodeWord(isa.MustEncode(isa.Inst{Op: isa.EXIT}))
+	swept := 0
+	const programs = 400
+	for i := 0; i < programs; i++ {
+		insts := make([]inst, 1+rng.IntN(400))
+		for j := range insts {
+			switch r := rng.IntN(40); {
+			case r == 0:
+				insts[j] = exit
+			case r == 1:
+				insts[j] = inst{flags: fNotCode}
+			case r < 6 || i%2 == 0:
+				// Branches, repeats and stores among them.
+				insts[j] = decodeWord(rng.Uint32() | 0x80000000)
+			default:
+				insts[j] = decodeWord(isa.MustEncode(isa.Inst{Op: isa.ADDI, D: 1, A: 1, Imm: 1}))
+			}
+		}
+		for _, ex := range []bool{false, true} {
+			got, ok := sweepDistances(insts, ex)
+			if !ok {
+				continue
+			}
+			swept++
+			if diff := cmp.Diff(distancesOf(insts, ex), got); diff != "" {
+				t.Fatalf("program %d, exit %v: mismatch (-search +passes):\n%s", i, ex, diff)
+			}
+		}
+	}
+	t.Logf("%d of %d searches converged within %d passes", swept, 2*programs, maxSweeps)
+	if swept < programs {
+		t.Fatalf("%d of %d searches converged within %d passes", swept, 2*programs, maxSweeps)
+	}
+}
