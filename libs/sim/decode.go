@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"sync"
 
 	"ipu.local/libs/arch"
 	"ipu.local/libs/isa"
@@ -97,14 +98,18 @@ func (m *Machine) decodeProgram(mem []byte, code []arch.Range) *program {
 	base, end := code[0].Lo, code[len(code)-1].Hi
 	p := &program{base: base, insts: make([]inst, (end-base)/4), codeLo: base, codeHi: end}
 	p.code = append([]arch.Range(nil), code...)
-	for i := range p.insts {
-		p.insts[i].flags = fNotCode
-	}
+	wc := wordCaches.Get().(*wordCache)
+	at := base // the gaps between the segments are not code
 	for _, r := range code {
-		for a := r.Lo; a < r.Hi; a += 4 {
-			p.insts[(a-base)/4] = decodeWord(isa.Word(mem[a-lo:]))
+		for a := at; a < r.Lo; a += 4 {
+			p.insts[(a-base)/4].flags = fNotCode
 		}
+		for a := r.Lo; a < r.Hi; a += 4 {
+			p.insts[(a-base)/4] = wc.decode(isa.Word(mem[a-lo:]))
+		}
+		at = r.Hi
 	}
+	wordCaches.Put(wc)
 	p.distW, p.distE = distances(p.insts)
 	for i := range p.insts {
 		if op := p.insts[i].op; op == isa.AMPH || op >= isa.H4ADD && op <= isa.H4FMA {
@@ -144,6 +149,26 @@ func (m *Machine) decodeProgram(mem []byte, code []arch.Range) *program {
 		}
 	}
 	return p
+}
+
+// wordCache memoizes decodeWord, a function of the word alone: a tile's
+// code repeats words (the same kernels' loops), and tiles repeat each
+// other's. A cache holds whatever words it last decoded; the pool hands
+// one to each decoding goroutine.
+type wordCache [1 << 12]struct {
+	w  uint32
+	ok bool
+	in inst
+}
+
+var wordCaches = sync.Pool{New: func() any { return new(wordCache) }}
+
+func (c *wordCache) decode(w uint32) inst {
+	e := &c[(w*0x9E3779B1)>>20]
+	if !e.ok || e.w != w {
+		e.w, e.ok, e.in = w, true, decodeWord(w)
+	}
+	return e.in
 }
 
 func decodeWord(w uint32) inst {

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -43,6 +44,26 @@ func TestLoadAllMatchesLoad(t *testing.T) {
 	for tile := 0; tile < 3; tile++ {
 		if got, want := c.m.Active(tile), tile < 2; got != want {
 			t.Errorf("tile %d active %v after the failed LoadAll, want %v", tile, got, want)
+		}
+	}
+}
+
+// TestWordCache checks the memoized decoding against decodeWord on words
+// that collide in the cache and repeat.
+func TestWordCache(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var c wordCache
+	words := make([]uint32, 64)
+	for i := range words {
+		words[i] = rng.Uint32()
+	}
+	for i := 0; i < 100000; i++ {
+		w := words[rng.IntN(len(words))]
+		if i%3 == 0 {
+			w = rng.Uint32()
+		}
+		if got, want := c.decode(w), decodeWord(w); got != want {
+			t.Fatalf("word %#08x: cached %+v, decoded %+v", w, got, want)
 		}
 	}
 }
