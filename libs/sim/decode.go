@@ -283,9 +283,12 @@ func sweepDistances(insts []inst, exit bool) ([]uint32, bool) {
 	n := len(insts)
 	dist := make([]uint32, n)
 	for i := range insts {
+		in := &insts[i]
 		dist[i] = distCap
-		if in := &insts[i]; !(in.op == isa.EXIT && !exit) && boundary(in) {
-			dist[i] = 0 // as the search seeds its queue
+		switch {
+		case in.op == isa.EXIT && !exit:
+		case boundary(in):
+			dist[i] = 0
 		}
 	}
 	relax := func(i, j int) bool {
@@ -298,12 +301,24 @@ func sweepDistances(insts []inst, exit bool) ([]uint32, bool) {
 	for sweep := 0; sweep < maxSweeps; sweep++ {
 		changed := false
 		for i := n - 1; i >= 0; i-- {
-			es, k, fault := edgesAt(insts, i, exit)
-			if fault && dist[i] > 1 {
-				dist[i], changed = 1, true // the next fetch faults
+			in := &insts[i]
+			if in.op == isa.EXIT && !exit || boundary(in) {
+				continue
 			}
-			for _, e := range es[:k] {
-				changed = relax(e[0], e[1]) || changed
+			next, k := successors(in, i)
+			for _, j := range next[:k] {
+				if j < 0 || j >= n {
+					if dist[i] > 1 {
+						dist[i], changed = 1, true // the next fetch faults
+					}
+					continue
+				}
+				changed = relax(i, j) || changed
+			}
+			if in.op == isa.RPT || in.op == isa.RPTI {
+				if body := rptBody(in); body > 0 && i+body < n {
+					changed = relax(i+body, i+1) || changed
+				}
 			}
 		}
 		if !changed {
@@ -339,10 +354,22 @@ func newReverseGraph(insts []inst, exit bool) *reverseGraph {
 	g := &reverseGraph{start: make([]int32, n+1), faults: make([]bool, n)}
 	edges := make([][2]int32, 0, n+n/4) // {from, to}
 	for i := range insts {
-		es, k, fault := edgesAt(insts, i, exit)
-		g.faults[i] = fault
-		for _, e := range es[:k] {
-			edges = append(edges, [2]int32{int32(e[0]), int32(e[1])})
+		in := &insts[i]
+		if in.op == isa.EXIT && !exit || boundary(in) {
+			continue
+		}
+		next, k := successors(in, i)
+		for _, j := range next[:k] {
+			if j < 0 || j >= n {
+				g.faults[i] = true
+				continue
+			}
+			edges = append(edges, [2]int32{int32(i), int32(j)})
+		}
+		if in.op == isa.RPT || in.op == isa.RPTI {
+			if body := rptBody(in); body > 0 && i+body < n {
+				edges = append(edges, [2]int32{int32(i + body), int32(i + 1)})
+			}
 		}
 	}
 	for _, e := range edges {
@@ -358,33 +385,6 @@ func newReverseGraph(insts []inst, exit bool) *reverseGraph {
 		fill[e[1]]++
 	}
 	return g
-}
-
-// edgesAt returns the control-flow edges {from, to} that instruction i
-// adds (without exit, an exit adds none; a boundary adds none): to each
-// successor in range, and for a repeat from its body's end back to the
-// body's start; fault is whether a successor is out of range (the fetch
-// faults).
-func edgesAt(insts []inst, i int, exit bool) (es [3][2]int, k int, fault bool) {
-	in := &insts[i]
-	if in.op == isa.EXIT && !exit || boundary(in) {
-		return es, 0, false
-	}
-	n := len(insts)
-	next, m := successors(in, i)
-	for _, j := range next[:m] {
-		if j < 0 || j >= n {
-			fault = true
-			continue
-		}
-		es[k], k = [2]int{i, j}, k+1
-	}
-	if in.op == isa.RPT || in.op == isa.RPTI {
-		if body := rptBody(in); body > 0 && i+body < n {
-			es[k], k = [2]int{i + body, i + 1}, k+1
-		}
-	}
-	return es, k, fault
 }
 
 // search returns the distances from the boundaries (with exit: the
