@@ -298,6 +298,9 @@ func sweepDistances(insts []inst, exit bool) ([]uint32, bool) {
 		}
 		return false
 	}
+	// The edges are enumerated here as newReverseGraph does, inline: a
+	// function returning each instruction's edges cost the 12-layer
+	// encoder's ipu-load 2 s of CPU more (10.1 s against 8.0 s).
 	for sweep := 0; sweep < maxSweeps; sweep++ {
 		changed := false
 		for i := n - 1; i >= 0; i-- {
