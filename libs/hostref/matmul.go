@@ -104,11 +104,14 @@ func (ev *evaluator) mm(m, k, n int, a, b, y []float64) {
 			}
 		}
 	default:
-		bt := transposeKN(k, n, b) // each output element's k run contiguous
-		compute = func(r0, r1 int) { deviceMM(r0, r1, k, n, a, bt, y) }
-		if shortSignificands(a[:m*k]) && shortSignificands(bt) {
-			a32, bt32 := to32(a[:m*k]), to32(bt)
+		// b transposed: each output element's k run contiguous; as
+		// float32 straight away when every value fits one exactly.
+		if shortSignificands(a[:m*k]) && shortSignificands(b[:k*n]) {
+			a32, bt32 := to32(a[:m*k]), transposeKN[float32](k, n, b)
 			compute = func(r0, r1 int) { deviceMMShort(r0, r1, k, n, a32, bt32, y) }
+		} else {
+			bt := transposeKN[float64](k, n, b)
+			compute = func(r0, r1 int) { deviceMM(r0, r1, k, n, a, bt, y) }
 		}
 	}
 	threads := min(ev.opt.Threads, m)
@@ -212,15 +215,16 @@ func deviceMMShort(r0, r1, k, n int, a, bt []float32, y []float64) {
 	}
 }
 
-// transposeKN returns the k×n row-major b as n×k.
-func transposeKN(k, n int, b []float64) []float64 {
-	t := make([]float64, len(b))
+// transposeKN returns the k×n row-major b as n×k, each value converted
+// to T.
+func transposeKN[T float32 | float64](k, n int, b []float64) []T {
+	t := make([]T, k*n)
 	const blk = 32
 	for p0 := 0; p0 < k; p0 += blk {
 		for j0 := 0; j0 < n; j0 += blk {
 			for p := p0; p < min(p0+blk, k); p++ {
 				for j := j0; j < min(j0+blk, n); j++ {
-					t[j*k+p] = b[p*n+j]
+					t[j*k+p] = T(b[p*n+j])
 				}
 			}
 		}
