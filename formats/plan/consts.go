@@ -83,14 +83,18 @@ func constFillings(consts [][]byte, key string) []filling {
 	return fs
 }
 
-// A reader takes out each constant written `"const": "..."` or
-// `"const":"..."` whose string holds only base64 characters; a constant
-// written any other way goes through the JSON decoder. Inside a JSON
-// string every quote is escaped, so the pattern's quote after const
-// can only close a key. Swapping one run of base64 characters for
-// another inside a string leaves the document as valid or as invalid as
-// it was; an error from the stubbed document is reported by decoding the
-// file itself, so that its byte offsets are the file's.
+// A reader takes out each constant of 64 characters or more written
+// `"const": "..."` or `"const":"..."` whose string has no escape and no
+// line break (plainString); a constant written any other way goes
+// through the JSON decoder. Inside a JSON string every quote is
+// escaped, so the pattern's quote after const can only close a key, and
+// with no escape the next quote closes the string. The stub is base64,
+// valid in any string; what the string held instead is decided by the
+// base64 decoder, which refuses every byte outside its alphabet but the
+// line breaks plainString excludes: a byte JSON would refuse there (a
+// control character) fails it as well. Any failure, of the stubbed
+// document or of a constant, sends the file itself to the JSON decoder,
+// so that errors and their byte offsets are the file's.
 
 // taken is a document with its constants taken out.
 type taken struct {

@@ -127,6 +127,10 @@ func TestReadTakesConsts(t *testing.T) {
 		"padding inside": func(s string) string { return strings.Replace(s, b64, b64[:100]+"="+b64[101:], 1) },
 		// A line break, which JSON refuses in a string and base64 skips.
 		"line break": func(s string) string { return strings.Replace(s, b64, b64[:100]+"\n"+b64[100:], 1) },
+		// A control character, which JSON refuses in a string, and a byte
+		// that is not UTF-8, which JSON takes: base64 refuses both.
+		"tab":       func(s string) string { return strings.Replace(s, b64, b64[:100]+"\t"+b64[101:], 1) },
+		"not UTF-8": func(s string) string { return strings.Replace(s, b64, b64[:100]+"\xff"+b64[101:], 1) },
 		// An escape, which JSON takes in a string and base64 does not.
 		"escape": func(s string) string { return strings.Replace(s, b64, b64[:100]+`\/`+b64[101:], 1) },
 		// Cut inside a constant.
