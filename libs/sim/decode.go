@@ -283,12 +283,9 @@ func sweepDistances(insts []inst, exit bool) ([]uint32, bool) {
 	n := len(insts)
 	dist := make([]uint32, n)
 	for i := range insts {
-		in := &insts[i]
 		dist[i] = distCap
-		switch {
-		case in.op == isa.EXIT && !exit:
-		case boundary(in):
-			dist[i] = 0
+		if in := &insts[i]; !(in.op == isa.EXIT && !exit) && boundary(in) {
+			dist[i] = 0 // as the search seeds its queue
 		}
 	}
 	relax := func(i, j int) bool {
