@@ -1,6 +1,7 @@
 package ipuexe
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -293,16 +294,34 @@ func validateConfig(ws []obj.RegWrite, tiles int) error {
 // Write validates p and writes it. The same package always gives the
 // same bytes.
 func Write(w io.Writer, p *Package) error {
-	b, err := Marshal(p)
+	secs, err := encode(p)
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(b)
-	return err
+	return format.Write(w, secs)
 }
 
-// Marshal validates p and returns its file bytes.
+// Marshal validates p and returns its file bytes, as Write writes them.
 func Marshal(p *Package) ([]byte, error) {
+	secs, err := encode(p)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	n := wire.HeaderSize + wire.EntrySize*len(secs)
+	for _, e := range secs {
+		n += e.Len()
+	}
+	b.Grow(n)
+	if err := format.Write(&b, secs); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// encode validates p and encodes its sections, the compressed images
+// and the host model by reference (wire.Encoder.BytesRef).
+func encode(p *Package) ([]*wire.Encoder, error) {
 	checks, err := validate(p, true)
 	if err != nil {
 		return nil, fmt.Errorf("ipuexe: %w", err)
@@ -316,7 +335,7 @@ func Marshal(p *Package) ([]byte, error) {
 	images.U32(uint32(len(p.Images)))
 	for _, c := range checks {
 		images.U32(uint32(c.stored))
-		images.Bytes(c.frame)
+		images.BytesRef(c.frame)
 	}
 	tilemap.U32(uint32(len(p.TileImage)))
 	for _, i := range p.TileImage {
@@ -324,7 +343,7 @@ func Marshal(p *Package) ([]byte, error) {
 	}
 	obj.EncodeConfig(&config, p.Config)
 	obj.EncodeHost(&host, &p.Host)
-	return format.Build([][]byte{meta.Data(), images.Data(), tilemap.Data(), config.Data(), host.Data()}), nil
+	return []*wire.Encoder{&meta, &images, &tilemap, &config, &host}, nil
 }
 
 // Read decodes and validates a package file, its images bounded by the

@@ -255,7 +255,7 @@ func EncodeHost(e *wire.Encoder, h *HostProgram) {
 			}
 		}
 	}
-	e.Bytes(h.Model)
+	e.BytesRef(h.Model)
 	// Branches last, only when there are any: a host program written
 	// before branching ends with the model.
 	if len(h.Branches) > 0 {

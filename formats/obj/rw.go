@@ -1,6 +1,7 @@
 package obj
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -49,16 +50,35 @@ func Fingerprint(data []byte) string {
 // Write validates o and writes it. The same object always gives the same
 // bytes.
 func Write(w io.Writer, o *Object) error {
-	b, err := Marshal(o)
+	secs, err := encode(o)
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(b)
-	return err
+	return format.Write(w, secs)
 }
 
-// Marshal validates o and returns its file bytes.
+// Marshal validates o and returns its file bytes, as Write writes them.
 func Marshal(o *Object) ([]byte, error) {
+	secs, err := encode(o)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	n := wire.HeaderSize + wire.EntrySize*len(secs)
+	for _, e := range secs {
+		n += e.Len()
+	}
+	b.Grow(n)
+	if err := format.Write(&b, secs); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// encode validates o and encodes its sections. The tiles section holds
+// each tile's encoding by reference (wire.Encoder.RawRef), and the host
+// section the model: the writer copies each only into the file.
+func encode(o *Object) ([]*wire.Encoder, error) {
 	if err := Validate(o); err != nil {
 		return nil, fmt.Errorf("obj: %w", err)
 	}
@@ -68,18 +88,12 @@ func Marshal(o *Object) ([]byte, error) {
 	meta.String(o.Source)
 
 	tiles.U32(uint32(len(o.Tiles)))
-	parts := encodeTiles(o.Tiles)
-	size := 0
-	for _, part := range parts {
-		size += len(part)
-	}
-	tiles.Grow(size)
-	for _, part := range parts {
-		tiles.Raw(part)
+	for _, part := range encodeTiles(o.Tiles) {
+		tiles.RawRef(part)
 	}
 	EncodeHost(&host, &o.Host)
 	EncodeConfig(&config, o.Config)
-	return format.Build([][]byte{meta.Data(), tiles.Data(), host.Data(), config.Data()}), nil
+	return []*wire.Encoder{&meta, &tiles, &host, &config}, nil
 }
 
 // encodeTiles encodes each tile (its segments compressed, or references

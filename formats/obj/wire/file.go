@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
+	"io"
 )
 
 // Format names one kind of file: its magic prefix, version and sections.
@@ -20,28 +22,65 @@ type Format struct {
 // Build assembles a file of format f from its sections' bytes (one per
 // name in f.Sections, in order).
 func (f *Format) Build(sections [][]byte) []byte {
+	chunks := make([][][]byte, len(sections))
+	size := 0
+	for i, s := range sections {
+		chunks[i] = [][]byte{s}
+		size += len(s)
+	}
+	out := f.header(chunks, size)
+	for _, s := range sections {
+		out = append(out, s...)
+	}
+	return out
+}
+
+// Write writes the file of format f whose sections are the encoders' (one
+// per name in f.Sections, in order), the same bytes as Build of their
+// Data, chunk by chunk: nothing the size of a section is copied.
+func (f *Format) Write(w io.Writer, sections []*Encoder) error {
+	chunks := make([][][]byte, len(sections))
+	for i, e := range sections {
+		chunks[i] = e.Chunks()
+	}
+	if _, err := w.Write(f.header(chunks, 0)); err != nil {
+		return err
+	}
+	for _, cs := range chunks {
+		for _, c := range cs {
+			if _, err := w.Write(c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// header returns the header and section table of a file of format f
+// whose sections are the joined chunks, in a slice with room for extra
+// more bytes.
+func (f *Format) header(sections [][][]byte, extra int) []byte {
 	if len(sections) != len(f.Sections) {
 		panic(fmt.Sprintf("wire: %d sections, format has %d", len(sections), len(f.Sections)))
 	}
 	size := HeaderSize + EntrySize*len(sections)
-	for _, s := range sections {
-		size += len(s)
-	}
-	out := make([]byte, 0, size)
+	out := make([]byte, 0, size+extra)
 	out = append(out, f.Prefix...)
 	out = append(out, f.Version)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(sections)))
 	out = binary.LittleEndian.AppendUint32(out, 0)
-	off := uint64(HeaderSize + EntrySize*len(sections))
-	for i, s := range sections {
+	off := uint64(size)
+	for i, cs := range sections {
+		crc, n := uint32(0), 0
+		for _, c := range cs {
+			crc = crc32.Update(crc, castagnoli, c)
+			n += len(c)
+		}
 		out = binary.LittleEndian.AppendUint32(out, uint32(i+1))
-		out = binary.LittleEndian.AppendUint32(out, CRC(s))
+		out = binary.LittleEndian.AppendUint32(out, crc)
 		out = binary.LittleEndian.AppendUint64(out, off)
-		out = binary.LittleEndian.AppendUint64(out, uint64(len(s)))
-		off += uint64(len(s))
-	}
-	for _, s := range sections {
-		out = append(out, s...)
+		out = binary.LittleEndian.AppendUint64(out, uint64(n))
+		off += uint64(n)
 	}
 	return out
 }

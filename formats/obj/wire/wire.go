@@ -61,20 +61,49 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s at byte %#x: %s", where, e.Off, e.Msg)
 }
 
-// Encoder appends little-endian values to a buffer.
+// Encoder appends little-endian values to a buffer. RawRef and BytesRef
+// take a large slice by reference instead of copying it, so that a
+// section of hundreds of MB (an object's tiles, a host model) reaches
+// the file without passing through one more buffer: Format.Write writes
+// an encoder's Chunks as they are.
 type Encoder struct {
-	buf []byte
+	buf    []byte
+	chunks [][]byte // finished pieces before buf, in order
+	size   int      // bytes in chunks
 }
+
+// refMin is the smallest slice RawRef keeps by reference; a smaller one
+// is copied, as a reference would cost more than it saves.
+const refMin = 64 << 10
 
 // Reset makes e encode into buf's array from its start (a caller's
 // scratch, reused).
-func (e *Encoder) Reset(buf []byte) { e.buf = buf[:0] }
+func (e *Encoder) Reset(buf []byte) { e.buf, e.chunks, e.size = buf[:0], nil, 0 }
 
-// Data returns what was encoded so far.
-func (e *Encoder) Data() []byte { return e.buf }
+// Data returns what was encoded so far, in one slice (joined when
+// RawRef kept pieces by reference).
+func (e *Encoder) Data() []byte {
+	if len(e.chunks) == 0 {
+		return e.buf
+	}
+	out := make([]byte, 0, e.Len())
+	for _, c := range e.chunks {
+		out = append(out, c...)
+	}
+	return append(out, e.buf...)
+}
+
+// Chunks returns what was encoded so far as pieces in order, without
+// copying; they join to Data().
+func (e *Encoder) Chunks() [][]byte {
+	if len(e.buf) == 0 {
+		return e.chunks
+	}
+	return append(e.chunks[:len(e.chunks):len(e.chunks)], e.buf)
+}
 
 // Len is the number of bytes encoded so far.
-func (e *Encoder) Len() int { return len(e.buf) }
+func (e *Encoder) Len() int { return e.size + len(e.buf) }
 
 // U8 appends one byte.
 func (e *Encoder) U8(v uint8) { e.buf = append(e.buf, v) }
@@ -100,10 +129,32 @@ func (e *Encoder) Grow(n int) { e.buf = slices.Grow(e.buf, n) }
 // Raw appends b as it is (no length).
 func (e *Encoder) Raw(b []byte) { e.buf = append(e.buf, b...) }
 
+// RawRef appends b as it is, by reference when it is large: the caller
+// must not change b while e is in use.
+func (e *Encoder) RawRef(b []byte) {
+	if len(b) < refMin {
+		e.Raw(b)
+		return
+	}
+	if len(e.buf) > 0 {
+		e.chunks = append(e.chunks, e.buf)
+		e.size += len(e.buf)
+		e.buf = nil
+	}
+	e.chunks = append(e.chunks, b)
+	e.size += len(b)
+}
+
 // Bytes appends a uint32 length and b.
 func (e *Encoder) Bytes(b []byte) {
 	e.U32(uint32(len(b)))
 	e.buf = append(e.buf, b...)
+}
+
+// BytesRef appends a uint32 length and b, by reference as RawRef.
+func (e *Encoder) BytesRef(b []byte) {
+	e.U32(uint32(len(b)))
+	e.RawRef(b)
 }
 
 // Decoder reads little-endian values from one section. After the first
