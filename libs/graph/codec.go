@@ -17,7 +17,9 @@ import (
 )
 
 // Encode serializes g for a plan: values by index, constants' raw
-// bytes, nodes with their parsed attributes.
+// bytes, nodes with their parsed attributes. The plan's constants share
+// g's bytes (the 12-layer encoder's are 162 MB): neither side may change
+// them.
 func Encode(g *Graph) plan.Graph {
 	pg := plan.Graph{Name: g.Name, Opset: g.Opset, Inputs: []int{}, Outputs: []int{}, Downcast: slices.Clone(g.Downcast)}
 	for _, v := range g.Inputs {
@@ -29,7 +31,10 @@ func Encode(g *Graph) plan.Graph {
 	for _, v := range g.Values {
 		pv := plan.Value{Name: v.Name, DType: v.DType.String(), Shape: append([]int64{}, v.Shape...)}
 		if v.Const != nil {
-			pv.Const = append([]byte{}, v.Const.Raw...)
+			pv.Const = v.Const.Raw // shared: no pass changes a constant's bytes
+			if pv.Const == nil {
+				pv.Const = []byte{}
+			}
 		}
 		pg.Values = append(pg.Values, pv)
 	}
@@ -145,9 +150,10 @@ func encodeAttrs(a any) []plan.Attr {
 // (or a package's model section) carries, then checks it as Build
 // checks a model (Check: element types, shapes, attributes, every
 // node's inferred outputs), so that evaluators may trust it as they trust
-// a built  pg need not have been validated; a hostile graph gives
-// an error naming the JSON path, node or value at fault
-// ("graph.nodes[3] ("MatMul_0"): ..."), never a panic.
+// a built one. pg need not have been validated. The graph's constants
+// share pg's bytes, as in Encode. A hostile graph gives an error naming
+// the JSON path, node or value at fault ("graph.nodes[3] ("MatMul_0"):
+// ..."), never a panic.
 func Decode(pg *plan.Graph) (*Graph, error) {
 	if pg == nil {
 		return nil, errors.New("graph: missing")
@@ -163,7 +169,7 @@ func Decode(pg *plan.Graph) (*Graph, error) {
 		}
 		v := &Value{Name: pv.Name, DType: d, Shape: append([]int64{}, pv.Shape...), Index: i}
 		if pv.Const != nil {
-			v.Const = &onnx.Tensor{Name: pv.Name, DType: d, Dims: append([]int64{}, pv.Shape...), Raw: append([]byte{}, pv.Const...)}
+			v.Const = &onnx.Tensor{Name: pv.Name, DType: d, Dims: append([]int64{}, pv.Shape...), Raw: pv.Const} // shared, as in Encode
 		}
 		g.Values = append(g.Values, v)
 	}

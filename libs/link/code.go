@@ -305,7 +305,19 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 				srcs = append(srcs, kc.b)
 			}
 		}
-		b.ReserveSplices(0, srcs...)
+		// Room for the exchange code and its patch tables too: the
+		// 12-layer encoder's tiles hold tens of thousands of words of
+		// it, which grown by appending cost ipu-link a second of copies.
+		extra := 0
+		for i, s := range l.prog.Steps {
+			if s.Kind != obj.Exchange {
+				continue
+			}
+			if tc := l.packed[i].Tile(t); tc != nil {
+				extra += len(tc.Code) + len(tc.Table)
+			}
+		}
+		b.ReserveSplices(extra, srcs...)
 		entries := make([]codegen.Kernel, len(order))
 		for i, sp := range order {
 			entries[i] = sp.kc.k

@@ -271,7 +271,8 @@ func (d *decoder) child(f field, name string) (*decoder, error) {
 }
 
 // ReadModel decodes a serialized ModelProto and checks that it imports a
-// supported version of the default operator set.
+// supported version of the default operator set. Its tensors share
+// data's bytes, as in ReadTensor.
 func ReadModel(data []byte) (*Model, error) {
 	m := &Model{Opsets: map[string]int64{}}
 	d := &decoder{msg: data, names: modelFields}

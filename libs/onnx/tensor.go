@@ -198,7 +198,9 @@ type span struct {
 	value  uint64 // unpacked value (fixed32, fixed64 or varint bits)
 }
 
-// ReadTensor decodes a serialized TensorProto.
+// ReadTensor decodes a serialized TensorProto. A tensor given by
+// raw_data shares data's bytes (capped, so that appending to Raw copies):
+// the caller must not change data while the tensor is in use.
 func ReadTensor(data []byte) (*Tensor, error) {
 	t := &Tensor{}
 	var (
@@ -322,8 +324,7 @@ func ReadTensor(data []byte) (*Tensor, error) {
 		if int64(len(raw)) != want {
 			return nil, &FormatError{Off: rawOff, Field: "raw_data", Msg: fmt.Sprintf("%d bytes, want %d for %d %v elements", len(raw), want, count, t.DType)}
 		}
-		t.Raw = make([]byte, len(raw))
-		copy(t.Raw, raw)
+		t.Raw = raw[:len(raw):len(raw)] // shared: a model's weights are most of its file
 	case len(typed[dataField]) > 0:
 		name := typedFieldNames[dataField]
 		spans := typed[dataField]
