@@ -347,7 +347,9 @@ func encode(p *Package) ([]*wire.Encoder, error) {
 }
 
 // Read decodes and validates a package file, its images bounded by the
-// format's limits (MaxImageBytes). Its errors are *FormatError.
+// format's limits (MaxImageBytes). Its errors are *FormatError. The host
+// model shares data's bytes: the caller must not change data while the
+// package is in use.
 func Read(data []byte) (*Package, error) {
 	return ReadWith(data, ReadOptions{})
 }

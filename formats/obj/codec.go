@@ -64,9 +64,10 @@ func EncodeSegments(e *wire.Encoder, segs []Segment, compress bool, refs map[int
 }
 
 // DecodeSegments reads what EncodeSegments wrote; the references it
-// returns are to be resolved (ResolveRefs) against earlier groups. Data
-// never aliases the input; decompression allocates at most the declared
-// size.
+// returns are to be resolved (ResolveRefs) against earlier groups. A
+// segment stored raw shares the input's bytes (capped: appending
+// copies), so the caller must not change them while the segments are in
+// use; decompression allocates at most the declared size.
 func DecodeSegments(d *wire.Decoder) ([]Segment, []PendingRef) {
 	n := d.Count("segment", minSegment)
 	if n == 0 {
@@ -115,7 +116,7 @@ func DecodeSegments(d *wire.Decoder) ([]Segment, []PendingRef) {
 				return nil, nil
 			}
 			if stored > 0 {
-				s.Data = append([]byte(nil), raw...)
+				s.Data = raw[:len(raw):len(raw)] // shared: the weights are most of an object
 			}
 		case enc == encZstd:
 			data, err := wire.Decompress(raw, int(s.Size))
@@ -280,6 +281,7 @@ const blockTranspose = 1
 
 // DecodeHost reads what EncodeHost wrote; the program must validate
 // (ValidateHost), or the error is at the host program's first byte.
+// The model shares the decoder's bytes.
 func DecodeHost(d *wire.Decoder) HostProgram {
 	start := d.Off()
 	var h HostProgram
@@ -306,7 +308,7 @@ func DecodeHost(d *wire.Decoder) HostProgram {
 	if model := d.Bytes("host model"); len(model) > MaxModelBytes {
 		d.Failf(modelOff, "host model: %d bytes, more than %d", len(model), MaxModelBytes)
 	} else if len(model) > 0 {
-		h.Model = append([]byte(nil), model...)
+		h.Model = model[:len(model):len(model)] // shared, as raw segments are
 	}
 	if d.Left() > 0 {
 		if n := d.Count("host branch", minBranch); n > 0 {

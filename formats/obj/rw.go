@@ -130,6 +130,8 @@ func encodeTiles(ts []Tile) [][]byte {
 }
 
 // Read decodes and validates an object file. Its errors are *FormatError.
+// Raw segments and the host model share data's bytes (DecodeSegments):
+// the caller must not change data while the object is in use.
 func Read(data []byte) (*Object, error) {
 	secs, werr := format.Parse(data)
 	if werr != nil {

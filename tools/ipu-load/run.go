@@ -68,6 +68,9 @@ func load(c *cli.Context, in, dev, lockPath string, timeout time.Duration, crash
 		return fmt.Errorf("%s: %w", in, err)
 	}
 	fingerprint := ipuexe.Fingerprint(data)
+	// The host model (ipu-check's reference) shares the file's bytes;
+	// loading needs neither, so the collector may take both back.
+	pkg.Host.Model = nil
 	log.Info("application package read", "tiles", pkg.Tiles, trace.Bare("compiler", pkg.Compiler))
 
 	// A simulated device is created on first use, like its directory.
