@@ -48,6 +48,7 @@ func Validate(p *arch.Preset, phase []Transfer, pl *Plan) error {
 // delivered words against the phase.
 func replay(p *arch.Preset, phase []Transfer, tiles []TileCode, early bool) (*replayer, error) {
 	r := newReplayer(p)
+	r.reserve(tiles)
 	for i := range tiles {
 		tc := &tiles[i]
 		if tc.Tile < 0 || tc.Tile >= p.Tiles || (i > 0 && tc.Tile <= tiles[i-1].Tile) {
@@ -122,6 +123,30 @@ type replayer struct {
 func newReplayer(p *arch.Preset) *replayer {
 	return &replayer{p: p, sendOf: make([][2]int, p.Tiles), recvs: make([][]rrecv, p.Tiles),
 		synced: make([]bool, p.Tiles), syncs: make([]int64, p.Tiles), port: make([]int64, p.Tiles)}
+}
+
+// reserve sizes the event lists for the sends and recvs the code holds
+// (a repeat loop's issue more, which append): the 12-layer encoder's
+// schedules replay millions of them.
+func (r *replayer) reserve(tiles []TileCode) {
+	sends := 0
+	for i := range tiles {
+		tc := &tiles[i]
+		recvs := 0
+		for _, in := range tc.Code {
+			switch in.Op {
+			case isa.SEND, isa.SEND2:
+				sends++
+			case isa.RECV:
+				recvs++
+			}
+		}
+		if tc.Tile >= 0 && tc.Tile < len(r.recvs) && recvs > 0 {
+			r.recvs[tc.Tile] = make([]rrecv, 0, recvs)
+		}
+	}
+	r.sends = make([]rsend, 0, sends)
+	r.cycles = make([]int64, 0, len(tiles))
 }
 
 // sendAt returns the index of the send tile issued at cycle t.
@@ -315,24 +340,40 @@ func (r *replayer) checkBus() error {
 		delta int
 		s     int // send index
 	}
-	by := make([][]edge, r.p.Supertile(r.p.Tiles-1)+1)
+	// Each supertile's edges in one array cut by supertile, counted
+	// first.
+	n := r.p.Supertile(r.p.Tiles-1) + 1
+	at := make([]int, n+1)
+	for _, s := range r.sends {
+		at[r.p.Supertile(s.tile)+1] += 2
+	}
+	for k := 1; k <= n; k++ {
+		at[k] += at[k-1]
+	}
+	all := make([]edge, at[n])
+	next := slices.Clone(at[:n])
 	for i, s := range r.sends {
 		dur, slots := int64(s.words), 1
 		if s.pair {
 			dur, slots = dur/2, 2
 		}
 		st := r.p.Supertile(s.tile)
-		by[st] = append(by[st], edge{s.t, slots, i}, edge{s.t + dur, -slots, i})
+		all[next[st]], all[next[st]+1] = edge{s.t, slots, i}, edge{s.t + dur, -slots, i}
+		next[st] += 2
 	}
-	for k, es := range by {
+	for k := range n {
+		es := all[at[k]:at[k+1]]
 		if len(es) == 0 {
 			continue
 		}
-		sort.Slice(es, func(i, j int) bool {
-			if es[i].t != es[j].t {
-				return es[i].t < es[j].t
+		slices.SortFunc(es, func(a, b edge) int {
+			if a.t != b.t {
+				return cmp.Compare(a.t, b.t)
 			}
-			return es[i].delta < es[j].delta
+			if a.delta != b.delta {
+				return cmp.Compare(a.delta, b.delta)
+			}
+			return cmp.Compare(a.s, b.s)
 		})
 		use := 0
 		for _, e := range es {
@@ -372,7 +413,19 @@ func (s segment) String() string {
 // resolve matches arrivals with recv windows at every receiver and returns
 // the delivered runs, merged and sorted.
 func (r *replayer) resolve(early bool) ([]segment, error) {
-	arr := make([][]stream, r.p.Tiles)
+	// Each receiver's arrivals, in one array cut by receiver (counted
+	// first: a schedule of millions of words appends no slice per tile).
+	at := make([]int, r.p.Tiles+1)
+	for _, s := range r.sends {
+		for u := s.lo; u < s.lo+s.n; u++ {
+			at[u+1]++
+		}
+	}
+	for u := 1; u < len(at); u++ {
+		at[u] += at[u-1]
+	}
+	all := make([]stream, at[r.p.Tiles])
+	next := slices.Clone(at[:r.p.Tiles])
 	for i, s := range r.sends {
 		st := stream{n: int64(s.words), per: 1, send: i}
 		if s.pair {
@@ -380,15 +433,26 @@ func (r *replayer) resolve(early bool) ([]segment, error) {
 		}
 		for u := s.lo; u < s.lo+s.n; u++ {
 			st.c0 = s.t + int64(r.p.Latency(s.tile, u))
-			arr[u] = append(arr[u], st)
+			all[next[u]] = st
+			next[u]++
 		}
 	}
-	segs := make([]segment, 0, len(r.sends))
-	for u, ss := range arr {
+	windows := 0
+	for _, ws := range r.recvs {
+		windows += len(ws)
+	}
+	segs := make([]segment, 0, windows+len(all))
+	for u := range r.p.Tiles {
+		ss := all[at[u]:at[u+1]]
 		if len(ss) == 0 && len(r.recvs[u]) == 0 {
 			continue
 		}
-		sort.Slice(ss, func(i, j int) bool { return ss[i].c0 < ss[j].c0 })
+		slices.SortFunc(ss, func(a, b stream) int {
+			if a.c0 != b.c0 {
+				return cmp.Compare(a.c0, b.c0)
+			}
+			return cmp.Compare(a.send, b.send)
+		})
 		for i := 1; i < len(ss); i++ {
 			if a, b := ss[i-1], ss[i]; b.c0 < a.c0+a.n {
 				return nil, fmt.Errorf("tile %d: tiles %d and %d both send to it at cycle %d", u, r.sends[a.send].tile, r.sends[b.send].tile, b.c0)
