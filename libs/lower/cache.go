@@ -55,6 +55,15 @@ type fragment struct {
 // stepKey identifies a step by what its lowering depends on.
 func (l *lowerer) stepKey(st *plan.Step) string {
 	var b strings.Builder
+	n := 256 // the step's own fields; then each tensor's layout key (tens of KB on 1472 tiles) and a few numbers
+	for _, ids := range [][]int{st.Inputs, st.Outputs} {
+		for _, id := range ids {
+			if id >= 0 {
+				n += len(l.key(id)) + 48
+			}
+		}
+	}
+	b.Grow(n)
 	fmt.Fprintf(&b, "%d|%s|%s|%+v|%v|%s|%s|", st.Node, st.Name, st.Kernel, st.Split, st.Tiles, st.CastOrder, st.Stationary)
 	for _, id := range st.Inputs {
 		if id < 0 {
