@@ -33,7 +33,24 @@ func PackSchedules(xs []Exchange) []byte {
 	if len(xs) == 0 {
 		return nil
 	}
-	b := []byte{schedulesVersion}
+	// Room for every value at 5 bytes (a code word's uvarint takes at
+	// most that), so that the encoder's 35.8 MB are not grown by
+	// appending (0.7 s of copies in ipu-plan).
+	n := 16
+	for _, e := range xs {
+		n += 16 + 4*len(e.Transfers) + 3*len(e.Tiles)
+		for _, x := range e.Transfers {
+			n += len(x)
+		}
+		for _, ev := range e.Events {
+			n += 4 + len(ev.Arrive)
+		}
+		for _, t := range e.Tiles {
+			n += len(t.Code)
+		}
+	}
+	b := make([]byte, 1, min(1+5*n, maxScheduleBytes+1)) // past the bound, nil is the answer
+	b[0] = schedulesVersion
 	u := func(v uint64) { b = binary.AppendUvarint(b, v) }
 	s := func(v int64) { b = binary.AppendVarint(b, v) }
 	flag := func(f bool) {
