@@ -147,6 +147,21 @@ func TestReadTakesConsts(t *testing.T) {
 		"twice, the other case": func(s string) string {
 			return strings.Replace(s, `"const": "`+b64, `"const": "`+b64+`", "CONST": "`+b64, 1)
 		},
+		// Whitespace the readers drop between tokens, and whitespace
+		// they keep because it parts two of them: JSON refuses a number
+		// or a literal cut in two, and so must the readers.
+		"other whitespace": func(s string) string {
+			return strings.NewReplacer("\n", "\r\n\t", ": ", " :\t").Replace(s)
+		},
+		"number cut": func(s string) string {
+			return strings.Replace(s, `"final_cycles": 100`, "\"final_cycles\": 10 \n 0", 1)
+		},
+		"literal cut": func(s string) string {
+			return strings.Replace(s, `"estimated": true`, `"estimated": tr ue`, 1)
+		},
+		"number and literal apart": func(s string) string {
+			return strings.Replace(s, `"estimated": true`, `"estimated": true 1`, 1)
+		},
 	}
 	for name, edit := range edits {
 		t.Run(name, func(t *testing.T) {
