@@ -250,7 +250,7 @@ FUZZTIME ?= 30s
 # Every fuzz target, FUZZTIME each: module, package, target.
 FUZZ_TARGETS := \
 	formats:./obj:FuzzRead formats:./ipuexe:FuzzRead formats:./profile:FuzzRead \
-	formats:./plan:FuzzRead libs:./onnx:FuzzReadModel libs:./onnx:FuzzReadTensor \
+	formats:./plan:FuzzRead formats:./plan:FuzzReadAgrees libs:./onnx:FuzzReadModel libs:./onnx:FuzzReadTensor \
 	libs:./graph:FuzzBuild libs:./asm:FuzzAssemble libs:./sim:FuzzRun libs:./link:FuzzLink \
 	libs:./sim:FuzzUnmarshalState libs:./device:FuzzParseHeader libs:./sched:FuzzSchedule
 fuzz:

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math/rand"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -176,4 +177,27 @@ func TestReadTakesConsts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzReadAgrees checks that Read, which takes the constants out and
+// the whitespace between tokens, gives encoding/json's values and error
+// text on any file.
+func FuzzReadAgrees(f *testing.F) {
+	p := sample()
+	p.Graph.Values = append(p.Graph.Values, Value{Name: "c", DType: "bool", Shape: []int64{60}, Const: bytes.Repeat([]byte{1, 2, 3}, 20)})
+	data, err := Marshal(p)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := Read(data)
+		want, wantErr := slowRead(data)
+		if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Fatalf("Read error %v, encoding/json's %v", err, wantErr)
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("Read differs (-want +got):\n%s", cmp.Diff(want, got))
+		}
+	})
 }
