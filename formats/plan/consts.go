@@ -50,13 +50,16 @@ func stubValues(vs []Value) ([]Value, [][]byte) {
 }
 
 // fill returns doc with each filling's stub, in document order, replaced
-// by the base64 of its data, in one allocation of the output's size.
+// by the base64 of its data, in one allocation of the output's size. The
+// document's text is copied first; the base64, most of a big plan's
+// bytes, is then encoded into its places on the host's cores.
 func fill(doc []byte, fs []filling) ([]byte, error) {
 	size := len(doc)
 	for _, f := range fs {
 		size += base64.StdEncoding.EncodedLen(len(f.data)) - len(stub64)
 	}
 	out := make([]byte, 0, size)
+	places := make([]int, len(fs)) // where each filling's base64 starts in out
 	at := 0
 	for i, f := range fs {
 		k := bytes.Index(doc[at:], []byte(f.key+stub64+`"`))
@@ -65,12 +68,24 @@ func fill(doc []byte, fs []filling) ([]byte, error) {
 		}
 		k += at + len(f.key)
 		out = append(out, doc[at:k]...)
-		n := base64.StdEncoding.EncodedLen(len(f.data))
-		base64.StdEncoding.Encode(out[len(out):len(out)+n], f.data)
-		out = out[:len(out)+n]
+		places[i] = len(out)
+		out = out[:len(out)+base64.StdEncoding.EncodedLen(len(f.data))]
 		at = k + len(stub64)
 	}
-	return append(out, doc[at:]...), nil
+	out = append(out, doc[at:]...)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(fs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(fs); i = int(next.Add(1) - 1) {
+				base64.StdEncoding.Encode(out[places[i]:], fs[i].data)
+			}
+		}()
+	}
+	wg.Wait()
+	return out, nil
 }
 
 // constFillings lists a document's fillings: the values' constants, then
