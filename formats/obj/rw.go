@@ -1,7 +1,6 @@
 package obj
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -63,16 +62,7 @@ func Marshal(o *Object) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	n := wire.HeaderSize + wire.EntrySize*len(secs)
-	for _, e := range secs {
-		n += e.Len()
-	}
-	b.Grow(n)
-	if err := format.Write(&b, secs); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return format.Bytes(secs), nil
 }
 
 // encode validates o and encodes its sections. The tiles section holds

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -54,6 +55,17 @@ func (f *Format) Write(w io.Writer, sections []*Encoder) error {
 		}
 	}
 	return nil
+}
+
+// Bytes returns the file Write writes, in one allocation of its size.
+func (f *Format) Bytes(sections []*Encoder) []byte {
+	n := HeaderSize + EntrySize*len(sections)
+	for _, e := range sections {
+		n += e.Len()
+	}
+	b := bytes.NewBuffer(make([]byte, 0, n))
+	f.Write(b, sections) // a bytes.Buffer takes every write
+	return b.Bytes()
 }
 
 // header returns the header and section table of a file of format f
