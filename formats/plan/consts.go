@@ -173,7 +173,7 @@ func take(data []byte) *taken {
 
 // appendSegment appends data[from:to], the text between two taken
 // constants, without the whitespace between tokens: the 12-layer
-// encoder's indented plan is 62 MB of JSON around its constants, much
+// encoder's indented plan is 71.5 MB of JSON around its constants (28.6 MB without), much
 // of it indentation the decoder would step through byte by byte. from
 // is 0 or a taken constant's closing quote (appended as it is); to is
 // len(data) or just past the next one's opening quote.
