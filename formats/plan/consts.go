@@ -109,7 +109,11 @@ func constFillings(consts [][]byte, key string) []filling {
 // line breaks plainString excludes: a byte JSON would refuse there (a
 // control character) fails it as well. Any failure, of the stubbed
 // document or of a constant, sends the file itself to the JSON decoder,
-// so that errors and their byte offsets are the file's.
+// so that errors and their byte offsets are the file's. The text around
+// the constants also loses its whitespace between tokens on the way
+// (appendCompact), keeping one space where two tokens would run
+// together, so the stubbed document decodes to the same values and
+// fails where the file fails.
 
 // taken is a document with its constants taken out.
 type taken struct {
@@ -173,10 +177,11 @@ func take(data []byte) *taken {
 
 // appendSegment appends data[from:to], the text between two taken
 // constants, without the whitespace between tokens: the 12-layer
-// encoder's indented plan is 71.5 MB of JSON around its constants (28.6 MB without), much
-// of it indentation the decoder would step through byte by byte. from
-// is 0 or a taken constant's closing quote (appended as it is); to is
-// len(data) or just past the next one's opening quote.
+// encoder's indented plan is 71.5 MB of JSON around its constants,
+// 28.6 MB without it, indentation the decoder would otherwise step
+// through byte by byte. from is 0 or a taken constant's closing quote
+// (appended as it is); to is len(data) or just past the next one's
+// opening quote.
 func appendSegment(dst, data []byte, from, to int) []byte {
 	if from > 0 {
 		dst = append(dst, data[from])
