@@ -82,7 +82,8 @@
 // are those of a segment of an earlier tile (a weight copied to many
 // tiles) is stored as a reference to the first such segment, which is
 // stored itself; a reference names an earlier tile only, so a reader
-// resolves it from the tiles it has read (Read copies the data). Other
+// resolves it from the tiles it has read (Read copies the data; a
+// segment stored raw, and the host model, share the file's bytes). Other
 // code and data segments of at least CompressMin bytes are stored as one
 // zstd frame when that is smaller; the encoder's options are fixed, so
 // Write gives the same bytes for the same object. Read checks every
