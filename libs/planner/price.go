@@ -85,7 +85,7 @@ func (pl *planner) evalAll(pts []point) ([]*result, []error) {
 	for _, i := range todo {
 		pc := pcs[i]
 		if pc.err == nil && !rep[i] {
-			pc = pl.programs[built[i].print].as(built[i].b)
+			pc = pl.programs[built[i].print].shared()
 		}
 		pl.expansion += pc.expansion
 		pl.footprint += pc.footprint
@@ -121,13 +121,12 @@ func (pl *planner) buildPoint(pt point) (builtPoint, error) {
 	return builtPoint{pt: pt, b: b, plan: p, print: printOf(p)}, nil
 }
 
-// as is the pricing of another point with the same program: the same
-// price and error, the point's own builder, no time spent.
-func (pc pricing) as(b *builder) pricing {
+// shared is the pricing of another point with the same program: the
+// same price and error, no time spent.
+func (pc pricing) shared() pricing {
 	out := pricing{err: pc.err}
 	if pc.r != nil {
 		r := *pc.r
-		r.b = b
 		out.r = &r
 	}
 	return out
@@ -144,7 +143,7 @@ type pricing struct {
 // goroutine uses.
 func (pl *planner) price(bp builtPoint, steps *lower.StepCache) (pc pricing) {
 	b := bp.b
-	r := &result{b: b}
+	r := &result{}
 	pr, err := lower.LowerWith(bp.plan, pl.g, pl.p, lower.Options{NoData: true, Cache: steps})
 	if err != nil {
 		var pe *lower.PlanError
