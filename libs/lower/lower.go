@@ -139,6 +139,10 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 		return nil, err
 	}
 	l.fetch = l.add(obj.HostExchange, "fetch")
+	if opt.Cache != nil && opt.NoData {
+		opt.Cache.begin()
+		defer opt.Cache.evict()
+	}
 	items, err := l.schedule()
 	if err != nil {
 		return nil, err
