@@ -7,8 +7,11 @@ package lower
 // root value the view's index map names.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
+	"slices"
 
 	"ipu.local/formats/obj"
 	"ipu.local/libs/codegen"
@@ -181,24 +184,50 @@ func (l *lowerer) fromConst(t *layout.Tensor) ([]prog.Ref, error) {
 		return refs, nil
 	}
 	buf.Data = map[int][]byte{}
+	// Each tile's bytes are put together in a scratch buffer; a tile
+	// whose bytes some tile before it has already (a copy of a
+	// replicated constant) shares that tile's slice, so that memory is
+	// touched once per distinct content (fresh pages cost more than
+	// the copy; constant data is never written after this).
+	byTile := map[int][]int{}
+	var order []int
 	for i, pc := range t.Pieces {
-		g := t.Geometry(i)
-		data := buf.Data[pc.Tile]
-		if data == nil {
-			data = make([]byte, buf.Size)
-			buf.Data[pc.Tile] = data
+		if byTile[pc.Tile] == nil {
+			order = append(order, pc.Tile)
 		}
-		base := int(refs[i].Off)
-		direct := m.direct()
-		eachRun(pc.Box, func(idx []int) int {
-			n := 1
-			if direct {
-				n = g.Run(idx) // the source's row is contiguous too
-			}
-			f := m.flat(idx)
-			copy(data[base+size*g.Offset(idx):], raw[size*f:size*(f+n)])
-			return n
-		})
+		byTile[pc.Tile] = append(byTile[pc.Tile], i)
+	}
+	direct := m.direct()
+	seen := map[uint64][][]byte{}
+	seed := maphash.MakeSeed()
+	var scratch []byte
+	for _, tile := range order {
+		if scratch == nil {
+			scratch = make([]byte, buf.Size)
+		} else {
+			clear(scratch)
+		}
+		for _, i := range byTile[tile] {
+			g := t.Geometry(i)
+			base := int(refs[i].Off)
+			eachRun(t.Pieces[i].Box, func(idx []int) int {
+				n := 1
+				if direct {
+					n = g.Run(idx) // the source's row is contiguous too
+				}
+				f := m.flat(idx)
+				copy(scratch[base+size*g.Offset(idx):], raw[size*f:size*(f+n)])
+				return n
+			})
+		}
+		h := maphash.Bytes(seed, scratch)
+		if k := slices.IndexFunc(seen[h], func(d []byte) bool { return bytes.Equal(d, scratch) }); k >= 0 {
+			buf.Data[tile] = seen[h][k]
+			continue
+		}
+		buf.Data[tile] = scratch
+		seen[h] = append(seen[h], scratch)
+		scratch = nil
 	}
 	return refs, nil
 }

@@ -403,7 +403,8 @@ func (l *lowerer) finishZeros() {
 		return
 	}
 	z.Tiles = prog.TileSet(z.Tiles)
+	zero := make([]byte, z.Size) // read only: one slice for every tile
 	for t := range z.Data {
-		z.Data[t] = make([]byte, z.Size)
+		z.Data[t] = zero
 	}
 }
