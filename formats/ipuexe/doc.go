@@ -60,7 +60,9 @@
 // the file once; an image's canonical bytes (EncodeImage, what makes two
 // images the same) are those of its Body with every segment raw. Read
 // checks that a reference names an earlier image and an existing segment
-// of the same kind and size, and copies its data. Read checks
+// of the same kind and size, and shares its data (capped at its length;
+// the caller must not change it), so the weight is in memory once too.
+// Read checks
 // every offset, count and length against the bytes left before
 // allocating, bounds each image's decompression by its declared RawLen
 // (a frame whose header declares another size is refused before anything

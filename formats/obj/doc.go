@@ -82,8 +82,9 @@
 // are those of a segment of an earlier tile (a weight copied to many
 // tiles) is stored as a reference to the first such segment, which is
 // stored itself; a reference names an earlier tile only, so a reader
-// resolves it from the tiles it has read (Read copies the data; a
-// segment stored raw, and the host model, share the file's bytes). Other
+// resolves it from the tiles it has read (Read shares the referenced
+// segment's data; a segment stored raw, and the host model, share the
+// file's bytes; every shared slice is capped at its length). Other
 // code and data segments of at least CompressMin bytes are stored as one
 // zstd frame when that is smaller; the encoder's options are fixed, so
 // Write gives the same bytes for the same object. Read checks every

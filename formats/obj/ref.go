@@ -109,8 +109,10 @@ func hashSegments(groups [][]Segment) [][]uint64 {
 // ResolveRefs fills the data of the referenced segments of segs from the
 // segments group returns for a reference's group (false when no earlier
 // group has that name); what names a group in errors ("tile", "image").
-// The referenced segment must exist and have the same kind and size; its
-// data is copied. On error it returns the reference's offset.
+// The referenced segment must exist and have the same kind and size; the
+// reference shares its data (capped at its length, so an append copies):
+// a weight copied to many tiles is in memory once, as in the file.
+// On error it returns the reference's offset.
 func ResolveRefs(segs []Segment, pend []PendingRef, what string, group func(id uint32) ([]Segment, bool)) (int64, error) {
 	for _, p := range pend {
 		s := &segs[p.Seg]
@@ -125,7 +127,7 @@ func ResolveRefs(segs []Segment, pend []PendingRef, what string, group func(id u
 		if o.Kind != s.Kind || o.Size != s.Size || uint32(len(o.Data)) != o.Size {
 			return p.Off, fmt.Errorf("segment %d %q: refers to segment %d of %s %d, %s of %d bytes, not %s of %d", p.Seg, s.Name, p.Ref.Seg, what, p.Ref.Group, o.Kind, o.Size, s.Kind, s.Size)
 		}
-		s.Data = append([]byte(nil), o.Data...)
+		s.Data = o.Data[:len(o.Data):len(o.Data)]
 	}
 	return 0, nil
 }

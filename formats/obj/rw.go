@@ -120,8 +120,9 @@ func encodeTiles(ts []Tile) [][]byte {
 }
 
 // Read decodes and validates an object file. Its errors are *FormatError.
-// Raw segments and the host model share data's bytes (DecodeSegments):
-// the caller must not change data while the object is in use.
+// Raw segments and the host model share data's bytes (DecodeSegments),
+// and a reference shares the data of the segment it names: the caller
+// must change neither data nor segment data while the object is in use.
 func Read(data []byte) (*Object, error) {
 	secs, werr := format.Parse(data)
 	if werr != nil {
