@@ -34,9 +34,10 @@ type StepCache struct {
 // keepLowerings is how many lowerings a fragment stays unused before the
 // cache drops it. The search prices neighbours of one point: the
 // point's own fragments are used by every lowering, a rejected
-// neighbour's changed steps by none after it. Unbounded, a 12-layer
-// encoder's search kept 0.8 GB of such fragments on each of two
-// workers.
+// neighbour's changed steps by none after it. Unbounded, the caches
+// grew through the whole search: with this bound and results without
+// builders (planner), the BERT-base FP16 layer's search peaks at about
+// 210 MB live instead of 444 MB.
 const keepLowerings = 8
 
 // begin starts a lowering through the cache.
