@@ -126,6 +126,28 @@ func (m *Machine) resolveTile(u int, arr []arrival, recvs []recvRec, phase int, 
 			}
 			sd := &m.tiles[a.src].res
 			widx := sd.sends[a.send].off + aoff*a.per
+			// The run of cycles that can fault nowhere: the arrival's
+			// cycles left, before the next window and the overlap, and
+			// whose words the window still takes. Its words at once.
+			if r := min(int64(a.n-aoff), cut-ce, twoAt-ca); r > 1 && uint64(r)*uint64(a.per) <= uint64(need-got) {
+				n := uint32(r) * a.per
+				if store {
+					off := w.addr + 4*got - m.p.Memory.Lo
+					dst := mem[off : off+4*n]
+					for k, v := range sd.sendWords[widx : widx+n] {
+						binary.LittleEndian.PutUint32(dst[4*k:], v)
+					}
+				}
+				got += n
+				ce += r
+				if aoff += uint32(r); aoff == a.n {
+					ai, aoff = ai+1, 0
+				}
+				if got == need {
+					cur = -1
+				}
+				continue
+			}
 			for k := uint32(0); k < a.per; k++ {
 				if got == need {
 					noListener(a, ca, fmt.Sprintf("after its recv of %d words from tile %d completed", need, w.src))

@@ -70,6 +70,10 @@ func TestExchange(t *testing.T) {
 			&faultKey{FaultSilent, 1, supCtx, pcOf(6), 0, T + 6}, nil},
 		{"more words than the window", map[int][]uint32{0: sender(1, 4, false), 1: receiver(0, T, 2)},
 			&faultKey{FaultNoListener, 0, supCtx, pcOf(4), 0, T + 2}, nil},
+		// A run of cycles is taken whole only when the window holds all its
+		// words: here the second cycle's second word has no window.
+		{"send2 past the window", map[int][]uint32{0: sender(1, 4, true), 1: receiver(0, T, 3)},
+			&faultKey{FaultNoListener, 0, supCtx, pcOf(4), 0, T + 1}, nil},
 		// The barrier does not end a window: words still arriving after the
 		// receiver's sync are received.
 		{"window outlives the barrier", map[int][]uint32{0: sender(1, 8, false), 1: assemble(li(1, 0), li(2, dataBase+0x100), li(3, 8), delay(T-24), recv(1, 2, 3), sync_(), halt())},
