@@ -142,6 +142,11 @@ type Options struct {
 	// Unset, a tile starts with the preset's executable range and in the
 	// sync group, for tests that load code without a configuration.
 	RequireConfig bool
+	// Stepwise hands each context one instruction at a time instead of
+	// running stretches ahead (RATIONALE.md, "Running ahead"): the slow
+	// path the run-ahead paths are tested against, kept for measuring
+	// what they buy (scripts/bench). Results and cycles are the same.
+	Stepwise bool
 }
 
 // DefaultMaxSupersteps is the superstep limit of one Run when none is set.

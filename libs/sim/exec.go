@@ -259,6 +259,7 @@ func (x *exec) run() {
 	x.sblock, x.snext = 0, 0
 	limit := x.m.watchdog
 	period := x.m.opt.SamplePeriod
+	step := stepwise || x.m.opt.Stepwise
 	nextSample := never
 	if period > 0 {
 		nextSample = 0
@@ -317,7 +318,7 @@ func (x *exec) run() {
 		in := &insts[idx]
 		if in.flags&fGlobal == 0 {
 			h := horizon
-			if k == supCtx && x.running != 0 || stepwise {
+			if k == supCtx && x.running != 0 || step {
 				h = now + 1 // workers take slots: one instruction at a time
 			}
 			next, n := x.ahead(k, c, now, h, false)

@@ -1,7 +1,9 @@
 // Command bench measures the simulator: simulated instructions per host
 // second on an integer loop, an f16v4 vector loop and an AMP matmul loop,
 // on one host core and on all of them, and the same matmul computed
-// natively with gonum, as a ratio; then the host reference's 2048^3 FP16
+// natively with gonum, as a ratio; on one tile, what the simulator's fast
+// paths buy, as the ratios to the same run stepwise (no running ahead)
+// and on the reference interpreter (libs/simref); then the host reference's 2048^3 FP16
 // product at device precision against gonum's sgemm, as a ratio. Every figure is measured in this run.
 // Rates per core and the ratio use the process's CPU time (robust on a
 // shared machine); each figure is printed with its target (issue 10) and
@@ -31,6 +33,7 @@ import (
 	"ipu.local/libs/isa"
 	"ipu.local/libs/numfmt"
 	"ipu.local/libs/sim"
+	"ipu.local/libs/simref"
 )
 
 func main() { os.Exit(doMain()) }
@@ -296,9 +299,38 @@ func (t timing) perSecond(n float64, par int) float64 {
 	return n / t.wall.Seconds() / float64(par)
 }
 
+// machine is what simulate needs of a simulator: libs/sim's Machine and
+// libs/simref's.
+type machine interface {
+	Load(tile int, img sim.Image) error
+	Configure(tile int, reg, value uint32) error
+	Run(host sim.Host, command uint32) (*sim.RunResult, error)
+}
+
+// engine makes a machine over the tile memories mem on par goroutines.
+type engine func(p *arch.Preset, mem func(int) []byte, par int) machine
+
+// fast is the simulator, running ahead; stepwise the simulator handing
+// each context one instruction at a time; plain the reference
+// interpreter.
+func fast(p *arch.Preset, mem func(int) []byte, par int) machine {
+	return sim.New(p, mem, sim.Options{Parallel: par})
+}
+
+func stepwise(p *arch.Preset, mem func(int) []byte, par int) machine {
+	return sim.New(p, mem, sim.Options{Parallel: par, Stepwise: true})
+}
+
+func plain(p *arch.Preset, mem func(int) []byte, _ int) machine { return simref.New(p, mem) }
+
 // simulate runs k on n tiles with par host goroutines and returns the best
 // time over reps and the simulated instructions and cycles of one run.
 func simulate(p *arch.Preset, k kernel, n, par, reps int) (timing, int64, int64, error) {
+	return simulateOn(fast, p, k, n, par, reps)
+}
+
+// simulateOn is simulate on the machines e makes.
+func simulateOn(e engine, p *arch.Preset, k kernel, n, par, reps int) (timing, int64, int64, error) {
 	var best timing
 	var instrs, cycles int64
 	mems := make([][]byte, p.Tiles)
@@ -306,7 +338,7 @@ func simulate(p *arch.Preset, k kernel, n, par, reps int) (timing, int64, int64,
 		mems[t] = make([]byte, p.Memory.Size())
 	}
 	for rep := 0; rep < reps; rep++ {
-		m := sim.New(p, func(t int) []byte { return mems[t] }, sim.Options{Parallel: par})
+		m := e(p, func(t int) []byte { return mems[t] }, par)
 		for t := 0; t < n; t++ {
 			if err := m.Load(t, k.image()); err != nil {
 				return best, 0, 0, err
@@ -407,11 +439,48 @@ func run(tiles, reps int, only, rows string) error {
 			if err := row(p, rk, cfg.label, cfg.n, cfg.par, reps, a, b); err != nil {
 				return err
 			}
+			if cfg.n == 1 {
+				if err := buys(p, rk, cfg.label, reps); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	if strings.Contains("host reference", only) {
 		return refRow(reps)
 	}
+	return nil
+}
+
+// buys measures what the simulator's fast paths buy on kernel k on one
+// tile and one core, against the same simulator handing each context one
+// instruction at a time (sim.Options.Stepwise: no running ahead, no
+// repeat bodies or AMP runs taken whole) and against the reference
+// interpreter (libs/simref, which decodes every instruction as it
+// issues it: what predecoding, running ahead and the vector paths buy
+// together), and prints the line. Every run's cycles must agree.
+func buys(p *arch.Preset, k kernel, label string, reps int) error {
+	el, instrs, cycles, err := simulateOn(fast, p, k, 1, 1, reps)
+	if err != nil {
+		return fmt.Errorf("%s: %w", k.name, err)
+	}
+	rate := el.perSecond(float64(instrs), 1)
+	line := fmt.Sprintf("%-16s %-18s what the fast paths buy (%.1f M sim-instr/s per CPU second):", k.name, label, rate/1e6)
+	for _, e := range []struct {
+		name, what string
+		e          engine
+	}{{"sim.Options.Stepwise", "running ahead", stepwise}, {"libs/simref", "the simulator", plain}} {
+		sel, _, scycles, err := simulateOn(e.e, p, k, 1, 1, min(reps, 2))
+		if err != nil {
+			return fmt.Errorf("%s, %s: %w", k.name, e.name, err)
+		}
+		if scycles != cycles {
+			return fmt.Errorf("%s, %s: %d cycles, the simulator %d", k.name, e.name, scycles, cycles)
+		}
+		srate := sel.perSecond(float64(instrs), 1)
+		line += fmt.Sprintf(" %s %.1fx (%s: %.1f),", e.what, rate/srate, e.name, srate/1e6)
+	}
+	fmt.Println(strings.TrimSuffix(line, ","))
 	return nil
 }
 
