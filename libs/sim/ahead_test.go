@@ -45,7 +45,6 @@ func TestRunAheadMatchesStepwise(t *testing.T) {
 // repeat bodies, amph repeats) and two where workers race on shared memory
 // both ways with samples.
 func TestBenchLoopsMatchStepwise(t *testing.T) {
-	defer func() { stepwise = false }()
 	kernels := map[string][]any{"int": intLoop(), "f16v4": f16v4Loop(), "amp": ampLoop(), "race": raceLoop(), "readers": readersLoop()}
 	for name, body := range kernels {
 		t.Run(name, func(t *testing.T) {
@@ -53,8 +52,7 @@ func TestBenchLoopsMatchStepwise(t *testing.T) {
 			var snaps [2]TileSnapshot
 			var mems [2][]byte
 			for i, step := range []bool{true, false} {
-				stepwise = step
-				r := newRig(t, "ipu21-tiny", Options{Parallel: 1, SamplePeriod: 1009})
+				r := newRig(t, "ipu21-tiny", Options{Parallel: 1, SamplePeriod: 1009, Stepwise: step})
 				r.load(0, benchProgram(body))
 				got, err := r.m.Run(nil, 0)
 				if err != nil {

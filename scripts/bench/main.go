@@ -436,11 +436,12 @@ func run(tiles, reps int, only, rows string) error {
 			if cfg.n == 1 && k.oneTile != nil {
 				rk = *k.oneTile
 			}
-			if err := row(p, rk, cfg.label, cfg.n, cfg.par, reps, a, b); err != nil {
+			fast, err := row(p, rk, cfg.label, cfg.n, cfg.par, reps, a, b)
+			if err != nil {
 				return err
 			}
 			if cfg.n == 1 {
-				if err := buys(p, rk, cfg.label, reps); err != nil {
+				if err := buys(p, rk, cfg.label, reps, fast); err != nil {
 					return err
 				}
 			}
@@ -452,30 +453,34 @@ func run(tiles, reps int, only, rows string) error {
 	return nil
 }
 
+// measured is one row's measurement: the best time and one run's simulated
+// instructions and cycles.
+type measured struct {
+	el             timing
+	instrs, cycles int64
+}
+
 // buys measures what the simulator's fast paths buy on kernel k on one
-// tile and one core, against the same simulator handing each context one
-// instruction at a time (sim.Options.Stepwise: no running ahead, no
-// repeat bodies or AMP runs taken whole) and against the reference
-// interpreter (libs/simref, which decodes every instruction as it
-// issues it: what predecoding, running ahead and the vector paths buy
-// together), and prints the line. Every run's cycles must agree.
-func buys(p *arch.Preset, k kernel, label string, reps int) error {
-	el, instrs, cycles, err := simulateOn(fast, p, k, 1, 1, reps)
-	if err != nil {
-		return fmt.Errorf("%s: %w", k.name, err)
-	}
-	rate := el.perSecond(float64(instrs), 1)
+// tile and one core (fast: the row's own measurement), against the same
+// simulator handing each context one instruction at a time
+// (sim.Options.Stepwise: no running ahead, no repeat bodies or AMP runs
+// taken whole) and against the reference interpreter (libs/simref, which
+// decodes every instruction as it issues it: what predecoding, running
+// ahead and the vector paths buy together), and prints the line. Every
+// run's instructions and cycles must be the row's.
+func buys(p *arch.Preset, k kernel, label string, reps int, fast measured) error {
+	rate := fast.el.perSecond(float64(fast.instrs), 1)
 	line := fmt.Sprintf("%-16s %-18s what the fast paths buy (%.1f M sim-instr/s per CPU second):", k.name, label, rate/1e6)
 	for _, e := range []struct {
 		name, what string
 		e          engine
 	}{{"sim.Options.Stepwise", "running ahead", stepwise}, {"libs/simref", "the simulator", plain}} {
-		sel, _, scycles, err := simulateOn(e.e, p, k, 1, 1, min(reps, 2))
+		sel, instrs, cycles, err := simulateOn(e.e, p, k, 1, 1, min(reps, 2))
 		if err != nil {
 			return fmt.Errorf("%s, %s: %w", k.name, e.name, err)
 		}
-		if scycles != cycles {
-			return fmt.Errorf("%s, %s: %d cycles, the simulator %d", k.name, e.name, scycles, cycles)
+		if instrs != fast.instrs || cycles != fast.cycles {
+			return fmt.Errorf("%s, %s: %d instructions and %d cycles, the simulator %d and %d", k.name, e.name, instrs, cycles, fast.instrs, fast.cycles)
 		}
 		srate := sel.perSecond(float64(instrs), 1)
 		line += fmt.Sprintf(" %s %.1fx (%s: %.1f),", e.what, rate/srate, e.name, srate/1e6)
@@ -486,10 +491,10 @@ func buys(p *arch.Preset, k kernel, label string, reps int) error {
 
 // row measures kernel k on n tiles and par cores and prints its line (and
 // for the matmul on several tiles the native comparison's).
-func row(p *arch.Preset, k kernel, label string, n, par, reps int, a, b []float32) error {
+func row(p *arch.Preset, k kernel, label string, n, par, reps int, a, b []float32) (measured, error) {
 	el, instrs, cycles, err := simulate(p, k, n, par, reps)
 	if err != nil {
-		return fmt.Errorf("%s: %w", k.name, err)
+		return measured{}, fmt.Errorf("%s: %w", k.name, err)
 	}
 	rate := float64(instrs) / el.wall.Seconds()
 	perCore := el.perSecond(float64(instrs), par)
@@ -508,5 +513,5 @@ func row(p *arch.Preset, k kernel, label string, n, par, reps int, a, b []float3
 		fmt.Printf("%-16s %-18s native gonum sgemm %8.3f ms; simulated/native = %.2fx (target <= %.0fx: %s)\n",
 			k.name, label, float64(nt.wall.Microseconds())/1000, ratio, targetRatio, verdict(ratio <= targetRatio))
 	}
-	return nil
+	return measured{el, instrs, cycles}, nil
 }
