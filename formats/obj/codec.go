@@ -59,7 +59,14 @@ func EncodeSegments(e *wire.Encoder, segs []Segment, compress bool, refs map[int
 		e.U8(enc)
 		e.U32(s.Addr)
 		e.U32(s.Size)
-		e.Bytes(data)
+		if compress {
+			// An object's tile (encodeTiles) holds its large data by
+			// reference until it is joined in one copy of its size,
+			// instead of copies as the encoder's buffer grows.
+			e.BytesRef(data)
+		} else {
+			e.Bytes(data)
+		}
 	}
 }
 

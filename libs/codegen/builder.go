@@ -286,8 +286,18 @@ func (b *Builder) Finish() ([]byte, error) {
 	if b.arch != nil && len(b.insts) > 0 && !b.arch.Executable.Contains(b.base, uint32(end-uint64(b.base))) {
 		return nil, fmt.Errorf("codegen: code [%#x, %#x) outside the executable range [%#x, %#x)", b.base, end, b.arch.Executable.Lo, b.arch.Executable.Hi)
 	}
-	insts := append([]isa.Inst(nil), b.insts...)
-	raw := append([]uint32(nil), b.raw...)
+	// The words first, the fixups' then over them: b itself does not
+	// change (Finish may be called again), and nothing is copied.
+	out := make([]byte, 4*len(b.insts))
+	for i, in := range b.insts {
+		w := b.raw[i]
+		if !b.data[i] {
+			// A fixup's instruction may not encode before it is
+			// filled in; it is written again below.
+			w, _ = isa.Encode(in)
+		}
+		binary.LittleEndian.PutUint32(out[4*i:], w)
+	}
 	for _, f := range b.fixups {
 		pc := b.base + 4*uint32(f.at)
 		target := b.labels[f.label]
@@ -295,10 +305,10 @@ func (b *Builder) Finish() ([]byte, error) {
 			return nil, fmt.Errorf("codegen: pc %#x: label %d is never bound", pc, f.label)
 		}
 		if f.kind == fixWord {
-			raw[f.at] = b.base + 4*uint32(target) + f.add
+			binary.LittleEndian.PutUint32(out[4*f.at:], b.base+4*uint32(target)+f.add)
 			continue
 		}
-		in := &insts[f.at]
+		in := b.insts[f.at]
 		switch f.kind {
 		case fixRel:
 			in.Imm = int32(target - (f.at + 1))
@@ -324,17 +334,11 @@ func (b *Builder) Finish() ([]byte, error) {
 		case fixAbs20:
 			in.Imm = int32(b.base + 4*uint32(target))
 		}
-		if _, err := isa.Encode(*in); err != nil {
+		w, err := isa.Encode(in)
+		if err != nil {
 			return nil, fmt.Errorf("codegen: pc %#x: label %d: %w", pc, f.label, err)
 		}
-	}
-	out := make([]byte, 4*len(insts))
-	for i, in := range insts {
-		w := raw[i]
-		if !b.data[i] {
-			w = isa.MustEncode(in)
-		}
-		binary.LittleEndian.PutUint32(out[4*i:], w)
+		binary.LittleEndian.PutUint32(out[4*f.at:], w)
 	}
 	return out, nil
 }

@@ -267,6 +267,33 @@ func (l *linker) kernelCode(key any, k *prog.Kernel) *kernelCode {
 	return kc
 }
 
+// supervisorWords returns about how many words tile t's code holds
+// after its kernels (at least as many, up to a few per superstep more):
+// its host command tables, its linked runtime and its supervisor
+// program, with the exchange code and patch tables. workers gives a
+// launch's workers.
+func (l *linker) supervisorWords(t int, workers func(k *prog.Kernel) int) int {
+	n := len(l.tiles[t].rt.words) + prog.BranchInstrs*len(l.prog.Branches)
+	for i, s := range l.prog.Steps {
+		n += 8 // the sync, the profile store, a branch's jump
+		switch s.Kind {
+		case obj.HostExchange:
+			n += 6 * len(s.Host[t]) // the table's words, a call's loads
+		case obj.Compute:
+			for _, k := range s.Work[t] {
+				if r := l.rt.byName[rtLaunch(workers(k))]; r != nil {
+					n += 1 + len(r.words)
+				}
+			}
+		case obj.Exchange:
+			if tc := l.packed[i].Tile(t); tc != nil {
+				n += len(tc.Code) + len(tc.Table)
+			}
+		}
+	}
+	return n
+}
+
 // prepareTileCode emits each tile's kernels (placed addresses) and its
 // supervisor: startup hsync, then the supersteps, then the loop back.
 func (l *linker) prepareTileCode(*slog.Logger) error {
@@ -305,19 +332,13 @@ func (l *linker) prepareTileCode(*slog.Logger) error {
 				srcs = append(srcs, kc.b)
 			}
 		}
-		// Room for the exchange code and its patch tables too: the
-		// 12-layer encoder's tiles hold tens of thousands of words of
-		// it, which grown by appending cost ipu-link a second of copies.
-		extra := 0
-		for i, s := range l.prog.Steps {
-			if s.Kind != obj.Exchange {
-				continue
-			}
-			if tc := l.packed[i].Tile(t); tc != nil {
-				extra += len(tc.Code) + len(tc.Table)
-			}
-		}
-		b.ReserveSplices(extra, srcs...)
+		// Room for everything after the kernels too (the arrays grown
+		// by appending cost ipu-link seconds of copies on the 12-layer
+		// encoder, whose tiles hold tens of thousands of words of
+		// exchange code).
+		b.ReserveSplices(l.supervisorWords(t, func(k *prog.Kernel) int {
+			return order[keyed[k]].kc.k.Workers
+		}), srcs...)
 		entries := make([]codegen.Kernel, len(order))
 		for i, sp := range order {
 			entries[i] = sp.kc.k
