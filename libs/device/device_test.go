@@ -196,6 +196,82 @@ func TestReloadClearsMemory(t *testing.T) {
 	}
 }
 
+// TestLoadAfterRestart: a load on a device powered on in an earlier boot
+// of the host clears every tile, dirty or not (after a restart the dirty
+// bits may not have reached the disk), and stamps this boot.
+func TestLoadAfterRestart(t *testing.T) {
+	if durable() {
+		t.Skip("the host has no boot id")
+	}
+	path := filepath.Join(t.TempDir(), "ipu0")
+	log := quietLog()
+	pkg := testPackage(t, "ipu21-tiny", 0)
+	loadDevice(t, path, pkg, log)
+	d, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Tile 2's memory reached the disk, its dirty bit did not.
+	copy(d.tileMem(2), "stale")
+	d.setBoot([bootLen]byte{1})
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	loadDevice(t, path, pkg, log)
+	d, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if !bytes.Equal(d.tileMem(2), make([]byte, len(d.tileMem(2)))) {
+		t.Errorf("tile 2 memory not cleared by the first power-on of this boot")
+	}
+	if d.staleBoot() {
+		t.Errorf("header boot id %x, want this boot's %x", d.boot(), hostBoot())
+	}
+	if d.dirty(2) || !d.dirty(0) {
+		t.Errorf("dirty bits: tile 0 %v tile 2 %v, want true false", d.dirty(0), d.dirty(2))
+	}
+	call(t, path, pkg, log, words(1, 2, 3, 4))
+}
+
+// TestVersion1Device: a device file from before the boot id reads as one
+// loaded in an earlier boot, and loading it makes it version 2.
+func TestVersion1Device(t *testing.T) {
+	if durable() {
+		t.Skip("the host has no boot id")
+	}
+	path := filepath.Join(t.TempDir(), "ipu0")
+	log := quietLog()
+	pkg := testPackage(t, "ipu21-tiny", 0)
+	loadDevice(t, path, pkg, log)
+	d, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(d.m[offMagic:], magicV1)
+	d.setBoot([bootLen]byte{})
+	d.Close()
+	d, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.NewSession(pkg, testFingerprint, log); err == nil || !strings.Contains(err.Error(), "not loaded in this boot") {
+		t.Errorf("session on a version 1 device: error %v, want it to ask for a load", err)
+	}
+	d.Close()
+	loadDevice(t, path, pkg, log)
+	d, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(d.m[offMagic : offMagic+len(magic)]); got != magic {
+		t.Errorf("magic after load %q, want %q", got, magic)
+	}
+	d.Close()
+	call(t, path, pkg, log, words(1, 2, 3, 4))
+}
+
 func TestSessionRefusals(t *testing.T) {
 	log := quietLog()
 	pkg := testPackage(t, "ipu21-tiny", 0)
@@ -247,6 +323,22 @@ func TestSessionRefusals(t *testing.T) {
 				d.setState(Running)
 			},
 			want: "device DEV is not loaded: an earlier call did not finish; run ipu-load again",
+		},
+		{
+			name: "host restarted",
+			prepare: func(t *testing.T, path string) {
+				if durable() {
+					t.Skip("the host has no boot id")
+				}
+				loadDevice(t, path, pkg, log)
+				d, err := Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer d.Close()
+				d.setBoot([bootLen]byte{1})
+			},
+			want: "device DEV was not loaded in this boot of the host (a board loses its application when its host restarts): run ipu-load again",
 		},
 		{
 			name: "other package",
@@ -314,7 +406,7 @@ func TestCorruptHeader(t *testing.T) {
 		want  string
 	}{
 		{"magic", func(h []byte) { copy(h, "NOTADEV!") }, `not a device file (magic "NOTADEV!")`},
-		{"version", func(h []byte) { copy(h[6:], "99") }, `unsupported device file version "99" (this build reads "01")`},
+		{"version", func(h []byte) { copy(h[6:], "99") }, `unsupported device file version "99" (this build reads "02")`},
 		{"arch", func(h []byte) { clear(h[offArch:offTiles]); copy(h[offArch:], "ipu9") }, `corrupt header field arch: unknown architecture "ipu9"`},
 		{"arch bytes", func(h []byte) { h[offArch] = 0xff }, `corrupt header field arch: byte 0 is 0xff, not printable ASCII`},
 		{"tiles", func(h []byte) { binary.LittleEndian.PutUint32(h[offTiles:], 5) }, `corrupt header field tiles: is 5, architecture ipu21-tiny has 4`},
@@ -323,7 +415,7 @@ func TestCorruptHeader(t *testing.T) {
 		{"state offset", func(h []byte) { binary.LittleEndian.PutUint64(h[offStateOffset:], 1<<62) }, `corrupt header field state_offset`},
 		{"state", func(h []byte) { binary.LittleEndian.PutUint32(h[offState:], 9) }, `corrupt header field state: unknown state 9`},
 		{"fingerprint", func(h []byte) { copy(h[offFingerprint:], "ab\x00cd") }, `corrupt header field fingerprint: byte 3 after the terminating NUL is 0x63`},
-		{"reserved", func(h []byte) { h[offReserved+1] = 1 }, `corrupt header field reserved: byte 0xe1 is 0x1, want 0`},
+		{"reserved", func(h []byte) { h[offReserved+1] = 1 }, `corrupt header field reserved: byte 0xf1 is 0x1, want 0`},
 		{"dirty", func(h []byte) { h[offDirty] = 0x10 }, `corrupt header field dirty: bits set for tiles beyond tile 3`},
 		{"state len", func(h []byte) { binary.LittleEndian.PutUint32(h[offStateLen:], 1<<31) }, `corrupt header field state_len`},
 		{"mark", func(h []byte) { binary.LittleEndian.PutUint64(h[offMark:], 1<<63) }, `corrupt header field mark: 9223372036854775808 is out of range`},

@@ -20,8 +20,12 @@ const (
 	pageSize = 4096
 
 	magicPrefix = "IPUDEV"
-	version     = "01"
+	version     = "02"
 	magic       = magicPrefix + version
+	// magicV1 is the version before the boot id: its bytes 224-239 are
+	// zero, so a version 1 device reads as one loaded in an earlier boot
+	// (it must be loaded again, and the load makes it version 2).
+	magicV1 = magicPrefix + "01"
 
 	offMagic       = 0
 	offArch        = 8
@@ -36,11 +40,13 @@ const (
 	offPad         = 84
 	offMark        = 88
 	offFingerprint = 96
-	offReserved    = 224
+	offBoot        = 224
+	offReserved    = 240
 	offDirty       = 256
 
 	archLen        = offTiles - offArch
-	fingerprintLen = offReserved - offFingerprint
+	fingerprintLen = offBoot - offFingerprint
+	bootLen        = offReserved - offBoot
 
 	// maxTiles is the most tiles whose dirty bitmap fits the header page.
 	maxTiles = (pageSize - offDirty) * 8
@@ -133,7 +139,7 @@ func parseHeader(path string, h []byte, size int64) (geometry, error) {
 	if !bytes.HasPrefix(m, []byte(magicPrefix)) {
 		return geometry{}, fmt.Errorf("device %s: not a device file (magic %q)", path, m)
 	}
-	if string(m) != magic {
+	if string(m) != magic && string(m) != magicV1 {
 		return geometry{}, fmt.Errorf("device %s: unsupported device file version %q (this build reads %q)", path, m[len(magicPrefix):], version)
 	}
 	if len(h) < pageSize {
@@ -389,8 +395,29 @@ func (d *Device) zeroTile(t int) {
 	d.m[offDirty+t/8] &^= 1 << (t % 8)
 }
 
-// syncHeader flushes the header page to the file.
-func (d *Device) syncHeader() error { return d.msync(d.m[:pageSize]) }
+// zeroAll clears every tile's memory (one hole punched over all of it),
+// leaving the dirty bits for zeroTile when the file system cannot punch.
+func (d *Device) zeroAll() {
+	const punchHole = 0x2 | 0x1 // FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+	n := int64(d.g.tiles) * int64(d.g.tileStride)
+	if err := syscall.Fallocate(int(d.f.Fd()), punchHole, int64(d.g.memOffset), n); err != nil {
+		for t := 0; t < d.g.tiles; t++ {
+			d.setDirty(t)
+		}
+		return
+	}
+	clear(d.m[offDirty : offDirty+(d.g.tiles+7)/8])
+}
+
+// syncHeader flushes the header page to the file when the file is kept
+// durable (see boot.go); otherwise the page cache every process maps is
+// the device.
+func (d *Device) syncHeader() error {
+	if !durable() {
+		return nil
+	}
+	return d.msync(d.m[:pageSize])
+}
 
 func (d *Device) msync(b []byte) error {
 	_, _, errno := syscall.Syscall(syscall.SYS_MSYNC, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), syscall.MS_SYNC)
@@ -425,8 +452,9 @@ func (d *Device) readState() ([]byte, error) {
 	return b, nil
 }
 
-// writeState stores the simulator state blob and its length and checksum,
-// and makes the blob durable; the caller flushes the header.
+// writeState stores the simulator state blob and its length and checksum
+// (on a durable file the blob reaches the disk first); the caller
+// flushes the header.
 func (d *Device) writeState(b []byte) error {
 	if uint64(len(b)) > maxStateBytes {
 		return fmt.Errorf("device %s: simulator state of %d bytes exceeds the limit of %d", d.path, len(b), maxStateBytes)
@@ -437,8 +465,10 @@ func (d *Device) writeState(b []byte) error {
 	if err := d.f.Truncate(int64(d.g.stateOffset) + int64(len(b))); err != nil {
 		return fmt.Errorf("device %s: write simulator state: %w", d.path, err)
 	}
-	if err := d.f.Sync(); err != nil {
-		return fmt.Errorf("device %s: write simulator state: %w", d.path, err)
+	if durable() {
+		if err := d.f.Sync(); err != nil {
+			return fmt.Errorf("device %s: write simulator state: %w", d.path, err)
+		}
 	}
 	le := binary.LittleEndian
 	le.PutUint32(d.m[offStateLen:], uint32(len(b)))

@@ -213,14 +213,22 @@ func simImages(p *arch.Preset, pkg *ipuexe.Package) ([]*sim.Image, error) {
 	return out, nil
 }
 
-// powerOn marks the device loading, durably, before anything else
-// changes, then clears the memory of every tile a past load touched.
+// powerOn marks the device loading in this boot of the host before
+// anything else changes, then clears the memory of every tile a past load
+// touched: of every tile when that load was in an earlier boot, whose
+// dirty bits may not have reached the disk (boot.go).
 func (d *Device) powerOn() error {
+	stale := d.staleBoot()
 	d.setState(Loading)
 	d.setFingerprint("")
 	d.setMark(0)
+	d.setBoot(hostBoot())
+	copy(d.m[offMagic:], magic) // a version 1 device becomes version 2
 	if err := d.syncHeader(); err != nil {
 		return err
+	}
+	if stale {
+		d.zeroAll()
 	}
 	for t := 0; t < d.g.tiles; t++ {
 		if d.dirty(t) {

@@ -28,6 +28,9 @@ func (d *Device) Loaded() (fingerprint string, mark int, err error) {
 	case Running:
 		return "", 0, fmt.Errorf("device %s is not loaded: an earlier call did not finish; run ipu-load again", d.path)
 	}
+	if d.staleBoot() {
+		return "", 0, fmt.Errorf("device %s was not loaded in this boot of the host (a board loses its application when its host restarts): run ipu-load again", d.path)
+	}
 	fp, err := d.fingerprint()
 	if err != nil {
 		return "", 0, err
