@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/binary"
 	"sync"
 
 	"ipu.local/libs/arch"
@@ -40,6 +39,7 @@ type program struct {
 	base  uint32
 	insts []inst
 	code  []arch.Range // the code segments, sorted, merged
+	words []byte       // their words, in order (codeIndex compares them)
 	// codeLo, codeHi bound every code segment (equal when there is none).
 	codeLo, codeHi uint32
 	// distW[i] is the fewest instructions a context starting at insts[i]
@@ -67,29 +67,7 @@ func (m *Machine) predecode(mem []byte, code []arch.Range) *program {
 	if len(code) == 0 {
 		return emptyProgram
 	}
-	key := m.codeKey(mem, code)
-	if p, ok := m.progs[key]; ok {
-		return p
-	}
-	p := m.decodeProgram(mem, code)
-	m.progs[key] = p
-	return p
-}
-
-// codeKey identifies a tile's code: its ranges and their words.
-func (m *Machine) codeKey(mem []byte, code []arch.Range) string {
-	lo := m.p.Memory.Lo
-	n := 0
-	for _, r := range code {
-		n += 8 + int(r.Size())
-	}
-	key := make([]byte, 0, n)
-	for _, r := range code {
-		key = binary.LittleEndian.AppendUint32(key, r.Lo)
-		key = binary.LittleEndian.AppendUint32(key, r.Hi)
-		key = append(key, mem[r.Lo-lo:r.Hi-lo]...)
-	}
-	return string(key)
+	return m.progs.get(mem, code, func() *program { return m.decodeProgram(mem, code) })
 }
 
 // decodeProgram predecodes the code ranges (not empty) of mem.

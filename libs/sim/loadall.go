@@ -48,7 +48,6 @@ func (e *LoadError) Unwrap() error { return e.Err }
 // through m.progs) on m.parallel() workers.
 func (m *Machine) decodeMany(mems [][]byte, codes [][]arch.Range) []*program {
 	out := make([]*program, len(mems))
-	var mu sync.Mutex
 	workers := max(1, min(m.parallel(), len(mems)))
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -60,21 +59,7 @@ func (m *Machine) decodeMany(mems [][]byte, codes [][]arch.Range) []*program {
 					out[i] = emptyProgram
 					continue
 				}
-				key := m.codeKey(mems[i], codes[i])
-				mu.Lock()
-				p, ok := m.progs[key]
-				mu.Unlock()
-				if !ok {
-					p = m.decodeProgram(mems[i], codes[i])
-					mu.Lock()
-					if q, ok := m.progs[key]; ok {
-						p = q
-					} else {
-						m.progs[key] = p
-					}
-					mu.Unlock()
-				}
-				out[i] = p
+				out[i] = m.progs.get(mems[i], codes[i], func() *program { return m.decodeProgram(mems[i], codes[i]) })
 			}
 		}()
 	}

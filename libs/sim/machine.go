@@ -35,7 +35,7 @@ type Machine struct {
 	watchdog int64
 	faulted  bool // a fault stopped the device; Load or Reset revive it
 
-	progs map[string]*program // predecoded code, shared by identical tiles
+	progs *codeIndex // predecoded code, shared by identical tiles
 
 	hostMu sync.Mutex // Host methods are never called concurrently
 	host   Host
@@ -104,7 +104,7 @@ func (m *Machine) Reset() {
 	m.mark = 0
 	m.watchdog = DefaultWatchdog
 	m.faulted = false
-	m.progs = map[string]*program{}
+	m.progs = newCodeIndex(m.p.Memory.Lo)
 	m.xarr = nil
 }
 

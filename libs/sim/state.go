@@ -141,7 +141,7 @@ func (m *Machine) stateSize() int {
 // memory, on m.parallel() workers, tiles with identical code sharing one
 // program (whichever worker decodes it first: the programs are equal).
 // It returns the programs by code, for later loads.
-func (m *Machine) predecodeAll(tiles []tile, codes [][]arch.Range) (map[string]*program, error) {
+func (m *Machine) predecodeAll(tiles []tile, codes [][]arch.Range) (*codeIndex, error) {
 	mems := make([][]byte, len(tiles))
 	for i := range tiles {
 		if !tiles[i].active {
@@ -153,8 +153,7 @@ func (m *Machine) predecodeAll(tiles []tile, codes [][]arch.Range) (map[string]*
 		}
 		mems[i] = mem
 	}
-	progs := map[string]*program{}
-	var mu sync.Mutex
+	progs := newCodeIndex(m.p.Memory.Lo)
 	workers := max(1, min(m.parallel(), len(tiles)))
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -169,20 +168,7 @@ func (m *Machine) predecodeAll(tiles []tile, codes [][]arch.Range) (map[string]*
 					tiles[i].prog = emptyProgram
 					continue
 				}
-				key := m.codeKey(mems[i], codes[i])
-				mu.Lock()
-				p, ok := progs[key]
-				mu.Unlock()
-				if !ok {
-					p = m.decodeProgram(mems[i], codes[i])
-					mu.Lock()
-					if q, ok := progs[key]; ok {
-						p = q
-					} else {
-						progs[key] = p
-					}
-					mu.Unlock()
-				}
+				p := progs.get(mems[i], codes[i], func() *program { return m.decodeProgram(mems[i], codes[i]) })
 				tiles[i].prog = p
 			}
 		}()
