@@ -235,6 +235,38 @@ func TestLoadAfterRestart(t *testing.T) {
 	call(t, path, pkg, log, words(1, 2, 3, 4))
 }
 
+// TestDurableWithoutBootID: on a host without a boot id the device is
+// flushed to disk as it changes, records no boot, and loads and runs as
+// anywhere else.
+func TestDurableWithoutBootID(t *testing.T) {
+	saved := hostBoot
+	hostBoot = func() [bootLen]byte { return [bootLen]byte{} }
+	defer func() { hostBoot = saved }()
+	if !durable() {
+		t.Fatal("durable() = false without a boot id")
+	}
+	path := filepath.Join(t.TempDir(), "ipu0")
+	log := quietLog()
+	pkg := testPackage(t, "ipu21-tiny", 0)
+	loadDevice(t, path, pkg, log)
+	got := call(t, path, pkg, log, words(1, 2, 3, 4))
+	d, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.boot() != ([bootLen]byte{}) || d.staleBoot() {
+		t.Errorf("boot id %x (stale %v), want none", d.boot(), d.staleBoot())
+	}
+	hostBoot = saved
+	if !durable() && !d.staleBoot() {
+		t.Errorf("a device loaded without a boot id is not stale on a host with one")
+	}
+	if len(got) == 0 {
+		t.Errorf("no output")
+	}
+}
+
 // TestVersion1Device: a device file from before the boot id reads as one
 // loaded in an earlier boot, and loading it makes it version 2.
 func TestVersion1Device(t *testing.T) {
