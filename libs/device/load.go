@@ -213,17 +213,16 @@ func simImages(p *arch.Preset, pkg *ipuexe.Package) ([]*sim.Image, error) {
 	return out, nil
 }
 
-// powerOn marks the device loading in this boot of the host before
-// anything else changes, then clears the memory of every tile a past load
-// touched: of every tile when that load was in an earlier boot, whose
-// dirty bits may not have reached the disk (boot.go).
+// powerOn marks the device loading before anything else changes, then
+// clears the memory of every tile a past load touched: of every tile when
+// that load was in an earlier boot, whose dirty bits may not have reached
+// the disk (boot.go). Only then does the header take this boot's id, so
+// a power-on killed half way clears every tile again next time.
 func (d *Device) powerOn() error {
 	stale := d.staleBoot()
 	d.setState(Loading)
 	d.setFingerprint("")
 	d.setMark(0)
-	d.setBoot(hostBoot())
-	copy(d.m[offMagic:], magic) // a version 1 device becomes version 2
 	if err := d.syncHeader(); err != nil {
 		return err
 	}
@@ -235,6 +234,8 @@ func (d *Device) powerOn() error {
 			d.zeroTile(t)
 		}
 	}
+	d.setBoot(hostBoot())
+	copy(d.m[offMagic:], magic) // a version 1 device becomes version 2
 	return d.syncHeader()
 }
 
