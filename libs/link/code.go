@@ -267,11 +267,11 @@ func (l *linker) kernelCode(key any, k *prog.Kernel) *kernelCode {
 	return kc
 }
 
-// supervisorWords returns about how many words tile t's code holds
-// after its kernels (at least as many, up to a few per superstep more):
-// its host command tables, its linked runtime and its supervisor
-// program, with the exchange code and patch tables. workers gives a
-// launch's workers.
+// supervisorWords estimates how many words tile t's code holds after
+// its kernels: its host command tables, its linked runtime and its
+// supervisor program, with the exchange code and patch tables (a few
+// words a superstep to spare; falling short costs one growth of the
+// builder's arrays, not an error). workers gives a launch's workers.
 func (l *linker) supervisorWords(t int, workers func(k *prog.Kernel) int) int {
 	n := len(l.tiles[t].rt.words) + prog.BranchInstrs*len(l.prog.Branches)
 	for i, s := range l.prog.Steps {
