@@ -16,7 +16,7 @@ import (
 // results, faults, samples, states and memory must be the same.
 func TestRunAheadMatchesStepwise(t *testing.T) {
 	catchPanics, maxSupersteps = false, 50
-	defer func() { catchPanics, maxSupersteps, stepwise = true, 0, false }()
+	defer func() { catchPanics, maxSupersteps = true, 0 }()
 	rng := rand.New(rand.NewPCG(11, 12))
 	n := 300
 	if testing.Short() {
@@ -31,9 +31,7 @@ func TestRunAheadMatchesStepwise(t *testing.T) {
 			}
 			binary.LittleEndian.PutUint32(b[j:], w)
 		}
-		stepwise = true
-		r1, e1, s1 := runFuzz(t, b, 1)
-		stepwise = false
+		r1, e1, s1 := runFuzzWith(t, b, Options{Parallel: 1, SamplePeriod: 97, Stepwise: true})
 		r2, e2, s2 := runFuzz(t, b, 1)
 		if diff := cmp.Diff([]any{r1, e1, s1}, []any{r2, e2, s2}); diff != "" {
 			t.Fatalf("program %d: run ahead differs from stepwise: mismatch (-want +got):\n%s", i, diff)
@@ -110,15 +108,13 @@ func readersLoop() []any {
 // long stretches: a halt with workers running, and a worker's load fault.
 // The others must be rewound to the stop cycle.
 func TestStopInsideStretchMatchesStepwise(t *testing.T) {
-	defer func() { stepwise = false }()
 	for _, name := range []string{"halt", "fault"} {
 		t.Run(name, func(t *testing.T) {
 			var errs [2]string
 			var snaps [2]TileSnapshot
 			var mems [2][]byte
 			for i, step := range []bool{true, false} {
-				stepwise = step
-				r := newRig(t, "ipu21-tiny", Options{Parallel: 1})
+				r := newRig(t, "ipu21-tiny", Options{Parallel: 1, Stepwise: step})
 				r.load(0, stopProgram(name == "halt", r.p.Memory.Hi))
 				if _, err := r.m.Run(nil, 0); err != nil {
 					errs[i] = err.Error()

@@ -259,7 +259,7 @@ func (x *exec) run() {
 	x.sblock, x.snext = 0, 0
 	limit := x.m.watchdog
 	period := x.m.opt.SamplePeriod
-	step := stepwise || x.m.opt.Stepwise
+	step := x.m.opt.Stepwise
 	nextSample := never
 	if period > 0 {
 		nextSample = 0

@@ -84,7 +84,13 @@ func hasAD4(info *isa.Info) bool {
 // checks the state survives a round trip. It returns what it saw.
 func runFuzz(t *testing.T, data []byte, parallel int) (results []*RunResult, errs []string, snaps []TileSnapshot) {
 	t.Helper()
-	r := newRig(t, "ipu21-tiny", Options{Parallel: parallel, SamplePeriod: 97})
+	return runFuzzWith(t, data, Options{Parallel: parallel, SamplePeriod: 97})
+}
+
+// runFuzzWith is runFuzz with the machine's options.
+func runFuzzWith(t *testing.T, data []byte, opt Options) (results []*RunResult, errs []string, snaps []TileSnapshot) {
+	t.Helper()
+	r := newRig(t, "ipu21-tiny", opt)
 	if err := r.m.Configure(0, RegWatchdog, 3000); err != nil {
 		t.Fatal(err)
 	}

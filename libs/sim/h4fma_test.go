@@ -112,7 +112,6 @@ func f16AccLoop(body ...isa.Inst) []any {
 // overflow, Inf and NaN: run ahead and one instruction at a time must
 // give the same results, states and memory.
 func TestF16AccLoopsMatchStepwise(t *testing.T) {
-	defer func() { stepwise = false }()
 	ld := I(isa.LD64P, 0, 2, 0, 8)
 	bodies := map[string][]isa.Inst{
 		"private":  {ld, I(isa.H4FMA, 4, 0, 2, 0), I(isa.H4MAX, 6, 6, 0, 0)},
@@ -138,8 +137,7 @@ func TestF16AccLoopsMatchStepwise(t *testing.T) {
 			var snaps [2]TileSnapshot
 			var mems [2][]byte
 			for i, step := range []bool{true, false} {
-				stepwise = step
-				rg := newRig(t, "ipu21-tiny", Options{Parallel: 1})
+				rg := newRig(t, "ipu21-tiny", Options{Parallel: 1, Stepwise: step})
 				rg.load(0, benchProgram(f16AccLoop(body...)),
 					Segment{Addr: dataBase + 0x2000, Data: data[:256*8]}, Segment{Addr: dataBase + 0x4000, Data: data[256*8:]})
 				got, err := rg.m.Run(nil, 0)

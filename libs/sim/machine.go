@@ -495,11 +495,6 @@ func (m *Machine) runTiles(list []int, phase int) {
 // since a program may sync forever.
 var maxSupersteps = 0
 
-// stepwise makes the issue loop hand each context one instruction at a
-// time, never a stretch: the reference the run-ahead paths are tested
-// against (TestRunAheadMatchesStepwise).
-var stepwise = false
-
 // catchPanics turns a simulator bug into a fault instead of a crash; the
 // fuzz test turns it off to see the bug.
 var catchPanics = true

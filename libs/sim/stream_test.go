@@ -37,14 +37,12 @@ func streamLoop(b int32, body ...isa.Inst) []any {
 // the tile's state and its memory agree.
 func sameAsStepwise(t *testing.T, what string, code []uint32, segs ...Segment) {
 	t.Helper()
-	defer func() { stepwise = false }()
 	var res [2]*RunResult
 	var snaps [2]TileSnapshot
 	var mems [2][]byte
 	var errs [2]string
 	for i, step := range []bool{true, false} {
-		stepwise = step
-		rg := newRig(t, "ipu21-tiny", Options{Parallel: 1})
+		rg := newRig(t, "ipu21-tiny", Options{Parallel: 1, Stepwise: step})
 		rg.load(0, code, segs...)
 		got, err := rg.m.Run(nil, 0)
 		if err != nil {
