@@ -287,16 +287,32 @@ func (b *Builder) Finish() ([]byte, error) {
 		return nil, fmt.Errorf("codegen: code [%#x, %#x) outside the executable range [%#x, %#x)", b.base, end, b.arch.Executable.Lo, b.arch.Executable.Hi)
 	}
 	// The words first, the fixups' then over them: b itself does not
-	// change (Finish may be called again), and nothing is copied.
+	// change (Finish may be called again), and nothing is copied. A
+	// fixup's instruction may not encode before it is filled in; any
+	// other that does not is an error.
 	out := make([]byte, 4*len(b.insts))
+	var unencoded []int
 	for i, in := range b.insts {
 		w := b.raw[i]
 		if !b.data[i] {
-			// A fixup's instruction may not encode before it is
-			// filled in; it is written again below.
-			w, _ = isa.Encode(in)
+			var err error
+			if w, err = isa.Encode(in); err != nil {
+				unencoded = append(unencoded, i)
+			}
 		}
 		binary.LittleEndian.PutUint32(out[4*i:], w)
+	}
+	if len(unencoded) > 0 {
+		fixed := make(map[int]bool, len(b.fixups))
+		for _, f := range b.fixups {
+			fixed[f.at] = true
+		}
+		for _, i := range unencoded {
+			if !fixed[i] {
+				_, err := isa.Encode(b.insts[i])
+				return nil, fmt.Errorf("codegen: pc %#x: %w", b.base+4*uint32(i), err)
+			}
+		}
 	}
 	for _, f := range b.fixups {
 		pc := b.base + 4*uint32(f.at)

@@ -138,6 +138,9 @@ func TestBuilderErrors(t *testing.T) {
 		{"executable", 0x80000, func(b *Builder) { b.Nop() }, "codegen: code [0x80000, 0x80004) outside the executable range [0x4c000, 0x80000)"},
 		{"align", codeBase + 2, func(b *Builder) { b.Nop() }, "codegen: pc 0x4c002: base 0x4c002 is not 4-byte aligned"},
 		{"launch", codeBase, func(b *Builder) { EmitLaunch(b, b.Here(), 7) }, "codegen: pc 0x4c000: launch of 7 workers (want 0..6)"},
+		// An instruction that reached the builder unchecked (no fixup
+		// fills it in) is an error in Finish, not a zero word.
+		{"unchecked", codeBase, func(b *Builder) { b.Nop(); b.push(isa.Inst{Op: isa.ADDI, D: 1, A: 1, Imm: 40000}, false, 0) }, "codegen: pc 0x4c004: addi: immediate 40000 does not fit in 16 signed bits"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
