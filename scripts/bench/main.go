@@ -3,8 +3,9 @@
 // on one host core and on all of them, and the same matmul computed
 // natively with gonum, as a ratio; on one tile, what the simulator's fast
 // paths buy, as the ratios to the same run stepwise (no running ahead)
-// and on the reference interpreter (libs/simref); then the host reference's 2048^3 FP16
-// product at device precision against gonum's sgemm, as a ratio. Every figure is measured in this run.
+// and on the reference interpreter (libs/simref); then the host
+// reference's 2048^3 FP16 product at device precision against gonum's
+// sgemm, as a ratio. Every figure is measured in this run.
 // Rates per core and the ratio use the process's CPU time (robust on a
 // shared machine); each figure is printed with its target (issue 10) and
 // PASS or FAIL.
