@@ -8,12 +8,13 @@ import (
 )
 
 // loadedDevice loads the one-tile test package on a fresh device and
-// returns its path; open reopens it.
-func loadedDevice(t *testing.T) (path string, open func() *Device) {
+// returns its path; open reopens it, and edit changes it (another
+// process's view of the file) and closes it again.
+func loadedDevice(t *testing.T) (path string, open func() *Device, edit func(func(d *Device))) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "ipu0")
 	loadDevice(t, path, testPackage(t, "ipu21-tiny", 0), quietLog())
-	return path, func() *Device {
+	open = func() *Device {
 		t.Helper()
 		d, err := Open(path)
 		if err != nil {
@@ -21,6 +22,15 @@ func loadedDevice(t *testing.T) (path string, open func() *Device) {
 		}
 		return d
 	}
+	edit = func(f func(d *Device)) {
+		t.Helper()
+		d := open()
+		f(d)
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path, open, edit
 }
 
 func needBootID(t *testing.T) {
@@ -34,17 +44,15 @@ func needBootID(t *testing.T) {
 // bits may not have reached the disk), and stamps this boot.
 func TestLoadAfterRestart(t *testing.T) {
 	needBootID(t)
-	path, open := loadedDevice(t)
+	path, open, edit := loadedDevice(t)
+	edit(func(d *Device) {
+		// Tile 2's memory reached the disk, its dirty bit did not.
+		copy(d.tileMem(2), "stale")
+		d.setBoot([bootLen]byte{1})
+	})
 	pkg, log := testPackage(t, "ipu21-tiny", 0), quietLog()
-	d := open()
-	// Tile 2's memory reached the disk, its dirty bit did not.
-	copy(d.tileMem(2), "stale")
-	d.setBoot([bootLen]byte{1})
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
 	loadDevice(t, path, pkg, log)
-	d = open()
+	d := open()
 	defer d.Close()
 	if !bytes.Equal(d.tileMem(2), make([]byte, len(d.tileMem(2)))) {
 		t.Errorf("tile 2 memory not cleared by the first power-on of this boot")
@@ -68,7 +76,7 @@ func TestDurableWithoutBootID(t *testing.T) {
 	if !durable() {
 		t.Fatal("durable() = false without a boot id")
 	}
-	path, open := loadedDevice(t)
+	path, open, _ := loadedDevice(t)
 	got := call(t, path, testPackage(t, "ipu21-tiny", 0), quietLog(), words(1, 2, 3, 4))
 	if len(got) == 0 {
 		t.Errorf("no output")
@@ -88,13 +96,13 @@ func TestDurableWithoutBootID(t *testing.T) {
 // loaded in an earlier boot, and loading it makes it version 2.
 func TestVersion1Device(t *testing.T) {
 	needBootID(t)
-	path, open := loadedDevice(t)
+	path, open, edit := loadedDevice(t)
+	edit(func(d *Device) {
+		copy(d.m[offMagic:], magicV1)
+		d.setBoot([bootLen]byte{})
+	})
 	pkg, log := testPackage(t, "ipu21-tiny", 0), quietLog()
 	d := open()
-	copy(d.m[offMagic:], magicV1)
-	d.setBoot([bootLen]byte{})
-	d.Close()
-	d = open()
 	if _, err := d.NewSession(pkg, testFingerprint, log); err == nil || !strings.Contains(err.Error(), "not loaded in this boot") {
 		t.Errorf("session on a version 1 device: error %v, want it to ask for a load", err)
 	}
