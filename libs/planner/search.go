@@ -110,7 +110,7 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 			}
 			return nil, nil, firstErr
 		}
-		pt[i] = best
+		pl.decide(pt, i, best)
 		decided[pr.class()] = best
 	}
 	if bestR == nil || len(decided) < len(pl.products) {
@@ -139,6 +139,26 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 	return pt, bestR, nil
 }
 
+// decide sets product i of pt, and every later product of its class
+// (the repeated layers of a deep model, which the start gives the same
+// decision), to d, each placed in turn. A class's candidates are priced
+// as the start will use them: a split whose constants or code fit one
+// layer may not fit twelve, and a start that learns so only from its
+// whole point starts again.
+func (pl *planner) decide(pt point, i int, d plan.Decision) {
+	pt[i] = d
+	pl.placeRange(pt, i)
+	class := pl.products[i].class()
+	for k := i + 1; k < len(pt); k++ {
+		if pl.products[k].class() == class {
+			c := d
+			c.Node = pl.products[k].idx
+			pt[k] = c
+			pl.placeRange(pt, k)
+		}
+	}
+}
+
 // cheapest prices product i of pt under each decision of ds (its tile
 // range placed) and returns the cheapest that fits, nil when none does;
 // firstErr is the first point's reason not to be a candidate (not
@@ -147,8 +167,7 @@ func (pl *planner) cheapest(pt point, i int, ds []plan.Decision) (best plan.Deci
 	pts := make([]point, len(ds))
 	for j, d := range ds {
 		pts[j] = pt.clone()
-		pts[j][i] = d
-		pl.placeRange(pts[j], i)
+		pl.decide(pts[j], i, d)
 	}
 	rs, errs := pl.evalAll(pts)
 	for j, cand := range pts {
