@@ -78,7 +78,12 @@ func (t AMPType) size() int64 { return int64(t.Size()) }
 // at C + 4*(i*CStride + (j/16)*CPanel + j%16), CStride at least 16 and
 // CPanel at least M*CStride (each panel an M x 16 block of its own, e.g.
 // the column parts of a k split's reduce-scatter), 4*CPanel bytes
-// within an imm16. C is 16-byte
+// within an imm16 (any up to 2^20 elements with CGroup). With CGroup G > 1 as well, C's panels come in parts
+// of G: part h = (j/16)/G is an M x 16G block at CPanel*h, its panels
+// 16 elements apart: C[i][j] at C + 4*(i*CStride + ((j/16)/G)*CPanel +
+// ((j/16)%G)*16 + j%16), N/16 a multiple of G and CStride at least 16G
+// (one launch over every column part of a k split, each part G panels
+// wide). C is 16-byte
 // aligned in interleaved memory (ampst and ampld). A and B must not share
 // a 16 KiB memory element (amph would take an extra cycle): put A in
 // non-interleaved memory, or in another 32 KiB interleaved pair than B.
@@ -112,6 +117,7 @@ type MatMul struct {
 	A, B, C    uint32
 	CStride    int // elements between rows of C
 	CPanel     int // elements between C's 16-column panels (0: 16, row-major)
+	CGroup     int // C's panels per part, CPanel apart (0, 1: each panel its own part)
 	BPanel     int // elements between B's panels (0: 16*K, contiguous)
 	Accumulate bool
 	FP8        FP8Config // formats and scales of A and B (FP8 only)
@@ -132,6 +138,8 @@ const (
 	mmJump  = M10 // C adjustment at a group change, when not an imm16
 	mmSteps = M11 // AMP steps per item, when not an rpti count
 	mmTmp   = M12
+	mmPart  = M13 // panels left in the C part (CGroup > 1)
+	mmPartJ = M14 // the part jump, when not an imm16
 )
 
 func (p MatMul) check() error {
@@ -153,8 +161,11 @@ func (p MatMul) check() error {
 	if p.CPanel == 0 && (p.CStride < p.N || p.CStride%4 != 0) {
 		return fmt.Errorf("C row stride %d: want a multiple of 4 of at least N=%d", p.CStride, p.N)
 	}
-	if p.CPanel != 0 && (p.CStride < 16 || p.CStride%4 != 0 || p.CPanel%4 != 0 || int64(p.CPanel) < int64(p.M)*int64(p.CStride) || !fitsImm16(4*int64(p.CPanel))) {
-		return fmt.Errorf("C panel stride %d (row stride %d): want a multiple of 4 of at least M*CStride=%d, 4*CPanel within an imm16, and a row stride of a multiple of 4 of at least 16", p.CPanel, p.CStride, int64(p.M)*int64(p.CStride))
+	if p.CPanel != 0 && (p.CStride < 16 || p.CStride%4 != 0 || p.CPanel%4 != 0 || int64(p.CPanel) < int64(p.M)*int64(p.CStride) || p.CGroup <= 1 && !fitsImm16(4*int64(p.CPanel)) || p.CPanel > 1<<20) {
+		return fmt.Errorf("C panel stride %d (row stride %d): want a multiple of 4 of at least M*CStride=%d and at most 2^20, 4*CPanel within an imm16 (without parts), and a row stride of a multiple of 4 of at least 16", p.CPanel, p.CStride, int64(p.M)*int64(p.CStride))
+	}
+	if g := p.CGroup; g > 1 && (p.CPanel == 0 || p.N/16%g != 0 || p.CStride < 16*g) {
+		return fmt.Errorf("C panel group %d: want C panels (CPanel), N/16=%d a multiple of it and a row stride (%d) of at least 16 times it", g, p.N/16, p.CStride)
 	}
 	if p.BPanel != 0 && (p.BPanel%16 != 0 || p.BPanel <= 16*p.K) {
 		return fmt.Errorf("B panel stride %d: want a multiple of 16 of more than 16*K=%d", p.BPanel, 16*p.K)
@@ -180,6 +191,8 @@ type mmShape struct {
 	bStride               int64 // B panel stride (bytes)
 	rowBytes              int64 // C row stride
 	panelC                int64 // C panel stride (bytes)
+	group                 int   // C panels per part (1: each panel its own)
+	partJump              int64 // C change after a part's last panel, past its 64 bytes (group > 1)
 	jump                  int64 // C change after a group's last panel
 	workers               int
 	start, count          []int
@@ -197,12 +210,21 @@ func (s mmShape) table(a, b, c uint32) [][]uint32 {
 		tab[w] = []uint32{
 			a + uint32(g*s.groupBytes),
 			b + uint32(pn*s.bStride),
-			c + uint32(4*g*s.rowBytes+s.panelC*pn),
+			c + uint32(4*g*s.rowBytes+s.panelOff(pn)),
 			uint32(int64(s.panels) - pn),
 			uint32(s.count[w]),
 		}
+		if s.group > 1 {
+			tab[w] = append(tab[w], uint32(int64(s.group)-pn%int64(s.group)))
+		}
 	}
 	return tab
+}
+
+// panelOff is the byte offset of C panel pn in its row group.
+func (s mmShape) panelOff(pn int64) int64 {
+	g := int64(s.group)
+	return pn/g*s.panelC + pn%g*64
 }
 
 func (p MatMul) shape() mmShape {
@@ -224,7 +246,9 @@ func (p MatMul) shape() mmShape {
 	if p.CPanel != 0 {
 		s.panelC = 4 * int64(p.CPanel)
 	}
-	s.jump = 4*s.rowBytes - s.panelC*int64(s.panels)
+	s.group = max(p.CGroup, 1)
+	s.partJump = s.panelC - 64*int64(s.group)
+	s.jump = 4*s.rowBytes - s.panelC*int64(s.panels/s.group)
 	s.workers = min(p.Workers, s.items)
 	s.start, s.count = split(s.items, s.workers)
 	return s
@@ -245,7 +269,10 @@ func (p MatMul) shape() mmShape {
 //	+ 4 * (floor((s+c)/P) - floor(s/P))    row group changes
 //
 // cycles' worth of instructions before its exit (steps = K for FP16, K/2
-// for FP8; P = N/16), and Work[w] = 6 x that. The split variant adds 1
+// for FP8; P = N/16), and Work[w] = 6 x that. With C panels in parts of
+// G > 1 (CGroup), a worker also loads its part count (1) and the part
+// jump when it is no imm16, an item takes 2 more, and each part change
+// (floor((s+c)/G) - floor(s/G) of them) ConstLen(G) + 1. The split variant adds 1
 // (the whole items' guard) and per worker a head and a tail section: 2
 // when absent, else 2 + 3 + 1 + steps + 19 plus the clear (1, or 19 for
 // the loads with Accumulate) for a head, plus 19 loads for a tail.
@@ -261,13 +288,22 @@ func (p MatMul) Cost() (Cost, error) {
 		}
 		return c, nil
 	}
-	P := s.panels
 	for w := range c.Work {
-		st, n := s.start[w], s.count[w]
-		wraps := int64((st+n)/P - st/P)
-		c.Work[w] = Slots * (pro + int64(n)*item + 4*wraps)
+		c.Work[w] = Slots * s.wholeIssues(w, pro, item)
 	}
 	return c, nil
+}
+
+// wholeIssues is worker w's issues when it takes whole items: the
+// prologue, its items, its row group changes and its part changes.
+func (s mmShape) wholeIssues(w int, pro, item int64) int64 {
+	st, n := s.start[w], s.count[w]
+	P, G := s.panels, s.group
+	issues := pro + int64(n)*item + 4*int64((st+n)/P-st/P)
+	if G > 1 {
+		issues += int64((st+n)/G-st/G) * (int64(ConstLen(uint32(G))) + 1)
+	}
+	return issues
 }
 
 // plan returns the shape with the work split decided (s.split set when
@@ -291,11 +327,15 @@ func (p MatMul) plan() (s mmShape, pro, item int64) {
 	if p.Accumulate {
 		item += 18
 	}
+	if s.group > 1 {
+		// Parts of C panels: no fractional split (its chunks step
+		// through C a panel at a time).
+		pro += 1 + loadBigIssues(s.partJump)
+		return s, pro, item + 2
+	}
 	most := int64(0)
-	P := s.panels
 	for w := range s.workers {
-		st, n := s.start[w], s.count[w]
-		most = max(most, pro+int64(n)*item+4*int64((st+n)/P-st/P))
+		most = max(most, s.wholeIssues(w, pro, item))
 	}
 	if ws := s.planSplit(pro, item, p.Accumulate, p.Workers, most); ws != nil {
 		s.split, s.workers = ws, len(ws)
@@ -319,12 +359,19 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	if s.split != nil {
 		words = mmSplitWords
 	}
+	if s.group > 1 {
+		words = 6
+	}
 	emitTableBase(b, table, words, mmEntry)
 	b.Ldm(mmAg, mmEntry, 0)
 	b.Ldm(mmB, mmEntry, 4)
 	b.Ldm(mmC, mmEntry, 8)
 	b.Ldm(mmRem, mmEntry, 12)
 	b.Ldm(mmCnt, mmEntry, 16)
+	if s.group > 1 {
+		b.Ldm(mmPart, mmEntry, 20)
+		loadBig(b, s.partJump, mmPartJ)
+	}
 	if p.Type == AMPFP8 {
 		emitSetFP8(b, p.FP8, mmTmp)
 	}
@@ -373,7 +420,18 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	}
 	b.Bind(end)
 	rows(b.Ampst)
-	b.Addi(mmC, mmC, int32(s.panelC))
+	if s.group > 1 {
+		// The next panel of the part, or past the part to the next one.
+		b.Addi(mmC, mmC, 64)
+		b.Addi(mmPart, mmPart, -1)
+		inPart := b.Label()
+		b.Brnz(mmPart, inPart)
+		b.LoadConst(mmPart, uint32(s.group))
+		addConst(b, mmC, mmC, s.partJump, mmPartJ)
+		b.Bind(inPart)
+	} else {
+		b.Addi(mmC, mmC, int32(s.panelC))
+	}
 	if skip != 0 {
 		addConst(b, mmB, mmB, skip, mmTmp) // to the next panel of B
 	}
@@ -413,11 +471,8 @@ func (p MatMul) checkMemory(b *Builder) error {
 	if p.BPanel != 0 {
 		bufB.size = (uint64(p.N/16-1)*uint64(p.BPanel) + 16*uint64(p.K)) * e
 	}
-	cp := uint64(16)
-	if p.CPanel != 0 {
-		cp = uint64(p.CPanel)
-	}
-	bufC := buffer{"C", p.C, 4 * (uint64(p.M-1)*uint64(p.CStride) + uint64(p.N/16-1)*cp + 16), true}
+	s := p.shape()
+	bufC := buffer{"C", p.C, 4*uint64(p.M-1)*uint64(p.CStride) + uint64(s.panelOff(int64(s.panels-1))) + 64, true}
 	if err := checkBuffer(bufA, 8, a.Memory, "tile memory"); err != nil {
 		return err
 	}

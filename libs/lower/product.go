@@ -363,28 +363,18 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 
 // matmulKernels are the product kernels of tb's block: one, or with
 // column parts (colParts) one per part, the B panels of its columns into
-// its C block. Column parts of W panels each are W AMP kernels, kernel q
-// the q-th panel of every part (B panels W apart, codegen.MatMul.BPanel;
-// C panels a part apart, codegen.MatMul.CPanel) when there are more parts
-// than that: W launches instead of one per part, of as many work items
-// each (parts of one panel: one launch).
+// its C block. Column parts of W panels each, one after the other, are
+// one AMP kernel over every panel (C's panels in parts of W, CPanel a
+// part apart: codegen.MatMul.CGroup), so that the workers share all of
+// the block's items instead of each part's few.
 func matmulKernels(n *graph.Node, ps *productShape, s layout.Split, tb layout.TileBlock, kp int, a, b, cb prog.Ref) []*prog.Kernel {
 	cs := colParts(s, tb)
 	mp := layout.Pad(tb.M1-tb.M0, layout.AGroup)
-	if w := evenParts(cs); ps.typ != codegen.VecFP32 && w > 0 && w < len(cs) && 4*mp*w*layout.BGroup <= 0x7FFF {
-		out := make([]*prog.Kernel, w)
-		for q := range out {
-			c := layout.Range{Lo: q * layout.BGroup, Hi: (q + 1) * layout.BGroup}
-			k := matmulKernel(n, ps, tb, kp, c, a, b, cb.Add(4*c.Lo))
-			p := k.Params.(*codegen.MatMul)
-			p.N = len(cs) * layout.BGroup
-			p.CStride, p.CPanel = w*layout.BGroup, mp*w*layout.BGroup
-			if w > 1 {
-				p.BPanel = w * layout.BGroup * kp
-			}
-			out[q] = k
-		}
-		return out
+	if w := evenParts(cs); ps.typ != codegen.VecFP32 && w > 0 && len(cs) > 1 && (w > 1 || 4*mp*layout.BGroup <= 0x7FFF) && mp*w*layout.BGroup <= 1<<20 {
+		k := matmulKernel(n, ps, tb, kp, layout.Range{Lo: 0, Hi: len(cs) * w * layout.BGroup}, a, b, cb)
+		p := k.Params.(*codegen.MatMul)
+		p.CStride, p.CPanel, p.CGroup = w*layout.BGroup, mp*w*layout.BGroup, w
+		return []*prog.Kernel{k}
 	}
 	out := make([]*prog.Kernel, len(cs))
 	for h, c := range cs {
