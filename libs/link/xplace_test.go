@@ -100,9 +100,8 @@ func TestPatchSharing(t *testing.T) {
 	t.Logf("%d of %d patch runs shared: %d of %d table bytes saved (largest tile %d)", pp.SharedRuns, pp.Runs, pp.SavedBytes, pp.TableBytes, pp.MaxSaved)
 }
 
-// planAt plans the model at path on tiles with the search's point
-// changed to the given splits (by product node, each on all tiles) and
-// no moves from there.
+// planAt plans the model at path on tiles: the search's start with the
+// given splits (by product node, each on all tiles) in place of its own.
 func planAt(t *testing.T, path string, tiles int, splits map[int]plan.Split) (*plan.Plan, *graph.Graph) {
 	t.Helper()
 	m, err := onnx.ReadModelFile(path)
@@ -114,25 +113,22 @@ func planAt(t *testing.T, path string, tiles int, splits map[int]plan.Split) (*p
 		t.Fatal(err)
 	}
 	p := arch.MustLookup("ipu21")
-	opt := planner.Options{Tiles: tiles, Seed: 1, ModelFingerprint: "fp"}
-	_, s, _, err := planner.Plan(g, p, opt)
+	_, s, _, err := planner.Plan(g, p, planner.Options{Tiles: tiles, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ds := s.Incumbent.Decisions
 	set := 0
-	for _, pt := range []*plan.Point{&s.Current, &s.Incumbent} {
-		for i, d := range pt.Decisions {
-			if sp, ok := splits[d.Node]; ok {
-				pt.Decisions[i].Split, pt.Decisions[i].Tiles = sp, [2]int{0, tiles}
-				set++
-			}
+	for i, d := range ds {
+		if sp, ok := splits[d.Node]; ok {
+			ds[i].Split, ds[i].Tiles = sp, [2]int{0, tiles}
+			set++
 		}
 	}
-	if set != 2*len(splits) {
-		t.Fatalf("%d of the %d splits' nodes are products", set/2, len(splits))
+	if set != len(splits) {
+		t.Fatalf("%d of the %d splits' nodes are products", set, len(splits))
 	}
-	opt.State = s
-	pl, _, _, err := planner.Plan(g, p, opt)
+	pl, err := planner.Build(g, p, tiles, ds)
 	if err != nil {
 		t.Fatal(err)
 	}
