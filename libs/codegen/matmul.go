@@ -66,11 +66,8 @@ func (t AMPType) size() int64 { return int64(t.Size()) }
 //
 //	B + e*((j/16)*16*K + 16*k + j%16)
 //
-// With BPanel set, B's panels lie BPanel elements apart instead of 16*K
-// (BPanel a multiple of 16, more than 16*K: every W-th panel of a wider
-// B, so that W launches fill C's column parts of W panels each, see
-// CPanel). B is 32-byte aligned in interleaved memory (amph and ampq
-// read 32 bytes there).
+// B is 32-byte aligned in interleaved memory (amph and ampq read 32
+// bytes there).
 //
 // C is row-major FP32 with a row stride of CStride elements (a multiple
 // of 4, at least N): C[i][j] at C + 4*(i*CStride + j). With CPanel set,
@@ -78,13 +75,16 @@ func (t AMPType) size() int64 { return int64(t.Size()) }
 // at C + 4*(i*CStride + (j/16)*CPanel + j%16), CStride at least 16 and
 // CPanel at least M*CStride (each panel an M x 16 block of its own, e.g.
 // the column parts of a k split's reduce-scatter), 4*CPanel bytes
-// within an imm16 (any up to 2^20 elements with CGroup). With CGroup G > 1 as well, C's panels come in parts
-// of G: part h = (j/16)/G is an M x 16G block at CPanel*h, its panels
-// 16 elements apart: C[i][j] at C + 4*(i*CStride + ((j/16)/G)*CPanel +
-// ((j/16)%G)*16 + j%16), N/16 a multiple of G and CStride at least 16G
-// (one launch over every column part of a k split, each part G panels
-// wide). C is 16-byte
-// aligned in interleaved memory (ampst and ampld). A and B must not share
+// within an imm16, CPanel at most 2^20.
+//
+// With CGroup G > 1 as well, C's panels come in parts of G: part h =
+// (j/16)/G is an M x 16G block at CPanel*h, its panels 16 elements
+// apart: C[i][j] at C + 4*(i*CStride + ((j/16)/G)*CPanel + ((j/16)%G)*16
+// + j%16), N/16 a multiple of G, CStride at least 16G, and 4*CPanel any
+// size (one launch over every column part of a k split, each part G
+// panels wide).
+//
+// C is 16-byte aligned in interleaved memory (ampst and ampld). A and B must not share
 // a 16 KiB memory element (amph would take an extra cycle): put A in
 // non-interleaved memory, or in another 32 KiB interleaved pair than B.
 // C must not overlap A or B.
@@ -118,7 +118,6 @@ type MatMul struct {
 	CStride    int // elements between rows of C
 	CPanel     int // elements between C's 16-column panels (0: 16, row-major)
 	CGroup     int // C's panels per part, CPanel apart (0, 1: each panel its own part)
-	BPanel     int // elements between B's panels (0: 16*K, contiguous)
 	Accumulate bool
 	FP8        FP8Config // formats and scales of A and B (FP8 only)
 	Workers    int       // 1..6
@@ -167,11 +166,8 @@ func (p MatMul) check() error {
 	if g := p.CGroup; g > 1 && (p.CPanel == 0 || p.N/16%g != 0 || p.CStride < 16*g) {
 		return fmt.Errorf("C panel group %d: want C panels (CPanel), N/16=%d a multiple of it and a row stride (%d) of at least 16 times it", g, p.N/16, p.CStride)
 	}
-	if p.BPanel != 0 && (p.BPanel%16 != 0 || p.BPanel <= 16*p.K) {
-		return fmt.Errorf("B panel stride %d: want a multiple of 16 of more than 16*K=%d", p.BPanel, 16*p.K)
-	}
 	// Sizes bounded so that every byte offset fits 32 bits.
-	if int64(p.M)*int64(p.K) > 1<<20 || int64(p.N)*int64(max(p.K, p.BPanel/16)) > 1<<20 || int64(p.M)*int64(p.CStride) > 1<<20 {
+	if int64(p.M)*int64(p.K) > 1<<20 || int64(p.N)*int64(p.K) > 1<<20 || int64(p.M)*int64(p.CStride) > 1<<20 {
 		return fmt.Errorf("matrix of %dx%dx%d (C stride %d) does not fit a tile", p.M, p.K, p.N, p.CStride)
 	}
 	if p.Type == AMPFP8 {
@@ -238,9 +234,6 @@ func (p MatMul) shape() mmShape {
 	s.groupBytes = 4 * int64(p.K) * e
 	s.panelBytes = 16 * int64(p.K) * e
 	s.bStride = s.panelBytes
-	if p.BPanel != 0 {
-		s.bStride = int64(p.BPanel) * e
-	}
 	s.rowBytes = 4 * int64(p.CStride)
 	s.panelC = 64
 	if p.CPanel != 0 {
@@ -263,19 +256,18 @@ func (p MatMul) shape() mmShape {
 //	+ big constants            ConstLen of each of: row stride in bytes,
 //	                           group jump, steps, that do not fit their
 //	                           immediate (imm16, imm16, rpti count 4095)
-//	+ c * (steps + 27)         per item (steps + 45 with Accumulate; one
-//	                           more with BPanel, and the skip's ConstLen
-//	                           once when it does not fit an imm16)
+//	+ c * (steps + 27)         per item (steps + 45 with Accumulate)
 //	+ 4 * (floor((s+c)/P) - floor(s/P))    row group changes
 //
 // cycles' worth of instructions before its exit (steps = K for FP16, K/2
 // for FP8; P = N/16), and Work[w] = 6 x that. With C panels in parts of
 // G > 1 (CGroup), a worker also loads its part count (1) and the part
 // jump when it is no imm16, an item takes 2 more, and each part change
-// (floor((s+c)/G) - floor(s/G) of them) ConstLen(G) + 1. The split variant adds 1
-// (the whole items' guard) and per worker a head and a tail section: 2
-// when absent, else 2 + 3 + 1 + steps + 19 plus the clear (1, or 19 for
-// the loads with Accumulate) for a head, plus 19 loads for a tail.
+// (floor((s+c)/G) - floor(s/G) of them) ConstLen(G) + 1. The split
+// variant adds 1 (the whole items' guard) and per worker a head and a
+// tail section: 2 when absent, else 2 + 3 + 1 + steps + 19 plus the
+// clear (1, or 19 for the loads with Accumulate) for a head, plus 19
+// loads for a tail.
 func (p MatMul) Cost() (Cost, error) {
 	if err := p.check(); err != nil {
 		return Cost{}, fmt.Errorf("matmul: %w", err)
@@ -320,10 +312,6 @@ func (p MatMul) plan() (s mmShape, pro, item int64) {
 		pro += int64(ConstLen(uint32(s.steps)))
 	}
 	item = s.steps + 27
-	if skip := s.bStride - s.panelBytes; skip != 0 {
-		pro += loadBigIssues(skip)
-		item++
-	}
 	if p.Accumulate {
 		item += 18
 	}
@@ -396,10 +384,6 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 		b.Brz(mmCnt, done)
 	}
 
-	skip := s.bStride - s.panelBytes
-	if skip != 0 {
-		loadBig(b, skip, mmTmp) // after the head chunk, which uses mmTmp
-	}
 	item := b.Here()
 	if p.Accumulate {
 		rows(b.Ampld)
@@ -431,9 +415,6 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 		b.Bind(inPart)
 	} else {
 		b.Addi(mmC, mmC, int32(s.panelC))
-	}
-	if skip != 0 {
-		addConst(b, mmB, mmB, skip, mmTmp) // to the next panel of B
 	}
 	b.Addi(mmRem, mmRem, -1)
 	cont := b.Label()
@@ -468,9 +449,6 @@ func (p MatMul) checkMemory(b *Builder) error {
 	e := uint64(p.Type.size())
 	bufA := buffer{"A", p.A, uint64(p.M) * uint64(p.K) * e, false}
 	bufB := buffer{"B", p.B, uint64(p.N) * uint64(p.K) * e, false}
-	if p.BPanel != 0 {
-		bufB.size = (uint64(p.N/16-1)*uint64(p.BPanel) + 16*uint64(p.K)) * e
-	}
 	s := p.shape()
 	bufC := buffer{"C", p.C, 4*uint64(p.M-1)*uint64(p.CStride) + uint64(s.panelOff(int64(s.panels-1))) + 64, true}
 	if err := checkBuffer(bufA, 8, a.Memory, "tile memory"); err != nil {

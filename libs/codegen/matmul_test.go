@@ -68,15 +68,7 @@ func runMM(t *testing.T, tl *tile, p MatMul, seed int64) (mmInputs, []float32, K
 		tl.mem[i] = 0
 	}
 	tl.put(p.A, in.ap)
-	if p.BPanel == 0 {
-		tl.put(p.B, in.bp)
-	} else {
-		// Panels BPanel elements apart.
-		pb := 16 * p.K * int(p.Type.size())
-		for pn := 0; pn < p.N/16; pn++ {
-			tl.put(p.B+uint32(pn*p.BPanel*int(p.Type.size())), in.bp[pn*pb:(pn+1)*pb])
-		}
-	}
+	tl.put(p.B, in.bp)
 	if in.c0 != nil {
 		for i := 0; i < p.M; i++ {
 			for j := 0; j < p.N; j += 16 {
@@ -116,7 +108,6 @@ func TestMatMul(t *testing.T) {
 	}
 	acc := func(p MatMul) MatMul { p.Accumulate = true; return p }
 	panels := func(p MatMul, stride, cp int) MatMul { p.CStride, p.CPanel = stride, cp; return p }
-	bpanels := func(p MatMul, bp int) MatMul { p.BPanel = bp; return p }
 	// parts of g panels, each an M x 16g block, gap elements between.
 	parts := func(p MatMul, g, gap int) MatMul {
 		p.CStride, p.CPanel, p.CGroup = 16*g, p.M*16*g+gap, g
@@ -152,12 +143,6 @@ func TestMatMul(t *testing.T) {
 		{"fp16-panels-split-44x128x64", panels(fp16(44, 128, 64, 64, 6), 16, 44*16)},
 		{"fp16-panels-split-acc-44x64x64", acc(panels(fp16(44, 64, 64, 64, 6), 16, 44*16))},
 		{"fp8-panels", panels(fp8(28, 96, 32, FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E5M2FNUZ}), 16, 28*16)},
-		// B panels apart (BPanel): every second or third panel of a wider
-		// B, one far enough that the skip needs a register.
-		{"fp16-bpanels-8x384x48", bpanels(panels(fp16(8, 384, 48, 48, 6), 32, 8*32), 2*16*384)},
-		{"fp16-bpanels-split-44x128x64", bpanels(fp16(44, 128, 64, 64, 6), 3*16*128)},
-		{"fp16-bpanels-far-split-44x128x64", bpanels(panels(fp16(44, 128, 64, 64, 6), 16, 44*16), 12*16*128)},
-		{"fp8-bpanels", bpanels(fp8(28, 96, 32, FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E5M2FNUZ}), 2*16*96)},
 		// C panels in parts (CGroup): a k split's column parts of two or
 		// three panels in one launch, over fewer items than workers,
 		// several row groups, a far part jump, with an initial C, and FP8.
