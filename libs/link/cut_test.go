@@ -115,14 +115,7 @@ func TestCutSplits(t *testing.T) {
 // 64 tiles.
 func buildCut(t *testing.T, data []byte, s plan.Split, cast, stat string) (*graph.Graph, *plan.Plan) {
 	t.Helper()
-	m, err := onnx.ReadModel(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := modelGraph(t, data)
 	node := -1
 	for _, n := range g.Nodes {
 		if n.Op == "MatMul" {

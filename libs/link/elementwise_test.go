@@ -93,14 +93,7 @@ func planLink(t *testing.T, data []byte, tiles int) (*obj.Object, *Stats, *graph
 // search moves and links it, returning the link error.
 func planLinkN(t testing.TB, data []byte, tiles, attempts int) (*plan.Plan, *obj.Object, *Stats, *graph.Graph, error) {
 	t.Helper()
-	m, err := onnx.ReadModel(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := modelGraph(t, data)
 	p, _ := arch.Lookup("ipu21")
 	pl, _, _, err := planner.Plan(g, p, planner.Options{Tiles: tiles, Seed: 1, MaxAttempts: attempts})
 	if err != nil {

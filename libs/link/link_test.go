@@ -35,14 +35,7 @@ func linkModel(t *testing.T, path, archName string, tiles int) (*plan.Plan, *obj
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := onnx.ReadModel(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := modelGraph(t, data)
 	p, err := arch.Lookup(archName)
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +49,20 @@ func linkModel(t *testing.T, path, archName string, tiles int) (*plan.Plan, *obj
 		t.Fatal(err)
 	}
 	return pl, o, st, g
+}
+
+// modelGraph decodes an ONNX model and builds its graph.
+func modelGraph(t testing.TB, data []byte) *graph.Graph {
+	t.Helper()
+	m, err := onnx.ReadModel(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := graph.Build(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // checkModel runs a linked model against the host reference at device

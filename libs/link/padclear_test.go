@@ -5,7 +5,6 @@ import (
 
 	"ipu.local/formats/obj"
 	"ipu.local/libs/arch"
-	"ipu.local/libs/graph"
 	"ipu.local/libs/onnx"
 	"ipu.local/libs/planner"
 )
@@ -112,14 +111,7 @@ func TestPadClearsKept(t *testing.T) {
 // line's removed=), planned as planLinkN plans.
 func plannedRemoved(t *testing.T, data []byte, tiles int) int {
 	t.Helper()
-	m, err := onnx.ReadModel(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := modelGraph(t, data)
 	p, _ := arch.Lookup("ipu21")
 	_, _, st, err := planner.Plan(g, p, planner.Options{Tiles: tiles, Seed: 1, MaxAttempts: 8})
 	if err != nil {

@@ -3,6 +3,7 @@ package link
 import (
 	"bytes"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,7 +11,6 @@ import (
 	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
 	"ipu.local/libs/graph"
-	"ipu.local/libs/onnx"
 	"ipu.local/libs/planner"
 	"ipu.local/libs/repodata"
 )
@@ -104,14 +104,11 @@ func TestPatchSharing(t *testing.T) {
 // given splits (by product node, each on all tiles) in place of its own.
 func planAt(t *testing.T, path string, tiles int, splits map[int]plan.Split) (*plan.Plan, *graph.Graph) {
 	t.Helper()
-	m, err := onnx.ReadModelFile(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := graph.Build(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := modelGraph(t, data)
 	p := arch.MustLookup("ipu21")
 	_, s, _, err := planner.Plan(g, p, planner.Options{Tiles: tiles, Seed: 1})
 	if err != nil {
