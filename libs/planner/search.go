@@ -143,8 +143,8 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 // (the repeated layers of a deep model, which the start gives the same
 // decision), to d, each placed in turn. A class's candidates are priced
 // as the start will use them: a split whose constants or code fit one
-// layer may not fit twelve, and a start that learns so only from its
-// whole point starts again.
+// layer may not fit twelve, which pricing the first product alone shows
+// only in the whole point, after every product is decided.
 func (pl *planner) decide(pt point, i int, d plan.Decision) {
 	pt[i] = d
 	pl.placeRange(pt, i)
