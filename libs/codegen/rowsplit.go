@@ -149,13 +149,21 @@ func (p Rows) lastUnit(u int) bool { return p.unitChunk(u) == p.Chunks-1 }
 //
 // Arithmetic order. Each unit (row i, chunk k) computes its chunk's
 // partial as the whole-row kernel computes a row's lane sum (or lane
-// maxima), on the chunk alone; a row's K partials are combined in chunk
-// order by every unit that needs them:
+// maxima), on the chunk alone; a row's K partials are combined by every
+// unit that needs them. With K even, in two lanes, the even-numbered
+// partials in one and the odd-numbered in the other, each in chunk
+// order, and the lanes last:
+//
+//	E   = RN32(...RN32(RN32(P_0 + P_2) + P_4) ... + P_{K-2})
+//	O   = RN32(...RN32(RN32(P_1 + P_3) + P_5) ... + P_{K-1})
+//	sum = RN32(E + O)
+//
+// and with K odd in chunk order:
 //
 //	sum = RN32(...RN32(RN32(P_0 + P_1) + P_2) ... + P_{K-1})
-//	m   = f32max(...f32max(f32max(M_0, M_1), M_2) ..., M_{K-1})
 //
-// with P_k = RN32(S0_k + S1_k), the lane sum of the chunk, and M_k =
+// and the maxima m likewise with f32max. P_k = RN32(S0_k + S1_k) is
+// the lane sum of the chunk, and M_k =
 // f32max(m0_k, m1_k), its lane maxima from -Inf. These sums replace the
 // whole-row lane sums of the row operations' doc, everything else being
 // as documented there (m equals the whole row's: f32max is order
@@ -191,7 +199,7 @@ func (p Rows) lastUnit(u int) bool { return p.unitChunk(u) == p.Chunks-1 }
 // Scratch + 4*R*K + 4*(i*K + k); the stash's e_j of row i at Scratch +
 // 8*R*K + 4*(i*C' + j), C' = C rounded up to even; LayerNorm's mu of
 // row i (launch 2 stores it, launch 3 loads it) at Scratch + 8*R*K +
-// 4*i. Partials combine two at a time (ld64) when K is even.
+// 4*i. Partials load two at a time (ld64) when K is even.
 //
 // Workers. A chunk launch's R*K units, in row-major (row, chunk) order,
 // are cut into at most Workers contiguous ranges, the largest exact issue
@@ -324,17 +332,14 @@ func EmulateRowSplit(p Rows, x, g, bias []float32) (y []float32, mu, r float32) 
 		}
 		chunks = append(chunks, x[lo:hi])
 	}
-	// sum is the chunk lane sums of f(x_j) combined in chunk order.
+	// sum is the chunk lane sums of f(x_j) combined as the units
+	// combine them (combinePartials).
 	sum := func(f func(acc, v float32) float32) float32 {
-		var s float32
+		parts := make([]float32, len(chunks))
 		for k, c := range chunks {
-			if v := laneSum(c, f); k == 0 {
-				s = v
-			} else {
-				s = iadd(s, v)
-			}
+			parts[k] = laneSum(c, f)
 		}
-		return s
+		return combinePartials(parts)
 	}
 	c := float32(1 / float64(n))
 	switch p.Op {
@@ -385,6 +390,24 @@ func EmulateRowSplit(p Rows, x, g, bias []float32) (y []float32, mu, r float32) 
 
 // chunkMax returns the chunks' lane maxima (from -Inf) combined in chunk
 // order, as the split Softmax and LogSoftmax compute m.
+// combinePartials combines a row's partials as the launches do: an even
+// count in two lanes (the even-numbered partials and the odd-numbered,
+// each in order) added last, an odd count in order.
+func combinePartials(parts []float32) float32 {
+	if len(parts)%2 != 0 {
+		s := parts[0]
+		for _, v := range parts[1:] {
+			s = iadd(s, v)
+		}
+		return s
+	}
+	e, o := parts[0], parts[1]
+	for k := 2; k < len(parts); k += 2 {
+		e, o = iadd(e, parts[k]), iadd(o, parts[k+1])
+	}
+	return iadd(e, o)
+}
+
 func chunkMax(chunks [][]float32) float32 {
 	var mx float32
 	for k, ch := range chunks {

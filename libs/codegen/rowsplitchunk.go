@@ -82,11 +82,20 @@ func (p Rows) fieldWord(f unitField, i, k int) uint32 {
 }
 
 // combine emits d = the row's K partials at $m base combined with op
-// (f32add or f32max) in chunk order ($a4 is clobbered: d is not $a4).
+// (f32add or f32max), $a4:5 clobbered: d is not $a4 or $a5.
 //
 // With K even every row's partials start 8-byte aligned: they load in
-// pairs (ld64 into $a4:5), the same operations in the same order.
+// pairs (ld64 into $a4:5) and combine lane-wise into the pair at d (d
+// even; its odd lane is clobbered), the even-numbered partials in one
+// lane and the odd-numbered in the other, in chunk order, and the two
+// lanes last. Odd K combines in chunk order with scalar loads.
 func (p Rows) combine(b *Builder, op isa.Op, d AReg, base MReg) {
+	p.combineVia(b, op, d, d, base)
+}
+
+// combineVia is combine with the lanes in the pair at acc (even), which
+// it clobbers, and the result in d.
+func (p Rows) combineVia(b *Builder, op isa.Op, d, acc AReg, base MReg) {
 	if p.Chunks%2 != 0 {
 		b.Ld32(d, base, 0)
 		for k := 1; k < p.Chunks; k++ {
@@ -95,13 +104,16 @@ func (p Rows) combine(b *Builder, op isa.Op, d AReg, base MReg) {
 		}
 		return
 	}
-	b.Ld64(rwT, base, 0)
-	b.F(op, d, rwT, rwT+1)
+	vop := isa.V2ADD
+	if op == isa.FMAX {
+		vop = isa.V2MAX
+	}
+	b.Ld64(acc, base, 0)
 	for k := 2; k < p.Chunks; k += 2 {
 		b.Ld64(rwT, base, int32(4*k))
-		b.F(op, d, d, rwT)
-		b.F(op, d, d, rwT+1)
+		b.F(vop, acc, acc, rwT)
 	}
+	b.F(op, d, acc, acc+1)
 }
 
 // unitPre emits the length-independent start of a unit: the loads of its

@@ -38,10 +38,10 @@ func (p Rows) combinePrologue(b *Builder, table Label) {
 	}
 }
 
-// combineRow emits d = the value of the row whose partials are at $m2,
-// and moves $m2 to the next row.
-func (p Rows) combineRow(b *Builder, d AReg) {
-	p.combine(b, isa.FADD, d, rwX)
+// combineRow emits d = the value of the row whose partials are at $m2
+// (its lanes in the pair at acc), and moves $m2 to the next row.
+func (p Rows) combineRow(b *Builder, d, acc AReg) {
+	p.combineVia(b, isa.FADD, d, acc, rwX)
 	if p.Op == ReduceMean {
 		b.F(isa.FMUL, d, d, rwInvC)
 	}
@@ -51,7 +51,7 @@ func (p Rows) combineRow(b *Builder, d AReg) {
 func (p Rows) combineLoops(b *Builder) {
 	if !p.OutF16 {
 		loop := b.Here()
-		p.combineRow(b, rwZ)
+		p.combineRow(b, rwZ, rwZ)
 		b.St32P(rwZ, rwY, 4)
 		b.Addi(rwRows, rwRows, -1)
 		b.Brnz(rwRows, loop)
@@ -72,14 +72,14 @@ func (p Rows) combineLoops(b *Builder) {
 }
 
 func (p Rows) combinePair(b *Builder) {
-	p.combineRow(b, rwZ)
-	p.combineRow(b, rwZ+1)
+	p.combineRow(b, rwZ, rwZ)
+	p.combineRow(b, rwZ+1, rwT2) // $a6 holds the first row's
 	b.F1(isa.CVTFH, rwZ, rwZ)
 	b.St32P(rwZ, rwY, 4)
 }
 
 func (p Rows) combineTail(b *Builder) {
-	p.combineRow(b, rwZ)
+	p.combineRow(b, rwZ, rwZ)
 	b.F1(isa.CVTFH, rwZ, rwZ)
 	storeLow16(b, rwY, rwZ)
 }
@@ -100,7 +100,7 @@ func (p Rows) combineCost() Cost {
 		}
 		return c
 	}
-	row := issues(func(b *Builder) { p.combineRow(b, rwZ) }) + 3
+	row := issues(func(b *Builder) { p.combineRow(b, rwZ, rwZ) }) + 3
 	workers := min(p.Workers, p.R)
 	_, count := split(p.R, workers)
 	c := Cost{Workers: workers, Work: make([]int64, workers)}
