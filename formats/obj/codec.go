@@ -60,10 +60,10 @@ func EncodeSegments(e *wire.Encoder, segs []Segment, compress bool, refs map[int
 		e.U32(s.Addr)
 		e.U32(s.Size)
 		if compress {
-			// An object's tile (encodeTiles) holds its large data by
-			// reference until it is joined in one copy of its size,
-			// instead of copies as the encoder's buffer grows.
-			e.BytesRef(data)
+			// An object's tile (encodeTiles) holds its data by reference
+			// until the file is written: no copy as the encoder's buffer
+			// grows, and none to join the tile's pieces.
+			e.BytesShared(data)
 		} else {
 			e.Bytes(data)
 		}

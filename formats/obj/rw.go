@@ -66,7 +66,7 @@ func Marshal(o *Object) ([]byte, error) {
 }
 
 // encode validates o and encodes its sections. The tiles section holds
-// each tile's encoding by reference (wire.Encoder.RawRef), and the host
+// each tile's encoding by reference (wire.Encoder.Refs), and the host
 // section the model: the writer copies each only into the file.
 func encode(o *Object) ([]*wire.Encoder, error) {
 	if err := Validate(o); err != nil {
@@ -79,7 +79,7 @@ func encode(o *Object) ([]*wire.Encoder, error) {
 
 	tiles.U32(uint32(len(o.Tiles)))
 	for _, part := range encodeTiles(o.Tiles) {
-		tiles.RawRef(part)
+		tiles.Refs(part)
 	}
 	EncodeHost(&host, &o.Host)
 	EncodeConfig(&config, o.Config)
@@ -88,15 +88,17 @@ func encode(o *Object) ([]*wire.Encoder, error) {
 
 // encodeTiles encodes each tile (its segments compressed, or references
 // to an earlier tile's same segment) on a worker per core; the parts are
-// in tile order, so the bytes do not depend on the workers.
-func encodeTiles(ts []Tile) [][]byte {
+// in tile order, so the bytes do not depend on the workers. Each part is
+// its encoder's pieces (wire.Encoder.Chunks), which the tiles section
+// takes by reference: a tile's data is copied only into the file.
+func encodeTiles(ts []Tile) [][][]byte {
 	groups := make([][]Segment, len(ts))
 	ids := make([]uint32, len(ts))
 	for i := range ts {
 		groups[i], ids[i] = ts[i].Segments, uint32(ts[i].Index)
 	}
 	refs := FindRefs(groups, ids)
-	parts := make([][]byte, len(ts))
+	parts := make([][][]byte, len(ts))
 	workers := min(runtime.GOMAXPROCS(0), len(ts))
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -111,7 +113,7 @@ func encodeTiles(ts []Tile) [][]byte {
 				EncodeSegments(&e, t.Segments, true, refs[i])
 				EncodeSymbols(&e, t.Symbols)
 				EncodeTransfers(&e, t.Exchange)
-				parts[i] = e.Data()
+				parts[i] = e.Chunks()
 			}
 		}()
 	}

@@ -131,8 +131,30 @@ func (e *Encoder) Raw(b []byte) { e.buf = append(e.buf, b...) }
 
 // RawRef appends b as it is, by reference when it is large: the caller
 // must not change b while e is in use.
-func (e *Encoder) RawRef(b []byte) {
-	if len(b) < refMin {
+func (e *Encoder) RawRef(b []byte) { e.rawRef(b, refMin) }
+
+// shareMin is the smallest slice BytesShared keeps by reference.
+const shareMin = 1 << 10
+
+// BytesShared appends a uint32 length and b, by reference from a smaller
+// size than BytesRef: for an encoder whose pieces are written or handed
+// on (Chunks, Refs), never joined (Data), where a reference costs a
+// slice header and a copy costs the fresh memory it fills.
+func (e *Encoder) BytesShared(b []byte) {
+	e.U32(uint32(len(b)))
+	e.rawRef(b, shareMin)
+}
+
+// Refs appends the pieces by reference, whatever their sizes (another
+// encoder's Chunks): the caller must not change them while e is in use.
+func (e *Encoder) Refs(pieces [][]byte) {
+	for _, b := range pieces {
+		e.rawRef(b, 0)
+	}
+}
+
+func (e *Encoder) rawRef(b []byte, min int) {
+	if len(b) < min || len(b) == 0 {
 		e.Raw(b)
 		return
 	}

@@ -7,13 +7,14 @@ import (
 )
 
 // TestWriteEqualsBuild encodes the same values through Raw and Bytes and
-// through RawRef and BytesRef (slices on both sides of refMin, empty
-// ones, references back to back and first or last), and checks that
-// Data joins the chunks and that Format.Write writes Build's bytes.
+// through RawRef, BytesRef, BytesShared and Refs of another encoder's
+// Chunks (slices on both sides of refMin and shareMin, empty ones,
+// references back to back and first or last), and checks that Data
+// joins the chunks and that Format.Write writes Build's bytes.
 func TestWriteEqualsBuild(t *testing.T) {
 	f := Format{Prefix: "\x89TESTFM", Version: 3, Name: "test format", Sections: []string{"a", "b", "c"}}
 	r := rand.New(rand.NewPCG(1, 2))
-	sizes := []int{0, 1, 7, refMin - 1, refMin, refMin + 1, 3 * refMin}
+	sizes := []int{0, 1, 7, shareMin - 1, shareMin, refMin - 1, refMin, refMin + 1, 3 * refMin}
 	for trial := 0; trial < 200; trial++ {
 		var plain, ref [3]Encoder
 		for s := range 3 {
@@ -22,13 +23,26 @@ func TestWriteEqualsBuild(t *testing.T) {
 				for i := range b {
 					b[i] = byte(r.Uint32())
 				}
-				switch r.IntN(4) {
+				switch r.IntN(6) {
 				case 0:
 					plain[s].Raw(b)
 					ref[s].RawRef(b)
 				case 1:
 					plain[s].Bytes(b)
 					ref[s].BytesRef(b)
+				case 4:
+					plain[s].Bytes(b)
+					ref[s].BytesShared(b)
+				case 5:
+					// A part encoded apart, handed on by its pieces.
+					var part Encoder
+					part.U32(uint32(len(b)))
+					part.BytesShared(b)
+					part.U8(7)
+					plain[s].U32(uint32(len(b)))
+					plain[s].Bytes(b)
+					plain[s].U8(7)
+					ref[s].Refs(part.Chunks())
 				case 2:
 					v := r.Uint32()
 					plain[s].U32(v)
