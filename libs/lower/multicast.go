@@ -7,55 +7,50 @@ import (
 	"ipu.local/libs/prog"
 )
 
-// mcKey is what multicast merges transfers by.
+// mcKey is what multicast merges one source tile's transfers by.
 type mcKey struct {
-	src      int
 	from, to prog.Ref
 	words    int
 }
 
-// mcIndexes are multicast's key maps, kept cleared between calls: a
-// relayout over every tile makes thousands of keys, and a fresh map of
-// that size was most of multicast's time.
+// mcIndexes are multicast's key maps, kept cleared between calls. A map
+// holds one source tile's keys at a time: a relayout over every tile
+// makes tens of thousands of keys, and one map of them all missed the
+// cache on most look-ups.
 var mcIndexes = sync.Pool{New: func() any { return map[mcKey]int32{} }}
 
 // multicast merges transfers of the same words to the same address into
-// one per run of contiguous destination tiles.
+// one per run of contiguous destination tiles: per distinct (source,
+// words, address) in the order of its first transfer, its runs in tile
+// order.
 func multicast(xs []prog.Transfer) []prog.Transfer {
-	// One lookup per transfer: keys in first-seen order; the dests of
-	// every key in one array (a key's in transfer order, then sorted),
-	// not a slice per key.
-	index := mcIndexes.Get().(map[mcKey]int32)
-	defer func() {
-		clear(index)
-		mcIndexes.Put(index)
-	}()
-	keys := make([]mcKey, 0, len(xs))  // at most one a transfer: allocated once
-	of := make([]int32, len(xs))       // each transfer's key
-	count := make([]int32, 0, len(xs)) // dests by key
-	for j, x := range xs {
-		k := mcKey{x.Src, x.From, x.To, x.Words}
-		i, ok := index[k]
-		if !ok {
-			i = int32(len(keys))
-			index[k] = i
-			keys, count = append(keys, k), append(count, 0)
-		}
-		of[j] = i
-		count[i] += int32(x.Dests())
-	}
-	if len(keys) == 0 {
+	if len(xs) == 0 {
 		return nil // nil when there are none, as callers may test
 	}
+	first := firstOfKey(xs)
+	// Keys numbered in first-seen order; the dests of every key in one
+	// array (a key's in transfer order, then sorted), not a slice per key.
+	id := make([]int32, len(xs))
+	var keys []int32 // each key's first transfer
+	for j := range xs {
+		if f := first[j]; f == int32(j) {
+			id[j] = int32(len(keys))
+			keys = append(keys, f)
+		} else {
+			id[j] = id[f]
+		}
+	}
 	start := make([]int32, len(keys)+1)
-	for i, c := range count {
-		start[i+1] = start[i] + c
+	for j, x := range xs {
+		start[id[j]+1] += int32(x.Dests())
+	}
+	for i := range keys {
+		start[i+1] += start[i]
 	}
 	dests := make([]int, start[len(keys)])
-	next := count // reused: each key's next free place
-	copy(next, start)
+	next := append([]int32(nil), start[:len(keys)]...) // each key's next free place
 	for j, x := range xs {
-		i := of[j]
+		i := id[j]
 		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
 			dests[next[i]] = u
 			next[i]++
@@ -64,18 +59,65 @@ func multicast(xs []prog.Transfer) []prog.Transfer {
 	// Each key's dests sorted, and the transfers counted, so that out
 	// is allocated once (growing it was most of multicast's allocation).
 	n := 0
-	for i, k := range keys {
+	for i, f := range keys {
 		ts := dests[start[i]:start[i+1]]
 		sort.Ints(ts)
-		eachDestRun(k.src, ts, func(int, int) { n++ })
+		eachDestRun(xs[f].Src, ts, func(int, int) { n++ })
 	}
 	out := make([]prog.Transfer, 0, n)
-	for i, k := range keys {
-		eachDestRun(k.src, dests[start[i]:start[i+1]], func(a, b int) {
-			out = append(out, prog.Transfer{Src: k.src, Dst: a, DstN: b - a, Words: k.words, From: k.from, To: k.to})
+	for i, f := range keys {
+		k := &xs[f]
+		eachDestRun(k.Src, dests[start[i]:start[i+1]], func(a, b int) {
+			out = append(out, prog.Transfer{Src: k.Src, Dst: a, DstN: b - a, Words: k.Words, From: k.From, To: k.To})
 		})
 	}
 	return out
+}
+
+// firstOfKey returns, for each transfer, the index of the first transfer
+// with its source, words and addresses. The transfers are taken source
+// by source (a counting sort, each source's in order), each source's
+// keys in a map of their own.
+func firstOfKey(xs []prog.Transfer) []int32 {
+	tiles := 0
+	for _, x := range xs {
+		tiles = max(tiles, x.Src+1)
+	}
+	at := make([]int32, tiles+1)
+	for _, x := range xs {
+		at[x.Src+1]++
+	}
+	for t := 0; t < tiles; t++ {
+		at[t+1] += at[t]
+	}
+	order := make([]int32, len(xs))
+	fill := append([]int32(nil), at[:tiles]...)
+	for j, x := range xs {
+		order[fill[x.Src]] = int32(j)
+		fill[x.Src]++
+	}
+	index := mcIndexes.Get().(map[mcKey]int32)
+	defer mcIndexes.Put(index)
+	first := make([]int32, len(xs))
+	for t := 0; t < tiles; t++ {
+		group := order[at[t]:at[t+1]]
+		if len(group) == 1 {
+			first[group[0]] = group[0]
+			continue
+		}
+		for _, j := range group {
+			x := &xs[j]
+			k := mcKey{x.From, x.To, x.Words}
+			if f, ok := index[k]; ok {
+				first[j] = f
+			} else {
+				index[k] = j
+				first[j] = j
+			}
+		}
+		clear(index)
+	}
+	return first
 }
 
 // eachDestRun calls f for each run [a, b) of contiguous tiles of the
