@@ -94,8 +94,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// pages than the collections it saves. BERT-base FP16 layer on 2
 	// cores, same minutes: 8.05-8.85 s and 2.1-2.3 GB at 400, 6.1-6.4 s
 	// and 1.1-1.2 GB at 150, 6.5-7.5 s at 100; the 12-layer encoder
-	// 61.0 s at 400, 55.5 s at 150.
-	app.Metadata = map[string]any{toolrun.GCPercentKey: 150}
+	// 61.0 s at 400, 55.5 s at 150. Later, with the start pricing every
+	// product of a class (the encoder's heap at the 4 GiB limit): the
+	// encoder 49.4-50.9 s and 1.33-1.36 M page faults at 150, 40.8-44.8
+	// s and 1.16-1.25 M at 100 (three runs each, alternating); the layer
+	// 5.68-6.09 s at 150, 5.87-6.04 s at 100; qk-early 0.37-0.41 s both.
+	app.Metadata = map[string]any{toolrun.GCPercentKey: 100}
 	return toolrun.Main(app, args, stdout, stderr)
 }
 
