@@ -13,7 +13,8 @@ import "ipu.local/libs/isa"
 //	       [, $m9 = the odd last row]
 //	FP32:  loop: combine -> $a6 [*c]; $m2 += 4K; st32 [$m3+=4]; addi; brnz
 //	FP16:  brz pairs, tail; loop: combine -> $a6 [*c]; $m2 += 4K;
-//	       combine -> $a7 [*c]; $m2 += 4K; f32v2tof16; st32; addi; brnz
+//	       combine (even K: lanes in $a8:9) -> $a7 [*c]; $m2 += 4K;
+//	       f32v2tof16; st32; addi; brnz
 //	       tail: brz odd, done; combine -> $a6 [*c]; $m2 += 4K;
 //	       f32v2tof16; merge
 //	       done:
