@@ -4,16 +4,21 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
 
 	"ipu.local/formats/obj"
 	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
+	"ipu.local/libs/codegen"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/hostref"
+	"ipu.local/libs/lower"
+	"ipu.local/libs/numfmt"
 	"ipu.local/libs/onnx"
 	"ipu.local/libs/planner"
+	"ipu.local/libs/prog"
 	"ipu.local/libs/sim"
 	"ipu.local/libs/verdict"
 )
@@ -271,7 +276,8 @@ var nodeModels = []struct {
 	}},
 	{"layernorm-spread", 21, []int{16, 1472}, func(b *onnx.ModelBuilder) {
 		// Rows few against the tiles: each spread over a group of tiles
-		// (FP32 in blocks of 64 columns; FP16 in 68, 68 and 64).
+		// (FP32 in blocks of 64 columns; FP16 in 68, 68 and 64, its
+		// scale and bias FP16 constants, TestLayerNormSpreadF32Vectors).
 		b.AddInput("x", onnx.Float, []int64{4, 256})
 		b.AddInput("res", onnx.Float, []int64{4, 256})
 		b.AddInitializer(onnx.NewFloat32("gamma", []int64{256}, ramp(256, 0.125)))
@@ -282,7 +288,9 @@ var nodeModels = []struct {
 		b.AddInitializer(onnx.NewFloat32("g", []int64{200}, ramp(200, 0.25)))
 		b.AddNode("Cast", "zh", []string{"z"}, []string{"zh"}, onnx.IntAttr("to", int64(onnx.Float16)))
 		b.AddNode("Cast", "gh", []string{"g"}, []string{"gh"}, onnx.IntAttr("to", int64(onnx.Float16)))
-		b.AddNode("LayerNormalization", "lh", []string{"zh", "gh"}, []string{"yh"})
+		b.AddInitializer(onnx.NewFloat32("bz", []int64{200}, ramp(200, -0.5)))
+		b.AddNode("Cast", "bh", []string{"bz"}, []string{"bh"}, onnx.IntAttr("to", int64(onnx.Float16)))
+		b.AddNode("LayerNormalization", "lh", []string{"zh", "gh", "bh"}, []string{"yh"})
 		b.AddOutput("y", onnx.Float, []int64{4, 256})
 		b.AddOutput("yh", onnx.Float16, []int64{3, 200})
 	}},
@@ -524,6 +532,111 @@ func contains(s, sub string) bool {
 
 // TestLayerNormStats plans and links a LayerNormalization with its Mean
 // and InvStdDev outputs.
+// TestLayerNormSpreadF32Vectors checks that a LayerNormalization
+// spread over tiles with FP16 constant scale and bias loads FP32 copies
+// of each tile's columns (lower's spreadVecsF32): the launches read
+// FP32 vectors, each tile's copy holds its columns' values exactly, and
+// the model checks against the reference on all tiles and on 16.
+func TestLayerNormSpreadF32Vectors(t *testing.T) {
+	b := onnx.NewModel(21)
+	b.AddInput("z", onnx.Float, []int64{3, 200})
+	g32, b32 := ramp(200, 0.25), ramp(200, -0.5)
+	b.AddInitializer(onnx.NewFloat32("g", []int64{200}, g32))
+	b.AddInitializer(onnx.NewFloat32("bz", []int64{200}, b32))
+	b.AddNode("Cast", "zh", []string{"z"}, []string{"zh"}, onnx.IntAttr("to", int64(onnx.Float16)))
+	b.AddNode("Cast", "gh", []string{"g"}, []string{"gh"}, onnx.IntAttr("to", int64(onnx.Float16)))
+	b.AddNode("Cast", "bh", []string{"bz"}, []string{"bh"}, onnx.IntAttr("to", int64(onnx.Float16)))
+	b.AddNode("LayerNormalization", "lh", []string{"zh", "gh", "bh"}, []string{"yh"})
+	b.AddOutput("yh", onnx.Float16, []int64{3, 200})
+	// The FP32 values of the FP16 constants.
+	want := map[string][]uint32{}
+	for name, v := range map[string][]float32{"lh.scale32": g32, "lh.bias32": b32} {
+		for _, x := range v {
+			want[name] = append(want[name], numfmt.F16ToF32(numfmt.F32ToF16(math.Float32bits(x))))
+		}
+	}
+	data := b.Marshal()
+	for _, tiles := range []int{16, 1472} {
+		t.Run(fmt.Sprint(tiles), func(t *testing.T) {
+			pl, o, st, g, err := planLinkN(t, data, tiles, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := arch.Lookup("ipu21")
+			pr, err := lower.Lower(pl, g, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copies := map[*prog.Buffer]bool{}
+			for _, buf := range pr.Buffers {
+				w, ok := want[buf.Name]
+				if !ok {
+					continue
+				}
+				copies[buf] = true
+				if len(buf.Data) < 2 {
+					t.Fatalf("%s: data on %d tiles, want a spread's (two or more)", buf.Name, len(buf.Data))
+				}
+				for tile, d := range buf.Data {
+					if !holdsRun(d, w) {
+						t.Errorf("%s on tile %d: %d bytes that are not a run of the constant's FP32 values", buf.Name, tile, len(d))
+					}
+				}
+			}
+			if len(copies) != 2 {
+				t.Fatalf("%d FP32 copies of the scale and bias, want 2", len(copies))
+			}
+			launches := 0
+			for _, s := range pr.Steps {
+				for _, ks := range s.Work {
+					for _, k := range ks {
+						r, ok := k.Params.(*codegen.Rows)
+						if !ok || r.Op != codegen.LayerNorm {
+							continue
+						}
+						launches++
+						if r.ScaleF16 {
+							t.Fatalf("%s: launch reads FP16 scale and bias", k.What)
+						}
+						for _, f := range k.Fixes {
+							if (f.Field == &r.Scale || f.Field == &r.Bias) && !copies[f.Ref.Buf] {
+								t.Fatalf("%s: scale or bias from buffer %q", k.What, f.Ref.Buf.Name)
+							}
+						}
+					}
+				}
+			}
+			if launches == 0 {
+				t.Fatal("no LayerNormalization launch")
+			}
+			checkVerdict(t, o, st, g, 1)
+			checkVerdict(t, o, st, g, 2)
+		})
+	}
+}
+
+// holdsRun reports whether d is the little-endian words of a run of w,
+// followed by zero words only (a shorter piece's copy).
+func holdsRun(d []byte, w []uint32) bool {
+	if len(d) == 0 || len(d)%4 != 0 {
+		return false
+	}
+	n := len(d) / 4
+	for n > 0 && binary.LittleEndian.Uint32(d[4*(n-1):]) == 0 {
+		n--
+	}
+	for c0 := 0; c0+n <= len(w); c0++ {
+		same := true
+		for j := 0; j < n && same; j++ {
+			same = binary.LittleEndian.Uint32(d[4*j:]) == w[c0+j]
+		}
+		if same {
+			return true
+		}
+	}
+	return false
+}
+
 func TestLayerNormStats(t *testing.T) {
 	for _, tiles := range []int{1, 4, 1472} {
 		t.Run(fmt.Sprint(tiles), func(t *testing.T) {

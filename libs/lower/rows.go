@@ -125,6 +125,8 @@ func (l *lowerer) rows(st *plan.Step, n *graph.Node) error {
 	// of the input.
 	var vecs [2]*layout.Tensor
 	var vecRefs [2][]prog.Ref
+	spread := !wholeRowPieces(x, axis)
+	f32Vecs := p.Op == codegen.LayerNorm && spread && fp16ConstVecs(l.g, n)
 	if p.Op == codegen.LayerNorm {
 		for k := 1; k < 3 && k < len(ins); k++ {
 			t := ins[k]
@@ -141,11 +143,14 @@ func (l *lowerer) rows(st *plan.Step, n *graph.Node) error {
 				return l.notLowered(n, "scale or bias of type %s with input of type %s", d, xv.DType)
 			}
 			vecs[k-1] = t
+			if f32Vecs {
+				continue // rowsSpread stores FP32 copies instead
+			}
 			if vecRefs[k-1], err = l.read(t); err != nil {
 				return err
 			}
 		}
-		p.ScaleF16 = xv.DType == onnx.Float16
+		p.ScaleF16 = xv.DType == onnx.Float16 && !f32Vecs
 	}
 	yRefs, err := l.write(y)
 	if err != nil {
@@ -164,7 +169,7 @@ func (l *lowerer) rows(st *plan.Step, n *graph.Node) error {
 	s := l.compute(n.Name)
 	reduces := p.Op == codegen.ReduceSum || p.Op == codegen.ReduceMean
 	pieces := x.Pieces
-	if !wholeRowPieces(x, axis) {
+	if spread {
 		// Rows spread over tiles (rowspread.go).
 		if reduces || stats[0] != nil || stats[1] != nil || axis != len(x.Shape)-1 {
 			return l.notLowered(n, "rows spread over tiles with statistics outputs, along several axes or reduced")

@@ -8,10 +8,14 @@ package lower
 // place of the step's scratch (one buffer, one address on every tile).
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"ipu.local/libs/codegen"
+	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
+	"ipu.local/libs/numfmt"
+	"ipu.local/libs/onnx"
 	"ipu.local/libs/prog"
 )
 
@@ -82,8 +86,13 @@ func (l *lowerer) rowsSpread(name string, p codegen.Rows, x, y *layout.Tensor, x
 	var params [][]*codegen.Rows
 	var buf *prog.Buffer
 	tiles := x.Tiles()
-	for _, sp := range pcs {
-		ks, ps, err := l.spreadLaunches(name, p, sp, C, L, tiles, &buf, xRefs, yRefs, vecs, vecRefs)
+	if p.Op == codegen.LayerNorm && !p.ScaleF16 && vecs[0] != nil && vecs[0].Size == 2 {
+		// FP16 constants the caller did not read: FP32 copies of each
+		// tile's columns (spreadVecsF32).
+		vecRefs = l.spreadVecsF32(name, vecs, pcs)
+	}
+	for pi, sp := range pcs {
+		ks, ps, err := l.spreadLaunches(name, p, sp, pi, C, L, tiles, &buf, xRefs, yRefs, vecs, vecRefs)
 		if err != nil {
 			return err
 		}
@@ -108,7 +117,7 @@ func (l *lowerer) rowsSpread(name string, p codegen.Rows, x, y *layout.Tensor, x
 // spreadLaunches returns the three launches of piece sp (rows of C
 // columns in all, chunks of L) and their parameters, the scratch buffer
 // over tiles made or grown in *buf.
-func (l *lowerer) spreadLaunches(name string, p codegen.Rows, sp spreadPiece, C, L int, tiles []int, buf **prog.Buffer, xRefs, yRefs []prog.Ref, vecs [2]*layout.Tensor, vecRefs [2][]prog.Ref) ([]*prog.Kernel, []*codegen.Rows, error) {
+func (l *lowerer) spreadLaunches(name string, p codegen.Rows, sp spreadPiece, pi, C, L int, tiles []int, buf **prog.Buffer, xRefs, yRefs []prog.Ref, vecs [2]*layout.Tensor, vecRefs [2][]prog.Ref) ([]*prog.Kernel, []*codegen.Rows, error) {
 	k := p
 	k.R, k.C, k.XStride, k.YStride = sp.R, C, sp.xs, sp.ys
 	fixes := []prog.Fix{{Field: &k.X, Ref: xRefs[sp.i]}, {Field: &k.Y, Ref: yRefs[sp.yi], Write: true}}
@@ -119,7 +128,12 @@ func (l *lowerer) spreadLaunches(name string, p codegen.Rows, sp spreadPiece, C,
 		if vecs[v] == nil {
 			continue
 		}
-		ref, ok := vecAt(vecs[v], vecRefs[v], sp.tile, sp.c0, sp.n)
+		ref, ok := prog.Ref{}, true
+		if !p.ScaleF16 && vecs[v].Size == 2 {
+			ref = vecRefs[v][pi] // spreadVecsF32's, by piece
+		} else {
+			ref, ok = vecAt(vecs[v], vecRefs[v], sp.tile, sp.c0, sp.n)
+		}
 		if !ok {
 			return nil, nil, l.stepErr("tensor %d (%q) has no piece of columns [%d, %d) on tile %d, where its rows' columns are", vecs[v].ID, vecs[v].Name, sp.c0, sp.c0+sp.n, sp.tile)
 		}
@@ -153,6 +167,67 @@ func (l *lowerer) spreadLaunches(name string, p codegen.Rows, sp spreadPiece, C,
 		ks, ps = append(ks, kern), append(ps, &q)
 	}
 	return ks, ps, nil
+}
+
+// fp16ConstVecs reports whether LayerNormalization node n's scale, and
+// its bias when it has one, are FP16 constants of the normalised shape's
+// one axis.
+func fp16ConstVecs(g *graph.Graph, n *graph.Node) bool {
+	for k := 1; k < 3 && k < len(n.Inputs); k++ {
+		v := n.Inputs[k]
+		if v == nil {
+			continue
+		}
+		if v.DType != onnx.Float16 || v.Const == nil || len(v.Shape) != 1 || int64(len(v.Const.Raw)) != 2*v.Shape[0] {
+			return false
+		}
+	}
+	return len(n.Inputs) > 1 && n.Inputs[1] != nil
+}
+
+// spreadVecsF32 returns LayerNormalization's scale and bias (FP16
+// constants, fp16ConstVecs) as FP32 copies of each spread piece's
+// columns on its tile, by piece: launch 3 then loads them as they are
+// instead of converting each quad's (6 issues in place of 4 per four
+// elements). The conversion is exact, so the results are the same bits.
+func (l *lowerer) spreadVecsF32(name string, vecs [2]*layout.Tensor, pcs []spreadPiece) (refs [2][]prog.Ref) {
+	var tiles []int
+	most := 0
+	for _, sp := range pcs {
+		tiles = append(tiles, sp.tile)
+		most = max(most, 4*sp.n)
+	}
+	tiles = prog.TileSet(tiles)
+	for v, suffix := range []string{".scale32", ".bias32"} {
+		if vecs[v] == nil {
+			continue
+		}
+		raw := l.g.Values[vecs[v].Value].Const.Raw
+		buf := l.out.NewBuffer(name+suffix, tiles, most, 16, prog.AnyRegion)
+		buf.Permanent = true
+		if !l.opt.NoData {
+			buf.Data = map[int][]byte{}
+		}
+		refs[v] = make([]prog.Ref, len(pcs))
+		made := map[[2]int][]byte{} // by columns: the groups' tiles share a copy
+		for i, sp := range pcs {
+			refs[v][i] = prog.Ref{Buf: buf}
+			if buf.Data == nil {
+				continue
+			}
+			b, ok := made[[2]int{sp.c0, sp.n}]
+			if !ok {
+				b = make([]byte, buf.Size) // a shorter piece's copy padded with zeros
+				for j := range sp.n {
+					h := binary.LittleEndian.Uint16(raw[2*(sp.c0+j):])
+					binary.LittleEndian.PutUint32(b[4*j:], numfmt.F16ToF32(h))
+				}
+				made[[2]int{sp.c0, sp.n}] = b
+			}
+			buf.Data[sp.tile] = b
+		}
+	}
+	return refs
 }
 
 // rowsField maps a field of k to the same field of q.
