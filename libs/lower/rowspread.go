@@ -187,9 +187,10 @@ func fp16ConstVecs(g *graph.Graph, n *graph.Node) bool {
 
 // spreadVecsF32 returns LayerNormalization's scale and bias (FP16
 // constants, fp16ConstVecs) as FP32 copies of each spread piece's
-// columns on its tile, by piece: launch 3 then loads them as they are
-// instead of converting each quad's (6 issues in place of 4 per four
-// elements). The conversion is exact, so the results are the same bits.
+// columns on its tile, by piece: launch 3 then loads a pair of each with
+// one ld64 instead of an ld32 and a conversion (16 issues per four
+// elements instead of 20). The conversion is exact, so the results are
+// the same bits.
 func (l *lowerer) spreadVecsF32(name string, vecs [2]*layout.Tensor, pcs []spreadPiece) (refs [2][]prog.Ref) {
 	var tiles []int
 	most := 0
