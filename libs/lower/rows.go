@@ -126,7 +126,11 @@ func (l *lowerer) rows(st *plan.Step, n *graph.Node) error {
 	var vecs [2]*layout.Tensor
 	var vecRefs [2][]prog.Ref
 	spread := !wholeRowPieces(x, axis)
-	f32Vecs := p.Op == codegen.LayerNorm && spread && fp16ConstVecs(l.g, n)
+	var f32Raw [2][]byte // FP16 constant scale and bias stored as FP32 (rowsSpread)
+	if p.Op == codegen.LayerNorm && spread {
+		f32Raw = fp16ConstVecs(n)
+	}
+	f32Vecs := f32Raw[0] != nil
 	if p.Op == codegen.LayerNorm {
 		for k := 1; k < 3 && k < len(ins); k++ {
 			t := ins[k]
@@ -174,7 +178,7 @@ func (l *lowerer) rows(st *plan.Step, n *graph.Node) error {
 		if reduces || stats[0] != nil || stats[1] != nil || axis != len(x.Shape)-1 {
 			return l.notLowered(n, "rows spread over tiles with statistics outputs, along several axes or reduced")
 		}
-		if err := l.rowsSpread(n.Name, p, x, y, xRefs, yRefs, vecs, vecRefs); err != nil {
+		if err := l.rowsSpread(n.Name, p, x, y, xRefs, yRefs, vecs, vecRefs, f32Raw); err != nil {
 			return err
 		}
 		pieces = nil

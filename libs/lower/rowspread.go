@@ -63,8 +63,10 @@ type spreadPiece struct {
 
 // rowsSpread lowers a row operator (launch parameters p, without
 // addresses) whose input x has pieces holding parts of rows along its
-// last axis; y has the same pieces.
-func (l *lowerer) rowsSpread(name string, p codegen.Rows, x, y *layout.Tensor, xRefs, yRefs []prog.Ref, vecs [2]*layout.Tensor, vecRefs [2][]prog.Ref) error {
+// last axis; y has the same pieces. LayerNorm's scale and bias are
+// vecs, stored at vecRefs, or when f32Raw holds them (the FP16 data of
+// constants; vecRefs unused) FP32 copies made here.
+func (l *lowerer) rowsSpread(name string, p codegen.Rows, x, y *layout.Tensor, xRefs, yRefs []prog.Ref, vecs [2]*layout.Tensor, vecRefs [2][]prog.Ref, f32Raw [2][]byte) error {
 	r := len(x.Shape)
 	C := x.Shape[r-1]
 	pcs, W, err := l.spreadPieces(x, y)
@@ -86,13 +88,12 @@ func (l *lowerer) rowsSpread(name string, p codegen.Rows, x, y *layout.Tensor, x
 	var params [][]*codegen.Rows
 	var buf *prog.Buffer
 	tiles := x.Tiles()
-	if p.Op == codegen.LayerNorm && !p.ScaleF16 && vecs[0] != nil && vecs[0].Size == 2 {
-		// FP16 constants the caller did not read: FP32 copies of each
-		// tile's columns (spreadVecsF32).
-		vecRefs = l.spreadVecsF32(name, vecs, pcs)
+	f32 := f32Raw[0] != nil
+	if f32 {
+		vecRefs = l.spreadVecsF32(name, f32Raw, pcs)
 	}
 	for pi, sp := range pcs {
-		ks, ps, err := l.spreadLaunches(name, p, sp, pi, C, L, tiles, &buf, xRefs, yRefs, vecs, vecRefs)
+		ks, ps, err := l.spreadLaunches(name, p, sp, pi, f32, C, L, tiles, &buf, xRefs, yRefs, vecs, vecRefs)
 		if err != nil {
 			return err
 		}
@@ -114,10 +115,11 @@ func (l *lowerer) rowsSpread(name string, p codegen.Rows, x, y *layout.Tensor, x
 	return nil
 }
 
-// spreadLaunches returns the three launches of piece sp (rows of C
-// columns in all, chunks of L) and their parameters, the scratch buffer
-// over tiles made or grown in *buf.
-func (l *lowerer) spreadLaunches(name string, p codegen.Rows, sp spreadPiece, pi, C, L int, tiles []int, buf **prog.Buffer, xRefs, yRefs []prog.Ref, vecs [2]*layout.Tensor, vecRefs [2][]prog.Ref) ([]*prog.Kernel, []*codegen.Rows, error) {
+// spreadLaunches returns the three launches of piece sp, number pi
+// (rows of C columns in all, chunks of L) and their parameters, the
+// scratch buffer over tiles made or grown in *buf; with f32, vecRefs
+// are spreadVecsF32's, by piece.
+func (l *lowerer) spreadLaunches(name string, p codegen.Rows, sp spreadPiece, pi int, f32 bool, C, L int, tiles []int, buf **prog.Buffer, xRefs, yRefs []prog.Ref, vecs [2]*layout.Tensor, vecRefs [2][]prog.Ref) ([]*prog.Kernel, []*codegen.Rows, error) {
 	k := p
 	k.R, k.C, k.XStride, k.YStride = sp.R, C, sp.xs, sp.ys
 	fixes := []prog.Fix{{Field: &k.X, Ref: xRefs[sp.i]}, {Field: &k.Y, Ref: yRefs[sp.yi], Write: true}}
@@ -129,8 +131,8 @@ func (l *lowerer) spreadLaunches(name string, p codegen.Rows, sp spreadPiece, pi
 			continue
 		}
 		ref, ok := prog.Ref{}, true
-		if !p.ScaleF16 && vecs[v].Size == 2 {
-			ref = vecRefs[v][pi] // spreadVecsF32's, by piece
+		if f32 {
+			ref = vecRefs[v][pi]
 		} else {
 			ref, ok = vecAt(vecs[v], vecRefs[v], sp.tile, sp.c0, sp.n)
 		}
@@ -169,20 +171,24 @@ func (l *lowerer) spreadLaunches(name string, p codegen.Rows, sp spreadPiece, pi
 	return ks, ps, nil
 }
 
-// fp16ConstVecs reports whether LayerNormalization node n's scale, and
-// its bias when it has one, are FP16 constants of the normalised shape's
-// one axis.
-func fp16ConstVecs(g *graph.Graph, n *graph.Node) bool {
+// fp16ConstVecs returns LayerNormalization node n's scale and bias data
+// (nil for a bias it has not) when they are FP16 constants of the
+// normalised shape's one axis, else nils.
+func fp16ConstVecs(n *graph.Node) (raw [2][]byte) {
+	if len(n.Inputs) < 2 || n.Inputs[1] == nil {
+		return raw
+	}
 	for k := 1; k < 3 && k < len(n.Inputs); k++ {
 		v := n.Inputs[k]
 		if v == nil {
 			continue
 		}
 		if v.DType != onnx.Float16 || v.Const == nil || len(v.Shape) != 1 || int64(len(v.Const.Raw)) != 2*v.Shape[0] {
-			return false
+			return [2][]byte{}
 		}
+		raw[k-1] = v.Const.Raw
 	}
-	return len(n.Inputs) > 1 && n.Inputs[1] != nil
+	return raw
 }
 
 // spreadVecsF32 returns LayerNormalization's scale and bias (FP16
@@ -191,7 +197,7 @@ func fp16ConstVecs(g *graph.Graph, n *graph.Node) bool {
 // one ld64 instead of an ld32 and a conversion (16 issues per four
 // elements instead of 20). The conversion is exact, so the results are
 // the same bits.
-func (l *lowerer) spreadVecsF32(name string, vecs [2]*layout.Tensor, pcs []spreadPiece) (refs [2][]prog.Ref) {
+func (l *lowerer) spreadVecsF32(name string, raws [2][]byte, pcs []spreadPiece) (refs [2][]prog.Ref) {
 	var tiles []int
 	most := 0
 	for _, sp := range pcs {
@@ -200,10 +206,10 @@ func (l *lowerer) spreadVecsF32(name string, vecs [2]*layout.Tensor, pcs []sprea
 	}
 	tiles = prog.TileSet(tiles)
 	for v, suffix := range []string{".scale32", ".bias32"} {
-		if vecs[v] == nil {
+		raw := raws[v]
+		if raw == nil {
 			continue
 		}
-		raw := l.g.Values[vecs[v].Value].Const.Raw
 		buf := l.out.NewBuffer(name+suffix, tiles, most, 16, prog.AnyRegion)
 		buf.Permanent = true
 		if !l.opt.NoData {
