@@ -21,7 +21,10 @@ package graph
 //     Softmax before opset 13, reductions): a Reshape folding them into
 //     one, the operator along the last axis, and a Reshape back (scale
 //     and bias reshaped alike), so that every row is one axis, which a
-//     layout can pad.
+//     layout can pad;
+//   - a LayerNormalization along the last axis whose scale or bias
+//     broadcasts to the row: the vector expanded (a constant's data, or
+//     a value times ones).
 //
 // The rewritten graph computes the same values: a transpose only moves
 // elements, and the reduction and normalisation read each row's
@@ -29,6 +32,7 @@ package graph
 
 import (
 	"fmt"
+	"slices"
 
 	"ipu.local/libs/onnx"
 )
@@ -80,6 +84,17 @@ func canonicalRows(g *Graph) (*Graph, []Rewrite) {
 			continue
 		}
 		switch a := n.Attrs.(type) {
+		case *LayerNorm:
+			// Along the last axis already: its scale or bias broadcasts.
+			ins := []*Value{x}
+			for _, v := range n.Inputs[1:] {
+				if v != nil && !slices.Equal(v.Shape, x.Shape[a.Axis:]) {
+					v = e.expand(n.Name+"/"+v.Name+"/expand", v, x.Shape[a.Axis:])
+				}
+				ins = append(ins, v)
+			}
+			e.add(&Node{Name: n.Name, Op: n.Op, Inputs: ins, Outputs: n.Outputs, Attrs: n.Attrs})
+			rw = append(rw, Rewrite{Node: n.Name, What: fmt.Sprintf("%s: scale and bias broadcast to the row of %d", n.Op, x.Shape[r-1])})
 		case *Reduce:
 			red := map[int]bool{}
 			for _, ax := range a.Axes {
@@ -263,6 +278,14 @@ func needsCanon(n *Node) bool {
 		}
 	case *Softmax:
 		return !a.Coerce2D && a.Axis != r-1
+	case *LayerNorm:
+		// A scale or bias that broadcasts to the row (the kernels read
+		// whole rows of them).
+		for _, v := range n.Inputs[1:] {
+			if v != nil && !slices.Equal(v.Shape, n.Inputs[0].Shape[a.Axis:]) {
+				return true
+			}
+		}
 	}
 	return false
 }

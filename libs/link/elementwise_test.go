@@ -294,6 +294,25 @@ var nodeModels = []struct {
 		b.AddOutput("y", onnx.Float, []int64{4, 256})
 		b.AddOutput("yh", onnx.Float16, []int64{3, 200})
 	}},
+	{"layernorm-broadcast", 21, []int{1, 16, 1472}, func(b *onnx.ModelBuilder) {
+		// Scale and bias that broadcast to the row (graph's
+		// canonicalization expands them): constants of one element,
+		// FP32 and FP16 (spread over tiles on 16 and 1472), and a
+		// scale of one element given as an input.
+		b.AddInput("x", onnx.Float, []int64{3, 200})
+		b.AddInitializer(onnx.NewFloat32("g1", []int64{1}, []float32{0.75}))
+		b.AddInitializer(onnx.NewFloat32("b1", []int64{1}, []float32{-0.25}))
+		b.AddNode("LayerNormalization", "ln", []string{"x", "g1", "b1"}, []string{"y"})
+		b.AddNode("Cast", "xh", []string{"x"}, []string{"xh"}, onnx.IntAttr("to", int64(onnx.Float16)))
+		b.AddNode("Cast", "gh", []string{"g1"}, []string{"gh"}, onnx.IntAttr("to", int64(onnx.Float16)))
+		b.AddNode("Cast", "bh", []string{"b1"}, []string{"bh"}, onnx.IntAttr("to", int64(onnx.Float16)))
+		b.AddNode("LayerNormalization", "lh", []string{"xh", "gh", "bh"}, []string{"yh"})
+		b.AddInput("s", onnx.Float, []int64{1})
+		b.AddNode("LayerNormalization", "ls", []string{"x", "s"}, []string{"ys"})
+		b.AddOutput("y", onnx.Float, []int64{3, 200})
+		b.AddOutput("yh", onnx.Float16, []int64{3, 200})
+		b.AddOutput("ys", onnx.Float, []int64{3, 200})
+	}},
 	{"layernorm-spread-groups", 21, []int{60}, func(b *onnx.ModelBuilder) {
 		// Rows too many for one a group of tiles: groups of 8 rows (a
 		// multiple of the product's pack alignment) on 4 tiles each.
