@@ -128,7 +128,7 @@ func (l *lowerer) rows(st *plan.Step, n *graph.Node) error {
 	spread := !wholeRowPieces(x, axis)
 	var f32Raw [2][]byte // FP16 constant scale and bias stored as FP32 (rowsSpread)
 	if p.Op == codegen.LayerNorm && spread {
-		f32Raw = fp16ConstVecs(n)
+		f32Raw = fp16ConstVecs(n, x.Shape[len(x.Shape)-1])
 	}
 	f32Vecs := f32Raw[0] != nil
 	if p.Op == codegen.LayerNorm {

@@ -173,8 +173,10 @@ func (l *lowerer) spreadLaunches(name string, p codegen.Rows, sp spreadPiece, pi
 
 // fp16ConstVecs returns LayerNormalization node n's scale and bias data
 // (nil for a bias it has not) when they are FP16 constants of the
-// normalised shape's one axis, else nils.
-func fp16ConstVecs(n *graph.Node) (raw [2][]byte) {
+// normalised shape's one axis of C elements, else nils (the vectors are
+// then read as the plan stores them, and any other shape is refused
+// there).
+func fp16ConstVecs(n *graph.Node, C int) (raw [2][]byte) {
 	if len(n.Inputs) < 2 || n.Inputs[1] == nil {
 		return raw
 	}
@@ -183,7 +185,7 @@ func fp16ConstVecs(n *graph.Node) (raw [2][]byte) {
 		if v == nil {
 			continue
 		}
-		if v.DType != onnx.Float16 || v.Const == nil || len(v.Shape) != 1 || int64(len(v.Const.Raw)) != 2*v.Shape[0] {
+		if v.DType != onnx.Float16 || v.Const == nil || len(v.Shape) != 1 || v.Shape[0] != int64(C) || len(v.Const.Raw) != 2*C {
 			return [2][]byte{}
 		}
 		raw[k-1] = v.Const.Raw
