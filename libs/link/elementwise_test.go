@@ -291,8 +291,10 @@ var nodeModels = []struct {
 		b.AddInitializer(onnx.NewFloat32("bz", []int64{200}, ramp(200, -0.5)))
 		b.AddNode("Cast", "bh", []string{"bz"}, []string{"bh"}, onnx.IntAttr("to", int64(onnx.Float16)))
 		b.AddNode("LayerNormalization", "lh", []string{"zh", "gh", "bh"}, []string{"yh"})
+		b.AddNode("LayerNormalization", "lh2", []string{"zh", "gh"}, []string{"yh2"}) // no bias
 		b.AddOutput("y", onnx.Float, []int64{4, 256})
 		b.AddOutput("yh", onnx.Float16, []int64{3, 200})
+		b.AddOutput("yh2", onnx.Float16, []int64{3, 200})
 	}},
 	{"layernorm-broadcast", 21, []int{1, 16, 1472}, func(b *onnx.ModelBuilder) {
 		// Scale and bias that broadcast to the row (graph's
