@@ -616,3 +616,33 @@ func FuzzParseHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestZeroDirtyRuns: power-on clears each run of dirty tiles (one hole
+// per run) and only those: a clean tile between two runs keeps its
+// memory, which a clean tile never has in use.
+func TestZeroDirtyRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ipu0")
+	loadDevice(t, path, testPackage(t, "ipu21-tiny", 1), quietLog())
+	d, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	n := min(d.g.tiles, 6)
+	clean := map[int]bool{2: true, 5: true}
+	for u := 0; u < n; u++ {
+		copy(d.tileMem(u), "junk")
+		if clean[u] {
+			d.m[offDirty+u/8] &^= 1 << (u % 8)
+		} else {
+			d.setDirty(u)
+		}
+	}
+	d.zeroDirty()
+	for u := 0; u < n; u++ {
+		zero := bytes.Equal(d.tileMem(u), make([]byte, len(d.tileMem(u))))
+		if zero == clean[u] || d.dirty(u) {
+			t.Errorf("tile %d (clean %v): memory zero %v, dirty %v after zeroDirty", u, clean[u], zero, d.dirty(u))
+		}
+	}
+}

@@ -384,6 +384,35 @@ func (d *Device) dirty(t int) bool { return d.m[offDirty+t/8]&(1<<(t%8)) != 0 }
 
 func (d *Device) setDirty(t int) { d.m[offDirty+t/8] |= 1 << (t % 8) }
 
+// zeroDirty clears the memory of every dirty tile: one hole punched per
+// run of consecutive dirty tiles, and tile by tile (zeroTile) where the
+// file system cannot punch one.
+func (d *Device) zeroDirty() {
+	const punchHole = 0x2 | 0x1 // FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+	for t := 0; t < d.g.tiles; {
+		if !d.dirty(t) {
+			t++
+			continue
+		}
+		end := t + 1
+		for end < d.g.tiles && d.dirty(end) {
+			end++
+		}
+		off := int64(d.g.memOffset + uint64(t)*d.g.tileStride)
+		n := int64(end-t) * int64(d.g.tileStride)
+		if err := syscall.Fallocate(int(d.f.Fd()), punchHole, off, n); err != nil {
+			for u := t; u < end; u++ {
+				d.zeroTile(u)
+			}
+		} else {
+			for u := t; u < end; u++ {
+				d.m[offDirty+u/8] &^= 1 << (u % 8)
+			}
+		}
+		t = end
+	}
+}
+
 // zeroTile clears tile t's memory, preferring a hole punched in the file
 // (no writes, and the disk space goes back) over clearing the pages.
 func (d *Device) zeroTile(t int) {

@@ -229,11 +229,7 @@ func (d *Device) powerOn() error {
 	if stale {
 		d.zeroAll()
 	}
-	for t := 0; t < d.g.tiles; t++ {
-		if d.dirty(t) {
-			d.zeroTile(t)
-		}
-	}
+	d.zeroDirty()
 	d.setBoot(hostBoot())
 	copy(d.m[offMagic:], magic) // a version 1 device becomes version 2
 	return d.syncHeader()
