@@ -73,6 +73,7 @@ const (
 	sOut  = M4
 	sCnt  = M5
 	sTail = M6
+	sIn2  = M7 // a third input: one-dimensional streams only
 )
 
 // plan returns the running workers, their first unit and unit counts,
@@ -172,7 +173,7 @@ func (s *stream) emit(b *Builder) (Kernel, error) {
 	table := b.Label()
 	nw := s.tableWords()
 	emitTableBase(b, table, nw, M1)
-	ptrs := []MReg{sIn0, sIn1}[:len(s.inputs)]
+	ptrs := []MReg{sIn0, sIn1, sIn2}[:len(s.inputs)]
 	for i, r := range ptrs {
 		b.Ldm(r, M1, int32(4*i))
 	}

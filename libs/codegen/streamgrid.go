@@ -340,6 +340,9 @@ func (s *stream) checkGrid(b *Builder) error {
 	if err := checkWorkers(s.workers); err != nil {
 		return err
 	}
+	if len(s.inputs) > 2 {
+		return fmt.Errorf("%d inputs: a two-dimensional stream takes at most 2", len(s.inputs))
+	}
 	if s.n < 1 || s.n > 1<<24 || s.rows > 1<<24 || int64(s.n)*int64(s.rows) > 1<<24 {
 		return fmt.Errorf("%d rows of %d elements: want at least 1 element per row and at most 2^24 elements", s.rows, s.n)
 	}

@@ -36,11 +36,18 @@ import (
 // per unit two and a 64-bit store in place of the 128-bit one). N must
 // be even then, Out 4-byte aligned (8 when Interleaved) anywhere in tile
 // memory.
+//
+// Bias, when not 0 (with Out and Interleaved, N a multiple of 4), is an
+// array of N FP16 elements added to the FP16 sums: Out[i] =
+// RN16(RN16(sum) + Bias[i]) (f16v4add), the Add of a bias that would
+// follow the cast, bit for bit; per unit a 64-bit load and the add on
+// top. Bias is 8-byte aligned anywhere in tile memory.
 type SumParts struct {
 	N           int
 	Y           uint32
 	X           uint32
 	Out         uint32
+	Bias        uint32
 	Parts       int
 	Stride      int // elements from one part to the next
 	Workers     int
@@ -60,6 +67,9 @@ func (p SumParts) stream() (*stream, error) {
 	if p.Out != 0 && p.N%2 != 0 {
 		return nil, fmt.Errorf("element count %d: want an even count with an FP16 output", p.N)
 	}
+	if p.Bias != 0 && (p.Out == 0 || !p.Interleaved || p.N%4 != 0) {
+		return nil, fmt.Errorf("a bias wants an FP16 output, Interleaved and a multiple of 4 elements (N = %d)", p.N)
+	}
 	last := int64(p.Parts-1) * 4 * int64(p.Stride)
 	if !fitsImm16(last) {
 		return nil, fmt.Errorf("part %d at byte offset %d: beyond a load's 16-bit offset", p.Parts-1, last)
@@ -70,6 +80,9 @@ func (p SumParts) stream() (*stream, error) {
 	}
 	s := &stream{n: p.N, unit: 2, workers: p.Workers, output: out,
 		inputs: []array{{"Y", p.Y, 4, 0}, {"X", p.X, 4, 0}}}
+	if p.Bias != 0 {
+		s.inputs = append(s.inputs, array{"Bias", p.Bias, 2, 0})
+	}
 	s.setup = func(*Builder) {}
 	s.body = func(b *Builder) { p.pair(b, false) }
 	s.tail = func(b *Builder, rem int) {
@@ -128,6 +141,10 @@ func (p SumParts) quad(b *Builder) {
 	if p.Out != 0 {
 		b.F1(isa.CVTFH, A8, A0)
 		b.F1(isa.CVTFH, A9, A2)
+		if p.Bias != 0 {
+			b.Ld64P(A10, sIn2, 8)
+			b.F(isa.H4ADD, A8, A8, A10)
+		}
 		b.St64P(A8, sOut, 8)
 		return
 	}
@@ -177,9 +194,13 @@ func (p SumParts) check(b *Builder) error {
 	if p.Out != 0 {
 		bufs = append(bufs, buffer{"Out", p.Out, 2 * uint64(p.N), true})
 	}
+	if p.Bias != 0 {
+		bufs = append(bufs, buffer{"Bias", p.Bias, 2 * uint64(p.N), false})
+	}
 	for _, buf := range bufs {
 		align, region, name := uint32(8), a.Memory, "tile memory"
 		switch {
+		case buf.name == "Bias":
 		case buf.name == "Out" && p.Interleaved:
 		case buf.name == "Out":
 			align = 4

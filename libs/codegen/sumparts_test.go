@@ -20,18 +20,20 @@ func TestSumParts(t *testing.T) {
 	tl := newTile()
 	for si, sh := range []struct{ n, parts, stride, w int }{
 		{1, 1, 0, 1}, {2, 3, 4, 6}, {7, 2, 8, 6}, {33, 5, 36, 3}, {250, 7, 256, 6}, {1001, 3, 1004, 6}, {64, 15, 64, 4}, {6, 4, 8, 6},
+		{252, 3, 256, 6}, {1000, 3, 1000, 5}, {8, 1, 0, 6},
 	} {
 		for _, v := range []struct {
-			name     string
-			il, f16  bool
-			y, x, yo uint32
+			name           string
+			il, f16        bool
+			y, x, yo, bias uint32
 		}{
-			{"pairs", false, false, nonIlBuf, ilBuf, 0},
-			{"quads", true, false, ilBuf + 0x20000, ilBuf, 0},
-			{"pairs-f16", false, true, nonIlBuf, ilBuf, nonIlBuf + 0x8004},
-			{"quads-f16", true, true, ilBuf + 0x20000, ilBuf, nonIlBuf + 0x8008},
+			{"pairs", false, false, nonIlBuf, ilBuf, 0, 0},
+			{"quads", true, false, ilBuf + 0x20000, ilBuf, 0, 0},
+			{"pairs-f16", false, true, nonIlBuf, ilBuf, nonIlBuf + 0x8004, 0},
+			{"quads-f16", true, true, ilBuf + 0x20000, ilBuf, nonIlBuf + 0x8008, 0},
+			{"quads-f16-bias", true, true, ilBuf + 0x20000, ilBuf, nonIlBuf + 0x8008, nonIlBuf + 0x4008},
 		} {
-			if v.f16 && sh.n%2 != 0 {
+			if v.f16 && sh.n%2 != 0 || v.bias != 0 && sh.n%4 != 0 {
 				continue
 			}
 			t.Run(fmt.Sprintf("n%d-p%d-s%d-w%d-%s", sh.n, sh.parts, sh.stride, sh.w, v.name), func(t *testing.T) {
@@ -43,9 +45,25 @@ func TestSumParts(t *testing.T) {
 					copy(y[1:], specials)
 					copy(x[5:], specials)
 				}
-				p := SumParts{N: sh.n, Y: v.y, X: v.x, Out: v.yo, Parts: sh.parts, Stride: sh.stride, Workers: sh.w, Interleaved: v.il}
+				p := SumParts{N: sh.n, Y: v.y, X: v.x, Out: v.yo, Bias: v.bias, Parts: sh.parts, Stride: sh.stride, Workers: sh.w, Interleaved: v.il}
 				tl.putF32(p.Y, y)
 				tl.putF32(p.X, x)
+				bias := make([]uint16, sh.n)
+				if v.bias != 0 {
+					// FP16 values of the sums' magnitude, so that the add
+					// rounds, and some specials.
+					for i, f := range randF32(r, sh.n, -1e3, 1e3) {
+						bias[i] = numfmt.F32ToF16(math.Float32bits(f))
+					}
+					if sh.n >= 100 {
+						copy(bias[9:], []uint16{0x7c00, 0xfc00, 0x7e00, 0x8000, 0x0001, 0x7bff, 0xfbff})
+					}
+					raw := make([]byte, 2*sh.n)
+					for i, h := range bias {
+						binary.LittleEndian.PutUint16(raw[2*i:], h)
+					}
+					tl.put(p.Bias, raw)
+				}
 				phase := si % Slots
 				k, cycles := tl.runKernel(t, phase, func(b *Builder) (Kernel, error) { return EmitSumParts(b, p) })
 				want := append([]float32{}, y...)
@@ -60,7 +78,11 @@ func TestSumParts(t *testing.T) {
 					}
 					got := tl.get(p.Out, 2*p.N)
 					for i, w := range want {
-						if g, e := binary.LittleEndian.Uint16(got[2*i:]), numfmt.F32ToF16(math.Float32bits(w)); g != e {
+						e := numfmt.F32ToF16(math.Float32bits(w))
+						if v.bias != 0 {
+							e = EmulateBinaryF16(Add, e, bias[i])
+						}
+						if g := binary.LittleEndian.Uint16(got[2*i:]); g != e {
 							t.Fatalf("element %d: FP16 %#04x, want %#04x (of %v)", i, g, e, w)
 						}
 					}
@@ -113,6 +135,10 @@ func TestSumPartsRefuses(t *testing.T) {
 		{SumParts{N: 3, Y: nonIlBuf, X: ilBuf, Out: nonIlBuf + 0x100, Parts: 1, Workers: 1}, "even count"},
 		{SumParts{N: 4, Y: nonIlBuf, X: ilBuf, Out: nonIlBuf + 0x102, Parts: 1, Workers: 1}, "aligned"},
 		{SumParts{N: 4, Y: nonIlBuf, X: ilBuf, Out: nonIlBuf + 4, Parts: 1, Workers: 1}, "overlaps"},
+		{SumParts{N: 4, Y: nonIlBuf, X: ilBuf, Out: nonIlBuf + 0x100, Bias: nonIlBuf + 0x200, Parts: 1, Workers: 1}, "a bias wants"},
+		{SumParts{N: 6, Y: ilBuf + 0x1000, X: ilBuf, Out: nonIlBuf + 0x100, Bias: nonIlBuf + 0x200, Parts: 1, Workers: 1, Interleaved: true}, "a bias wants"},
+		{SumParts{N: 8, Y: ilBuf + 0x1000, X: ilBuf, Out: nonIlBuf + 0x100, Bias: nonIlBuf + 0x108, Parts: 1, Workers: 1, Interleaved: true}, "overlaps"},
+		{SumParts{N: 4, Y: ilBuf + 0x1000, X: ilBuf, Out: nonIlBuf + 0x100, Bias: nonIlBuf + 0x204, Parts: 1, Workers: 1, Interleaved: true}, "aligned"},
 	} {
 		if _, err := EmitSumParts(b, c.p); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.p, err, c.want)
