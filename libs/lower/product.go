@@ -102,6 +102,10 @@ type productShape struct {
 	fp8        codegen.FP8Config
 	alpha      float32
 	beta       float32
+	// obias is the folded Add of a bias (OutputBias) whose output y
+	// holds, and bias its vector; nil: none.
+	obias *graph.Node
+	bias  *graph.Value
 }
 
 func (l *lowerer) productShape(st *plan.Step, n *graph.Node) (*productShape, error) {
@@ -112,6 +116,9 @@ func (l *lowerer) productShape(st *plan.Step, n *graph.Node) (*productShape, err
 	ps := &productShape{a: ins[0], b: ins[1], y: outs[0], alpha: 1, beta: 1}
 	if len(ins) > 2 {
 		ps.c = ins[2]
+	}
+	if add := OutputBias(l.g, n); add != nil && add.Outputs[0].Index == ps.y.Value {
+		ps.obias, ps.bias = add, biasVector(add, n.Outputs[0])
 	}
 	ta, tb := 0, 0
 	if g, ok := n.Attrs.(*graph.Gemm); ok {
@@ -194,9 +201,9 @@ func (l *lowerer) productTensors(st *plan.Step, n *graph.Node) (ins, outs []*lay
 	}
 	out := n.Outputs[0]
 	if y.Value != out.Index {
-		cast := OutputCast(l.g, n)
-		if cast == nil || cast.Outputs[0].Index != y.Value {
-			return nil, nil, l.stepErr("result tensor %d holds %q, not %q or its only reader's cast to float16", y.ID, y.Name, out.Name)
+		cast, add := OutputCast(l.g, n), OutputBias(l.g, n)
+		if (cast == nil || cast.Outputs[0].Index != y.Value) && (add == nil || add.Outputs[0].Index != y.Value) {
+			return nil, nil, l.stepErr("result tensor %d holds %q, not %q, its only reader's cast to float16 or its only reader's Add of a bias", y.ID, y.Name, out.Name)
 		}
 	}
 	return ins, []*layout.Tensor{y}, nil
@@ -444,6 +451,14 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 			return err
 		}
 	}
+	// The folded Add's bias, per FP16 part: added by the part's sum, or
+	// after its cast.
+	type biasPart struct {
+		sum *prog.Kernel // nil: after the cast
+		y   prog.Ref
+		blk biasBlock
+	}
+	var biasParts []biasPart
 	r := len(y.Shape)
 	for _, tb := range blocks {
 		if tb.P0 == tb.P1 {
@@ -469,8 +484,10 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 					return err
 				}
 			}
+			var fused *prog.Kernel
 			if sum := sums[[2]int{tb.Tile, b}]; f16 && sum != nil && ps.alpha == 1 && bias == nil {
 				fuseCast(sum, yRefs[yi])
+				fused = sum
 			} else if f16 {
 				p := &codegen.Cast{Kind: codegen.F32ToF16, N: rows * np, Workers: codegen.Slots}
 				final.Work[tb.Tile] = append(final.Work[tb.Tile], &prog.Kernel{What: n.Name + ".cast-out", Params: p,
@@ -478,10 +495,34 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 			} else {
 				yRefs[yi] = part
 			}
+			if ps.obias != nil && f16 {
+				c0, nc := biasCols(box)
+				biasParts = append(biasParts, biasPart{fused, yRefs[yi], biasBlock{tile: tb.Tile, rows: rows, pitch: np, c0: c0, nc: nc}})
+			}
+		}
+	}
+	if len(biasParts) > 0 {
+		blks := make([]biasBlock, len(biasParts))
+		for i, bp := range biasParts {
+			blks[i] = bp.blk
+		}
+		refs := l.biasBuffer(ps.obias.Name+".bias", ps.bias, blks)
+		for i, bp := range biasParts {
+			if bp.sum != nil {
+				fuseBias(bp.sum, refs[i])
+			} else {
+				addBiasF16(ps.obias.Name, final, bp.blk.tile, bp.y, refs[i], bp.blk.rows, bp.blk.pitch)
+			}
 		}
 	}
 	l.refs[y.ID] = yRefs
-	l.acc[y.Value] = l.productAcc(n, ps, f16)
+	acc := l.productAcc(n, ps, f16)
+	if ps.obias != nil {
+		// The Add: FP16 operands, one FP16 rounding (f16v4add).
+		l.acc[n.Outputs[0].Index] = acc
+		acc = max(acc, l.acc[ps.bias.Index]) + F16Rounding
+	}
+	l.acc[y.Value] = acc
 	return nil
 }
 

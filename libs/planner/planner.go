@@ -144,6 +144,9 @@ func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
 		if oc := outputCast(g, n, uses); oc != nil {
 			pr.ocast, pr.out = oc, oc.Outputs[0]
 			pl.folded[oc.Index] = n
+		} else if ob := lower.OutputBias(g, n); ob != nil {
+			pr.obias, pr.out = ob, ob.Outputs[0]
+			pl.folded[ob.Index] = n
 		}
 		for _, o := range []operand{pr.a, pr.b} {
 			for _, c := range o.nodes {
