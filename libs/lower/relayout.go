@@ -342,10 +342,23 @@ func (l *lowerer) transpose(st *plan.Step, n *graph.Node) error {
 	if x.Size != 4 && x.Size != 2 {
 		return l.notLowered(n, "a transpose of %d-byte elements that moves the innermost axis", x.Size)
 	}
-	// Gather each output piece's source box to its tile, then permute.
+	// Gather each output piece's source box to its tile, then permute. A
+	// box that a piece of x on the tile holds is permuted from there
+	// (direct: that piece's index, else -1).
 	stage := &layout.Tensor{ID: -1, Value: x.Value, Name: x.Name + ".staged", Size: x.Size, Shape: x.Shape, Kind: layout.RowMajor, Pad: layout.DefaultPad(x.Size), Source: layout.FromStep}
-	for _, p := range y.Pieces {
-		stage.Pieces = append(stage.Pieces, layout.Piece{Tile: p.Tile, Box: layout.PermuteBox(p.Box, perm, true)})
+	direct := make([]int, len(y.Pieces))
+	for i, p := range y.Pieces {
+		b := layout.PermuteBox(p.Box, perm, true)
+		direct[i] = -1
+		for _, j := range x.OnTile(p.Tile) {
+			if x.Pieces[j].Box.Contains(b) {
+				direct[i] = j
+				break
+			}
+		}
+		if direct[i] < 0 {
+			stage.Pieces = append(stage.Pieces, layout.Piece{Tile: p.Tile, Box: b})
+		}
 	}
 	stage.SortPieces()
 	runs, err := layout.PermuteRuns(x, stage, layout.Identity(len(x.Shape)))
@@ -361,10 +374,12 @@ func (l *lowerer) transpose(st *plan.Step, n *graph.Node) error {
 	for _, b := range per {
 		most = max(most, b)
 	}
-	sbuf := l.out.NewBuffer(n.Name+".staged", stage.Tiles(), most, 8, prog.AnyRegion)
 	sRefs := make([]prog.Ref, len(stage.Pieces))
-	for i := range sRefs {
-		sRefs[i] = prog.Ref{Buf: sbuf, Off: uint32(offs[i])}
+	if len(stage.Pieces) > 0 {
+		sbuf := l.out.NewBuffer(n.Name+".staged", stage.Tiles(), most, 8, prog.AnyRegion)
+		for i := range sRefs {
+			sRefs[i] = prog.Ref{Buf: sbuf, Off: uint32(offs[i])}
+		}
 	}
 	m, err := l.runMoves(x, stage, xRefs, sRefs, runs)
 	if err != nil {
@@ -378,8 +393,14 @@ func (l *lowerer) transpose(st *plan.Step, n *graph.Node) error {
 	r := len(y.Shape)
 	for i, p := range y.Pieces {
 		yg := y.Geometry(i)
-		si := pieceOn(stage, p.Tile, layout.PermuteBox(p.Box, perm, true))
-		sg := stage.Geometry(si)
+		var sg layout.Geometry
+		var from prog.Ref
+		if j := direct[i]; j >= 0 {
+			sg, from = x.Geometry(j), xRefs[j]
+		} else {
+			si := pieceOn(stage, p.Tile, layout.PermuteBox(p.Box, perm, true))
+			sg, from = stage.Geometry(si), sRefs[si]
+		}
 		// Y rows along axis r-2, columns along r-1; outer axes launch by
 		// launch.
 		outerBox := append(p.Box[:r-2].Clone(), layout.Range{Lo: 0, Hi: 1}, layout.Range{Lo: 0, Hi: 1})
@@ -396,7 +417,7 @@ func (l *lowerer) transpose(st *plan.Step, n *graph.Node) error {
 			g := &codegen.Gather{Size: y.Size, R: p.Box[r-2].Len(), C: p.Box[r-1].Len(), YStride: yg.Strides[r-2],
 				RStride: sg.Strides[perm[r-2]], CStride: sg.Strides[perm[r-1]], Workers: codegen.Slots}
 			k := &prog.Kernel{What: n.Name + ".gather", Params: g, Fixes: []prog.Fix{
-				{Field: &g.X, Ref: sRefs[si].Add(sg.Offset(xi) * x.Size)}, {Field: &g.Y, Ref: yRefs[i].Add(yg.Offset(yi) * y.Size), Write: true}}}
+				{Field: &g.X, Ref: from.Add(sg.Offset(xi) * x.Size)}, {Field: &g.Y, Ref: yRefs[i].Add(yg.Offset(yi) * y.Size), Write: true}}}
 			if _, err := k.Cost(); err != nil {
 				gerr = l.notLowered(n, "on tile %d: %v", p.Tile, err)
 				return
