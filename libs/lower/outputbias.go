@@ -27,23 +27,15 @@ import (
 // axis; the Add's output has the result's shape.
 func OutputBias(g *graph.Graph, n *graph.Node) *graph.Node {
 	out := n.Outputs[0]
-	if n.Op != "MatMul" || out.DType != onnx.Float16 || slices.Contains(g.Outputs, out) {
+	if n.Op != "MatMul" || out.DType != onnx.Float16 {
 		return nil
 	}
-	var reader *graph.Node
 	for _, m := range g.Nodes {
-		for _, v := range m.Inputs {
-			if v == out {
-				if reader != nil {
-					return nil
-				}
-				reader = m
-			}
-		}
 		if _, ok := m.Attrs.(*graph.If); ok {
 			return nil // a branch may read it
 		}
 	}
+	reader := onlyReader(g, out)
 	if reader == nil || reader.Op != "Add" || len(reader.Inputs) != 2 {
 		return nil
 	}
@@ -53,6 +45,26 @@ func OutputBias(g *graph.Graph, n *graph.Node) *graph.Node {
 	}
 	if biasVector(reader, out) == nil {
 		return nil
+	}
+	return reader
+}
+
+// onlyReader returns the one node of g reading v in one input slot, when
+// v is no graph output; nil otherwise.
+func onlyReader(g *graph.Graph, v *graph.Value) *graph.Node {
+	if slices.Contains(g.Outputs, v) {
+		return nil
+	}
+	var reader *graph.Node
+	for _, m := range g.Nodes {
+		for _, in := range m.Inputs {
+			if in == v {
+				if reader != nil {
+					return nil
+				}
+				reader = m
+			}
+		}
 	}
 	return reader
 }

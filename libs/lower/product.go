@@ -217,22 +217,7 @@ func OutputCast(g *graph.Graph, n *graph.Node) *graph.Node {
 	if out.DType != onnx.Float {
 		return nil
 	}
-	for _, v := range g.Outputs {
-		if v == out {
-			return nil
-		}
-	}
-	var reader *graph.Node
-	for _, m := range g.Nodes {
-		for _, v := range m.Inputs {
-			if v == out {
-				if reader != nil {
-					return nil
-				}
-				reader = m
-			}
-		}
-	}
+	reader := onlyReader(g, out)
 	if reader == nil {
 		return nil
 	}
