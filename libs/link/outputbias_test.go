@@ -122,21 +122,24 @@ func biasKernels(steps []*prog.Superstep) (sums, adds int) {
 }
 
 // TestOutputBiasKSplit: under k splits (row parts, column parts with a
-// last panel narrower than 16 columns) the sum of the parts adds the
-// folded bias, and the numbers are the reference's.
+// last panel narrower than 16 columns, batched products) the sum of the
+// parts adds the folded bias, a vector or one element, of rank 1 up to
+// the result's, and the numbers are the reference's.
 func TestOutputBiasKSplit(t *testing.T) {
-	model := func(m, k, n int64) []byte {
+	// model multiplies a [batch.., m, k] by b [k, n] and adds a bias of
+	// shape bias (its elements a ramp).
+	model := func(batch []int64, m, k, n int64, bias []int64) []byte {
 		b := onnx.NewModel(21)
-		b.AddInput("a", onnx.Float16, []int64{m, k})
+		b.AddInput("a", onnx.Float16, append(append([]int64{}, batch...), m, k))
 		b.AddInput("b", onnx.Float16, []int64{k, n})
-		c := &onnx.Tensor{Name: "c", DType: onnx.Float16, Dims: []int64{n}}
-		for _, x := range ramp(int(n), 0.5) {
+		c := &onnx.Tensor{Name: "c", DType: onnx.Float16, Dims: bias}
+		for _, x := range ramp(int(bias[len(bias)-1]), 0.5) {
 			c.Raw = binary.LittleEndian.AppendUint16(c.Raw, numfmt.F32ToF16(math.Float32bits(x)))
 		}
 		b.AddInitializer(c)
 		b.AddNode("MatMul", "mm", []string{"a", "b"}, []string{"m"})
 		b.AddNode("Add", "add", []string{"m", "c"}, []string{"y"})
-		b.AddOutput("y", onnx.Float16, []int64{m, n})
+		b.AddOutput("y", onnx.Float16, append(append([]int64{}, batch...), m, n))
 		return b.Marshal()
 	}
 	for _, tc := range []struct {
@@ -144,12 +147,24 @@ func TestOutputBiasKSplit(t *testing.T) {
 		model []byte
 		split plan.Split
 	}{
-		{"k4-rows", model(32, 256, 48), plan.Split{B: 1, M: 1, N: 1, K: 4}},
-		{"k8-cols", model(16, 256, 100), plan.Split{B: 1, M: 1, N: 1, K: 8, Parts: "cols"}},
-		{"k3-m2", model(20, 192, 40), plan.Split{B: 1, M: 2, N: 1, K: 3}},
+		{"k4-rows", model(nil, 32, 256, 48, []int64{48}), plan.Split{B: 1, M: 1, N: 1, K: 4}},
+		{"k8-cols", model(nil, 16, 256, 100, []int64{100}), plan.Split{B: 1, M: 1, N: 1, K: 8, Parts: "cols"}},
+		{"k3-m2", model(nil, 20, 192, 40, []int64{40}), plan.Split{B: 1, M: 2, N: 1, K: 3}},
+		{"k4-one-element", model(nil, 24, 256, 36, []int64{1, 1}), plan.Split{B: 1, M: 1, N: 1, K: 4}},
+		{"b3-k2-rank3", model([]int64{3}, 12, 128, 40, []int64{1, 1, 40}), plan.Split{B: 3, M: 1, N: 1, K: 2}},
+		// Every tile holds the three batch indices' parts: three bias
+		// blocks one after the other in its buffer.
+		{"b3-together-k2", model([]int64{3}, 12, 128, 40, []int64{40}), plan.Split{B: 1, M: 1, N: 1, K: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, pl := buildCut(t, tc.model, tc.split, "", "b")
+			folded := false
+			for _, s := range pl.Steps {
+				folded = folded || s.Name == "add" && s.Kernel == "folded"
+			}
+			if !folded {
+				t.Fatal("the Add of the bias is not folded into the product")
+			}
 			pr, err := lower.Lower(pl, g, arch.MustLookup(pl.Arch))
 			if err != nil {
 				t.Fatal(err)
