@@ -104,21 +104,29 @@ type biasBlock struct {
 	rows, pitch, c0, nc int
 }
 
-// biasBuffer makes the constant buffer of the blocks' biases (one after
-// the other on each tile, 8-byte aligned) and returns each block's
-// place. Tiles whose blocks are the same share one copy of the bytes.
+// biasBuffer makes the constant buffer of the blocks' biases and
+// returns each block's place. A tile holds each distinct block once
+// (8-byte aligned, one after the other): the batch indices of a tile's
+// part share its columns, so they share one block. Tiles whose blocks
+// are the same share one copy of the bytes.
 func (l *lowerer) biasBuffer(name string, v *graph.Value, blocks []biasBlock) []prog.Ref {
 	var tiles []int
 	size := map[int]int{}
 	refs := make([]prog.Ref, len(blocks))
-	layouts := map[int][]biasBlock{} // each tile's blocks, their tile cleared: its bytes
+	layouts := map[int][]biasBlock{} // each tile's distinct blocks, their tile cleared: its bytes
+	at := map[biasBlock]int{}        // a block's offset on its tile
 	for i, b := range blocks {
-		tiles = append(tiles, b.tile)
-		refs[i].Off = uint32(size[b.tile])
-		size[b.tile] += (2*b.rows*b.pitch + 7) &^ 7
-		c := b
-		c.tile = 0
-		layouts[b.tile] = append(layouts[b.tile], c)
+		off, ok := at[b]
+		if !ok {
+			tiles = append(tiles, b.tile)
+			off = size[b.tile]
+			at[b] = off
+			size[b.tile] += (2*b.rows*b.pitch + 7) &^ 7
+			c := b
+			c.tile = 0
+			layouts[b.tile] = append(layouts[b.tile], c)
+		}
+		refs[i].Off = uint32(off)
 	}
 	most := 0
 	for _, s := range size {
