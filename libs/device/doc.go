@@ -72,7 +72,8 @@
 // header that names it, and the header after each change.
 //
 // Power-on clears only the tiles marked dirty, by punching holes in the
-// file (fallocate), which also returns their disk space.
+// file (fallocate, one per run of consecutive dirty tiles), which also
+// returns their disk space.
 //
 // Nothing in the file is trusted: every header field is checked against
 // the architecture preset and the file size before use, and the state
