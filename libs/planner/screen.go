@@ -230,7 +230,8 @@ const (
 // screen over every budget (a budget's best first, round robin from the
 // largest budget), each split once, the ones copying constants at most
 // startCopies times first, then, when wide, wideKeep more that copy
-// them further; and the best split cut in two on every tile, when it
+// them further, and the first ones filled (addFilled); and the best split
+// cut in two on every tile, when it
 // scores better than every grid there (ok).
 func (pl *planner) candidates(pr *product, wide bool) (grids []layout.Split, cut layout.Split, ok bool) {
 	var lists, wides [][]layout.Split
@@ -255,6 +256,9 @@ func (pl *planner) candidates(pr *product, wide bool) (grids []layout.Split, cut
 	seen := map[layout.Split]bool{}
 	out := roundRobin(nil, lists, startKeep, seen)
 	out = roundRobin(out, wides, len(out)+wideKeep, seen)
+	if wide {
+		out = pl.addFilled(pr, out, seen)
+	}
 	cut, ok = pl.cut(pr, pl.tiles, best)
 	if len(out) == 0 {
 		// Nothing fits any budget: price the widest split, whose memory
