@@ -137,12 +137,17 @@ func rowsOn(halved map[int][]layout.Piece, t int) []int {
 func (pl *planner) startFitting() (point, *result, error) {
 	for {
 		cur, curR, err := pl.start(pl.wide)
+		wide := pl.wide
 		var me *MemoryError
 		if pl.wide && errors.As(err, &me) {
 			cur, curR, err = pl.start(false)
+			wide = false
 		}
 		var ce *CodeError
 		if !errors.As(err, &ce) || len(ce.Rows) == 0 {
+			if err == nil && wide {
+				return pl.refit(cur, curR)
+			}
 			return cur, curR, err
 		}
 		for _, v := range ce.Rows {

@@ -1,6 +1,12 @@
 package planner
 
-import "ipu.local/libs/layout"
+import (
+	"errors"
+
+	"ipu.local/formats/plan"
+	"ipu.local/libs/layout"
+	"ipu.local/libs/lower"
+)
 
 // fillKeep is how many of a product's first candidates a wide start
 // also prices filled (see addFilled).
@@ -46,3 +52,91 @@ func (pl *planner) addFilled(pr *product, grids []layout.Split, seen map[layout.
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// refitRounds bounds the rounds of the refit pass.
+const refitRounds = 2
+
+// refit is the refit pass of a wide start: each round prices, for the
+// first product of every class, its split with one block count doubled
+// and another cut to what the tiles leave (refits), and takes the
+// cheapest point if it beats pt.
+func (pl *planner) refit(pt point, r *result) (point, *result, error) {
+	for range refitRounds {
+		var cands []point
+		classes := map[string]bool{}
+		for i, pr := range pl.products {
+			if classes[pr.class()] {
+				continue // decide moves the whole class
+			}
+			classes[pr.class()] = true
+			for _, s := range refits(pr, pt[i].Split, pl.tiles) {
+				d := pt[i]
+				d.Split = s
+				d.Tiles = [2]int{0, max(s.B, 1) * s.M * s.N * s.K} // placed by decide
+				nb := pt.clone()
+				pl.decide(nb, i, d)
+				cands = append(cands, nb)
+			}
+		}
+		rs, errs := pl.evalAll(cands)
+		best := -1
+		for j, cand := range cands {
+			pl.count(cand)
+			if err := errs[j]; err != nil {
+				var nl *lower.NotLoweredError
+				var ce *CodeError
+				if errors.As(err, &nl) || errors.As(err, &ce) {
+					continue // not a candidate
+				}
+				return nil, nil, err
+			}
+			if rs[j].mem == nil && rs[j].total < r.total && (best < 0 || rs[j].total < rs[best].total) {
+				best = j
+			}
+		}
+		if best < 0 {
+			break
+		}
+		pt, r = cands[best], rs[best]
+	}
+	return pt, r, nil
+}
+
+// refits returns s with one of its row, column or k block counts doubled
+// (within its axis's units) and another cut to the most the tiles leave
+// room for, for each such pair that fits; none of a cut split.
+func refits(pr *product, s plan.Split, tiles int) []plan.Split {
+	if s.Rest != nil {
+		return nil
+	}
+	lim := [3]int{layout.Units(pr.mm.M, max(layout.AGroup, pr.align)), layout.Units(pr.mm.N, max(layout.BGroup, pr.nalign)), pr.mm.K}
+	var out []plan.Split
+	for a := range 3 {
+		for b := range 3 {
+			if a == b || a != 2 && b != 2 {
+				continue // rows against columns: the screen ranks those
+			}
+			f := [3]int{max(s.M, 1), max(s.N, 1), max(s.K, 1)}
+			if f[a] >= lim[a] {
+				continue
+			}
+			f[a] = min(2*f[a], lim[a])
+			rest := max(s.B, 1) * f[a] * f[3-a-b]
+			if rest > tiles {
+				continue
+			}
+			f[b] = min(tiles/rest, lim[b], f[b])
+			v := s
+			v.M, v.N, v.K = f[0], f[1], f[2]
+			if v.K != s.K && (v.K <= 1 || s.K <= 1) {
+				v.Parts = pr.defaultParts(v.K)
+			}
+			v.Order = ""
+			if v.M > v.N {
+				v.Order = "b" // as withOrder
+			}
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,8 +1,10 @@
 package planner
 
 import (
+	"fmt"
 	"testing"
 
+	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
@@ -127,6 +129,146 @@ func TestFilledAxes(t *testing.T) {
 		got := pl.addFilled(pl.products[0], []layout.Split{src}, map[layout.Split]bool{src: true})[1:]
 		if want := withOrder(tc.want); len(got) != 1 || got[0] != want {
 			t.Errorf("const A %v: filled %v, want [%v]", tc.constA, got, want)
+		}
+	}
+}
+
+// ffnGraph is a transformer's feed-forward pair of FP16 products, y =
+// MatMul(MatMul(x, w1), w2) of x [rows, width], w1 [width, hidden] and
+// w2 [hidden, width], the weights FP32 constants cast to FP16.
+func ffnGraph(t *testing.T, rows, width, hidden int64) *graph.Graph {
+	t.Helper()
+	b := onnx.NewModel(17)
+	for i, d := range [][2]int64{{width, hidden}, {hidden, width}} {
+		name := fmt.Sprintf("w%d", i+1)
+		w := make([]float32, d[0]*d[1])
+		for j := range w {
+			w[j] = float32(j%13-6) / 64
+		}
+		b.AddInitializer(onnx.NewFloat32(name+"f", d[:], w))
+		b.AddNode("Cast", name+"_Cast", []string{name + "f"}, []string{name}, onnx.IntAttr("to", int64(onnx.Float16)))
+	}
+	b.AddNode("MatMul", "h_MatMul", []string{"x", "w1"}, []string{"h"})
+	b.AddNode("MatMul", "y_MatMul", []string{"h", "w2"}, []string{"y"})
+	b.AddInput("x", onnx.Float16, []int64{rows, width})
+	b.AddOutput("y", onnx.Float16, []int64{rows, width})
+	return canonical(t, b)
+}
+
+// TestRefitImproves: on feed-forward pairs of several shapes, from the
+// start's point with the second product's split halved along k (half
+// the tiles idle), the refit pass takes a cheaper point whose splits fit
+// their tile ranges; from the start's own point it never returns a
+// dearer one.
+func TestRefitImproves(t *testing.T) {
+	for _, tc := range []struct {
+		rows, width, hidden int64
+		tiles               int
+	}{
+		{128, 768, 3072, 1472},
+		{96, 512, 2048, 1472},
+		{200, 320, 1280, 736},
+	} {
+		pl, err := newPlanner(ffnGraph(t, tc.rows, tc.width, tc.hidden), arch.MustLookup("ipu21"), tc.tiles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !pl.wide {
+			t.Fatalf("%+v: not a wide start", tc)
+		}
+		pt, r, err := pl.start(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, gr, err := pl.refit(pt, r); err != nil || gr.total > r.total {
+			t.Fatalf("%+v: refit of the start: %d cycles from %d (%v)", tc, gr.total, r.total, err)
+		} else {
+			t.Logf("%+v: start %d cycles %v, refit %d %v", tc, r.total, splits(pt), gr.total, splits(got))
+		}
+		poor := pt.clone()
+		d := poor[1]
+		d.Split.K = max(1, d.Split.K/2)
+		d.Split.Parts = pl.products[1].defaultParts(d.Split.K)
+		d.Tiles = [2]int{0, d.Split.M * d.Split.N * d.Split.K}
+		pl.decide(poor, 1, d)
+		pr, err := pl.eval(poor)
+		if err != nil || pr.mem != nil {
+			t.Fatalf("%+v: halved point: %v %v", tc, err, pr.mem)
+		}
+		got, gr, err := pl.refit(poor, pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%+v: halved %d cycles %v, refit %d %v", tc, pr.total, splits(poor), gr.total, splits(got))
+		if gr.total >= pr.total || gr.mem != nil {
+			t.Fatalf("%+v: refit %d cycles (memory %v) from the halved point's %d", tc, gr.total, gr.mem, pr.total)
+		}
+		for i := range got {
+			if n := max(got[i].Split.B, 1) * got[i].Split.M * got[i].Split.N * got[i].Split.K; got[i].Tiles[1]-got[i].Tiles[0] != n || got[i].Tiles[1] > tc.tiles {
+				t.Fatalf("%+v: product %d: split %+v on tiles %v", tc, i, got[i].Split, got[i].Tiles)
+			}
+		}
+	}
+}
+
+func splits(pt point) []string {
+	var out []string
+	for _, d := range pt {
+		out = append(out, fmt.Sprintf("%dx%dx%d", d.Split.M, d.Split.N, d.Split.K))
+	}
+	return out
+}
+
+// TestRefits: each refit of a split doubles one block count (within its
+// axis) and cuts k, or doubles k and cuts the rows or the columns, to the
+// most the tiles leave room for; it fits the tiles, and a k split that
+// ends or starts gets the default parts.
+func TestRefits(t *testing.T) {
+	g := weightGraph(t, 128, 3072, 768, false)
+	for _, tiles := range []int{1472, 1000, 97} {
+		pl, err := newPlanner(g, arch.MustLookup("ipu21"), tiles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := pl.products[0]
+		lim := [3]int{32, 48, 3072}
+		for _, s := range []plan.Split{{B: 1, M: 16, N: 8, K: 8}, {B: 1, M: 32, N: 8, K: 1}, {B: 1, M: 2, N: 48, K: 4}, {B: 1, M: 1, N: 1, K: 1}} {
+			if s.M*s.N*s.K > tiles {
+				continue
+			}
+			got := refits(pr, s, tiles)
+			want := 0
+			for a := range 3 {
+				for b := range 3 {
+					f := [3]int{s.M, s.N, s.K}
+					if a != b && (a == 2 || b == 2) && f[a] < lim[a] && min(2*f[a], lim[a])*f[3-a-b] <= tiles {
+						want++
+					}
+				}
+			}
+			if len(got) != want {
+				t.Fatalf("%d tiles: refits of %+v: %d, want %d: %+v", tiles, s, len(got), want, got)
+			}
+			for _, v := range got {
+				f, w := [3]int{s.M, s.N, s.K}, [3]int{v.M, v.N, v.K}
+				ok := false
+				for a := range 3 {
+					for b := range 3 {
+						c := 3 - a - b
+						if a == b || a != 2 && b != 2 || w[c] != f[c] || w[a] != min(2*f[a], lim[a]) || w[a] == f[a] {
+							continue
+						}
+						// b cut to the most that fits: one more block would not.
+						ok = ok || w[b] == min(tiles/(w[a]*w[c]), lim[b], f[b])
+					}
+				}
+				if !ok || w[0]*w[1]*w[2] > tiles {
+					t.Fatalf("%d tiles: refit %+v of %+v", tiles, v, s)
+				}
+				if (v.K > 1) != (s.K > 1) && v.Parts != pr.defaultParts(v.K) {
+					t.Fatalf("refit %+v of %+v: parts %q", v, s, v.Parts)
+				}
+			}
 		}
 	}
 }
