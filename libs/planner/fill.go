@@ -1,5 +1,8 @@
 package planner
 
+// A wide start's use of the tiles its screen leaves idle: the candidates
+// filled to the tiles, and the refit rounds after the start.
+
 import (
 	"errors"
 

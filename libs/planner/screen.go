@@ -230,9 +230,9 @@ const (
 // screen over every budget (a budget's best first, round robin from the
 // largest budget), each split once, the ones copying constants at most
 // startCopies times first, then, when wide, wideKeep more that copy
-// them further, and the first ones filled (addFilled); and the best split
-// cut in two on every tile, when it
-// scores better than every grid there (ok).
+// them further and the first ones filled (addFilled); and the best
+// split cut in two on every tile, when it scores better than every grid
+// there (ok).
 func (pl *planner) candidates(pr *product, wide bool) (grids []layout.Split, cut layout.Split, ok bool) {
 	var lists, wides [][]layout.Split
 	var best int64 // the best grid's score on every tile
