@@ -62,7 +62,12 @@ const refitRounds = 2
 // refit is the refit pass of a wide start: each round prices, for the
 // first product of every class, its split with one block count doubled
 // and another cut to what the tiles leave (refits), and takes the
-// cheapest point if it beats pt.
+// cheapest point if it beats pt. Unlike cheapest (one product's
+// candidates, priced in the start), a round prices every class's
+// candidates in one batch, and a candidate whose halved row layouts
+// leave a tile's code too large (CodeError) is only no candidate: the
+// start has settled those layouts, which startFitting redoes on that
+// error.
 func (pl *planner) refit(pt point, r *result) (point, *result, error) {
 	for range refitRounds {
 		var cands []point

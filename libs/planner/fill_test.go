@@ -219,10 +219,11 @@ func splits(pt point) []string {
 	return out
 }
 
-// TestRefits: each refit of a split doubles one block count (within its
-// axis) and cuts k, or doubles k and cuts the rows or the columns, to the
-// most the tiles leave room for; it fits the tiles, and a k split that
-// ends or starts gets the default parts.
+// TestRefits: each refit of a split (batched too) doubles one block
+// count (within its axis) and cuts k, or doubles k and cuts the rows or
+// the columns, to the most the tiles leave room for; it fits the tiles,
+// keeps the batch blocks and alignment, numbers its blocks as withOrder
+// would, and a k split that ends or starts gets the default parts.
 func TestRefits(t *testing.T) {
 	g := weightGraph(t, 128, 3072, 768, false)
 	for _, tiles := range []int{1472, 1000, 97} {
@@ -232,8 +233,9 @@ func TestRefits(t *testing.T) {
 		}
 		pr := pl.products[0]
 		lim := [3]int{32, 48, 3072}
-		for _, s := range []plan.Split{{B: 1, M: 16, N: 8, K: 8}, {B: 1, M: 32, N: 8, K: 1}, {B: 1, M: 2, N: 48, K: 4}, {B: 1, M: 1, N: 1, K: 1}} {
-			if s.M*s.N*s.K > tiles {
+		for _, s := range []plan.Split{{B: 1, M: 16, N: 8, K: 8}, {B: 1, M: 32, N: 8, K: 1}, {B: 1, M: 2, N: 48, K: 4}, {B: 1, M: 1, N: 1, K: 1},
+			{B: 3, M: 8, N: 6, K: 4, Align: 8}} {
+			if s.B*s.M*s.N*s.K > tiles {
 				continue
 			}
 			got := refits(pr, s, tiles)
@@ -241,7 +243,7 @@ func TestRefits(t *testing.T) {
 			for a := range 3 {
 				for b := range 3 {
 					f := [3]int{s.M, s.N, s.K}
-					if a != b && (a == 2 || b == 2) && f[a] < lim[a] && min(2*f[a], lim[a])*f[3-a-b] <= tiles {
+					if a != b && (a == 2 || b == 2) && f[a] < lim[a] && s.B*min(2*f[a], lim[a])*f[3-a-b] <= tiles {
 						want++
 					}
 				}
@@ -259,14 +261,17 @@ func TestRefits(t *testing.T) {
 							continue
 						}
 						// b cut to the most that fits: one more block would not.
-						ok = ok || w[b] == min(tiles/(w[a]*w[c]), lim[b], f[b])
+						ok = ok || w[b] == min(tiles/(s.B*w[a]*w[c]), lim[b], f[b])
 					}
 				}
-				if !ok || w[0]*w[1]*w[2] > tiles {
+				if !ok || v.B != s.B || v.Align != s.Align || s.B*w[0]*w[1]*w[2] > tiles {
 					t.Fatalf("%d tiles: refit %+v of %+v", tiles, v, s)
 				}
 				if (v.K > 1) != (s.K > 1) && v.Parts != pr.defaultParts(v.K) {
 					t.Fatalf("refit %+v of %+v: parts %q", v, s, v.Parts)
+				}
+				if (v.Order == "b") != (v.M > v.N) {
+					t.Fatalf("refit %+v of %+v: order %q", v, s, v.Order)
 				}
 			}
 		}
