@@ -79,6 +79,34 @@ type fragment struct {
 	acc map[int]int64
 	// used is the cache's lowering count when a lowering last used it.
 	used int
+	// appendedSum and stepSums (by steps, nil but for compute ones): the
+	// accesses of the step's parts, for compaction (partSum).
+	appendedSum *partSum
+	stepSums    []*partSum
+}
+
+// kernelCount is the number of kernels in work.
+func kernelCount(work map[int][]*prog.Kernel) int {
+	n := 0
+	for _, ks := range work {
+		n += len(ks)
+	}
+	return n
+}
+
+// register records the fragment's parts in l.sums: its appended kernels
+// as the next part of superstep cur (markPart marked where it starts),
+// and each of steps' compute supersteps (the program's, by position)
+// as their first.
+func (f *fragment) register(l *lowerer, cur *prog.Superstep, steps []*prog.Superstep) {
+	if len(f.appended) > 0 {
+		l.sums.set(cur, len(l.parts[cur]), f.appendedSum)
+	}
+	for i, s := range steps {
+		if f.stepSums[i] != nil {
+			l.sums.set(s, 0, f.stepSums[i])
+		}
+	}
 }
 
 // stepKey identifies a step by what its lowering depends on.
@@ -180,7 +208,14 @@ func (l *lowerer) lowerCached(st *plan.Step) error {
 			*s.Bound = -1
 		}
 		f.steps = append(f.steps, copyStep(s))
+		var sum *partSum
+		if s.Kind == obj.Compute {
+			sum = &partSum{kernels: kernelCount(s.Work)}
+		}
+		f.stepSums = append(f.stepSums, sum)
 	}
+	f.appendedSum = &partSum{kernels: kernelCount(f.appended)}
+	f.register(l, cur, l.out.Steps[nsteps:])
 	f.bufs = append(f.bufs, l.out.Buffers[nbufs:]...)
 	for _, id := range st.Outputs {
 		if id < 0 {
@@ -220,12 +255,14 @@ func (l *lowerer) replay(st *plan.Step, f *fragment) {
 			}
 		}
 	}
+	var cur *prog.Superstep
 	if len(f.appended) > 0 {
-		s := l.compute(f.name)
+		cur = l.compute(f.name)
 		for t, ks := range f.appended {
-			s.Work[t] = append(s.Work[t], ks...)
+			cur.Work[t] = append(cur.Work[t], ks...)
 		}
 	}
+	nsteps := len(l.out.Steps)
 	for _, s := range f.steps {
 		c := copyStep(s)
 		l.out.Steps = append(l.out.Steps, c)
@@ -235,6 +272,7 @@ func (l *lowerer) replay(st *plan.Step, f *fragment) {
 			l.cur = nil
 		}
 	}
+	f.register(l, cur, l.out.Steps[nsteps:])
 	l.out.Buffers = append(l.out.Buffers, f.bufs...)
 	for k, id := range st.Outputs {
 		if id >= 0 {

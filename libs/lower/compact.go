@@ -60,6 +60,11 @@ type compactor struct {
 	// work, lo, hi: compute's scratch, by tile.
 	work   [][]*prog.Kernel
 	lo, hi []int
+	// accs: partAccesses's scratch; seen: its marks by buffer number
+	// and access (2*number+write), serial the current part's.
+	accs   []partAcc
+	seen   []uint32
+	serial uint32
 }
 
 // cstep is a superstep of the compacted program being built: its work
@@ -103,7 +108,9 @@ func (p piece) kernels(t int) []*prog.Kernel {
 // bounds, when not nil, shares merged exchange supersteps' bound cells
 // across the programs of one step cache; alias maps a buffer that a
 // replayed step reads to the buffer of p that it stands for.
-func compact(p *prog.Program, parts map[*prog.Superstep][]partMark, bounds map[string]*int64, alias map[*prog.Buffer]*prog.Buffer) {
+// sums, when not nil, holds the accesses of parts that a step cache's
+// fragments hold (partSum).
+func compact(p *prog.Program, parts map[*prog.Superstep][]partMark, sums partSums, bounds map[string]*int64, alias map[*prog.Buffer]*prog.Buffer) {
 	if len(p.Branches) > 0 || len(p.Steps) < 3 {
 		return
 	}
@@ -111,7 +118,7 @@ func compact(p *prog.Program, parts map[*prog.Superstep][]partMark, bounds map[s
 	for _, s := range p.Steps {
 		switch s.Kind {
 		case obj.Compute:
-			c.compute(s, parts[s])
+			c.compute(s, parts[s], sums[s])
 		case obj.Exchange:
 			c.exchange(s)
 		default:
@@ -120,6 +127,88 @@ func compact(p *prog.Program, parts map[*prog.Superstep][]partMark, bounds map[s
 		}
 	}
 	p.Steps = c.finish(p.Steps[:0])
+}
+
+// partSum is the accesses of one step's part of a compute superstep,
+// as a step cache's fragment holds them: its kernels' buffers, each
+// with whether some kernel writes it, found by the first compaction
+// that meets the part. A fragment's kernels are the same in every
+// program that replays it, so later compactions read the accesses
+// instead of every kernel's fixes on every tile (on a 1472-tile layer,
+// about 31000 kernels and 95000 fixes a program, and the buffers they
+// name about 125). kernels is the part's kernel count: a part that
+// holds any other kernels is read kernel by kernel.
+type partSum struct {
+	kernels int
+	accs    []partAcc
+	filled  bool
+}
+
+// partAcc is a buffer a part accesses (before aliases are resolved)
+// and whether it writes it.
+type partAcc struct {
+	buf   *prog.Buffer
+	write bool
+}
+
+// partSums holds parts' accesses by superstep and part index (0: the
+// kernels before the first mark).
+type partSums map[*prog.Superstep]map[int]*partSum
+
+// set records sum as the accesses of part j of superstep s.
+func (ps *partSums) set(s *prog.Superstep, j int, sum *partSum) {
+	if *ps == nil {
+		*ps = partSums{}
+	}
+	m := (*ps)[s]
+	if m == nil {
+		m = map[int]*partSum{}
+		(*ps)[s] = m
+	}
+	m[j] = sum
+}
+
+// partAccesses returns the distinct buffer accesses of the part holding
+// kernels [lo[k], hi[k]) of each tile's work[k], count kernels in all:
+// sum's when it holds this part's, else found from the kernels' fixes
+// (and kept in sum when the part is the one sum stands for).
+func (c *compactor) partAccesses(sum *partSum, count int, work [][]*prog.Kernel, lo, hi []int) []partAcc {
+	ours := sum != nil && sum.kernels == count
+	if ours && sum.filled {
+		return sum.accs
+	}
+	c.serial++
+	accs := c.accs[:0]
+	for k := range work {
+		for _, kn := range work[k][lo[k]:hi[k]] {
+			for _, f := range kn.Fixes {
+				c.slot(f.Ref.Buf) // numbers the buffer
+				i, _ := c.marker.Index(f.Ref.Buf)
+				w := b2i(f.Write)
+				if n := 2*int(i) + w; n >= len(c.seen) {
+					c.seen = append(c.seen, make([]uint32, n+1-len(c.seen))...)
+				}
+				if c.seen[2*int(i)+w] == c.serial {
+					continue
+				}
+				c.seen[2*int(i)+w] = c.serial
+				accs = append(accs, partAcc{f.Ref.Buf, f.Write})
+			}
+		}
+	}
+	c.accs = accs
+	if ours {
+		sum.accs, sum.filled = append([]partAcc(nil), accs...), true
+		return sum.accs
+	}
+	return accs
+}
+
+func b2i(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // slot returns buffer b's accesses (an alias's: those of the buffer it
@@ -181,8 +270,9 @@ type partMark struct {
 }
 
 // compute places the kernels of compute superstep s, each step's part
-// whole (marks: where the parts after the first start).
-func (c *compactor) compute(s *prog.Superstep, marks []partMark) {
+// whole (marks: where the parts after the first start; sums: the
+// accesses of those parts that a fragment holds, by part).
+func (c *compactor) compute(s *prog.Superstep, marks []partMark, sums map[int]*partSum) {
 	// The tiles (in any order: a tile's kernels keep theirs, and the
 	// tiles are independent), each tile's kernels and the current part's
 	// [lo, hi) of them, the last three in scratch the supersteps share.
@@ -218,16 +308,13 @@ func (c *compactor) compute(s *prog.Superstep, marks []partMark) {
 		if count == 0 {
 			continue
 		}
+		accs := c.partAccesses(sums[j], count, work, lo, hi)
 		e := 0
-		for k := range tiles {
-			for _, kn := range work[k][lo[k]:hi[k]] {
-				for _, f := range kn.Fixes {
-					a := c.slot(f.Ref.Buf)
-					e = max(e, c.after(a.w, obj.Compute))
-					if f.Write {
-						e = max(e, c.after(a.r, obj.Compute))
-					}
-				}
+		for _, pa := range accs {
+			a := c.slot(pa.buf)
+			e = max(e, c.after(a.w, obj.Compute))
+			if pa.write {
+				e = max(e, c.after(a.r, obj.Compute))
 			}
 		}
 		i := c.place(e, obj.Compute)
@@ -245,18 +332,14 @@ func (c *compactor) compute(s *prog.Superstep, marks []partMark) {
 		} else if at != i {
 			at = -2
 		}
-		for k := range tiles {
-			for _, kn := range work[k][lo[k]:hi[k]] {
-				for _, f := range kn.Fixes {
-					if a := c.slot(f.Ref.Buf); f.Write {
-						a.w = max(a.w, int32(i))
-					} else {
-						a.r = max(a.r, int32(i))
-					}
-				}
+		for _, pa := range accs {
+			if a := c.slot(pa.buf); pa.write {
+				a.w = max(a.w, int32(i))
+			} else {
+				a.r = max(a.r, int32(i))
 			}
-			lo[k] = hi[k]
 		}
+		copy(lo, hi)
 	}
 	if at >= 0 {
 		c.out[at].whole = s

@@ -84,7 +84,10 @@ type lowerer struct {
 	// parts: where each step after the first that put kernels in a
 	// compute superstep started putting them (compact.go moves a step's
 	// kernels together).
-	parts   map[*prog.Superstep][]partMark
+	parts map[*prog.Superstep][]partMark
+	// sums: the accesses of parts whose kernels are a step cache
+	// fragment's (cache.go).
+	sums    partSums
 	byValue map[int][]int
 	acc     []int64 // rounding count per value
 
@@ -196,7 +199,7 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 		if opt.Cache != nil && opt.NoData {
 			bounds = opt.Cache.bounds
 		}
-		compact(l.out, l.parts, bounds, l.alias)
+		compact(l.out, l.parts, l.sums, bounds, l.alias)
 	}
 	if !opt.KeepPadClears {
 		l.out.PadClearsRemoved = elidePadClears(l.out)
