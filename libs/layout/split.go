@@ -324,19 +324,26 @@ type TileBlock struct {
 func (s Split) Blocks(mm MatMul, lo int) []TileBlock {
 	out := make([]TileBlock, 0, s.Tiles())
 	for rel := 0; rel < s.Tiles(); rel++ {
-		b, i, j, l := s.Coords(rel)
-		var tb TileBlock
-		tb.Tile = lo + rel
-		tb.B0, tb.B1 = s.BBlock(mm.Batches(), b)
-		tb.M0, tb.M1, tb.N0, tb.N1 = s.Ranges(mm, i, j)
-		tb.K0, tb.K1 = s.KBlock(mm.K, l)
-		tb.P0, tb.P1, tb.Q0, tb.Q1 = 0, tb.M1-tb.M0, 0, tb.N1-tb.N0
-		if s.GK > 1 {
-			tb.P0, tb.P1, tb.Q0, tb.Q1 = s.PartBox(tb.M1-tb.M0, tb.N1-tb.N0, l)
-		}
-		out = append(out, tb)
+		out = append(out, s.Block(mm, lo, rel))
 	}
 	return out
+}
+
+// Block returns the block of tile lo+rel (Blocks' element rel, without
+// the slice: the planner's builds take every split's blocks for each
+// point it prices).
+func (s Split) Block(mm MatMul, lo, rel int) TileBlock {
+	b, i, j, l := s.Coords(rel)
+	var tb TileBlock
+	tb.Tile = lo + rel
+	tb.B0, tb.B1 = s.BBlock(mm.Batches(), b)
+	tb.M0, tb.M1, tb.N0, tb.N1 = s.Ranges(mm, i, j)
+	tb.K0, tb.K1 = s.KBlock(mm.K, l)
+	tb.P0, tb.P1, tb.Q0, tb.Q1 = 0, tb.M1-tb.M0, 0, tb.N1-tb.N0
+	if s.GK > 1 {
+		tb.P0, tb.P1, tb.Q0, tb.Q1 = s.PartBox(tb.M1-tb.M0, tb.N1-tb.N0, l)
+	}
+	return tb
 }
 
 // OperandPieces returns the pieces of the A operand (a) or the B operand
@@ -352,13 +359,15 @@ func (s Split) OperandPieces(mm MatMul, lo int, a bool) []Piece {
 	if s.EdgeCut(a) {
 		edges = s.edges(mm)
 	}
-	blocks := s.Blocks(mm, lo)
 	n := 0
-	for _, tb := range blocks {
-		n += tb.B1 - tb.B0
+	for rel := range s.Tiles() {
+		b, _, _, _ := s.Coords(rel)
+		b0, b1 := s.BBlock(mm.Batches(), b)
+		n += b1 - b0
 	}
 	out := make([]Piece, 0, n) // one a block's batch, unless edges cut it
-	for _, tb := range blocks {
+	for rel := range s.Tiles() {
+		tb := s.Block(mm, lo, rel)
 		for b := tb.B0; b < tb.B1; b++ {
 			idx := mm.batchIndex(b)
 			if a {
@@ -428,15 +437,15 @@ func cutAt(r Range, edges []int) []Range {
 // N]: each tile's row part of its block, per batch index (none for an
 // empty part).
 func (s Split) ResultPieces(mm MatMul, lo int) []Piece {
-	blocks := s.Blocks(mm, lo)
-	n := 0
-	for _, tb := range blocks {
-		if tb.P0 != tb.P1 {
-			n += tb.B1 - tb.B0
-		}
+	n := 0 // at most (a tile whose part is empty has no pieces)
+	for rel := range s.Tiles() {
+		b, _, _, _ := s.Coords(rel)
+		b0, b1 := s.BBlock(mm.Batches(), b)
+		n += b1 - b0
 	}
 	out := make([]Piece, 0, n)
-	for _, tb := range blocks {
+	for rel := range s.Tiles() {
+		tb := s.Block(mm, lo, rel)
 		if tb.P0 == tb.P1 {
 			continue
 		}

@@ -120,8 +120,8 @@ func (b *builder) product(pr *product) error {
 // cuts its blocks: "cols" when it cuts some block's columns (the
 // planner's splits let it, layout.Split.ColCut), else "".
 func reduceParts(s layout.Split, mm layout.MatMul, lo int) string {
-	for _, tb := range s.Blocks(mm, lo) {
-		if s.ColParts(tb.M1-tb.M0, tb.N1-tb.N0) > 1 {
+	for rel := range s.Tiles() {
+		if tb := s.Block(mm, lo, rel); s.ColParts(tb.M1-tb.M0, tb.N1-tb.N0) > 1 {
 			return "cols"
 		}
 	}
