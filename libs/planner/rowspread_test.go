@@ -9,20 +9,29 @@ import (
 // A layer normalization whose rows are few against the tiles spreads
 // each row over a group of tiles, in column blocks of whole quads: the
 // pieces a partition of the input, one per tile, a group's tiles
-// contiguous. Rows that fill half the tiles stay whole.
+// contiguous. Rows that fill half the tiles stay whole. A wide model's
+// rows take up to wideSpreadBlocks blocks, a narrow one's up to
+// maxSpreadBlocks.
 func TestSpreadPieces(t *testing.T) {
 	for _, tc := range []struct {
 		rows, k, tiles int
+		narrow         bool
 		blocks, width  int // 0: not spread
 	}{
-		{128, 768, 1472, 4, 192},
-		{128, 768, 400, 3, 256},
-		{128, 768, 512, 4, 192},
-		{8, 300, 1472, 4, 76}, // the last block 72 columns
-		{8, 127, 1472, 0, 0},  // blocks of 64 columns at least
-		{1000, 768, 1472, 0, 0},
+		{128, 768, 1472, false, 8, 96},
+		{128, 768, 1472, true, 4, 192},
+		{128, 768, 400, false, 3, 256},
+		{128, 768, 512, false, 4, 192},
+		{8, 300, 1472, false, 4, 76}, // the last block 72 columns
+		{8, 300, 1472, true, 4, 76},
+		{8, 127, 1472, false, 0, 0}, // blocks of 64 columns at least
+		{1000, 768, 1472, false, 0, 0},
 	} {
 		pl, g := lnProduct(t, tc.rows, tc.k, 64, tc.tiles)
+		if !pl.wide {
+			t.Fatalf("%v: the model is not wide", tc)
+		}
+		pl.wide = !tc.narrow
 		var ln *graph.Node
 		for _, n := range g.Nodes {
 			if n.Op == "LayerNormalization" {
