@@ -184,14 +184,17 @@ func (c *compactor) partAccesses(sum *partSum, count int, work [][]*prog.Kernel,
 			for _, f := range kn.Fixes {
 				c.slot(f.Ref.Buf) // numbers the buffer
 				i, _ := c.marker.Index(f.Ref.Buf)
-				w := b2i(f.Write)
-				if n := 2*int(i) + w; n >= len(c.seen) {
-					c.seen = append(c.seen, make([]uint32, n+1-len(c.seen))...)
+				key := 2 * int(i)
+				if f.Write {
+					key++
 				}
-				if c.seen[2*int(i)+w] == c.serial {
+				if key >= len(c.seen) {
+					c.seen = append(c.seen, make([]uint32, key+1-len(c.seen))...)
+				}
+				if c.seen[key] == c.serial {
 					continue
 				}
-				c.seen[2*int(i)+w] = c.serial
+				c.seen[key] = c.serial
 				accs = append(accs, partAcc{f.Ref.Buf, f.Write})
 			}
 		}
@@ -202,13 +205,6 @@ func (c *compactor) partAccesses(sum *partSum, count int, work [][]*prog.Kernel,
 		return sum.accs
 	}
 	return accs
-}
-
-func b2i(v bool) int {
-	if v {
-		return 1
-	}
-	return 0
 }
 
 // slot returns buffer b's accesses (an alias's: those of the buffer it

@@ -9,10 +9,11 @@ import (
 	"ipu.local/libs/layout"
 )
 
-// maxSpreadBlocks bounds the column blocks of a spread row: every block's
-// partials go to every other block's tile, every unit combines the
-// chunks of the whole row, and every tile of a group holds the three
-// launches' code and the exchanges'. (BERT-base FP16: 4 blocks of 192
+// maxSpreadBlocks bounds the column blocks of a deep model's spread row
+// (wideSpreadBlocks a wide one's): every block's partials go to every
+// other block's tile, every unit combines the chunks of the whole row,
+// and every tile of a group holds the three launches' code and the
+// exchanges'. (BERT-base FP16: 4 blocks of 192
 // columns cost 328 cycles more a layer than 8 of 96; the 12-layer
 // encoder's plan and link took 51.0 s of user time with 4, 58.7 s with
 // 8, on a loaded machine.)
