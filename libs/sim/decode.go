@@ -236,10 +236,8 @@ func distances(insts []inst) (distW, distE []uint32) {
 			return distancesOf(insts, false), distancesOf(insts, true)
 		}
 	}
-	if w, ok := sweepDistances(insts, false); ok {
-		if e, ok := sweepDistances(insts, true); ok {
-			return w, e
-		}
+	if w, e, ok := sweepDistances(insts); ok {
+		return w, e
 	}
 	g := newReverseGraph(insts, true)
 	return g.search(insts, false), g.search(insts, true)
@@ -249,61 +247,89 @@ func distances(insts []inst) (distW, distE []uint32) {
 // take more back edges than that goes to the breadth-first search.
 const maxSweeps = 6
 
-// sweepDistances is distancesOf(insts, exit) for code whose decoded
+// sweepDistances is distances' distW and distE for code whose decoded
 // exits are boundaries, by relaxing every edge in passes from the last
-// instruction back to the first until a pass changes nothing (ok), or
-// maxSweeps passes (not ok). Most edges lead forward, so a pass carries
-// every distance along them; each further pass carries them over one
-// more back edge (a loop's branch back, a repeat body's end to its
-// start). The relaxations reach the same fixpoint as the search, the
-// shortest distances, without building the graph.
-func sweepDistances(insts []inst, exit bool) ([]uint32, bool) {
+// instruction back to the first until the distances are a fixpoint
+// (ok), or maxSweeps passes (not ok). The two tables share the graph (an
+// exit, a boundary, has no edges out) and differ in their seeds only, so
+// a pass relaxes both along each edge. Most edges lead forward, so a
+// pass carries every distance along them; each further pass carries
+// them over one more back edge (a loop's branch back, a repeat body's
+// end to its start). A pass leaves an edge unsatisfied only when its
+// target dropped after the edge was relaxed: a back edge's target, or a
+// repeat body's end (relaxed from its start while the repeat is
+// visited). So a pass that lowers no body's end is a fixpoint when its
+// back edges hold, which a check of those edges alone shows, without a
+// pass that changes nothing. The relaxations reach the same fixpoint as
+// the search, the shortest distances, without building the graph.
+func sweepDistances(insts []inst) (distW, distE []uint32, ok bool) {
 	n := len(insts)
-	dist := make([]uint32, n)
+	w, e := make([]uint32, n), make([]uint32, n)
 	for i := range insts {
-		dist[i] = distCap
-		if in := &insts[i]; !(in.op == isa.EXIT && !exit) && boundary(in) {
-			dist[i] = 0 // as the search seeds its queue
+		w[i], e[i] = distCap, distCap
+		if in := &insts[i]; boundary(in) {
+			e[i] = 0 // as the searches seed their queues
+			if in.op != isa.EXIT {
+				w[i] = 0
+			}
 		}
 	}
+	// relax lowers i's distances to j's plus one; it reports whether
+	// either dropped.
 	relax := func(i, j int) bool {
-		if d := dist[j]; d < distCap && d+1 < dist[i] {
-			dist[i] = d + 1
-			return true
+		changed := false
+		if d := w[j]; d < distCap && d+1 < w[i] {
+			w[i], changed = d+1, true
 		}
-		return false
+		if d := e[j]; d < distCap && d+1 < e[i] {
+			e[i], changed = d+1, true
+		}
+		return changed
 	}
+	// back: the back edges (from, to <= from), gathered by the first
+	// pass, the graph being the same every pass.
+	var back [][2]int32
 	// The edges are enumerated here as newReverseGraph does, inline: a
 	// function returning each instruction's edges cost the 12-layer
 	// encoder's ipu-load 2 s of CPU more (10.1 s against 8.0 s).
 	for sweep := 0; sweep < maxSweeps; sweep++ {
-		changed := false
+		late := false // a repeat body's end dropped
 		for i := n - 1; i >= 0; i-- {
 			in := &insts[i]
-			if in.op == isa.EXIT && !exit || boundary(in) {
+			if boundary(in) {
 				continue
 			}
 			next, k := successors(in, i)
 			for _, j := range next[:k] {
 				if j < 0 || j >= n {
-					if dist[i] > 1 {
-						dist[i], changed = 1, true // the next fetch faults
-					}
+					w[i], e[i] = min(w[i], 1), min(e[i], 1) // the next fetch faults
 					continue
 				}
-				changed = relax(i, j) || changed
+				relax(i, j)
+				if sweep == 0 && j <= i {
+					back = append(back, [2]int32{int32(i), int32(j)})
+				}
 			}
 			if in.op == isa.RPT || in.op == isa.RPTI {
 				if body := rptBody(in); body > 0 && i+body < n {
-					changed = relax(i+body, i+1) || changed
+					late = relax(i+body, i+1) || late
 				}
 			}
 		}
-		if !changed {
-			return dist, true
+		if late {
+			continue
+		}
+		holds := true
+		for _, b := range back {
+			if relax(int(b[0]), int(b[1])) {
+				holds = false
+			}
+		}
+		if holds {
+			return w, e, true
 		}
 	}
-	return nil, false
+	return nil, nil, false
 }
 
 // distancesOf computes distW (exit false) or distE (exit true) alone.
