@@ -368,6 +368,7 @@ func (l *lowerer) exchange(name string, m *moves) *prog.Superstep {
 		x.Xfers = multicast(m.xfers)
 		l.cur = nil
 	}
+	m.recycle()
 	s := l.compute(name)
 	ts := make([]int, 0, len(m.copies))
 	for t := range m.copies {

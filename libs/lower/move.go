@@ -222,6 +222,7 @@ func (l *lowerer) dataMove(st *plan.Step, n *graph.Node) error {
 			return err
 		}
 		all.xfers = append(all.xfers, mv.xfers...)
+		mv.recycle()
 		for t, ks := range mv.copies {
 			all.copies[t] = append(all.copies[t], ks...)
 		}

@@ -585,6 +585,7 @@ func (l *lowerer) exchangeNamed(xname, cname string, m *moves) *prog.Superstep {
 		x.Xfers = multicast(m.xfers)
 		l.cur = nil
 	}
+	m.recycle()
 	if l.cur == nil || l.out.Steps[len(l.out.Steps)-1] != l.cur {
 		l.cur = l.add(obj.Compute, cname)
 	}
