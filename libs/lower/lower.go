@@ -358,7 +358,9 @@ type moves struct {
 	copies map[int][]*prog.Kernel
 }
 
-func newMoves() *moves { return &moves{copies: map[int][]*prog.Kernel{}} }
+// newMoves returns empty moves whose transfer list is a kept one
+// (xferList), of any room.
+func newMoves() *moves { return &moves{xfers: xferList(0), copies: map[int][]*prog.Kernel{}} }
 
 // exchange puts m's transfers in an exchange superstep (when there are
 // any) and returns the compute superstep that follows, with m's copies.

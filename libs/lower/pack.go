@@ -175,7 +175,7 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 			}
 		})
 	}
-	m.xfers = xferList(n)
+	m.reserve(n)
 	for i, p := range x.Pieces {
 		vg := stage[i].geo
 		off := stageBytes[p.Tile] // the piece's staging offset, if it sends

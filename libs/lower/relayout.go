@@ -28,7 +28,7 @@ import (
 // buffer on the destination tile.
 func (l *lowerer) runMoves(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref, runs []layout.Run) (*moves, error) {
 	m := newMoves()
-	m.xfers = xferList(len(runs)) // at most one a run
+	m.reserve(len(runs)) // at most one a run
 	return m, l.addMoves(m, src, dst, srcRefs, dstRefs, runs)
 }
 
@@ -226,7 +226,7 @@ func (l *lowerer) relayout(st *plan.Step) error {
 		n += len(pairs[i].runs)
 	}
 	all := newMoves()
-	all.xfers = xferList(n)
+	all.reserve(n)
 	for i, p := range pairs {
 		if errs[i] != nil {
 			return errs[i]
@@ -292,7 +292,7 @@ func (l *lowerer) move(name string, src, dst *layout.Tensor, runs []layout.Run) 
 // moveOps returns the transfers and copies that fill dst from src.
 func (l *lowerer) moveOps(src, dst *layout.Tensor, runs []layout.Run) (*moves, error) {
 	m := newMoves()
-	m.xfers = xferList(len(runs)) // at most one a run
+	m.reserve(len(runs)) // at most one a run
 	return m, l.addMoveOps(m, src, dst, runs)
 }
 

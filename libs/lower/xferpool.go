@@ -22,6 +22,18 @@ func xferList(n int) []prog.Transfer {
 	return make([]prog.Transfer, 0, n)
 }
 
+// reserve makes room for n more transfers in m's list, from a kept
+// list when its own has too little.
+func (m *moves) reserve(n int) {
+	if cap(m.xfers)-len(m.xfers) >= n {
+		return
+	}
+	xs := xferList(len(m.xfers) + n)
+	xs = append(xs, m.xfers...)
+	m.recycle()
+	m.xfers = xs
+}
+
 // recycle keeps m's transfer list for xferList once its exchange is
 // made, and empties m's. The lists kept are zero (no buffer held): a
 // list's elements past its length never were written.
