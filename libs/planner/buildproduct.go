@@ -264,7 +264,7 @@ func sourcePieces(v *graph.Value, ax, w, lo, n int) []layout.Piece {
 // pack that re-lays them out anyway: the default layout with the group
 // axis ax on multiples of w (alignedPieces) or, when that leaves more
 // tiles idle, the leading axes, the groups, then the other of the last
-// two axes (k) in chunks that keep a piece at least minPackPiece
+// two axes (k) in chunks that keep a piece at least packPiece
 // elements. The tiles then each pack a part of a block and send it to
 // the block's copies, instead of one tile per group packing its whole k
 // extent (a pack's cost grows with its elements, and the blocks of a
@@ -286,14 +286,14 @@ func (pl *planner) packSourcePieces(v *graph.Value, ax, w, lo int) []layout.Piec
 	// k in even chunks (FP8 panels pair k), the last axis on whole
 	// 8-byte words.
 	group := min(w, shape[ax])
-	chunk := 2 * max(1, (minPackPiece+2*group-1)/(2*group))
+	chunk := 2 * max(1, (pl.packPiece()+2*group-1)/(2*group))
 	if kAx == r-1 {
 		chunk = (chunk + pad - 1) / pad * pad
 	} else {
 		aligns[r-1] = max(aligns[r-1], pad)
 	}
 	aligns[kAx] = chunk
-	n := min(pl.tiles, max(1, layout.Full(shape).Volume()/minPackPiece))
+	n := min(pl.tiles, max(1, layout.Full(shape).Volume()/pl.packPiece()))
 	counts := layout.GridCounts(shape, 0, n, aligns)
 	if pieces(counts) <= len(aligned) {
 		return aligned
@@ -302,10 +302,31 @@ func (pl *planner) packSourcePieces(v *graph.Value, ax, w, lo int) []layout.Piec
 	return layout.Grid(shape, counts, aligns, lo)
 }
 
-// minPackPiece is the fewest elements of a piece packSourcePieces makes,
-// when the value is larger: a pack launch costs about 200 cycles more
-// than its elements' (codegen.Pack).
+// minPackPiece is the fewest elements of a piece packSourcePieces makes
+// for a deep model, when the value is larger: a pack launch costs about
+// 200 cycles more than its elements' (codegen.Pack), and every piece is
+// one more source for each copy of its block to hear.
 var minPackPiece = 256
+
+// widePackPiece is minPackPiece for a wide model (pl.wide). Linked
+// cycles at 256, 192, 160, 128, 96 and 64 elements: the BERT-base FP16
+// layer 48501, 48157, 48736, 48026, 48362, 48665; BERT-small's FP16
+// layer at 256, 128, 96 and 64: 18808, 18380, 18507, 18156, and its
+// FP16 2-layer encoder 37707, 36473, 36912, 35917. 128 is the size
+// that improves on 256 everywhere measured: the FP32 layers and the
+// shared BERT layers are 0.05-1.9% faster too, the GPT-2 blocks and
+// the other test models unchanged. The 12-layer BERT-base FP16 encoder
+// (deep) took 1.8% more at 128 (1339745 against 1315979), so a deep
+// model keeps 256.
+const widePackPiece = 128
+
+// packPiece is the fewest elements of a piece packSourcePieces makes.
+func (pl *planner) packPiece() int {
+	if pl.wide {
+		return widePackPiece
+	}
+	return minPackPiece
+}
 
 // panelSourcePieces spreads an operand's panels over n tiles from lo for
 // a cast before the exchange: the batch axes, then the group axis
