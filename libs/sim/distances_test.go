@@ -62,13 +62,8 @@ func TestSweepDistances(t *testing.T) {
 				insts[j] = decodeWord(isa.MustEncode(isa.Inst{Op: isa.ADDI, D: 1, A: 1, Imm: 1}))
 			}
 		}
-		w, e, ok := sweepDistances(insts)
-		if !ok {
-			continue
-		}
-		swept++
-		if diff := cmp.Diff([][]uint32{distancesOf(insts, false), distancesOf(insts, true)}, [][]uint32{w, e}); diff != "" {
-			t.Fatalf("program %d: mismatch (-search +passes):\n%s", i, diff)
+		if sweptAsSearched(t, i, insts) {
+			swept++
 		}
 	}
 	t.Logf("%d of %d programs converged within %d passes", swept, programs, maxSweeps)
@@ -116,17 +111,26 @@ func TestSweepDistancesLoops(t *testing.T) {
 				backward++
 			}
 		}
-		w, e, ok := sweepDistances(insts)
-		if !ok {
-			continue
-		}
-		swept++
-		if diff := cmp.Diff([][]uint32{distancesOf(insts, false), distancesOf(insts, true)}, [][]uint32{w, e}); diff != "" {
-			t.Fatalf("program %d: mismatch (-search +passes):\n%s", i, diff)
+		if sweptAsSearched(t, i, insts) {
+			swept++
 		}
 	}
 	t.Logf("%d of %d programs converged within %d passes; %d branches back within the code", swept, programs, maxSweeps, backward)
 	if swept < programs/2 || backward < programs {
 		t.Fatalf("%d of %d programs converged, %d branches back: the test no longer covers loops", swept, programs, backward)
 	}
+}
+
+// sweptAsSearched reports whether the passes settle on program i, and
+// fails the test when they give other distances than the search.
+func sweptAsSearched(t *testing.T, i int, insts []inst) bool {
+	t.Helper()
+	w, e, ok := sweepDistances(insts)
+	if !ok {
+		return false
+	}
+	if diff := cmp.Diff([][]uint32{distancesOf(insts, false), distancesOf(insts, true)}, [][]uint32{w, e}); diff != "" {
+		t.Fatalf("program %d: mismatch (-search +passes):\n%s", i, diff)
+	}
+	return true
 }
