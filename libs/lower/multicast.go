@@ -13,6 +13,10 @@ type mcKey struct {
 	words    int
 }
 
+// smallKeys is the most keys of one source firstOfKey looks up one by
+// one before it takes a map.
+const smallKeys = 8
+
 // mcIndexes are multicast's key maps, kept cleared between calls. A map
 // holds one source tile's keys at a time: a relayout over every tile
 // makes tens of thousands of keys, and one map of them all missed the
@@ -76,8 +80,11 @@ func multicast(xs []prog.Transfer) []prog.Transfer {
 
 // firstOfKey returns, for each transfer, the index of the first transfer
 // with its source, words and addresses. The transfers are taken source
-// by source (a counting sort, each source's in order), each source's
-// keys in a map of their own.
+// by source (a counting sort, each source's in order). A source's first
+// transfers of each key are looked up one by one while there are at
+// most smallKeys of them (a pack's source sends a few runs to many
+// tiles: hashing every transfer's key was most of multicast), and in a
+// map of the source's own from then on.
 func firstOfKey(xs []prog.Transfer) []int32 {
 	tiles := 0
 	for _, x := range xs {
@@ -99,14 +106,35 @@ func firstOfKey(xs []prog.Transfer) []int32 {
 	index := mcIndexes.Get().(map[mcKey]int32)
 	defer mcIndexes.Put(index)
 	first := make([]int32, len(xs))
+	var keys [smallKeys]int32 // the source's first transfer of each key so far
 	for t := 0; t < tiles; t++ {
 		group := order[at[t]:at[t+1]]
-		if len(group) == 1 {
-			first[group[0]] = group[0]
-			continue
-		}
+		nk, mapped := 0, false
 		for _, j := range group {
 			x := &xs[j]
+			if !mapped {
+				f := int32(-1)
+				for _, k := range keys[:nk] {
+					if y := &xs[k]; y.From == x.From && y.To == x.To && y.Words == x.Words {
+						f = k
+						break
+					}
+				}
+				if f >= 0 {
+					first[j] = f
+					continue
+				}
+				if nk < smallKeys {
+					keys[nk], first[j] = j, j
+					nk++
+					continue
+				}
+				for _, k := range keys[:nk] {
+					y := &xs[k]
+					index[mcKey{y.From, y.To, y.Words}] = k
+				}
+				mapped = true
+			}
 			k := mcKey{x.From, x.To, x.Words}
 			if f, ok := index[k]; ok {
 				first[j] = f
@@ -115,7 +143,9 @@ func firstOfKey(xs []prog.Transfer) []int32 {
 				first[j] = j
 			}
 		}
-		clear(index)
+		if mapped {
+			clear(index)
+		}
 	}
 	return first
 }

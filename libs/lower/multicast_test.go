@@ -43,17 +43,22 @@ func multicastSimple(xs []prog.Transfer) []prog.Transfer {
 // TestMulticast checks multicast against its plain definition on random
 // phases: repeated sends of one source's words to scattered and
 // contiguous tiles, multicasts already merged, sources among their
-// destinations' runs, and sources with one transfer or many.
+// destinations' runs, and sources with one transfer, a few keys or more
+// than smallKeys.
 func TestMulticast(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
 	bufs := []*prog.Buffer{{ID: 0}, {ID: 1}, {ID: 2}}
 	ref := func() prog.Ref {
 		return prog.Ref{Buf: bufs[r.IntN(len(bufs))], Off: uint32(4 * r.IntN(3))}
 	}
+	wide := 0 // trials with a source of more than smallKeys keys
 	for trial := 0; trial < 500; trial++ {
-		tiles := 2 + r.IntN(40)
+		tiles, sends := 2+r.IntN(40), r.IntN(60)
+		if trial%2 == 1 {
+			tiles, sends = 2+r.IntN(3), r.IntN(200) // many keys a source
+		}
 		var xs []prog.Transfer
-		for range r.IntN(60) {
+		for range sends {
 			src := r.IntN(tiles)
 			x := prog.Transfer{Src: src, Words: 1 + r.IntN(2), From: ref(), To: ref()}
 			copies := 1 + r.IntN(4)
@@ -77,9 +82,25 @@ func TestMulticast(t *testing.T) {
 				xs = append(xs, y)
 			}
 		}
+		keys := map[int]map[[2]prog.Ref]bool{}
+		for _, x := range xs {
+			if keys[x.Src] == nil {
+				keys[x.Src] = map[[2]prog.Ref]bool{}
+			}
+			keys[x.Src][[2]prog.Ref{x.From, x.To}] = true
+		}
+		for _, k := range keys {
+			if len(k) > smallKeys {
+				wide++
+				break
+			}
+		}
 		got, want := multicast(xs), multicastSimple(xs)
 		if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b *prog.Buffer) bool { return a == b })); diff != "" {
 			t.Fatalf("trial %d: multicast of %d transfers differs from its definition (-want +got):\n%s", trial, len(xs), diff)
 		}
+	}
+	if wide < 100 {
+		t.Fatalf("%d trials with a source of more than %d keys: the map is not tested", wide, smallKeys)
 	}
 }
