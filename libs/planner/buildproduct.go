@@ -306,7 +306,7 @@ func (pl *planner) packSourcePieces(v *graph.Value, ax, w, lo int) []layout.Piec
 // for a deep model, when the value is larger: a pack launch costs about
 // 200 cycles more than its elements' (codegen.Pack), and every piece is
 // one more source for each copy of its block to hear.
-var minPackPiece = 256
+const minPackPiece = 256
 
 // widePackPiece is minPackPiece for a wide model (pl.wide). Linked
 // cycles at 256, 192, 160, 128, 96 and 64 elements: the BERT-base FP16

@@ -13,9 +13,10 @@
 // The search is deterministic for a seed: an analytic start (per
 // product, the best of its screened splits given the ones before it; a
 // wide start also prices its first candidates filled to the tiles, then
-// makes refit rounds, fill.go), then MaxAttempts seeded local moves (change one split factor, flip the
-// cast order, swap the stationary operand), keeping improvements and,
-// with a small seeded probability, walking onto a worse point. The state
+// makes refit rounds, fill.go), then MaxAttempts seeded local moves
+// (change one split factor, flip the cast order, swap the stationary
+// operand), keeping improvements and, with a small seeded probability,
+// walking onto a worse point. The state
 // (attempts, RNG, current point, incumbent, visited set) goes to a
 // plan.State, so two runs of N attempts equal one of 2N.
 package planner
