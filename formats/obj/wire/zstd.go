@@ -12,9 +12,14 @@ import (
 // with one block encoder, so the same input always compresses to the
 // same bytes; it holds one block encoder per core, so that concurrent
 // calls do not wait for each other.
+//
+// The level is the fastest: against the default level, the 12-layer
+// encoder's package is 0.5% larger (qk-early's 3%) and ipu-pack takes
+// 3.1 s instead of 4.0 s (qk-early's 40 ms instead of 48); decoding
+// takes the same time.
 var encoder = sync.OnceValue(func() *zstd.Encoder {
 	e, err := zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderLevel(zstd.SpeedFastest),
 		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
 		zstd.WithEncoderCRC(true),
 		// Entropy-code literals even when a block has no matches: weights
