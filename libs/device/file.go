@@ -384,60 +384,6 @@ func (d *Device) dirty(t int) bool { return d.m[offDirty+t/8]&(1<<(t%8)) != 0 }
 
 func (d *Device) setDirty(t int) { d.m[offDirty+t/8] |= 1 << (t % 8) }
 
-// zeroDirty clears the memory of every dirty tile: one hole punched per
-// run of consecutive dirty tiles, and tile by tile (zeroTile) where the
-// file system cannot punch one.
-func (d *Device) zeroDirty() {
-	const punchHole = 0x2 | 0x1 // FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
-	for t := 0; t < d.g.tiles; {
-		if !d.dirty(t) {
-			t++
-			continue
-		}
-		end := t + 1
-		for end < d.g.tiles && d.dirty(end) {
-			end++
-		}
-		off := int64(d.g.memOffset + uint64(t)*d.g.tileStride)
-		n := int64(end-t) * int64(d.g.tileStride)
-		if err := syscall.Fallocate(int(d.f.Fd()), punchHole, off, n); err != nil {
-			for u := t; u < end; u++ {
-				d.zeroTile(u)
-			}
-		} else {
-			for u := t; u < end; u++ {
-				d.m[offDirty+u/8] &^= 1 << (u % 8)
-			}
-		}
-		t = end
-	}
-}
-
-// zeroTile clears tile t's memory, preferring a hole punched in the file
-// (no writes, and the disk space goes back) over clearing the pages.
-func (d *Device) zeroTile(t int) {
-	off := int64(d.g.memOffset + uint64(t)*d.g.tileStride)
-	const punchHole = 0x2 | 0x1 // FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
-	if err := syscall.Fallocate(int(d.f.Fd()), punchHole, off, int64(d.g.tileStride)); err != nil {
-		clear(d.tileMem(t))
-	}
-	d.m[offDirty+t/8] &^= 1 << (t % 8)
-}
-
-// zeroAll clears every tile's memory (one hole punched over all of it),
-// leaving the dirty bits for zeroTile when the file system cannot punch.
-func (d *Device) zeroAll() {
-	const punchHole = 0x2 | 0x1 // FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
-	n := int64(d.g.tiles) * int64(d.g.tileStride)
-	if err := syscall.Fallocate(int(d.f.Fd()), punchHole, int64(d.g.memOffset), n); err != nil {
-		for t := 0; t < d.g.tiles; t++ {
-			d.setDirty(t)
-		}
-		return
-	}
-	clear(d.m[offDirty : offDirty+(d.g.tiles+7)/8])
-}
-
 // syncHeader flushes the header page to the file when the file is kept
 // durable (see boot.go); otherwise the page cache every process maps is
 // the device.

@@ -83,16 +83,17 @@ func (d *Device) Load(pkg *ipuexe.Package, fingerprint string, log *slog.Logger,
 // load is Load once the package is checked.
 func (d *Device) load(pkg *ipuexe.Package, images []*sim.Image, fingerprint string, log *slog.Logger, opt LoadOptions) error {
 	log.Info("initializing IPU device")
-	if err := d.powerOn(); err != nil {
-		return err
-	}
 	var busy []int
 	for t, idx := range pkg.TileImage {
 		if images[idx] != nil {
 			busy = append(busy, t)
 		}
 	}
-	if err := d.reserve(d.usedSpans(pkg, busy)); err != nil {
+	used := d.usedSpans(pkg, busy)
+	if err := d.powerOn(used); err != nil {
+		return err
+	}
+	if err := d.reserve(used); err != nil {
 		return err
 	}
 	log.Info("IPU device initialized")
@@ -217,8 +218,9 @@ func simImages(p *arch.Preset, pkg *ipuexe.Package) ([]*sim.Image, error) {
 // clears the memory of every tile a past load touched: of every tile when
 // that load was in an earlier boot, whose dirty bits may not have reached
 // the disk (boot.go). Only then does the header take this boot's id, so
-// a power-on killed half way clears every tile again next time.
-func (d *Device) powerOn() error {
+// a power-on killed half way clears every tile again next time. keep are
+// the spans the load reserves next (zeroDirty).
+func (d *Device) powerOn(keep []fileSpan) error {
 	stale := d.staleBoot()
 	d.setState(Loading)
 	d.setFingerprint("")
@@ -229,7 +231,7 @@ func (d *Device) powerOn() error {
 	if stale {
 		d.zeroAll()
 	}
-	d.zeroDirty()
+	d.zeroDirty(keep)
 	d.setBoot(hostBoot())
 	copy(d.m[offMagic:], magic) // a version 1 device becomes version 2
 	return d.syncHeader()
