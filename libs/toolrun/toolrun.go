@@ -135,29 +135,6 @@ func Main(app *cli.App, args []string, stdout, stderr io.Writer) (status int) {
 	return report(stderr, name, err, run.started)
 }
 
-// GCPercentKey is the app.Metadata key of a tool's GOGC (an int; 400
-// when absent).
-const GCPercentKey = "gc_percent"
-
-// The tools allocate much short-lived data (lowered programs, schedules)
-// over a heap of a few hundred MB: the collector's default pace spends a
-// fifth of the CPU on it. tuneGC lets the heap grow to 5x the live data
-// between collections (GOGC=400, or the tool's app.Metadata[GCPercentKey]),
-// under a soft limit of 4 GiB past which the collector runs as often as
-// it must; GOGC and GOMEMLIMIT in the environment take precedence.
-func tuneGC(app *cli.App) {
-	if os.Getenv("GOGC") == "" {
-		pct := 400
-		if v, ok := app.Metadata[GCPercentKey].(int); ok {
-			pct = v
-		}
-		debug.SetGCPercent(pct)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(4 << 30)
-	}
-}
-
 // startProfile writes a CPU profile of the run to path (IPU_CPUPROFILE,
 // a developer's aid: go tool pprof bin/TOOL path).
 func startProfile(path string) (stop func(), err error) {

@@ -99,7 +99,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// encoder 49.4-50.9 s and 1.33-1.36 M page faults at 150, 40.8-44.8
 	// s and 1.16-1.25 M at 100 (three runs each, alternating); the layer
 	// 5.68-6.09 s at 150, 5.87-6.04 s at 100; qk-early 0.37-0.41 s both.
-	app.Metadata = map[string]any{toolrun.GCPercentKey: 100}
+	// Now, GOGC=200 until the live heap reaches 256 MiB, then 100:
+	// qk-early 261-263 ms against 277-285 (best of 12, twice), the layer
+	// 6.03-6.15 s and 0.73-0.76 GB against 6.43-6.45 s and 0.69 GB, the
+	// encoder 34.1 s against 36.1 (one run each). At 200 throughout the
+	// layer took 5.7-5.8 s and 1.0 GB; with the switch at 512 MiB, 6.0 s
+	// and 1.0 GB.
+	app.Metadata = map[string]any{toolrun.GCPercentKey: 100, toolrun.SmallHeapGCPercentKey: 200}
 	return toolrun.Main(app, args, stdout, stderr)
 }
 
