@@ -327,6 +327,34 @@ func TestReadCorrupt(t *testing.T) {
 	}
 }
 
+// TestReadNoImages: ReadOptions.NoImages still bounds the images'
+// lengths and frames and checks the tilemap against their count, but
+// does not decompress or check them.
+func TestReadNoImages(t *testing.T) {
+	for _, name := range order {
+		checkRead(t, marshal(t, samples()[name]))
+	}
+	tiny := marshal(t, samples()["tiny"])
+	for _, tt := range []struct {
+		name string
+		data []byte
+		want string // "" when it reads
+	}{
+		{"huge image length", patch(tiny, secImages, 4, le32(0xffffffff)), "image 0: length 4294967295 exceeds the limit"},
+		{"huge frame length", patch(tiny, secImages, 8, le32(0xfffffff0)), "image length 4294967280 exceeds file size"},
+		{"tilemap image", patch(tiny, secTilemap, 4+4*3, le32(7)), "tile 3: image 7 out of range (2 images)"},
+		{"garbage frame", patch(tiny, secImages, 12, []byte{1, 2, 3, 4}), ""},
+	} {
+		_, err := ipuexe.ReadWith(tt.data, ipuexe.ReadOptions{NoImages: true})
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: %v, want no error (frames not decompressed)", tt.name, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+}
+
 func FuzzRead(f *testing.F) {
 	seeds, _ := filepath.Glob(filepath.Join("testdata", "*.ipuexe"))
 	if len(seeds) == 0 {
@@ -364,7 +392,20 @@ func fixCRCs(data []byte) []byte {
 }
 
 func checkRead(t *testing.T, data []byte) {
+	// Without its images, a package reads when it reads with them, and
+	// the same but for them.
+	q, qerr := ipuexe.ReadWith(data, ipuexe.ReadOptions{NoImages: true})
 	p, err := ipuexe.Read(data)
+	if err == nil {
+		if qerr != nil {
+			t.Fatalf("read without images: %v; with them: ok", qerr)
+		}
+		want := *p
+		want.Images = make([]ipuexe.Image, len(p.Images))
+		if diff := cmp.Diff(&want, q, equate); diff != "" {
+			t.Fatalf("read without images: mismatch (-want +got):\n%s", diff)
+		}
+	}
 	if err != nil {
 		var fe *ipuexe.FormatError
 		if !errors.As(err, &fe) || strings.Contains(err.Error(), "\n") {

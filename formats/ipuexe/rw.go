@@ -388,7 +388,7 @@ func ReadWith(data []byte, opt ReadOptions) (*Package, error) {
 		lim = l
 	}
 
-	if err := readImages(secs[1].Decoder(), p, lim); err != nil {
+	if err := readImages(secs[1].Decoder(), p, lim, opt.NoImages); err != nil {
 		return nil, err
 	}
 
@@ -432,10 +432,11 @@ func ReadWith(data []byte, opt ReadOptions) (*Package, error) {
 }
 
 // readImages reads the images section. The frames are cut out of it in
-// order, then decompressed, decoded and checked on a worker per core
-// (for many images: a package over a full chip has one per tile), and
-// the errors are those of a read in image order.
-func readImages(d *wire.Decoder, p *Package, lim Limits) error {
+// order, then (unless skip: ReadOptions.NoImages) decompressed, decoded
+// and checked on a worker per core (for many images: a package over a
+// full chip has one per tile), and the errors are those of a read in
+// image order.
+func readImages(d *wire.Decoder, p *Package, lim Limits, skip bool) error {
 	maxImage := ImageBytes(lim.TileMemory)
 	n := d.Count("image", 4+4)
 	if d.Err() == nil && n > p.Tiles {
@@ -460,6 +461,13 @@ func readImages(d *wire.Decoder, p *Package, lim Limits) error {
 	}
 	if n > 0 {
 		p.Images = make([]Image, n)
+	}
+	if skip {
+		d.Done()
+		if d.Err() != nil {
+			return formatError(d.Err())
+		}
+		return nil
 	}
 	rd := make([]readImg, len(frames))
 	eachImage(len(frames), func(i int) {

@@ -61,4 +61,11 @@ type ReadOptions struct {
 	// are then bounded by ImageBytes(TileMemory) and its tiles by Tiles,
 	// instead of by the format's own obj.MaxTileMemory and obj.MaxTiles.
 	Limits func(arch string) (Limits, error)
+	// NoImages cuts the images section's frames out and bounds their
+	// lengths, but neither decompresses nor checks them: Images holds as
+	// many empty images. For a reader that does not use the images and
+	// knows the package for one validated before: ipu-check, whose device
+	// was loaded (ipu-load validates every image) with the package of the
+	// same fingerprint.
+	NoImages bool
 }

@@ -10,7 +10,9 @@
 // inferences.
 //
 // IN.ipuexe must be the package the device was loaded with (ipu-load): the
-// device records its fingerprint. With --data DIR the inputs are
+// device records its fingerprint. Its tile images, which ipu-load
+// validated, are read only for --profile or to name a fault's kernel. With
+// --data DIR the inputs are
 // DIR/input_0.pb, DIR/input_1.pb ... and the expected outputs
 // DIR/output_0.pb ... (serialized ONNX TensorProto, the ONNX backend test
 // layout), in the package's input and output order; each must have the

@@ -14,8 +14,18 @@ import (
 // explainFault adds to a device fault where it happened: the kernel
 // whose code holds the faulting PC (the package's code symbols, named by
 // the linker after the node a kernel computes) and, from the model
-// section, that node, its output and what such a kernel faults on.
-func explainFault(err error, f *sim.Fault, s *device.Session, pkg *ipuexe.Package) error {
+// section, that node, its output and what such a kernel faults on. A
+// package read without its images (options.readsImages) gets them
+// first, from the file if it still has the fingerprint the device runs:
+// the session names symbols from the same package.
+func explainFault(err error, f *sim.Fault, s *device.Session, pkg *ipuexe.Package, o *options, fingerprint string) error {
+	if !o.readsImages() {
+		full, fp, rerr := readPackage(o.pkgPath, true)
+		if rerr != nil || fp != fingerprint {
+			return err
+		}
+		pkg.Images = full.Images
+	}
 	sym, ok := s.CodeSymbol(f.Tile, f.PC)
 	if !ok {
 		return err
