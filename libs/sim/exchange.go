@@ -1,9 +1,14 @@
 package sim
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"runtime/debug"
+	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 )
 
 // arrival is one send's stream of words at one destination: n cycles from
@@ -16,16 +21,24 @@ type arrival struct {
 	send int // index in the source tile's sends
 }
 
-// resolveExchange matches every word that arrived at a tile with the
-// tile's listening windows, by cycle then tile. With store false it only
-// offers the faults to best; with store true (called only when the
-// superstep has no fault) it writes the received words to memory.
-func (m *Machine) resolveExchange(list []int, phase int, best *faultCand, store bool) {
-	if len(m.xarr) != len(m.tiles) {
-		m.xarr = make([][]arrival, len(m.tiles))
+// exchangeScratch is the exchange resolution's state, reused across
+// supersteps: each tile's arrivals, and the tiles that receive or listen
+// (in tile order).
+type exchangeScratch struct {
+	arr  [][]arrival
+	todo []int
+}
+
+// gatherArrivals collects every send of list's tiles as arrivals at its
+// destinations, each tile's sorted by first cycle, then source, then
+// send, and the tiles to resolve; it reports whether there are any.
+func (m *Machine) gatherArrivals(list []int) bool {
+	x := &m.xs
+	if len(x.arr) != len(m.tiles) {
+		x.arr = make([][]arrival, len(m.tiles))
 	}
-	for u := range m.xarr {
-		m.xarr[u] = m.xarr[u][:0]
+	for u := range x.arr {
+		x.arr[u] = x.arr[u][:0]
 	}
 	busy := false
 	for _, s := range list {
@@ -38,7 +51,7 @@ func (m *Machine) resolveExchange(list []int, phase int, best *faultCand, store 
 			}
 			for u := int(sd.dstLo); u < int(sd.dstLo+sd.dstN); u++ {
 				a.c0 = sd.t + int64(m.p.Latency(s, u))
-				m.xarr[u] = append(m.xarr[u], a)
+				x.arr[u] = append(x.arr[u], a)
 				busy = true
 			}
 		}
@@ -46,25 +59,107 @@ func (m *Machine) resolveExchange(list []int, phase int, best *faultCand, store 
 			busy = true
 		}
 	}
+	x.todo = x.todo[:0]
 	if !busy {
-		return
+		return false
 	}
 	for u := range m.tiles {
-		arr := m.xarr[u]
-		var recvs []recvRec
-		if t := &m.tiles[u]; t.active && !t.halted {
-			recvs = t.res.recvs
+		if len(x.arr[u]) > 0 || len(m.listens(u)) > 0 {
+			x.todo = append(x.todo, u)
 		}
-		if len(arr) == 0 && len(recvs) == 0 {
-			continue
-		}
-		sort.Slice(arr, func(i, j int) bool {
-			if arr[i].c0 != arr[j].c0 {
-				return arr[i].c0 < arr[j].c0
+	}
+	m.eachReceiver(func(u int, _ *faultCand) {
+		slices.SortFunc(x.arr[u], func(a, b arrival) int {
+			if c := cmp.Compare(a.c0, b.c0); c != 0 {
+				return c
 			}
-			return arr[i].src < arr[j].src
+			if c := cmp.Compare(a.src, b.src); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.send, b.send)
 		})
-		m.resolveTile(u, arr, recvs, phase, best, store)
+	}, nil)
+	return true
+}
+
+// listens returns tile u's listening windows of this superstep (none when
+// it is not running).
+func (m *Machine) listens(u int) []recvRec {
+	if t := &m.tiles[u]; t.active && !t.halted {
+		return t.res.recvs
+	}
+	return nil
+}
+
+// resolveExchange matches every word that arrived at a tile with the
+// tile's listening windows (gatherArrivals collected them), by cycle then
+// tile. With store false it only offers the faults to best; with store
+// true (called only when the superstep has no fault) it writes the
+// received words to memory. The tiles are resolved side by side; best
+// gets the same fault as from resolving them in tile order.
+func (m *Machine) resolveExchange(phase int, best *faultCand, store bool) {
+	m.eachReceiver(func(u int, fc *faultCand) {
+		m.resolveTile(u, m.xs.arr[u], m.listens(u), phase, fc, store)
+	}, best)
+}
+
+// receiverChunks is the number of parts per worker eachReceiver cuts the
+// receiving tiles into (their work is uneven).
+const receiverChunks = 4
+
+// eachReceiver calls f for every tile of m.xs.todo, on up to m.parallel()
+// goroutines. Each contiguous part of the tiles offers its faults to a
+// candidate of its own, and the parts' candidates are offered to best in
+// tile order afterwards (when best is not nil): the earliest fault, and
+// of equal ones the first offered, as in one pass in tile order. A panic
+// (a page of the device file that the host cannot provide) is raised
+// again in the caller's goroutine, whose guard reports it.
+func (m *Machine) eachReceiver(f func(u int, fc *faultCand), best *faultCand) {
+	todo := m.xs.todo
+	par := min(m.parallel(), len(todo))
+	if par <= 1 {
+		var fc faultCand
+		for _, u := range todo {
+			f(u, &fc)
+		}
+		if best != nil && fc.f != nil {
+			best.offer(fc.f, fc.class, fc.aux)
+		}
+		return
+	}
+	parts := min(len(todo), par*receiverChunks)
+	cands := make([]faultCand, parts)
+	panics := make([]any, parts)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < par; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			debug.SetPanicOnFault(true)
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= parts {
+					return
+				}
+				lo, hi := k*len(todo)/parts, (k+1)*len(todo)/parts
+				func() {
+					defer func() { panics[k] = recover() }()
+					for _, u := range todo[lo:hi] {
+						f(u, &cands[k])
+					}
+				}()
+			}
+		}()
+	}
+	wg.Wait()
+	for k := range parts {
+		if panics[k] != nil {
+			panic(panics[k])
+		}
+		if best != nil && cands[k].f != nil {
+			best.offer(cands[k].f, cands[k].class, cands[k].aux)
+		}
 	}
 }
 

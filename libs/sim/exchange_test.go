@@ -152,3 +152,57 @@ func TestReceivedDataInvisibleBeforeSync(t *testing.T) {
 		t.Errorf("received %#x, want 1", got)
 	}
 }
+
+// TestExchangeResolvedSideBySide resolves one exchange superstep of 32
+// senders and 32 receivers on 1 to 5 goroutines: the received words, and
+// with faulty receivers the fault, are the same on every count, and the
+// fault is the earliest one (by cycle, then tile) wherever its receiver
+// falls among the goroutines' parts.
+func TestExchangeResolvedSideBySide(t *testing.T) {
+	const pairs = 32
+	late := map[int]int64{3: T - 1, 9: T - 1, 17: T - 1, 25: T - 1, 12: T - 2, 28: T - 2, 5: T + 1, 20: T + 1}
+	run := func(t *testing.T, parallel int, faulty bool) (faultKey, [][]uint32) {
+		r := newRig(t, "ipu21-64", Options{Parallel: parallel})
+		for i := 0; i < pairs; i++ {
+			base := uint32(i)<<8 | 1
+			r.load(i, sender(int32(pairs+i), 4, false), words(dataBase, base, base+1, base+2, base+3))
+			at := int64(T)
+			if l, ok := late[i]; ok && faulty {
+				at = l
+			}
+			r.load(pairs+i, receiver(int32(i), at, 4))
+		}
+		_, err := r.m.Run(nil, 0)
+		if faulty {
+			if err == nil {
+				t.Fatal("no fault")
+			}
+			return keyOf(t, err), nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([][]uint32, pairs)
+		for i := range got {
+			for k := uint32(0); k < 4; k++ {
+				got[i] = append(got[i], r.word(pairs+i, dataBase+0x100+4*k))
+			}
+		}
+		return faultKey{}, got
+	}
+	_, want := run(t, 1, false)
+	for i, ws := range want {
+		if base := uint32(i)<<8 | 1; ws[0] != base || ws[3] != base+3 {
+			t.Fatalf("tile %d received %#x, want from %#x", pairs+i, ws, base)
+		}
+	}
+	wantFault := faultKey{FaultSilent, pairs + 12, supCtx, pcOf(6), 0, T - 2}
+	for par := 1; par <= 5; par++ {
+		if _, got := run(t, par, false); !cmp.Equal(want, got) {
+			t.Errorf("parallel %d: received %#x, want %#x", par, got, want)
+		}
+		if got, _ := run(t, par, true); got != wantFault {
+			t.Errorf("parallel %d: fault %+v, want %+v", par, got, wantFault)
+		}
+	}
+}

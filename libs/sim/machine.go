@@ -40,8 +40,7 @@ type Machine struct {
 	hostMu sync.Mutex // Host methods are never called concurrently
 	host   Host
 
-	// Scratch of the exchange resolution, reused across supersteps.
-	xarr [][]arrival
+	xs exchangeScratch // the exchange resolution's, reused across supersteps
 }
 
 // context is one hardware thread's architectural state.
@@ -105,7 +104,7 @@ func (m *Machine) Reset() {
 	m.watchdog = DefaultWatchdog
 	m.faulted = false
 	m.progs = newCodeIndex(m.p.Memory.Lo)
-	m.xarr = nil
+	m.xs = exchangeScratch{}
 }
 
 // Mark is the number of barriers (sync or hsync) completed since load.
@@ -390,7 +389,10 @@ func (m *Machine) superstep(list []int, res *RunResult) (stepOutcome, *Fault) {
 	}
 	m.applyHostWrites(list, phase, &best)
 	m.checkBus(list, phase, &best)
-	m.resolveExchange(list, phase, &best, false)
+	exchanged := m.gatherArrivals(list)
+	if exchanged {
+		m.resolveExchange(phase, &best, false)
+	}
 	if best.f != nil {
 		res.Phases = append(res.Phases, *st)
 		res.Cycles += st.Cycles
@@ -427,7 +429,9 @@ func (m *Machine) superstep(list []int, res *RunResult) (stepOutcome, *Fault) {
 		res.Cycles += st.Cycles
 		return out, f
 	}
-	m.resolveExchange(list, phase, &best, true)
+	if exchanged {
+		m.resolveExchange(phase, &best, true)
+	}
 	for _, i := range list {
 		t := &m.tiles[i]
 		switch t.res.barrier {
