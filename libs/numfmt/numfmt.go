@@ -50,6 +50,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"sync"
 )
 
 // Format is an FP8 encoding. The numbering is the one of the fp8 control
@@ -381,28 +382,74 @@ func encodeF8(c class, v value, s *spec, mode Mode) uint8 {
 // F32ToF16 converts FP32 bits to FP16 bits, rounding to nearest even.
 // Overflow gives +-Inf; a NaN stays a NaN with its sign, made quiet, its
 // payload truncated to the top 9 bits.
+//
+// The rounding is done on the bits (the general path, encodeIEEE, costs
+// about ten times as much): a normal result rebiases the exponent and
+// rounds the 23-bit fraction to 10 with the carry running into the
+// exponent; a subnormal one shifts the significand with its implicit
+// bit. TestF16FastPaths checks both against encodeIEEE.
 func F32ToF16(b uint32) uint16 {
-	c, v := decodeF32(b)
-	if c == nan {
-		return uint16(b>>16&0x8000) | 0x7E00 | uint16(b>>13&0x1FF)
+	sign := uint16(b>>16) & 0x8000
+	a := b & 0x7FFFFFFF
+	switch {
+	case a > 0x7F800000: // NaN
+		return sign | 0x7E00 | uint16(b>>13&0x1FF)
+	case a >= 0x477FF000: // at least 65520, the midpoint above 65504: Inf
+		return sign | 0x7C00
+	case a >= 0x38800000: // at least 2^-14: normal
+		v := a - (127-15)<<23
+		return sign | uint16((v+0xFFF+v>>13&1)>>13)
+	case a >= 0x33000000: // at least 2^-25: subnormal, or the least normal
+		return sign | uint16(shiftRNE(uint64(a&0x7FFFFF|1<<23), uint(126-a>>23)))
 	}
-	return uint16(encodeIEEE(c, v, 5, 10))
+	return sign // below 2^-25: zero
 }
 
 // F64ToF16 converts x to FP16 bits with a single rounding to nearest even
-// (not through FP32). NaNs as in F32ToF16.
+// (not through FP32), on the bits as F32ToF16. NaNs as in F32ToF16.
 func F64ToF16(x float64) uint16 {
-	c, v := decodeF64(x)
-	if c == nan {
-		b := math.Float64bits(x)
-		return uint16(b>>48&0x8000) | 0x7E00 | uint16(b>>42&0x1FF)
+	b := math.Float64bits(x)
+	sign := uint16(b>>48) & 0x8000
+	a := b & (1<<63 - 1)
+	switch {
+	case a > 0x7FF0000000000000: // NaN
+		return sign | 0x7E00 | uint16(b>>42&0x1FF)
+	case a >= 0x40EFFE0000000000: // at least 65520: Inf
+		return sign | 0x7C00
+	case a >= 0x3F10000000000000: // at least 2^-14: normal
+		v := a - (1023-15)<<52
+		return sign | uint16((v+(1<<41-1)+v>>42&1)>>42)
+	case a >= 0x3E60000000000000: // at least 2^-25
+		return sign | uint16(shiftRNE(a&(1<<52-1)|1<<52, uint(1051-a>>52)))
 	}
-	return uint16(encodeIEEE(c, v, 5, 10))
+	return sign
 }
+
+// shiftRNE returns m / 2^shift rounded to nearest even (0 < shift < 64).
+func shiftRNE(m uint64, shift uint) uint64 {
+	r := m >> shift
+	rem, half := m&(1<<shift-1), uint64(1)<<(shift-1)
+	if rem > half || rem == half && r&1 == 1 {
+		r++
+	}
+	return r
+}
+
+// f16ToF32 is F16ToF32 of every FP16 value, built on first use.
+var f16ToF32 = sync.OnceValue(func() *[1 << 16]uint32 {
+	var t [1 << 16]uint32
+	for h := range t {
+		t[h] = f16ToF32Slow(uint16(h))
+	}
+	return &t
+})
 
 // F16ToF32 converts FP16 bits to FP32 bits, exactly. A NaN keeps its sign
 // and payload and is made quiet, as IEEE 754 conversions do.
-func F16ToF32(h uint16) uint32 {
+func F16ToF32(h uint16) uint32 { return f16ToF32()[h] }
+
+// f16ToF32Slow is F16ToF32 through the general decoding and encoding.
+func f16ToF32Slow(h uint16) uint32 {
 	c, v := decodeF16(h)
 	if c == nan {
 		return uint32(h&0x8000)<<16 | 0x7FC00000 | uint32(h&0x3FF)<<13

@@ -637,3 +637,84 @@ func BenchmarkF32ToF8(b *testing.B) {
 	}
 	_ = sink
 }
+
+// TestF16FastPaths checks F32ToF16 and F64ToF16, which round on the bits,
+// against the general path (encodeIEEE): every FP32 significand of the
+// exponents where the result is subnormal, becomes normal or overflows,
+// the rounding bits' boundary patterns of every other exponent, and for
+// FP64 the same boundaries at each exponent's rounding position.
+func TestF16FastPaths(t *testing.T) {
+	slow32 := func(b uint32) uint16 {
+		c, v := decodeF32(b)
+		if c == nan {
+			return uint16(b>>16)&0x8000 | 0x7E00 | uint16(b>>13)&0x1FF
+		}
+		return uint16(encodeIEEE(c, v, 5, 10))
+	}
+	bad := 0
+	check32 := func(b uint32) {
+		for _, s := range []uint32{0, 1 << 31} {
+			if got, want := F32ToF16(b|s), slow32(b|s); got != want {
+				if bad < 10 {
+					t.Errorf("F32ToF16(%#08x) = %#04x, want %#04x", b|s, got, want)
+				}
+				bad++
+			}
+		}
+	}
+	whole := []uint32{0, 101, 102, 103, 111, 112, 113, 142, 143, 255}
+	if testing.Short() {
+		whole = []uint32{102, 112, 142}
+	}
+	for _, e := range whole {
+		for f := uint32(0); f < 1<<23; f++ {
+			check32(e<<23 | f)
+		}
+	}
+	for e := uint32(0); e < 256; e++ {
+		for hi := uint32(0); hi < 1<<10; hi++ {
+			for _, lo := range []uint32{0, 1, 0x7FF, 0xFFF, 0x1000, 0x1001, 0x1FFF} {
+				check32(e<<23 | hi<<13 | lo)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	for e := uint64(0); e < 2048; e++ {
+		shift := uint64(42) // the rounding position of a normal result
+		if e < 1009 {
+			shift = min(63, 1051-min(e, 1051))
+		}
+		for k := 0; k < 400; k++ {
+			m := r.Uint64() & (1<<52 - 1)
+			half := uint64(1) << (shift - 1)
+			switch k % 5 {
+			case 0:
+				m &^= 2*half - 1
+			case 1:
+				m = m&^(2*half-1) | half
+			case 2:
+				m = m&^(2*half-1) | (half - 1)
+			case 3:
+				m = m&^(2*half-1) | (half + 1)
+			}
+			b := e<<52 | m&(1<<52-1)
+			for _, s := range []uint64{0, 1 << 63} {
+				x := math.Float64frombits(b | s)
+				c, v := decodeF64(x)
+				want := uint16(b>>48)&0x8000 | uint16(s>>48) | 0x7E00 | uint16(b>>42)&0x1FF
+				if c != nan {
+					want = uint16(encodeIEEE(c, v, 5, 10))
+				}
+				if got := F64ToF16(x); got != want {
+					if bad < 10 {
+						t.Errorf("F64ToF16(%#016x) = %#04x, want %#04x", b|s, got, want)
+					}
+					bad++
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d inputs differ", bad)
+	}
+}
