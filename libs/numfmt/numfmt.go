@@ -50,7 +50,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"sync"
 )
 
 // Format is an FP8 encoding. The numbering is the one of the fp8 control
@@ -435,26 +434,25 @@ func shiftRNE(m uint64, shift uint) uint64 {
 	return r
 }
 
-// f16ToF32 is F16ToF32 of every FP16 value, built on first use.
-var f16ToF32 = sync.OnceValue(func() *[1 << 16]uint32 {
-	var t [1 << 16]uint32
-	for h := range t {
-		t[h] = f16ToF32Slow(uint16(h))
-	}
-	return &t
-})
-
 // F16ToF32 converts FP16 bits to FP32 bits, exactly. A NaN keeps its sign
-// and payload and is made quiet, as IEEE 754 conversions do.
-func F16ToF32(h uint16) uint32 { return f16ToF32()[h] }
-
-// f16ToF32Slow is F16ToF32 through the general decoding and encoding.
-func f16ToF32Slow(h uint16) uint32 {
-	c, v := decodeF16(h)
-	if c == nan {
-		return uint32(h&0x8000)<<16 | 0x7FC00000 | uint32(h&0x3FF)<<13
+// and payload and is made quiet, as IEEE 754 conversions do. On the bits:
+// a normal value rebiases its exponent, a subnormal one is normalized.
+func F16ToF32(h uint16) uint32 {
+	sign := uint32(h&0x8000) << 16
+	e, f := uint32(h>>10&0x1F), uint32(h&0x3FF)
+	switch {
+	case e == 0x1F && f != 0:
+		return sign | 0x7FC00000 | f<<13
+	case e == 0x1F:
+		return sign | 0x7F800000
+	case e != 0:
+		return sign | (e+127-15)<<23 | f<<13
+	case f == 0:
+		return sign
 	}
-	return uint32(encodeIEEE(c, v, 8, 23))
+	// f * 2^-24 with f of n bits lies in [2^(n-25), 2^(n-24)).
+	n := uint32(bits.Len32(f))
+	return sign | (n+127-25)<<23 | f<<(24-n)&0x7FFFFF
 }
 
 // F16ToF64 converts FP16 bits to a float64, exactly; NaNs as in F16ToF32.
