@@ -39,6 +39,7 @@ import (
 	"ipu.local/libs/graph"
 	"ipu.local/libs/numfmt"
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/par"
 )
 
 // Precision selects the arithmetic of an evaluation.
@@ -203,23 +204,38 @@ func run(g *graph.Graph, inputs []*onnx.Tensor, opt Options) (*evaluator, error)
 		}
 		ev.set(v, d)
 	}
-	for _, v := range g.Values {
-		if v.Const == nil {
-			continue
-		}
-		d, err := decode(v.Const)
-		if err != nil {
-			return nil, fmt.Errorf("constant %q: %w", v.Name, err)
-		}
-		if v.Const.DType != v.DType || int64(d.length()) != v.NumElements() {
-			return nil, fmt.Errorf("constant %q: %v with %d elements, want %v%s", v.Name, v.Const.DType, d.length(), v.DType, graph.ShapeString(v.Shape))
-		}
-		ev.set(v, d)
+	if err := ev.constants(); err != nil {
+		return nil, err
 	}
 	if err := ev.nodes(g.Nodes); err != nil {
 		return nil, err
 	}
 	return ev, nil
+}
+
+// constants decodes the graph's constants, on opt.Threads goroutines (a
+// model's weights are most of its bytes); an error is the first
+// constant's in value order.
+func (ev *evaluator) constants() error {
+	var consts []*graph.Value
+	for _, v := range ev.g.Values {
+		if v.Const != nil {
+			consts = append(consts, v)
+		}
+	}
+	ds, errs := make([]data, len(consts)), make([]error, len(consts))
+	par.For(len(consts), ev.opt.Threads, func(_, i int) { ds[i], errs[i] = decode(consts[i].Const) })
+	for i, v := range consts {
+		d := ds[i]
+		if errs[i] != nil {
+			return fmt.Errorf("constant %q: %w", v.Name, errs[i])
+		}
+		if v.Const.DType != v.DType || int64(d.length()) != v.NumElements() {
+			return fmt.Errorf("constant %q: %v with %d elements, want %v%s", v.Name, v.Const.DType, d.length(), v.DType, graph.ShapeString(v.Shape))
+		}
+		ev.set(v, d)
+	}
+	return nil
 }
 
 // set stores a value's elements.

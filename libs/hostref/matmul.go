@@ -89,14 +89,14 @@ func (ev *evaluator) mm(m, k, n int, a, b, y []float64) {
 				0, blas64.General{Rows: r1 - r0, Cols: n, Stride: n, Data: y[r0*n : r1*n]})
 		}
 	case FP32:
-		b32 := to32(b)
+		b32 := to32(b, ev.opt.Threads)
 		compute = func(r0, r1 int) {
 			if k == 0 {
 				return
 			}
 			y32 := make([]float32, (r1-r0)*n)
 			blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
-				blas32.General{Rows: r1 - r0, Cols: k, Stride: k, Data: to32(a[r0*k : r1*k])},
+				blas32.General{Rows: r1 - r0, Cols: k, Stride: k, Data: to32(a[r0*k:r1*k], 1)},
 				blas32.General{Rows: k, Cols: n, Stride: n, Data: b32},
 				0, blas32.General{Rows: r1 - r0, Cols: n, Stride: n, Data: y32})
 			for i, v := range y32 {
@@ -106,11 +106,12 @@ func (ev *evaluator) mm(m, k, n int, a, b, y []float64) {
 	default:
 		// b transposed: each output element's k run contiguous; as
 		// float32 straight away when every value fits one exactly.
-		if shortSignificands(a[:m*k]) && shortSignificands(b[:k*n]) {
-			a32, bt32 := to32(a[:m*k]), transposeKN[float32](k, n, b)
+		th := ev.opt.Threads
+		if allShort(a[:m*k], th) && allShort(b[:k*n], th) {
+			a32, bt32 := to32(a[:m*k], th), transposeKN[float32](k, n, b, th)
 			compute = func(r0, r1 int) { deviceMMShort(r0, r1, k, n, a32, bt32, y) }
 		} else {
-			bt := transposeKN[float64](k, n, b)
+			bt := transposeKN[float64](k, n, b, th)
 			compute = func(r0, r1 int) { deviceMM(r0, r1, k, n, a, bt, y) }
 		}
 	}
@@ -216,26 +217,63 @@ func deviceMMShort(r0, r1, k, n int, a, bt []float32, y []float64) {
 }
 
 // transposeKN returns the k×n row-major b as n×k, each value converted
-// to T.
-func transposeKN[T float32 | float64](k, n int, b []float64) []T {
+// to T, on up to threads goroutines (each a band of b's columns).
+func transposeKN[T float32 | float64](k, n int, b []float64, threads int) []T {
 	t := make([]T, k*n)
 	const blk = 32
-	for p0 := 0; p0 < k; p0 += blk {
-		for j0 := 0; j0 < n; j0 += blk {
-			for p := p0; p < min(p0+blk, k); p++ {
-				for j := j0; j < min(j0+blk, n); j++ {
+	inBands(n, k*n, threads, func(_, j0, j1 int) {
+		for p0 := 0; p0 < k; p0 += blk {
+			for j := j0; j < j1; j++ {
+				for p := p0; p < min(p0+blk, k); p++ {
 					t[j*k+p] = T(b[p*n+j])
 				}
 			}
 		}
-	}
+	})
 	return t
 }
 
-func to32(v []float64) []float32 {
+// to32 converts v to float32, on up to threads goroutines.
+func to32(v []float64, threads int) []float32 {
 	out := make([]float32, len(v))
-	for i, x := range v {
-		out[i] = float32(x)
-	}
+	inBands(len(v), len(v), threads, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			out[i] = float32(v[i])
+		}
+	})
 	return out
 }
+
+// allShort is shortSignificands of all of vs, on up to threads
+// goroutines.
+func allShort(vs []float64, threads int) bool {
+	var short [maxBands]bool
+	n := inBands(len(vs), len(vs), threads, func(i, lo, hi int) { short[i] = shortSignificands(vs[lo:hi]) })
+	for _, ok := range short[:n] {
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// inBands cuts [0, n) into bands, one a thread (at most maxBands), and
+// calls fn(i, lo, hi) on band i side by side; it returns the number of
+// bands. Less than bandWork elements of work run as one band in the
+// caller's goroutine.
+func inBands(n, work, threads int, fn func(i, lo, hi int)) int {
+	const bandWork = 1 << 16
+	b := 1
+	if threads > 1 && work >= bandWork {
+		b = min(n, threads, maxBands)
+	}
+	if b <= 1 {
+		fn(0, 0, n)
+		return 1
+	}
+	par.For(b, b, func(_, i int) { fn(i, i*n/b, (i+1)*n/b) })
+	return b
+}
+
+// maxBands bounds inBands' bands.
+const maxBands = 64

@@ -29,7 +29,7 @@ func BenchmarkDeviceMM(b *testing.B) {
 // signed zeros, infinities, NaNs and values whose sums round.
 func TestDeviceMMOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, sh := range [][3]int{{1, 1, 1}, {17, 33, 65}, {40, 7, 131}, {3, 200, 5}} {
+	for _, sh := range [][3]int{{1, 1, 1}, {17, 33, 65}, {40, 7, 131}, {3, 200, 5}, {70, 300, 260}} {
 		m, k, n := sh[0], sh[1], sh[2]
 		a, b := make([]float64, m*k), make([]float64, k*n)
 		for i := range a {
@@ -71,7 +71,7 @@ func TestDeviceMMShort(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	f16 := func(v float64) float64 { return numfmt.F16ToF64(numfmt.F64ToF16(v)) }
 	special := []float64{0, math.Copysign(0, -1), 65504, -65504, 0x1p-24, -0x1p-14, 1}
-	for _, sh := range [][3]int{{1, 1, 1}, {5, 33, 7}, {19, 64, 130}, {3, 300, 9}} {
+	for _, sh := range [][3]int{{1, 1, 1}, {5, 33, 7}, {19, 64, 130}, {3, 300, 9}, {70, 300, 260}, {260, 300, 9}} {
 		m, k, n := sh[0], sh[1], sh[2]
 		a, b := make([]float64, m*k), make([]float64, k*n)
 		for i := range a {
@@ -104,6 +104,28 @@ func TestDeviceMMShort(t *testing.T) {
 	for _, v := range []float64{math.Inf(1), math.NaN(), 1 + 0x1p-20, 0x1p-70, 0x1p70} {
 		if shortSignificands([]float64{v}) {
 			t.Errorf("%v taken as short", v)
+		}
+	}
+}
+
+// allShort, cut into bands on several threads, is shortSignificands of
+// the whole: one value that is not short, in any band, makes it false.
+func TestAllShortBands(t *testing.T) {
+	vs := make([]float64, 100003)
+	for i := range vs {
+		vs[i] = numfmt.F16ToF64(uint16(i % 0x7C00))
+	}
+	for _, threads := range []int{1, 2, 3, 8} {
+		if !allShort(vs, threads) {
+			t.Errorf("%d threads: FP16 values not taken as short", threads)
+		}
+		for _, at := range []int{0, 40000, len(vs) - 1} {
+			old := vs[at]
+			vs[at] = 1 + 0x1p-20
+			if allShort(vs, threads) {
+				t.Errorf("%d threads: a long significand at %d taken as short", threads, at)
+			}
+			vs[at] = old
 		}
 	}
 }
