@@ -462,7 +462,11 @@ func (m *Machine) runTiles(list []int, phase int) {
 		}
 		return
 	}
-	chunk := len(list) / (par * 4)
+	// Sixteen chunks a goroutine: a superstep ends with its last chunk,
+	// so smaller ones leave the other goroutines idle for less. The
+	// 12-layer encoder's check, one inference: 12.8-13.5 s against
+	// 13.8 s with four (64 were no better).
+	chunk := len(list) / (par * 16)
 	if chunk < 1 {
 		chunk = 1
 	}
