@@ -2,29 +2,43 @@ package sim
 
 import (
 	"fmt"
+	"runtime/debug"
 	"sync"
 
 	"ipu.local/libs/arch"
 )
 
 // LoadAll is Load of imgs[i] onto tiles[i] for every i, in order, with
-// the code predecoded on a worker per core (identical code still shares
-// one program). On an error, a *LoadError naming the tile, the tiles
-// before the failing one are loaded, as by as many Loads.
+// the segments copied and the code predecoded on a worker per core
+// (identical code still shares one program). On an error, a *LoadError
+// naming the tile, the tiles before the failing one are loaded, as by as
+// many Loads.
 func (m *Machine) LoadAll(tiles []int, imgs []Image) error {
 	if len(tiles) != len(imgs) {
 		return fmt.Errorf("load: %d tiles, %d images", len(tiles), len(imgs))
 	}
 	mems := make([][]byte, len(tiles))
 	codes := make([][]arch.Range, len(tiles))
+	// A tile loaded twice takes its images in order: copied here, one
+	// after the other, not side by side.
+	twice := false
+	seen := make(map[int]bool, len(tiles))
+	for _, t := range tiles {
+		twice = twice || seen[t]
+		seen[t] = true
+	}
 	var err error
 	n := 0
 	for ; n < len(tiles); n++ {
-		if mems[n], codes[n], err = m.place(tiles[n], imgs[n]); err != nil {
+		if mems[n], codes[n], err = m.place(tiles[n], imgs[n], twice); err != nil {
 			break
 		}
 	}
-	progs := m.decodeMany(mems[:n], codes[:n])
+	segs := imgs[:n]
+	if twice {
+		segs = nil
+	}
+	progs := m.decodeMany(mems[:n], codes[:n], segs)
 	for i, p := range progs {
 		m.tiles[tiles[i]].prog = p
 	}
@@ -44,17 +58,26 @@ func (e *LoadError) Error() string { return fmt.Sprintf("tile %d: %v", e.Tile, e
 
 func (e *LoadError) Unwrap() error { return e.Err }
 
-// decodeMany predecodes the code of each of mems (as predecode, sharing
-// through m.progs) on m.parallel() workers.
-func (m *Machine) decodeMany(mems [][]byte, codes [][]arch.Range) []*program {
+// decodeMany copies the segments of imgs[i] (none when imgs is nil) into
+// mems[i] and predecodes its code (as predecode, sharing through
+// m.progs), for each i on m.parallel() workers. A panic (a page of the
+// device file that the host cannot provide) is raised again in the
+// caller's goroutine, whose guard reports it.
+func (m *Machine) decodeMany(mems [][]byte, codes [][]arch.Range, imgs []Image) []*program {
 	out := make([]*program, len(mems))
 	workers := max(1, min(m.parallel(), len(mems)))
+	panics := make([]any, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { panics[w] = recover() }()
+			debug.SetPanicOnFault(true)
 			for i := w; i < len(mems); i += workers {
+				if imgs != nil {
+					copySegments(mems[i], m.p.Memory.Lo, imgs[i].Segments)
+				}
 				if len(codes[i]) == 0 {
 					out[i] = emptyProgram
 					continue
@@ -64,13 +87,27 @@ func (m *Machine) decodeMany(mems [][]byte, codes [][]arch.Range) []*program {
 		}()
 	}
 	wg.Wait()
+	for _, p := range panics {
+		if p != nil {
+			panic(p)
+		}
+	}
 	return out
 }
 
-// place is Load but for the predecoding: it checks and copies the
-// segments and resets the tile, and returns the tile's memory and its
-// merged code ranges, for the caller to predecode.
-func (m *Machine) place(tileIdx int, img Image) ([]byte, []arch.Range, error) {
+// copySegments copies segments into the memory mem of a tile whose
+// memory starts at lo.
+func copySegments(mem []byte, lo uint32, segs []Segment) {
+	for _, s := range segs {
+		copy(mem[s.Addr-lo:], s.Data)
+	}
+}
+
+// place is Load but for the predecoding: it checks the segments, copies
+// them when copySegs is set (else the caller does), and resets the tile,
+// and returns the tile's memory and its merged code ranges, for the
+// caller to predecode.
+func (m *Machine) place(tileIdx int, img Image, copySegs bool) ([]byte, []arch.Range, error) {
 	if tileIdx < 0 || tileIdx >= len(m.tiles) {
 		return nil, nil, fmt.Errorf("load: tile %d out of range (%d tiles)", tileIdx, len(m.tiles))
 	}
@@ -100,8 +137,8 @@ func (m *Machine) place(tileIdx int, img Image) ([]byte, []arch.Range, error) {
 			code = append(code, arch.Range{Lo: s.Addr, Hi: uint32(end)})
 		}
 	}
-	for _, s := range img.Segments {
-		copy(mem[s.Addr-m.p.Memory.Lo:], s.Data)
+	if copySegs {
+		copySegments(mem, m.p.Memory.Lo, img.Segments)
 	}
 	t := &m.tiles[tileIdx]
 	t.active = true

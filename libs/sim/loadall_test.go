@@ -45,6 +45,29 @@ func TestLoadAllMatchesLoad(t *testing.T) {
 		if got, want := c.m.Active(tile), tile < 2; got != want {
 			t.Errorf("tile %d active %v after the failed LoadAll, want %v", tile, got, want)
 		}
+		if got, want := c.word(tile, dataBase), uint32(tile*3+1); tile < 2 && got != want {
+			t.Errorf("tile %d holds %#x at the data segment after the failed LoadAll, want %#x", tile, got, want)
+		}
+	}
+
+	// A tile loaded twice in one LoadAll holds its second image, as
+	// after two Loads.
+	d := newRig(t, "ipu21-64", Options{Parallel: 3})
+	e := newRig(t, "ipu21-64", Options{Parallel: 1})
+	pair := []Image{imgs[7], imgs[9]}
+	if err := d.m.LoadAll([]int{5, 6, 5}, []Image{pair[0], imgs[6], pair[1]}); err != nil {
+		t.Fatal(err)
+	}
+	for i, tile := range []int{5, 6, 5} {
+		if err := e.m.Load(tile, []Image{pair[0], imgs[6], pair[1]}[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := d.word(5, dataBase); got != 9*3+1 {
+		t.Errorf("tile 5 loaded twice holds %#x, want %#x", got, 9*3+1)
+	}
+	if !bytes.Equal(d.m.MarshalState(), e.m.MarshalState()) {
+		t.Error("state after LoadAll of a tile twice differs from the state after Loads")
 	}
 }
 

@@ -121,7 +121,7 @@ func (m *Machine) Active(tile int) bool {
 // code segment must lie in the tile's executable range (RegExecLo,
 // RegExecHi).
 func (m *Machine) Load(tileIdx int, img Image) error {
-	mem, code, err := m.place(tileIdx, img)
+	mem, code, err := m.place(tileIdx, img, true)
 	if err != nil {
 		return err
 	}
