@@ -2,7 +2,6 @@ package sim
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"runtime/debug"
 	"slices"
@@ -228,10 +227,7 @@ func (m *Machine) resolveTile(u int, arr []arrival, recvs []recvRec, phase int, 
 				n := uint32(r) * a.per
 				if store {
 					off := w.addr + 4*got - m.p.Memory.Lo
-					dst := mem[off : off+4*n]
-					for k, v := range sd.sendWords[widx : widx+n] {
-						binary.LittleEndian.PutUint32(dst[4*k:], v)
-					}
+					copy(mem[off:off+4*n], sd.sendBytes[4*widx:4*(widx+n)])
 				}
 				got += n
 				ce += r
@@ -250,7 +246,7 @@ func (m *Machine) resolveTile(u int, arr []arrival, recvs []recvRec, phase int, 
 				}
 				if store {
 					off := w.addr + 4*got - m.p.Memory.Lo
-					binary.LittleEndian.PutUint32(mem[off:], sd.sendWords[widx+k])
+					copy(mem[off:off+4], sd.sendBytes[4*(widx+k):4*(widx+k+1)])
 				}
 				got++
 			}

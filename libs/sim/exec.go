@@ -29,7 +29,7 @@ type tileRun struct {
 	hostBytes int64
 
 	sends     []sendRec
-	sendWords []uint32
+	sendBytes []byte // the sent words as memory holds them
 	recvs     []recvRec
 	houts     []houtRec
 	houtData  []byte
@@ -39,7 +39,7 @@ type tileRun struct {
 func (r *tileRun) reset() {
 	*r = tileRun{
 		sends:     r.sends[:0],
-		sendWords: r.sendWords[:0],
+		sendBytes: r.sendBytes[:0],
 		recvs:     r.recvs[:0],
 		houts:     r.houts[:0],
 		houtData:  r.houtData[:0],
@@ -50,7 +50,7 @@ func (r *tileRun) reset() {
 type sendRec struct {
 	pc           uint32
 	t            int64
-	off, n       uint32 // words: sendWords[off : off+n]
+	off, n       uint32 // words: sendBytes[4*off : 4*(off+n)]
 	dstLo, dstN  uint32
 	pair         bool
 	portFreeFrom int64

@@ -124,10 +124,8 @@ func (x *exec) send(c *context, in *inst, pc uint32, now int64) xfault {
 		return f
 	}
 	r := x.r
-	woff := uint32(len(r.sendWords))
-	for i := uint32(0); i < b; i++ {
-		r.sendWords = append(r.sendWords, binary.LittleEndian.Uint32(x.mem[off+4*i:]))
-	}
+	woff := uint32(len(r.sendBytes) / 4)
+	r.sendBytes = append(r.sendBytes, x.mem[off:off+4*b]...)
 	r.sends = append(r.sends, sendRec{pc: pc, t: now, off: woff, n: b, dstLo: lo, dstN: n, pair: pair})
 	dur := int64(b)
 	if pair {
