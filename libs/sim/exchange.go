@@ -3,11 +3,8 @@ package sim
 import (
 	"cmp"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"sort"
-	"sync"
-	"sync/atomic"
 )
 
 // arrival is one send's stream of words at one destination: n cycles from
@@ -115,43 +112,15 @@ const receiverChunks = 4
 // again in the caller's goroutine, whose guard reports it.
 func (m *Machine) eachReceiver(f func(u int, fc *faultCand), best *faultCand) {
 	todo := m.xs.todo
-	par := min(m.parallel(), len(todo))
-	if par <= 1 {
-		var fc faultCand
-		for _, u := range todo {
-			f(u, &fc)
-		}
-		if best != nil && fc.f != nil {
-			best.offer(fc.f, fc.class, fc.aux)
-		}
-		return
-	}
-	parts := min(len(todo), par*receiverChunks)
+	parts := min(len(todo), m.parallel()*receiverChunks)
 	cands := make([]faultCand, parts)
 	panics := make([]any, parts)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for g := 0; g < par; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			debug.SetPanicOnFault(true)
-			for {
-				k := int(next.Add(1)) - 1
-				if k >= parts {
-					return
-				}
-				lo, hi := k*len(todo)/parts, (k+1)*len(todo)/parts
-				func() {
-					defer func() { panics[k] = recover() }()
-					for _, u := range todo[lo:hi] {
-						f(u, &cands[k])
-					}
-				}()
-			}
-		}()
-	}
-	wg.Wait()
+	m.inParts(parts, func(k int) {
+		defer func() { panics[k] = recover() }()
+		for _, u := range todo[k*len(todo)/parts : (k+1)*len(todo)/parts] {
+			f(u, &cands[k])
+		}
+	})
 	for k := range parts {
 		if panics[k] != nil {
 			panic(panics[k])

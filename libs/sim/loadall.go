@@ -2,8 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"runtime/debug"
-	"sync"
 
 	"ipu.local/libs/arch"
 )
@@ -65,28 +63,18 @@ func (e *LoadError) Unwrap() error { return e.Err }
 // caller's goroutine, whose guard reports it.
 func (m *Machine) decodeMany(mems [][]byte, codes [][]arch.Range, imgs []Image) []*program {
 	out := make([]*program, len(mems))
-	workers := max(1, min(m.parallel(), len(mems)))
-	panics := make([]any, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { panics[w] = recover() }()
-			debug.SetPanicOnFault(true)
-			for i := w; i < len(mems); i += workers {
-				if imgs != nil {
-					copySegments(mems[i], m.p.Memory.Lo, imgs[i].Segments)
-				}
-				if len(codes[i]) == 0 {
-					out[i] = emptyProgram
-					continue
-				}
-				out[i] = m.progs.get(mems[i], codes[i], func() *program { return m.decodeProgram(mems[i], codes[i]) })
-			}
-		}()
-	}
-	wg.Wait()
+	panics := make([]any, len(mems))
+	m.inParts(len(mems), func(i int) {
+		defer func() { panics[i] = recover() }()
+		if imgs != nil {
+			copySegments(mems[i], m.p.Memory.Lo, imgs[i].Segments)
+		}
+		if len(codes[i]) == 0 {
+			out[i] = emptyProgram
+			return
+		}
+		out[i] = m.progs.get(mems[i], codes[i], func() *program { return m.decodeProgram(mems[i], codes[i]) })
+	})
 	for _, p := range panics {
 		if p != nil {
 			panic(p)
