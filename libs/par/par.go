@@ -54,3 +54,19 @@ func For(n, workers int, fn func(w, i int)) {
 		panic(panicked)
 	}
 }
+
+// Background starts f on a goroutine of its own and returns a function
+// that waits for f's result (any number of times). The tools hash a file
+// for its fingerprint this way while they decode it.
+func Background[T any](f func() T) func() T {
+	var v T
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		v = f()
+	}()
+	return func() T {
+		<-done
+		return v
+	}
+}

@@ -45,3 +45,18 @@ func TestForPanic(t *testing.T) {
 		}
 	}
 }
+
+// Background's result is f's, however often it is asked for, and f runs
+// once.
+func TestBackground(t *testing.T) {
+	var calls atomic.Int32
+	wait := Background(func() int { calls.Add(1); return 42 })
+	for range 3 {
+		if got := wait(); got != 42 {
+			t.Fatalf("Background result %d, want 42", got)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("f ran %d times, want 1", n)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/device"
 	"ipu.local/libs/pack"
+	"ipu.local/libs/par"
 	"ipu.local/libs/sim"
 	"ipu.local/libs/toolrun"
 	"ipu.local/libs/trace"
@@ -354,6 +355,7 @@ func readPackage(path string, images bool) (*ipuexe.Package, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("read package: %w", err)
 	}
+	fingerprint := par.Background(func() string { return ipuexe.Fingerprint(data) })
 	// Decompression is bounded by the memory of the package's architecture.
 	pkg, err := ipuexe.ReadWith(data, ipuexe.ReadOptions{Limits: pack.Limits, NoImages: !images})
 	if err != nil {
@@ -368,7 +370,7 @@ func readPackage(path string, images bool) (*ipuexe.Package, string, error) {
 	// collector take the rest back (the 12-layer encoder's package is
 	// 459 MB, its model 216 MB).
 	pkg.Host.Model = bytes.Clone(pkg.Host.Model)
-	return pkg, ipuexe.Fingerprint(data), nil
+	return pkg, fingerprint(), nil
 }
 
 // openDevice opens an existing device.

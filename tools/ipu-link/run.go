@@ -13,6 +13,7 @@ import (
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/link"
 	"ipu.local/libs/onnx"
+	"ipu.local/libs/par"
 	"ipu.local/libs/toolrun"
 	"ipu.local/libs/trace"
 )
@@ -54,6 +55,7 @@ func linkPlan(log *slog.Logger, in, out, model, state string) error {
 	// The plan's own exchange schedules (ipu-plan's validation link made
 	// them), unpacked as reading validates them, unless a search state
 	// is given.
+	fingerprint := par.Background(func() string { return plan.Fingerprint(data) })
 	pl, saved, err := plan.ReadWithSchedules(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)
@@ -85,7 +87,7 @@ func linkPlan(log *slog.Logger, in, out, model, state string) error {
 	}
 	build := trace.Span(log, trace.BuildSpan, slog.Int("tile_count", pl.Tiles), slog.Int("operations", len(pl.Graph.Nodes)))
 	opt.Log = build
-	o, _, err := link.Link(pl, plan.Fingerprint(data), opt)
+	o, _, err := link.Link(pl, fingerprint(), opt)
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"ipu.local/formats/ipuexe"
 	"ipu.local/libs/device"
 	"ipu.local/libs/pack"
+	"ipu.local/libs/par"
 	"ipu.local/libs/toolrun"
 	"ipu.local/libs/trace"
 	"ipu.local/tools/internal/progress"
@@ -62,12 +63,13 @@ func load(c *cli.Context, in, dev, lockPath string, timeout time.Duration, crash
 	if err != nil {
 		return fmt.Errorf("read package: %w", err)
 	}
+	hash := par.Background(func() string { return ipuexe.Fingerprint(data) })
 	// Decompression is bounded by the memory of the package's architecture.
 	pkg, err := ipuexe.ReadWith(data, ipuexe.ReadOptions{Limits: pack.Limits})
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}
-	fingerprint := ipuexe.Fingerprint(data)
+	fingerprint := hash()
 	// The host model (ipu-check's reference) shares the file's bytes;
 	// loading needs neither, so the collector may take both back.
 	pkg.Host.Model = nil

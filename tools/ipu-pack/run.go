@@ -13,6 +13,7 @@ import (
 	"ipu.local/libs/arch"
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/pack"
+	"ipu.local/libs/par"
 	"ipu.local/libs/toolrun"
 	"ipu.local/libs/trace"
 )
@@ -71,9 +72,10 @@ func readObject(path string) (*obj.Object, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("read object: %w", err)
 	}
+	fingerprint := par.Background(func() string { return obj.Fingerprint(data) })
 	o, err := obj.Read(data)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
-	return o, obj.Fingerprint(data), nil
+	return o, fingerprint(), nil
 }

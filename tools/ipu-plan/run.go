@@ -20,6 +20,7 @@ import (
 	"ipu.local/libs/link"
 	"ipu.local/libs/onnx"
 	"ipu.local/libs/pack"
+	"ipu.local/libs/par"
 	"ipu.local/libs/planner"
 	"ipu.local/libs/toolrun"
 	"ipu.local/libs/trace"
@@ -134,6 +135,7 @@ func planModel(log *slog.Logger, cfg config) error {
 	if err != nil {
 		return fmt.Errorf("read model: %w", err)
 	}
+	fingerprint := par.Background(func() string { return onnx.Fingerprint(data) })
 	m, err := onnx.ReadModel(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.model, err)
@@ -170,7 +172,7 @@ func planModel(log *slog.Logger, cfg config) error {
 	}
 	cfg.runtime = rt
 	phase := trace.Phase(build, "plan_package")
-	err = planPackage(phase.Logger(), cfg, g, onnx.Fingerprint(data))
+	err = planPackage(phase.Logger(), cfg, g, fingerprint())
 	return phase.End(err)
 }
 
