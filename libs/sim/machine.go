@@ -457,7 +457,7 @@ func (m *Machine) runTiles(list []int, phase int) {
 	// so smaller ones leave the other goroutines idle for less. The
 	// 12-layer encoder's check, one inference: 12.8-13.5 s against
 	// 13.8 s with four (64 were no better).
-	par := min(m.parallel(), len(list))
+	par := max(1, min(m.parallel(), len(list)))
 	chunk := max(1, len(list)/(par*16))
 	// A page of tile memory that the host cannot provide (the device
 	// file's disk is full) faults as a panic that runTileSafe catches,
