@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"testing"
 
@@ -279,4 +280,50 @@ func FuzzUnmarshalState(f *testing.F) {
 		}
 		m.Run(nil, 1)
 	})
+}
+
+// TestContextReadsAgree damages a saved state byte by byte, and cuts it
+// short, and restores it reading the contexts at once and field by field:
+// the same error (its byte offset included), or the same machine.
+func TestContextReadsAgree(t *testing.T) {
+	r := newRig(t, "ipu21-tiny", Options{})
+	r.load(0, assemble(hsync(1), halt()))
+	r.load(1, assemble(li(1, int32(pcOf(3))), run(1, 2, 0), hsync(1), exit()))
+	if _, err := r.m.Run(nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	good := r.m.MarshalState()
+	restore := func(b []byte, fields bool) string {
+		useFieldReads = fields
+		defer func() { useFieldReads = false }()
+		m := New(r.p, func(t int) []byte { return r.mems[t] }, Options{Parallel: 1})
+		if err := m.UnmarshalState(b); err != nil {
+			return err.Error()
+		}
+		return string(m.MarshalState())
+	}
+	check := func(what string, b []byte) {
+		if a, f := restore(b, false), restore(b, true); a != f {
+			t.Fatalf("%s: at once %q, field by field %q", what, a, f)
+		}
+	}
+	check("intact", good)
+	step := 1
+	if testing.Short() {
+		step = 5
+	}
+	for p := 0; p < len(good); p += step {
+		for _, x := range []byte{0xFF, 0x41} {
+			b := bytes.Clone(good)
+			b[p] ^= x
+			check(fmt.Sprintf("byte %d ^ %#x", p, x), b)
+		}
+		if p%4 == 0 && p+4 <= len(good) {
+			// A signalling NaN: not canonical in an accumulator.
+			b := bytes.Clone(good)
+			binary.LittleEndian.PutUint32(b[p:], 0x7FA00000)
+			check(fmt.Sprintf("word at %d a NaN", p), b)
+		}
+		check(fmt.Sprintf("cut at %d", p), good[:p])
+	}
 }
