@@ -255,15 +255,23 @@ func TestHostTransfers(t *testing.T) {
 	}
 }
 
-// FuzzUnmarshalState feeds damaged state: an error or a machine that runs,
-// never a panic.
-func FuzzUnmarshalState(f *testing.F) {
-	r := newRig(f, "ipu21-tiny", Options{})
+// savedRig is a tiny device whose tiles 0 and 1 wait at hsync, tile 1
+// after running a worker: a state to save.
+func savedRig(tb testing.TB) *rig {
+	tb.Helper()
+	r := newRig(tb, "ipu21-tiny", Options{})
 	r.load(0, assemble(hsync(1), halt()))
 	r.load(1, assemble(li(1, int32(pcOf(3))), run(1, 2, 0), hsync(1), exit()))
 	if _, err := r.m.Run(nil, 0); err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
+	return r
+}
+
+// FuzzUnmarshalState feeds damaged state: an error or a machine that runs,
+// never a panic.
+func FuzzUnmarshalState(f *testing.F) {
+	r := savedRig(f)
 	f.Add(r.m.MarshalState())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		catchPanics, maxSupersteps = false, 10
@@ -286,12 +294,7 @@ func FuzzUnmarshalState(f *testing.F) {
 // short, and restores it reading the contexts at once and field by field:
 // the same error (its byte offset included), or the same machine.
 func TestContextReadsAgree(t *testing.T) {
-	r := newRig(t, "ipu21-tiny", Options{})
-	r.load(0, assemble(hsync(1), halt()))
-	r.load(1, assemble(li(1, int32(pcOf(3))), run(1, 2, 0), hsync(1), exit()))
-	if _, err := r.m.Run(nil, 0); err != nil {
-		t.Fatal(err)
-	}
+	r := savedRig(t)
 	good := r.m.MarshalState()
 	restore := func(b []byte, fields bool) string {
 		useFieldReads = fields
