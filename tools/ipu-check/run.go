@@ -172,6 +172,11 @@ func check(c *cli.Context, o *options) error {
 			slog.String("derivation", tol.Derivation))
 	}
 
+	// A device that does not exist is refused before its lock file is
+	// made: a check leaves nothing behind.
+	if err := deviceExists(o.dev); err != nil {
+		return err
+	}
 	lock, err := device.Acquire(o.lock, o.lockTimeout, log)
 	if err != nil {
 		return err
@@ -375,8 +380,16 @@ func readPackage(path string, images bool) (*ipuexe.Package, string, error) {
 
 // openDevice opens an existing device.
 func openDevice(path string) (*device.Device, error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("device %s does not exist: run ipu-load first", path)
+	if err := deviceExists(path); err != nil {
+		return nil, err
 	}
 	return device.Open(path)
+}
+
+// deviceExists refuses a device path with nothing there.
+func deviceExists(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("device %s does not exist: run ipu-load first", path)
+	}
+	return nil
 }
