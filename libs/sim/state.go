@@ -203,21 +203,23 @@ func (r *stateReader) need(n int, what string) bool {
 }
 
 func (r *stateReader) u8(what string) uint8 {
-	if !r.need(1, what) {
-		return 0
+	if r.err == nil && r.off < len(r.b) {
+		v := r.b[r.off]
+		r.off++
+		return v
 	}
-	v := r.b[r.off]
-	r.off++
-	return v
+	r.need(1, what)
+	return 0
 }
 
 func (r *stateReader) u32(what string) uint32 {
-	if !r.need(4, what) {
-		return 0
+	if r.err == nil && len(r.b)-r.off >= 4 {
+		v := binary.LittleEndian.Uint32(r.b[r.off:])
+		r.off += 4
+		return v
 	}
-	v := binary.LittleEndian.Uint32(r.b[r.off:])
-	r.off += 4
-	return v
+	r.need(4, what)
+	return 0
 }
 
 func (r *stateReader) u64(what string) uint64 {
