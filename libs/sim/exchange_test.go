@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -203,6 +205,84 @@ func TestExchangeResolvedSideBySide(t *testing.T) {
 		}
 		if got, _ := run(t, par, true); got != wantFault {
 			t.Errorf("parallel %d: fault %+v, want %+v", par, got, wantFault)
+		}
+	}
+}
+
+// TestExchangeResolvedSideBySidePairs is TestExchangeResolvedSideBySide
+// with send2 (the even tiles, their odd neighbours idle) and one
+// multicast to 15 tiles (the most li can name): the received words, and with receivers early or
+// late the fault, are the same on 1 to 5 goroutines.
+func TestExchangeResolvedSideBySidePairs(t *testing.T) {
+	const first, mcast, mfirst, mn, last = 32, 30, 47, 15, 62
+	// Receiver first+k listens to tile 2k (k < 15); tiles 47..61 to the
+	// multicast of tile 30; 62 and 63 are idle.
+	src := func(u int) int {
+		if u >= mfirst {
+			return mcast
+		}
+		return 2 * (u - first)
+	}
+	shift := map[int]int64{35: -1, 40: +1, 50: -2, 60: -1, 61: +1}
+	run := func(t *testing.T, parallel int, faulty bool) (string, [][]uint32) {
+		r := newRig(t, "ipu21-64", Options{Parallel: parallel})
+		for s := 0; s < first; s++ {
+			base := uint32(s)<<8 | 1
+			data := words(dataBase, base, base+1, base+2, base+3)
+			switch {
+			case s == mcast:
+				r.load(s, sender(mfirst|mn<<16, 4, true), data)
+			case s%2 == 0:
+				r.load(s, sender(int32(first+s/2), 4, true), data)
+			default:
+				r.load(s, assemble(sync_(), halt()))
+			}
+		}
+		r.load(62, assemble(sync_(), halt()))
+		r.load(63, assemble(sync_(), halt()))
+		for u := first; u < last; u++ {
+			at := int64(T)
+			if d, ok := shift[u]; ok && faulty {
+				at += d
+			}
+			r.load(u, receiver(int32(src(u)), at, 4))
+		}
+		_, err := r.m.Run(nil, 0)
+		if faulty {
+			if err == nil {
+				t.Fatal("no fault")
+			}
+			return fmt.Sprintf("%+v", keyOf(t, err)), nil
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [][]uint32
+		for u := first; u < last; u++ {
+			var ws []uint32
+			for k := uint32(0); k < 4; k++ {
+				ws = append(ws, r.word(u, dataBase+0x100+4*k))
+			}
+			got = append(got, ws)
+		}
+		return "", got
+	}
+	_, want := run(t, 1, false)
+	for i, ws := range want {
+		if base := uint32(src(first+i))<<8 | 1; ws[0] != base || ws[3] != base+3 {
+			t.Fatalf("tile %d received %#x, want from %#x", first+i, ws, base)
+		}
+	}
+	wantFault, _ := run(t, 1, true)
+	if !strings.Contains(wantFault, fmt.Sprintf("Tile:%d", 50)) {
+		t.Fatalf("fault %s, want the silent window of tile 50 (the earliest)", wantFault)
+	}
+	for par := 2; par <= 5; par++ {
+		if _, got := run(t, par, false); !cmp.Equal(want, got) {
+			t.Errorf("parallel %d: received %#x, want %#x", par, got, want)
+		}
+		if got, _ := run(t, par, true); got != wantFault {
+			t.Errorf("parallel %d: fault %s, want %s", par, got, wantFault)
 		}
 	}
 }
