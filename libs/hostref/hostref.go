@@ -80,7 +80,8 @@ func ParsePrecision(s string) (Precision, error) {
 type Options struct {
 	Precision Precision
 	// Threads is the number of goroutines that split the rows of matrix
-	// products (at least 1). Results do not depend on it.
+	// products, decode the constants and prepare the products' operands
+	// (at least 1). Results do not depend on it.
 	Threads int
 }
 
