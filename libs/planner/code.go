@@ -146,9 +146,12 @@ func (pl *planner) startFitting() (point, *result, error) {
 		var ce *CodeError
 		if !errors.As(err, &ce) || len(ce.Rows) == 0 {
 			if err == nil && wide {
-				return pl.refit(cur, curR)
+				cur, curR, err = pl.refit(cur, curR)
 			}
-			return cur, curR, err
+			if err != nil {
+				return cur, curR, err
+			}
+			return pl.sideBySide(cur, curR)
 		}
 		for _, v := range ce.Rows {
 			pl.whole[v] = true

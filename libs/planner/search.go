@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -444,9 +445,25 @@ func (pl *planner) placeRange(pt point, i int) {
 	if n >= pl.tiles {
 		return
 	}
+	lo := pl.leastLoaded(pt, n, func(j int) bool { return j == i }, nil, nil)
+	d.Tiles = [2]int{lo, lo + n}
+}
+
+// leastLoaded returns the first tile of the first range of n tiles where
+// the constants and code of the products of pt but those skip names weigh
+// least, among the ranges [lo, lo+n) that free allows (nil: all); -1
+// when it allows none. The ranges tried start every n/8 tiles and at the
+// tiles in extra.
+func (pl *planner) leastLoaded(pt point, n int, skip func(j int) bool, free func(lo, hi int) bool, extra []int) int {
+	if n >= pl.tiles {
+		if free == nil || free(0, n) {
+			return 0
+		}
+		return -1
+	}
 	load := make([]int64, pl.tiles+1)
 	for j, o := range pt {
-		if j == i {
+		if skip(j) {
 			continue
 		}
 		c := pl.constBytes(pl.products[j], o) + codeWeight
@@ -456,9 +473,21 @@ func (pl *planner) placeRange(pt point, i int) {
 	for t := 1; t <= pl.tiles; t++ {
 		load[t] += load[t-1]
 	}
-	best, bestLo := int64(-1), 0
-	step := max(1, n/8)
-	for lo := 0; lo+n <= pl.tiles; lo += step {
+	best, bestLo := int64(-1), -1
+	var starts []int
+	for lo := 0; lo+n <= pl.tiles; lo += max(1, n/8) {
+		starts = append(starts, lo)
+	}
+	for _, lo := range extra {
+		if lo >= 0 && lo+n <= pl.tiles {
+			starts = append(starts, lo)
+		}
+	}
+	slices.Sort(starts)
+	for _, lo := range slices.Compact(starts) {
+		if free != nil && !free(lo, lo+n) {
+			continue
+		}
 		var m int64
 		for t := lo; t < lo+n; t++ {
 			m = max(m, load[t])
@@ -467,5 +496,5 @@ func (pl *planner) placeRange(pt point, i int) {
 			best, bestLo = m, lo
 		}
 	}
-	d.Tiles = [2]int{bestLo, bestLo + n}
+	return bestLo
 }

@@ -1,0 +1,253 @@
+package planner
+
+// Sibling products side by side: the products that read the same value
+// and do not depend on one another (an attention block's Q, K and V
+// projections) may each take a share of the tiles and run in the same
+// supersteps, where the start, deciding one product at a time, gives the
+// first one the tiles it alone runs fastest on and leaves the others to
+// share them or crowd into what is left.
+
+import (
+	"errors"
+	"strings"
+
+	"ipu.local/formats/plan"
+	"ipu.local/libs/graph"
+	"ipu.local/libs/layout"
+	"ipu.local/libs/lower"
+)
+
+// siblingKeep is how many of each member's screened splits (by rank) a
+// group's side-by-side arrangements try.
+const siblingKeep = 4
+
+// siblingGroups returns the groups of two or more products, in product
+// order, that read the same non-constant operand root (a product joins
+// the group of its A operand's root, else of its B operand's) and none of
+// which depends on another member's result.
+func (pl *planner) siblingGroups() [][]int {
+	var roots []*graph.Value
+	byRoot := map[*graph.Value][]int{}
+	for i, pr := range pl.products {
+		var r *graph.Value
+		switch {
+		case !isConst(pr.a.w):
+			r = pr.a.root
+		case !isConst(pr.b.w):
+			r = pr.b.root
+		default:
+			continue
+		}
+		g := byRoot[r]
+		if g == nil {
+			roots = append(roots, r)
+		}
+		independent := true
+		for _, j := range g {
+			if dependsOn(pr.node, pl.products[j].node) {
+				independent = false
+				break
+			}
+		}
+		if independent {
+			byRoot[r] = append(g, i)
+		}
+	}
+	var out [][]int
+	for _, r := range roots {
+		if g := byRoot[r]; len(g) >= 2 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// dependsOn reports whether node n reads, directly or through other
+// nodes, a value that node m computes.
+func dependsOn(n, m *graph.Node) bool {
+	seen := map[*graph.Node]bool{}
+	stack := []*graph.Node{n}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, v := range x.Inputs {
+			if v == nil || v.Producer == nil || seen[v.Producer] {
+				continue
+			}
+			if v.Producer == m {
+				return true
+			}
+			seen[v.Producer] = true
+			stack = append(stack, v.Producer)
+		}
+	}
+	return false
+}
+
+// signature is a group's members' classes: groups with equal signatures
+// (the same block in each layer of a deep model) take the same
+// arrangement.
+func (pl *planner) signature(g []int) string {
+	cs := make([]string, len(g))
+	for k, i := range g {
+		cs[k] = pl.products[i].class()
+	}
+	return strings.Join(cs, "\n")
+}
+
+// arrange returns the decisions of a side-by-side arrangement of group g
+// of pt: member k takes the rank-th split (or its last) of its screened
+// splits lists[k] on the tiles after member k-1's. False when the
+// members' tiles do not fit.
+func (pl *planner) arrange(pt point, g []int, lists [][]layout.Split, rank int) ([]plan.Decision, bool) {
+	out := make([]plan.Decision, len(g))
+	lo := 0
+	for k, i := range g {
+		s := lists[k][min(rank, len(lists[k])-1)]
+		d := decision(pl.products[i].idx, s, pt[i].CastOrder, pt[i].Stationary)
+		d.Split.Parts = pl.products[i].defaultParts(d.Split.K)
+		n := d.Tiles[1]
+		d.Tiles = [2]int{lo, lo + n}
+		lo += n
+		out[k] = d
+	}
+	return out, lo <= pl.tiles
+}
+
+// arrangements returns pt with the groups gs (of one signature) side by
+// side: for the splits screened with constants copied at most
+// startCopies times, and for those copied any number of times, the
+// members' rank-th splits for each rank below siblingKeep, every group
+// alike; each point once.
+func (pl *planner) arrangements(pt point, gs [][]int) []point {
+	first := gs[0]
+	budget := pl.tiles / len(first)
+	var cands []point
+	seen := map[string]bool{}
+	for _, copies := range []int{startCopies, 0} {
+		lists := make([][]layout.Split, len(first))
+		ranks := 0
+		for k, i := range first {
+			lists[k], _ = pl.screenN(pl.products[i], budget, 0, copies)
+			if len(lists[k]) == 0 {
+				ranks = 0
+				break
+			}
+			ranks = max(ranks, min(siblingKeep, len(lists[k])))
+		}
+		for rank := range ranks {
+			ds, ok := pl.arrange(pt, first, lists, rank)
+			if !ok {
+				continue
+			}
+			for _, m := range shares(len(gs)) {
+				nb := pt.clone()
+				fits := true
+				for _, g := range gs[:m] {
+					fits = fits && pl.placeGroup(nb, g, ds)
+				}
+				if k := nb.key(); fits && !seen[k] {
+					seen[k] = true
+					cands = append(cands, nb)
+				}
+			}
+		}
+	}
+	return cands
+}
+
+// shares returns how many of n groups of a signature an arrangement
+// takes: all of them, and for a deep model also the first 7/8, 3/4, 5/8
+// and 1/2 of them (rounded up): the code of every layer's members on the
+// same tiles may not fit them (the 12-layer BERT-base encoder's fits for
+// 6 of its 11 groups of a signature, not for 9).
+func shares(n int) []int {
+	out := []int{n}
+	for _, e := range []int{7, 6, 5, 4} {
+		if m := (e*n + 7) / 8; m < out[len(out)-1] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// placeGroup sets group g's members of pt to the decisions ds of an
+// arrangement, each member in turn on the range where the constants and
+// code of the products outside the group and of the members placed
+// before weigh least (placeRange's rule) among those that overlap no
+// member placed before: the groups of a deep model's layers spread over
+// the tiles as its single products do. False when a member finds no
+// such range.
+func (pl *planner) placeGroup(pt point, g []int, ds []plan.Decision) bool {
+	placed := map[int]bool{}
+	in := map[int]bool{}
+	for _, i := range g {
+		in[i] = true
+	}
+	for k, i := range g {
+		d := ds[k]
+		d.Node = pl.products[i].idx
+		n := d.Tiles[1] - d.Tiles[0]
+		var next []int // the ranges right after and right before the placed members
+		for j := range placed {
+			next = append(next, pt[j].Tiles[1], pt[j].Tiles[0]-n)
+		}
+		lo := pl.leastLoaded(pt, n, func(j int) bool { return in[j] && !placed[j] }, func(lo, hi int) bool {
+			for j := range placed {
+				if lo < pt[j].Tiles[1] && pt[j].Tiles[0] < hi {
+					return false
+				}
+			}
+			return true
+		}, next)
+		if lo < 0 {
+			return false
+		}
+		d.Tiles = [2]int{lo, lo + n}
+		pt[i] = d
+		placed[i] = true
+	}
+	return true
+}
+
+// sideBySide tries, for each signature of sibling groups, the groups of
+// pt with their members on disjoint tiles, each member's split screened
+// for its share of the tiles (every group of the signature alike), and
+// keeps the cheapest arrangement when it beats r. The candidates of a
+// signature are priced in one batch.
+func (pl *planner) sideBySide(pt point, r *result) (point, *result, error) {
+	groups := pl.siblingGroups()
+	var sigs []string
+	bySig := map[string][][]int{}
+	for _, g := range groups {
+		s := pl.signature(g)
+		if bySig[s] == nil {
+			sigs = append(sigs, s)
+		}
+		bySig[s] = append(bySig[s], g)
+	}
+	for _, sig := range sigs {
+		gs := bySig[sig]
+		cands := pl.arrangements(pt, gs)
+		rs, errs := pl.evalAll(cands)
+		best := -1
+		for j, cand := range cands {
+			pl.count(cand)
+			if err := errs[j]; err != nil {
+				var nl *lower.NotLoweredError
+				var ce *CodeError
+				if errors.As(err, &nl) || errors.As(err, &ce) {
+					continue // not a candidate
+				}
+				return nil, nil, err
+			}
+			if rs[j].mem == nil && rs[j].total < r.total && (best < 0 || rs[j].total < rs[best].total) {
+				best = j
+			}
+		}
+		if best >= 0 {
+			pt, r = cands[best], rs[best]
+		}
+	}
+	return pt, r, nil
+}

@@ -1,0 +1,194 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"ipu.local/libs/arch"
+	"ipu.local/libs/graph"
+	"ipu.local/libs/onnx"
+)
+
+// projGraph is an attention block's projections: y_i = MatMul(x, w_i)
+// of an FP32 input x [m, k] and constant weights w_i [k, n], for i <
+// proj; with dep, also z = MatMul(x, y_0), which reads x too but needs
+// y_0 (n == k).
+func projGraph(t *testing.T, m, k, n int64, proj int, dep bool) *graph.Graph {
+	t.Helper()
+	b := onnx.NewModel(21)
+	b.AddInput("x", onnx.Float, []int64{m, k})
+	names := []string{"q", "k", "v", "o", "p"}
+	for _, name := range names[:proj] {
+		b.AddInitializer(onnx.NewFloat32("w"+name, []int64{k, n}, make([]float32, k*n)))
+		b.AddNode("MatMul", name+"_MatMul", []string{"x", "w" + name}, []string{name})
+		b.AddOutput(name, onnx.Float, []int64{m, n})
+	}
+	if dep {
+		b.AddNode("MatMul", "z_MatMul", []string{"x", names[0]}, []string{"z"})
+		b.AddOutput("z", onnx.Float, []int64{m, n})
+	}
+	return canonical(t, b)
+}
+
+// Products that read the same value form a group; one that needs
+// another member's result does not join it.
+func TestSiblingGroups(t *testing.T) {
+	for _, tc := range []struct {
+		proj int
+		dep  bool
+		want [][]string
+	}{
+		{3, false, [][]string{{"q_MatMul", "k_MatMul", "v_MatMul"}}},
+		{2, true, [][]string{{"q_MatMul", "k_MatMul"}}},
+		{1, true, nil},
+		{1, false, nil},
+	} {
+		pl, err := newPlanner(projGraph(t, 64, 64, 64, tc.proj, tc.dep), arch.MustLookup("ipu21"), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got [][]string
+		for _, g := range pl.siblingGroups() {
+			var names []string
+			for _, i := range g {
+				names = append(names, pl.products[i].node.Name)
+			}
+			got = append(got, names)
+		}
+		if !slices.EqualFunc(got, tc.want, slices.Equal) {
+			t.Errorf("%d projections, dependent %v: groups %v, want %v", tc.proj, tc.dep, got, tc.want)
+		}
+	}
+}
+
+// The start with its sibling groups side by side: when it takes an
+// arrangement, the members' tiles are disjoint and the price is below the
+// start's without it; either way it is no worse.
+func TestSideBySide(t *testing.T) {
+	for _, tc := range []struct {
+		m, k, n int64
+		proj    int
+		tiles   int
+		taken   bool
+	}{
+		{128, 768, 768, 3, 1472, true},
+		{100, 300, 500, 2, 1000, true},
+		{64, 64, 64, 3, 16, false},
+		{256, 1024, 2048, 2, 1472, false},
+		{48, 200, 72, 5, 600, true},
+	} {
+		g := projGraph(t, tc.m, tc.k, tc.n, tc.proj, false)
+		pl, err := newPlanner(g, arch.MustLookup("ipu21"), tc.tiles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pt, r, err := pl.start(pl.wide)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pl.wide {
+			if pt, r, err = pl.refit(pt, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, gr, err := pl.sideBySide(pt, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%+v: start %d cycles %v, side by side %d cycles %v", tc, r.total, pt, gr.total, got)
+		if gr.total > r.total {
+			t.Fatalf("%+v: side by side %d cycles, the start %d", tc, gr.total, r.total)
+		}
+		taken := gr.total < r.total
+		if taken != tc.taken {
+			t.Errorf("%+v: taken %v, want %v", tc, taken, tc.taken)
+		}
+		if !taken {
+			continue
+		}
+		for i := range got {
+			for j := range i {
+				a, b := got[i].Tiles, got[j].Tiles
+				if a[0] < b[1] && b[0] < a[1] {
+					t.Errorf("%+v: %s on tiles %v and %s on %v overlap", tc, pl.products[i].node.Name, a, pl.products[j].node.Name, b)
+				}
+			}
+		}
+	}
+}
+
+// layeredGraph is layers of projections: q, k, v = MatMul(x_l, w) of
+// FP32 [m, k] inputs and constant [k, k] weights, x_{l+1} = q + k + v.
+func layeredGraph(t *testing.T, m, k int64, layers int) *graph.Graph {
+	t.Helper()
+	b := onnx.NewModel(21)
+	b.AddInput("x0", onnx.Float, []int64{m, k})
+	x := "x0"
+	for l := range layers {
+		var outs []string
+		for _, name := range []string{"q", "k", "v"} {
+			w, y := fmt.Sprintf("w%s%d", name, l), fmt.Sprintf("%s%d", name, l)
+			b.AddInitializer(onnx.NewFloat32(w, []int64{k, k}, make([]float32, k*k)))
+			b.AddNode("MatMul", y+"_MatMul", []string{x, w}, []string{y})
+			outs = append(outs, y)
+		}
+		s, next := fmt.Sprintf("s%d", l), fmt.Sprintf("x%d", l+1)
+		b.AddNode("Add", s+"_Add", outs[:2], []string{s})
+		b.AddNode("Add", next+"_Add", []string{s, outs[2]}, []string{next})
+		x = next
+	}
+	b.AddOutput(x, onnx.Float, []int64{m, k})
+	return canonical(t, b)
+}
+
+// In a deep model the groups of one signature (every layer's but the
+// first, whose input comes from the host) take one arrangement: the
+// members of each group it takes are on disjoint tiles with the splits
+// of the first group's.
+func TestSideBySideLayers(t *testing.T) {
+	pl, err := newPlanner(layeredGraph(t, 128, 256, 3), arch.MustLookup("ipu21"), 1472)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := pl.siblingGroups()
+	if len(gs) != 3 || pl.signature(gs[1]) != pl.signature(gs[2]) || pl.signature(gs[0]) == pl.signature(gs[1]) {
+		t.Fatalf("groups %v: want 3, the last two of one signature", gs)
+	}
+	pt, r, err := pl.startFitting()
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := 0
+	for _, g := range gs[1:] {
+		disjoint := true
+		for a, i := range g {
+			for _, j := range g[:a] {
+				if pt[i].Tiles[0] < pt[j].Tiles[1] && pt[j].Tiles[0] < pt[i].Tiles[1] {
+					disjoint = false
+				}
+			}
+		}
+		if !disjoint {
+			continue
+		}
+		taken++
+		for k, i := range g {
+			if s := pt[gs[1][k]].Split; pt[i].Split != s {
+				t.Errorf("%s: split %+v, the first group's %+v", pl.products[i].node.Name, pt[i].Split, s)
+			}
+		}
+	}
+	t.Logf("%d cycles; %d of 2 groups side by side: %v", r.total, taken, pt)
+	if taken == 0 {
+		t.Errorf("no group of the last two side by side")
+	}
+}
+
+func TestShares(t *testing.T) {
+	for n, want := range map[int][]int{1: {1}, 2: {2, 1}, 3: {3, 2}, 4: {4, 3, 2}, 11: {11, 10, 9, 7, 6}, 12: {12, 11, 9, 8, 6}} {
+		if got := shares(n); !slices.Equal(got, want) {
+			t.Errorf("shares(%d) = %v, want %v", n, got, want)
+		}
+	}
+}
