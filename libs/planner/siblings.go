@@ -97,21 +97,19 @@ func (pl *planner) signature(g []int) string {
 
 // arrange returns the decisions of a side-by-side arrangement of group g
 // of pt: member k takes the rank-th split (or its last) of its screened
-// splits lists[k] on the tiles after member k-1's. False when the
-// members' tiles do not fit.
+// splits lists[k], on tiles [0, n) of its n (placeGroup places it).
+// False when the members' tiles together exceed the planner's.
 func (pl *planner) arrange(pt point, g []int, lists [][]layout.Split, rank int) ([]plan.Decision, bool) {
 	out := make([]plan.Decision, len(g))
-	lo := 0
+	total := 0
 	for k, i := range g {
 		s := lists[k][min(rank, len(lists[k])-1)]
 		d := decision(pl.products[i].idx, s, pt[i].CastOrder, pt[i].Stationary)
 		d.Split.Parts = pl.products[i].defaultParts(d.Split.K)
-		n := d.Tiles[1]
-		d.Tiles = [2]int{lo, lo + n}
-		lo += n
+		total += d.Tiles[1]
 		out[k] = d
 	}
-	return out, lo <= pl.tiles
+	return out, total <= pl.tiles
 }
 
 // arrangements returns pt with the groups gs (of one signature) side by
@@ -187,7 +185,7 @@ func (pl *planner) placeGroup(pt point, g []int, ds []plan.Decision) bool {
 	for k, i := range g {
 		d := ds[k]
 		d.Node = pl.products[i].idx
-		n := d.Tiles[1] - d.Tiles[0]
+		n := d.Tiles[1]
 		var next []int // the ranges right after and right before the placed members
 		for j := range placed {
 			next = append(next, pt[j].Tiles[1], pt[j].Tiles[0]-n)
