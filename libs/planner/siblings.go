@@ -112,15 +112,22 @@ func (pl *planner) arrange(pt point, g []int, lists [][]layout.Split, rank int) 
 	return out, total <= pl.tiles
 }
 
+// arranged is a point with the first m groups of a signature side by
+// side.
+type arranged struct {
+	pt point
+	m  int
+}
+
 // arrangements returns pt with the groups gs (of one signature) side by
 // side: for the splits screened with constants copied at most
 // startCopies times, and for those copied any number of times, the
-// members' rank-th splits for each rank below siblingKeep, every group
-// alike; each point once.
-func (pl *planner) arrangements(pt point, gs [][]int) []point {
+// members' rank-th splits for each rank below siblingKeep, every group of
+// each share of gs alike; each point once.
+func (pl *planner) arrangements(pt point, gs [][]int) []arranged {
 	first := gs[0]
 	budget := pl.tiles / len(first)
-	var cands []point
+	var cands []arranged
 	seen := map[string]bool{}
 	for _, copies := range []int{startCopies, 0} {
 		lists := make([][]layout.Split, len(first))
@@ -146,7 +153,7 @@ func (pl *planner) arrangements(pt point, gs [][]int) []point {
 				}
 				if k := nb.key(); fits && !seen[k] {
 					seen[k] = true
-					cands = append(cands, nb)
+					cands = append(cands, arranged{nb, m})
 				}
 			}
 		}
@@ -208,11 +215,16 @@ func (pl *planner) placeGroup(pt point, g []int, ds []plan.Decision) bool {
 	return true
 }
 
+// sideBySideRounds bounds the rounds of a signature: a round that
+// takes a share of its groups leaves the rest to the next.
+const sideBySideRounds = 3
+
 // sideBySide tries, for each signature of sibling groups, the groups of
 // pt with their members on disjoint tiles, each member's split screened
 // for its share of the tiles (every group of the signature alike), and
 // keeps the cheapest arrangement when it beats r. The candidates of a
-// signature are priced in one batch.
+// signature are priced in one batch; when the cheapest takes only the
+// first groups, the next round tries the others.
 func (pl *planner) sideBySide(pt point, r *result) (point, *result, error) {
 	groups := pl.siblingGroups()
 	var sigs []string
@@ -226,25 +238,35 @@ func (pl *planner) sideBySide(pt point, r *result) (point, *result, error) {
 	}
 	for _, sig := range sigs {
 		gs := bySig[sig]
-		cands := pl.arrangements(pt, gs)
-		rs, errs := pl.evalAll(cands)
-		best := -1
-		for j, cand := range cands {
-			pl.count(cand)
-			if err := errs[j]; err != nil {
-				var nl *lower.NotLoweredError
-				var ce *CodeError
-				if errors.As(err, &nl) || errors.As(err, &ce) {
-					continue // not a candidate
+		for range sideBySideRounds {
+			cands := pl.arrangements(pt, gs)
+			pts := make([]point, len(cands))
+			for j, c := range cands {
+				pts[j] = c.pt
+			}
+			rs, errs := pl.evalAll(pts)
+			best := -1
+			for j, cand := range pts {
+				pl.count(cand)
+				if err := errs[j]; err != nil {
+					var nl *lower.NotLoweredError
+					var ce *CodeError
+					if errors.As(err, &nl) || errors.As(err, &ce) {
+						continue // not a candidate
+					}
+					return nil, nil, err
 				}
-				return nil, nil, err
+				if rs[j].mem == nil && rs[j].total < r.total && (best < 0 || rs[j].total < rs[best].total) {
+					best = j
+				}
 			}
-			if rs[j].mem == nil && rs[j].total < r.total && (best < 0 || rs[j].total < rs[best].total) {
-				best = j
+			if best < 0 {
+				break
 			}
-		}
-		if best >= 0 {
-			pt, r = cands[best], rs[best]
+			pt, r = pts[best], rs[best]
+			if gs = gs[cands[best].m:]; len(gs) == 0 {
+				break
+			}
 		}
 	}
 	return pt, r, nil
