@@ -86,28 +86,44 @@ func (pl *planner) refit(pt point, r *result) (point, *result, error) {
 				cands = append(cands, nb)
 			}
 		}
-		rs, errs := pl.evalAll(cands)
-		best := -1
-		for j, cand := range cands {
-			pl.count(cand)
-			if err := errs[j]; err != nil {
-				var nl *lower.NotLoweredError
-				var ce *CodeError
-				if errors.As(err, &nl) || errors.As(err, &ce) {
-					continue // not a candidate
-				}
-				return nil, nil, err
-			}
-			if rs[j].mem == nil && rs[j].total < r.total && (best < 0 || rs[j].total < rs[best].total) {
-				best = j
-			}
+		best, br, err := pl.cheapestBelow(cands, r)
+		if err != nil {
+			return nil, nil, err
 		}
 		if best < 0 {
 			break
 		}
-		pt, r = cands[best], rs[best]
+		pt, r = cands[best], br
 	}
 	return pt, r, nil
+}
+
+// cheapestBelow prices cands in one batch and returns the index and
+// price of the cheapest that fits and costs less than r (-1: none). A
+// candidate whose layout the linker cannot run (NotLoweredError) or whose
+// code does not fit a tile (CodeError) is no candidate; another error
+// ends the search.
+func (pl *planner) cheapestBelow(cands []point, r *result) (int, *result, error) {
+	rs, errs := pl.evalAll(cands)
+	best := -1
+	for j, cand := range cands {
+		pl.count(cand)
+		if err := errs[j]; err != nil {
+			var nl *lower.NotLoweredError
+			var ce *CodeError
+			if errors.As(err, &nl) || errors.As(err, &ce) {
+				continue // not a candidate
+			}
+			return -1, nil, err
+		}
+		if rs[j].mem == nil && rs[j].total < r.total && (best < 0 || rs[j].total < rs[best].total) {
+			best = j
+		}
+	}
+	if best < 0 {
+		return -1, nil, nil
+	}
+	return best, rs[best], nil
 }
 
 // refits returns s with one of its row, column or k block counts doubled

@@ -8,13 +8,11 @@ package planner
 // share them or crowd into what is left.
 
 import (
-	"errors"
 	"strings"
 
 	"ipu.local/formats/plan"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
-	"ipu.local/libs/lower"
 )
 
 // siblingKeep is how many of each member's screened splits (by rank) a
@@ -244,26 +242,14 @@ func (pl *planner) sideBySide(pt point, r *result) (point, *result, error) {
 			for j, c := range cands {
 				pts[j] = c.pt
 			}
-			rs, errs := pl.evalAll(pts)
-			best := -1
-			for j, cand := range pts {
-				pl.count(cand)
-				if err := errs[j]; err != nil {
-					var nl *lower.NotLoweredError
-					var ce *CodeError
-					if errors.As(err, &nl) || errors.As(err, &ce) {
-						continue // not a candidate
-					}
-					return nil, nil, err
-				}
-				if rs[j].mem == nil && rs[j].total < r.total && (best < 0 || rs[j].total < rs[best].total) {
-					best = j
-				}
+			best, br, err := pl.cheapestBelow(pts, r)
+			if err != nil {
+				return nil, nil, err
 			}
 			if best < 0 {
 				break
 			}
-			pt, r = pts[best], rs[best]
+			pt, r = pts[best], br
 			if gs = gs[cands[best].m:]; len(gs) == 0 {
 				break
 			}
