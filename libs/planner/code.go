@@ -151,7 +151,7 @@ func (pl *planner) startFitting() (point, *result, error) {
 			if err != nil {
 				return cur, curR, err
 			}
-			return pl.sideBySide(cur, curR)
+			return pl.placeSideBySide(cur, curR)
 		}
 		for _, v := range ce.Rows {
 			pl.whole[v] = true

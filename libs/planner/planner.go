@@ -83,6 +83,9 @@ type Stats struct {
 	Transfers            int // transfers of every exchange phase of the incumbent
 	// Rewrites are the graph passes' changes.
 	Rewrites []graph.Rewrite
+	// SideBySide are the sibling groups the start placed side by side
+	// (siblings.go), by signature; none when the search resumed.
+	SideBySide []SideBySide
 }
 
 // acceptWorse is the probability of walking onto a worse point.
@@ -103,8 +106,10 @@ type planner struct {
 	// (program.go): a point with the same program takes its price.
 	programs map[programPrint]pricing
 	steps    []*lower.StepCache // lowered steps, across points: one per worker
-	evals    int                // points priced
-	counted  map[string]bool    // the points evals counts
+	// sideBySide records the start's sibling groups side by side.
+	sideBySide []SideBySide
+	evals      int             // points priced
+	counted    map[string]bool // the points evals counts
 	// expansion and footprint are the time the search spent expanding
 	// exchange geometry, and checking memory footprints.
 	expansion, footprint time.Duration
@@ -497,6 +502,7 @@ func (pl *planner) stats(r *result, st *Stats) {
 	st.EstimatedRowBytes, st.HeuristicRowBytes = r.geo.rowBytes, r.geo.heuristic
 	st.GeometryFragmentsPerTile = r.geo.fragments
 	st.Expansion, st.ExpansionAndFootprint = pl.expansion, pl.expansion+pl.footprint
+	st.SideBySide = pl.sideBySide
 }
 
 // layoutOK is used by tests: a built plan's tensors validate.

@@ -217,13 +217,13 @@ func (pl *planner) placeGroup(pt point, g []int, ds []plan.Decision) bool {
 // takes a share of its groups leaves the rest to the next.
 const sideBySideRounds = 3
 
-// sideBySide tries, for each signature of sibling groups, the groups of
+// placeSideBySide tries, for each signature of sibling groups, the groups of
 // pt with their members on disjoint tiles, each member's split screened
 // for its share of the tiles (every group of the signature alike), and
 // keeps the cheapest arrangement when it beats r. The candidates of a
 // signature are priced in one batch; when the cheapest takes only the
 // first groups, the next round tries the others.
-func (pl *planner) sideBySide(pt point, r *result) (point, *result, error) {
+func (pl *planner) placeSideBySide(pt point, r *result) (point, *result, error) {
 	groups := pl.siblingGroups()
 	var sigs []string
 	bySig := map[string][][]int{}
@@ -234,8 +234,13 @@ func (pl *planner) sideBySide(pt point, r *result) (point, *result, error) {
 		}
 		bySig[s] = append(bySig[s], g)
 	}
+	pl.sideBySide = nil
 	for _, sig := range sigs {
 		gs := bySig[sig]
+		rec := SideBySide{Groups: len(gs), Before: r.total}
+		for _, i := range gs[0] {
+			rec.Members = append(rec.Members, pl.products[i].node.Name)
+		}
 		for range sideBySideRounds {
 			cands := pl.arrangements(pt, gs)
 			pts := make([]point, len(cands))
@@ -250,10 +255,25 @@ func (pl *planner) sideBySide(pt point, r *result) (point, *result, error) {
 				break
 			}
 			pt, r = pts[best], br
+			rec.Taken += cands[best].m
 			if gs = gs[cands[best].m:]; len(gs) == 0 {
 				break
 			}
 		}
+		if rec.Taken > 0 {
+			rec.After = r.total
+			pl.sideBySide = append(pl.sideBySide, rec)
+		}
 	}
 	return pt, r, nil
+}
+
+// SideBySide is what the start did with the sibling groups of one
+// signature: Members are the first group's products, Taken of its Groups
+// went side by side, and the start's price went from Before to After
+// cycles (the search's price).
+type SideBySide struct {
+	Members       []string
+	Groups, Taken int
+	Before, After int64
 }

@@ -92,7 +92,7 @@ func TestSideBySide(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		got, gr, err := pl.sideBySide(pt, r)
+		got, gr, err := pl.placeSideBySide(pt, r)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -213,6 +213,10 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	for _, r := range st.Rewrites {
 		log.Debug("rewrote node", slog.String("node", r.Node), slog.String("change", r.What))
 	}
+	for _, sb := range st.SideBySide {
+		log.Debug("placed sibling products side by side", slog.String("members", strings.Join(sb.Members, ",")),
+			slog.Int("groups", sb.Taken), slog.Int("of", sb.Groups), slog.Int64("cycles_before", sb.Before), slog.Int64("cycles_after", sb.After))
+	}
 	log.Info("screened exchange table geometry",
 		slog.Int64("expansion_ms", st.Expansion.Milliseconds()),
 		slog.Int64("expansion_and_footprint_ms", st.ExpansionAndFootprint.Milliseconds()),
