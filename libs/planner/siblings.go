@@ -42,7 +42,7 @@ func (pl *planner) siblingGroups() [][]int {
 		}
 		independent := true
 		for _, j := range g {
-			if dependsOn(pr.node, pl.products[j].node) {
+			if m := pl.products[j].node; dependsOn(pr.node, m) || dependsOn(m, pr.node) {
 				independent = false
 				break
 			}
