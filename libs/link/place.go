@@ -18,6 +18,7 @@ package link
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"ipu.local/libs/arch"
 	"ipu.local/libs/prog"
@@ -49,12 +50,65 @@ type MemoryError struct {
 	Tile   int
 	Buffer string
 	Size   uint32
-	Free   uint32 // the largest free range on the tile during its lifetime
+	// Free is the largest free range on the tile during the buffer's
+	// lifetime in the memory it may take (Region; "": either region).
+	Free   uint32
+	Region string
+	// Why says what kept the buffer out of a free range as large as it
+	// (its alignment, the windows of its AMP operands); "" when none is.
+	Why    string
 	Report string // the tile's memory by category
 }
 
 func (e *MemoryError) Error() string {
-	return fmt.Sprintf("tile %d: buffer %s of %d bytes does not fit (largest free range %d bytes while it lives)%s", e.Tile, e.Buffer, e.Size, e.Free, e.Report)
+	where, why := "", ""
+	if e.Region != "" {
+		where = " in " + e.Region
+	}
+	if e.Why != "" {
+		why = ", but " + e.Why
+	}
+	return fmt.Sprintf("tile %d: buffer %s of %d bytes does not fit%s (largest free range %d bytes while it lives%s)%s", e.Tile, e.Buffer, e.Size, where, e.Free, why, e.Report)
+}
+
+// fitError describes why b found no place: the largest free range in
+// the memory it may take and, when that range is large enough, what
+// kept b out of it.
+func (pl *placer) fitError(b *prog.Buffer, busy [][2]uint32, il, ni arch.Range) *MemoryError {
+	e := &MemoryError{Tile: b.Tiles[0], Buffer: b.Name, Size: b.Size}
+	ranges := []arch.Range{il, ni}
+	if b.Region == prog.Interleaved {
+		ranges, e.Region = ranges[:1], "interleaved memory"
+	}
+	for _, r := range ranges {
+		e.Free = max(e.Free, largestFree(busy, r))
+	}
+	if e.Free >= b.Size {
+		e.Why = fmt.Sprintf("no start aligned to %d bytes", b.Align)
+		if len(b.Apart) > 0 {
+			names := make([]string, len(b.Apart))
+			for i, o := range b.Apart {
+				names[i] = o.Name
+			}
+			e.Why += " keeps it out of the 32 KiB interleaved windows of " + strings.Join(names, ", ")
+		}
+		e.Why += " there"
+	}
+	return e
+}
+
+// largestFree returns the largest range of [r.Lo, r.Hi) that no span of
+// busy (sorted by start) covers.
+func largestFree(busy [][2]uint32, r arch.Range) uint32 {
+	free := uint32(0)
+	prev := r.Lo
+	for _, s := range append(busy, [2]uint32{r.Hi, r.Hi}) {
+		if lo := min(s[0], r.Hi); lo > prev {
+			free = max(free, lo-prev)
+		}
+		prev = max(prev, s[1])
+	}
+	return free
 }
 
 // busy returns the address ranges used on the buffer's tiles while it
@@ -180,15 +234,7 @@ func (pl *placer) place(b *prog.Buffer) error {
 		}
 	}
 	if !ok {
-		free := uint32(0)
-		prev := ni.Lo
-		for _, r := range append(busy, [2]uint32{il.Hi, il.Hi}) {
-			if r[0] > prev {
-				free = max(free, r[0]-prev)
-			}
-			prev = max(prev, r[1])
-		}
-		return &MemoryError{Tile: b.Tiles[0], Buffer: b.Name, Size: b.Size, Free: free}
+		return pl.fitError(b, busy, il, ni)
 	}
 	b.Addr, b.Placed = at, true
 	for _, t := range b.Tiles {
