@@ -121,6 +121,26 @@ done:
 	return o
 }
 
+// cutAtWidened starts a chain with a rounding cast at the first FP32
+// value after the cast (its widening back), leaving the cast and the
+// nodes up to that value to the graph: for an FP32 product, whose other
+// operand has no such cast (an FP8-rounded operand shared with other
+// products stops that operand's chain at the shared FP32 value). A chain
+// without an FP32 value after its cast stays whole.
+func (o *operand) cutAtWidened() {
+	for i, c := range o.nodes {
+		if c != o.cast {
+			continue
+		}
+		for j := i + 1; j < len(o.nodes); j++ {
+			if v := o.nodes[j].Outputs[0]; v.DType == onnx.Float {
+				o.root, o.nodes, o.cast, o.x = v, o.nodes[j+1:], nil, nil
+				return
+			}
+		}
+	}
+}
+
 // product is a planned MatMul or Gemm.
 type product struct {
 	node   *graph.Node
@@ -172,6 +192,10 @@ func (pr *product) resolve() error {
 		pr.typ = at
 	case at == codegen.VecFP32 || bt == codegen.VecFP32:
 		pr.typ = codegen.VecFP32
+		// The other operand's rounding cast is the graph's work, not the
+		// product's: an FP32 product reads the value widened back.
+		pr.a.cutAtWidened()
+		pr.b.cutAtWidened()
 	default:
 		return fmt.Errorf("node %q: a product of %s and %s operands", n.Name, at, bt)
 	}
