@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"ipu.local/libs/arch"
+	"ipu.local/libs/codegen"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/onnx"
 )
@@ -29,6 +30,102 @@ func projGraph(t *testing.T, m, k, n int64, proj int, dep bool) *graph.Graph {
 		b.AddOutput("z", onnx.Float, []int64{m, n})
 	}
 	return canonical(t, b)
+}
+
+// castGraph is y_i = MatMul(x, w_i^T) for i < proj, of inputs x [m, k]
+// and w_i [n, k] of type in, each operand cast to FP32 after a rounding
+// cast to round (FP8 E4M3FNUZ, FP16; 0: in is FP16, cast to FP32 only),
+// as PyTorch exports FP8 and FP16 products: x's casts once for all the
+// products when shared, else once for each.
+func castGraph(t *testing.T, m, k, n int64, proj int, in, round onnx.DataType, shared bool) *graph.Graph {
+	t.Helper()
+	b := onnx.NewModel(21)
+	operand := func(v, as string) string {
+		r := v
+		if round != 0 {
+			r = as + "_r"
+			b.AddNode("Cast", r+"_Cast", []string{v}, []string{r}, onnx.IntAttr("to", int64(round)), onnx.IntAttr("saturate", 1))
+		}
+		f := as + "_f"
+		b.AddNode("Cast", f+"_Cast", []string{r}, []string{f}, onnx.IntAttr("to", int64(onnx.Float)))
+		return f
+	}
+	b.AddInput("x", in, []int64{m, k})
+	xf := operand("x", "x")
+	for i := range proj {
+		if !shared && i > 0 {
+			xf = operand("x", fmt.Sprintf("x%d", i))
+		}
+		w, y := fmt.Sprintf("w%d", i), fmt.Sprintf("y%d", i)
+		b.AddInput(w, in, []int64{n, k})
+		wt := w + "_t"
+		b.AddNode("Transpose", wt+"_Transpose", []string{operand(w, w)}, []string{wt}, onnx.IntsAttr("perm", 1, 0))
+		b.AddNode("MatMul", y+"_MatMul", []string{xf, wt}, []string{y})
+		b.AddOutput(y, onnx.Float, []int64{m, n})
+	}
+	return canonical(t, b)
+}
+
+// Siblings of FP8 and FP16 operands (both operands computed, the cast
+// orders and stationary operands of FP8 products kept): grouped, and
+// placed side by side only when cheaper, on disjoint tiles. Products
+// sharing x's FP8 casts compute in FP32 (x's chain stops at the shared
+// FP32 value: see cutAtWidened), the others in FP8.
+func TestSideBySideCasts(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		in, round onnx.DataType
+		shared    bool
+		m, k, n   int64
+		proj      int
+		tiles     int
+		typ       codegen.AMPType
+	}{
+		{"fp8", onnx.Float, onnx.Float8E4M3FNUZ, false, 96, 200, 160, 2, 1472, codegen.AMPFP8},
+		{"fp8 shared", onnx.Float, onnx.Float8E4M3FNUZ, true, 96, 200, 160, 2, 1472, codegen.VecFP32},
+		{"fp8 three", onnx.Float, onnx.Float8E4M3FNUZ, false, 128, 64, 256, 3, 512, codegen.AMPFP8},
+		{"fp8 three shared", onnx.Float, onnx.Float8E4M3FNUZ, true, 128, 64, 256, 3, 512, codegen.VecFP32},
+		{"fp16", onnx.Float16, 0, false, 100, 300, 200, 3, 1000, codegen.AMPFP16},
+	} {
+		pl, err := newPlanner(castGraph(t, tc.m, tc.k, tc.n, tc.proj, tc.in, tc.round, tc.shared), arch.MustLookup("ipu21"), tc.tiles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gs := pl.siblingGroups(); len(gs) != 1 || len(gs[0]) != tc.proj {
+			t.Fatalf("%s: groups %v, want one of %d", tc.name, gs, tc.proj)
+		}
+		for _, pr := range pl.products {
+			if pr.typ != tc.typ {
+				t.Fatalf("%s: %s computes in %s, want %s", tc.name, pr.node.Name, pr.typ, tc.typ)
+			}
+		}
+		pt, r, err := pl.start(pl.wide)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gr, err := pl.placeSideBySide(pt, r)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		t.Logf("%s: start %d cycles, side by side %d: %v", tc.name, r.total, gr.total, got)
+		if gr.total > r.total {
+			t.Fatalf("%s: side by side %d cycles, the start %d", tc.name, gr.total, r.total)
+		}
+		if gr.total == r.total {
+			continue
+		}
+		for i := range got {
+			if got[i].CastOrder != pt[i].CastOrder || got[i].Stationary != pt[i].Stationary {
+				t.Errorf("%s: %s cast order %q stationary %q, the start's %q %q", tc.name, pl.products[i].node.Name, got[i].CastOrder, got[i].Stationary, pt[i].CastOrder, pt[i].Stationary)
+			}
+			for j := range i {
+				a, b := got[i].Tiles, got[j].Tiles
+				if a[0] < b[1] && b[0] < a[1] {
+					t.Errorf("%s: tiles %v and %v overlap", tc.name, a, b)
+				}
+			}
+		}
+	}
 }
 
 // Products that read the same value form a group; one that needs
