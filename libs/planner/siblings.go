@@ -8,6 +8,7 @@ package planner
 // share them or crowd into what is left.
 
 import (
+	"slices"
 	"strings"
 
 	"ipu.local/formats/plan"
@@ -162,8 +163,8 @@ func (pl *planner) arrangements(pt point, gs [][]int) []arranged {
 // shares returns how many of n groups of a signature an arrangement
 // takes: all of them, and for a deep model also the first 7/8, 3/4, 5/8
 // and 1/2 of them (rounded up): the code of every layer's members on the
-// same tiles may not fit them (the 12-layer BERT-base encoder's fits for
-// 6 of its 11 groups of a signature, not for 9).
+// same tiles may not fit them (the 12-layer BERT-base encoder's code
+// fits for 7 of its 11 groups of a signature, not for 8).
 func shares(n int) []int {
 	out := []int{n}
 	for _, e := range []int{7, 6, 5, 4} {
@@ -182,21 +183,18 @@ func shares(n int) []int {
 // the tiles as its single products do. False when a member finds no
 // such range.
 func (pl *planner) placeGroup(pt point, g []int, ds []plan.Decision) bool {
-	placed := map[int]bool{}
-	in := map[int]bool{}
-	for _, i := range g {
-		in[i] = true
-	}
 	for k, i := range g {
 		d := ds[k]
 		d.Node = pl.products[i].idx
 		n := d.Tiles[1]
+		placed := g[:k]
 		var next []int // the ranges right after and right before the placed members
-		for j := range placed {
+		for _, j := range placed {
 			next = append(next, pt[j].Tiles[1], pt[j].Tiles[0]-n)
 		}
-		lo := pl.leastLoaded(pt, n, func(j int) bool { return in[j] && !placed[j] }, func(lo, hi int) bool {
-			for j := range placed {
+		unplaced := func(j int) bool { return slices.Contains(g[k:], j) }
+		lo := pl.leastLoaded(pt, n, unplaced, func(lo, hi int) bool {
+			for _, j := range placed {
 				if lo < pt[j].Tiles[1] && pt[j].Tiles[0] < hi {
 					return false
 				}
@@ -208,7 +206,6 @@ func (pl *planner) placeGroup(pt point, g []int, ds []plan.Decision) bool {
 		}
 		d.Tiles = [2]int{lo, lo + n}
 		pt[i] = d
-		placed[i] = true
 	}
 	return true
 }
