@@ -102,11 +102,14 @@ func (pl *placer) fitError(b *prog.Buffer, busy [][2]uint32, il, ni arch.Range) 
 func largestFree(busy [][2]uint32, r arch.Range) uint32 {
 	free := uint32(0)
 	prev := r.Lo
-	for _, s := range append(busy, [2]uint32{r.Hi, r.Hi}) {
+	for _, s := range busy {
 		if lo := min(s[0], r.Hi); lo > prev {
 			free = max(free, lo-prev)
 		}
 		prev = max(prev, s[1])
+	}
+	if r.Hi > prev {
+		free = max(free, r.Hi-prev)
 	}
 	return free
 }
