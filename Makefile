@@ -12,7 +12,7 @@ MODULES := formats libs tools scripts
 # the test cache cannot see; never trust a cached pass.
 GOFLAGS_TEST ?= -count=1
 
-.PHONY: gendata all build run report sweep test-slurm shard-quality test-browser deps-chromium run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-fp64 transformers transformer-models transformers-smoke torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run report sweep test-slurm shard-quality test-browser deps-chromium run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-fp64 transformers transformer-models transformers-smoke transformers-odd transformer-odd-models torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -218,6 +218,27 @@ $(TRANSFORMERS)/.generated: $(wildcard scripts/genmodels/*.go libs/hostref/*.go)
 # transformers-smoke runs the small committed transformer cases.
 transformers-smoke: build
 	$(GO) run ./scripts/conformance --root testdata/models/transformers $(CONFORMANCE_FLAGS)
+
+# transformers-odd generates the transformer cases at shapes no kernel
+# or layout rule was designed for (scripts/genmodels -size odd: 7 presets
+# of 6 cases, about 42 MB under artifacts/transformers-odd, expected
+# outputs from the host reference at FP64) and runs them on 1472 tiles
+# and on 64 (TRANSFORMER_ODD_FLAGS: e.g. --run s129).
+TRANSFORMERS_ODD := $(ART)/transformers-odd
+transformers-odd: build transformer-odd-models
+	status=0; \
+	$(GO) run ./scripts/conformance --root $(ODD_ROOTS) $(TRANSFORMER_ODD_FLAGS) || status=1; \
+	$(GO) run ./scripts/conformance --root $(ODD_ROOTS) --tiles 64 $(TRANSFORMER_ODD_FLAGS) || status=1; \
+	exit $$status
+ODD_ROOTS = $(subst $(space),$(comma),$(addprefix $(TRANSFORMERS_ODD)/,s1 s7 s24 s33 s50 s100 s129))
+space := $(subst ,, )
+comma := ,
+
+transformer-odd-models: $(TRANSFORMERS_ODD)/.generated
+$(TRANSFORMERS_ODD)/.generated: $(wildcard scripts/genmodels/*.go libs/hostref/*.go)
+	rm -rf $(TRANSFORMERS_ODD)
+	cd scripts && $(GO) run ./genmodels -transformers -size odd -out ../$(TRANSFORMERS_ODD)
+	touch $@
 
 # torch-sizes generates the PyTorch-exporter idiom cases at other sizes,
 # batches, opsets and orders (scripts/genmodels -torch: 21 small cases,

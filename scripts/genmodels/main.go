@@ -45,15 +45,19 @@
 // backend test layout, OUT/CASE/model.onnx and
 // OUT/CASE/test_data_set_0/{input_0,output_0}.pb:
 //
-//	go run ./scripts/genmodels -transformers [-size base|small] [-case A,B] [-out DIR] [-v]
+//	go run ./scripts/genmodels -transformers [-size base|small|odd|PRESET] [-case A,B] [-out DIR] [-v]
 //
 // -size base (the default) is BERT-base width: S=128, H=768, 12 heads,
 // FFN 3072; its cases (28 MB each in FP32, 170 MB for the encoder) go to
 // artifacts/transformers unless -out says otherwise and are never
 // committed. -size small is S=16, H=64, 2 heads, FFN 128: the smoke set
 // committed under testdata/models/transformers (its default -out; a test
-// checks the files are this program's output). -case writes only the
-// named cases. The cases of a size Z:
+// checks the files are this program's output). -size odd writes the
+// presets of shapes no rule was designed for (one token, head widths of
+// 6, 8, 25, 32 and 80, no multiple of the AMP's groups and panels: s1,
+// s7, s24, s33, s50, s100, s129), each in OUT/PRESET, by default under
+// artifacts/transformers-odd (make transformers-odd). -case writes only
+// the named cases. The cases of a size Z:
 //
 //	bert_Z_layer, bert_Z_layer_fp16     one post-norm encoder layer
 //	gpt2_Z_block, gpt2_Z_block_fp16     one pre-norm decoder block
@@ -250,8 +254,11 @@ func run(out string, seq, dim int) error {
 // without -out: the committed smoke set in place, anything else among the
 // (uncommitted) artifacts.
 func defaultTransformerOut(size string) string {
-	if size == "small" {
+	switch size {
+	case "small":
 		return filepath.Join("testdata", "models", "transformers")
+	case "odd":
+		return filepath.Join("artifacts", "transformers-odd")
 	}
 	return filepath.Join("artifacts", "transformers")
 }
@@ -260,6 +267,17 @@ func defaultTransformerOut(size string) string {
 // named in only, or all) under out. With verbose it logs each case's
 // model size and the time it took to log.
 func runTransformers(out, size, only string, layers int, verbose bool, log io.Writer) error {
+	if size == "odd" {
+		if out == "" {
+			out = defaultTransformerOut(size)
+		}
+		for _, z := range oddSizes {
+			if err := runTransformers(filepath.Join(out, z), z, only, layers, verbose, log); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	cases, err := transformerCases(size, layers)
 	if err != nil {
 		return err

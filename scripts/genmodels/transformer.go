@@ -59,11 +59,25 @@ var transformerSizes = map[string]transformerSize{
 	"base": {seq: 128, hidden: 768, heads: 12, ffn: 3072, layers: 12},
 	// The committed smoke set, testdata/models/transformers.
 	"small": {seq: 16, hidden: 64, heads: 2, ffn: 128, layers: 2, encoderFP32: true},
+	// Shapes no kernel or layout rule was designed for (-size odd writes
+	// them all, each in a folder of its name): one token, head widths of
+	// 6, 8, 25, 32 and 80, widths and sequences that are no multiple of
+	// the AMP's 4-row groups or 16-column panels.
+	"s1":   {seq: 1, hidden: 16, heads: 1, ffn: 17, layers: 2, encoderFP32: true},
+	"s7":   {seq: 7, hidden: 48, heads: 6, ffn: 100, layers: 3, encoderFP32: true},
+	"s24":  {seq: 24, hidden: 96, heads: 3, ffn: 200, layers: 2, encoderFP32: true},
+	"s33":  {seq: 33, hidden: 42, heads: 7, ffn: 90, layers: 2, encoderFP32: true},
+	"s50":  {seq: 50, hidden: 160, heads: 5, ffn: 352, layers: 2, encoderFP32: true},
+	"s100": {seq: 100, hidden: 320, heads: 4, ffn: 1000, layers: 2, encoderFP32: true},
+	"s129": {seq: 129, hidden: 200, heads: 8, ffn: 301, layers: 2, encoderFP32: true},
 }
+
+// oddSizes are the presets -size odd writes.
+var oddSizes = []string{"s1", "s7", "s24", "s33", "s50", "s100", "s129"}
 
 // transformerSizeNames returns the -size presets in order, for messages.
 func transformerSizeNames() string {
-	return strings.Join(slices.Sorted(maps.Keys(transformerSizes)), ", ")
+	return strings.Join(slices.Sorted(maps.Keys(transformerSizes)), ", ") + " or odd (" + strings.Join(oddSizes, ", ") + ")"
 }
 
 // transformerCases returns the cases of a -size preset (its encoder

@@ -349,7 +349,7 @@ func TestTransformerErrors(t *testing.T) {
 	flags := []struct {
 		name, size, only, wantErr string
 	}{
-		{"size", "huge", "", `-size "huge": want one of base, small`},
+		{"size", "huge", "", `-size "huge": want one of base, s1, s100, s129, s24, s33, s50, s7, small or odd (s1, s7, s24, s33, s50, s100, s129)`},
 		{"case", "small", "bert_small_layer,nope", `-case "nope": not a case of this size (bert_small_layer, bert_small_layer_fp16, ` +
 			`gpt2_small_block, gpt2_small_block_fp16, bert_small_encoder2, bert_small_encoder2_fp16)`},
 	}
