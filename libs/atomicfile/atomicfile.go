@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 )
 
 // Write atomically replaces path with data.
@@ -28,7 +29,21 @@ func Write(path string, data []byte) error {
 // created with mode 0644 less the umask. If write fails or panics, or any
 // step after it fails, the temporary file is removed and path is left as
 // it was; write's own error is returned unchanged.
+//
+// A symbolic link stays one: the file it leads to is replaced. A path
+// that is not a regular file (a device such as /dev/null, a named pipe)
+// is written in place, since a rename would put a regular file where it
+// was; such a write is not atomic. A directory is an error.
 func WriteFile(path string, write func(w io.Writer) error) (err error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			return syscall.EISDIR // the caller names the path
+		}
+		// Opened as given: the kernel follows the links (/dev/stdout's
+		// too, which lead to no path).
+		return writeInPlace(path, write)
+	}
+	path = resolveLinks(path)
 	f, err := createTemp(path)
 	if err != nil {
 		return err
@@ -61,6 +76,63 @@ func WriteFile(path string, write func(w io.Writer) error) (err error) {
 	done = true
 	syncDir(filepath.Dir(path))
 	return nil
+}
+
+// maxLinks bounds the symbolic links resolveLinks follows.
+const maxLinks = 40
+
+// resolveLinks follows the symbolic links at path, a missing last target
+// included (a dangling link is written through, creating its target),
+// and returns the path they lead to (path itself when it is no link, or
+// when they do not resolve within maxLinks).
+func resolveLinks(path string) string {
+	p := path
+	for range maxLinks {
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return p
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return path
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = target
+	}
+	return path
+}
+
+// writeInPlace writes to a path that is not a regular file (a device, a
+// named pipe) through an ordinary open. A failed write or close returns
+// the system's error alone (no space left on device): the caller names
+// the path.
+func writeInPlace(path string, write func(w io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 64<<10)
+	if err := write(bw); err != nil {
+		f.Close()
+		return bare(err, path)
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return bare(err, path)
+	}
+	return bare(f.Close(), path)
+}
+
+// bare is err without the operation and path of an *fs.PathError on
+// path (the file's own error, passed up through write too).
+func bare(err error, path string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		return pe.Err
+	}
+	return err
 }
 
 // createTemp creates a new file next to path. os.CreateTemp is not used

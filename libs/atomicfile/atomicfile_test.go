@@ -154,3 +154,113 @@ func TestRelativePath(t *testing.T) {
 		t.Errorf("directory mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestSymlink: writing through a symbolic link replaces the file it
+// leads to and leaves the link a link.
+func TestSymlink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.plan")
+	link := filepath.Join(dir, "link.plan")
+	if err := os.WriteFile(real, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real.plan", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(link, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("link.plan is no longer a symbolic link (%v, %v)", fi, err)
+	}
+	if got, err := os.ReadFile(real); err != nil || string(got) != "new" {
+		t.Errorf("real.plan = %q, %v; want %q", got, err, "new")
+	}
+	if diff := cmp.Diff([]string{"link.plan", "real.plan"}, dirNames(t, dir)); diff != "" {
+		t.Errorf("directory mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestDanglingSymlink: a link to a file not there yet creates the file
+// and stays a link.
+func TestDanglingSymlink(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.plan")
+	if err := os.Symlink(filepath.Join("sub", "real.plan"), link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(link, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("link.plan is no longer a symbolic link (%v, %v)", fi, err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "sub", "real.plan")); err != nil || string(got) != "new" {
+		t.Errorf("sub/real.plan = %q, %v; want %q", got, err, "new")
+	}
+}
+
+// TestNamedPipe: a path that is not a regular file is written in place,
+// not replaced by a regular file (as root, a rename over /dev/null
+// would do that).
+func TestNamedPipe(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "out.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	want := strings.Repeat("plan data\n", 20000) // past the pipe's and the writer's buffers
+	got := make(chan string, 1)
+	go func() {
+		b, err := os.ReadFile(fifo)
+		if err != nil {
+			got <- "read: " + err.Error()
+			return
+		}
+		got <- string(b)
+	}()
+	if err := Write(fifo, []byte(want)); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(fifo)
+	if err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
+		// The reader waits for a writer of the pipe that is gone.
+		t.Fatalf("out.fifo is no longer a named pipe (%v, %v)", fi, err)
+	}
+	if g := <-got; g != want {
+		t.Errorf("read %d bytes from the pipe, want %d", len(g), len(want))
+	}
+	if diff := cmp.Diff([]string{"out.fifo"}, dirNames(t, dir)); diff != "" {
+		t.Errorf("directory mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestDevFull: a full device's error reaches the caller. Not as root:
+// there a regression would replace /dev/full with a regular file.
+func TestDevFull(t *testing.T) {
+	fi, err := os.Stat("/dev/full")
+	if err != nil || fi.Mode()&fs.ModeCharDevice == 0 {
+		t.Skip("no /dev/full")
+	}
+	if os.Geteuid() == 0 {
+		t.Skip("as root (TestNamedPipe covers the path)")
+	}
+	err = Write("/dev/full", []byte("data"))
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("err = %v, want no space left on device", err)
+	}
+}
+
+func TestDirectory(t *testing.T) {
+	dir := t.TempDir()
+	err := Write(dir, []byte("data"))
+	if !errors.Is(err, syscall.EISDIR) {
+		t.Errorf("err = %v, want is a directory", err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Errorf("%s is no longer a directory (%v)", dir, err)
+	}
+}
