@@ -121,6 +121,13 @@ func (l *lowerer) pack(st *plan.Step) error {
 	return nil
 }
 
+// stagePiece is a source piece's staging panel: its geometry and its
+// offset in the staging buffer.
+type stagePiece struct {
+	geo layout.Geometry
+	off int
+}
+
 // packPieces emits the packs and transfers of a pack step.
 func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []prog.Ref, base codegen.Pack, transp bool) error {
 	r := len(x.Shape)
@@ -131,10 +138,6 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 	esz := y.Size
 	// The staging panels: per source piece, its whole panel, allocated
 	// on the source tiles that send.
-	type stagePiece struct {
-		geo layout.Geometry
-		off int
-	}
 	stage := make([]stagePiece, len(x.Pieces))
 	stageBytes := map[int]int{}
 	var sendTiles []int
@@ -176,9 +179,14 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 		})
 	}
 	m.reserve(n)
+	direct := l.directPanels(x, y, yRefs, vbox, ix, stage, esz)
 	for i, p := range x.Pieces {
 		vg := stage[i].geo
 		off := stageBytes[p.Tile] // the piece's staging offset, if it sends
+		from := prog.Ref{Off: uint32(off)}
+		if direct[i].Buf != nil {
+			from = direct[i]
+		}
 		var rerr error
 		yix.Each(vbox[i], func(j int, inter layout.Box) {
 			q := y.Pieces[j]
@@ -195,11 +203,18 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 					return
 				}
 				m.xfers = append(m.xfers, prog.Transfer{Src: p.Tile, Dst: q.Tile, DstN: 1, Words: bytes / 4,
-					From: prog.Ref{Off: uint32(off + ru.SrcOff*esz)}, To: to})
+					From: from.Add(ru.SrcOff * esz), To: to})
 			}
 		})
 		if rerr != nil {
 			return rerr
+		}
+		if needed[i] && direct[i].Buf != nil {
+			// Packed into its own block, sent from there.
+			if err := l.packRect(s, y.Name+".pack", p.Tile, x, i, xRefs[i], vbox[i], direct[i], vg, base, transp); err != nil {
+				return err
+			}
+			continue
 		}
 		if needed[i] {
 			stage[i].off = off
@@ -215,10 +230,12 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 		buf := l.out.NewBuffer(y.Name+".staged", prog.TileSet(sendTiles), most, 8, prog.AnyRegion)
 		stageBuf = buf
 		for k := range m.xfers {
-			m.xfers[k].From.Buf = buf
+			if m.xfers[k].From.Buf == nil {
+				m.xfers[k].From.Buf = buf
+			}
 		}
 		for i, p := range x.Pieces {
-			if !needed[i] {
+			if !needed[i] || direct[i].Buf != nil {
 				continue
 			}
 			if err := l.packRect(s, y.Name+".pack", p.Tile, x, i, xRefs[i], vbox[i], prog.Ref{Buf: buf, Off: uint32(stage[i].off)}, stage[i].geo, base, transp); err != nil {
@@ -236,6 +253,9 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 				continue
 			}
 			dg := y.Geometry(j)
+			if needed[i] && direct[i].Buf != nil {
+				continue // packed there
+			}
 			if needed[i] {
 				for _, ru := range layout.PanelRunsOf(stage[i].geo, dg, inter) {
 					bytes := ru.N * esz
@@ -260,6 +280,38 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 		l.exchange("operands:"+y.Name, m)
 	}
 	return nil
+}
+
+// directPanels returns, per source piece, where its panel is packed when
+// that is its tile's own block of y: the piece lies in one block of y
+// on its tile, wholly, and its panel is one run of that block (the same
+// elements in the same order, padding included), 8-byte aligned. The
+// panel is then packed there and sent from there, with no staging copy
+// and no local copy after the exchange. Elsewhere the Ref is zero.
+func (l *lowerer) directPanels(x, y *layout.Tensor, yRefs []prog.Ref, vbox []layout.Box, ix map[int][]int, stage []stagePiece, esz int) []prog.Ref {
+	direct := make([]prog.Ref, len(x.Pieces))
+	for i, p := range x.Pieces {
+		at := -1
+		for _, j := range ix[p.Tile] {
+			if _, ok := layout.Intersect(vbox[i], y.Pieces[j].Box); !ok {
+				continue
+			}
+			if at >= 0 {
+				at = -1
+				break
+			}
+			at = j
+		}
+		if at < 0 || !y.Pieces[at].Box.Contains(vbox[i]) {
+			continue
+		}
+		runs := layout.PanelRunsOf(stage[i].geo, y.Geometry(at), vbox[i])
+		if len(runs) != 1 || runs[0].SrcOff != 0 || runs[0].N != stage[i].geo.Elems || (runs[0].DstOff*esz)%8 != 0 {
+			continue
+		}
+		direct[i] = yRefs[at].Add(runs[0].DstOff * esz)
+	}
+	return direct
 }
 
 // packRect packs the operand box vb of source piece i (all its batch
