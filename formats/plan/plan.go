@@ -62,8 +62,14 @@ type Plan struct {
 	// compact.go: a step's work joins the earliest superstep its data
 	// allows, so that independent steps share supersteps).
 	Supersteps string `json:"supersteps,omitempty"`
-	Cost       Cost   `json:"cost"`
-	Search     Search `json:"search"`
+	// Packs is how a pack step lowers a piece other tiles need too: ""
+	// (packed into its own tile's operand block when it lies whole in
+	// it, and sent from there) or StagedPacks (always into a staging
+	// panel; its own block copied from there after the exchange: the
+	// operand blocks live from the exchange on, not from the pack).
+	Packs  string `json:"packs,omitempty"`
+	Cost   Cost   `json:"cost"`
+	Search Search `json:"search"`
 	// Schedules are the exchange schedules ipu-plan's validation link
 	// made, packed (PackSchedules; see schedules.go): ipu-link relocates
 	// and validates them instead of scheduling again. Optional; a plan
@@ -74,6 +80,9 @@ type Plan struct {
 
 // Compact is Plan.Supersteps of a compacted program.
 const Compact = "compact"
+
+// StagedPacks is Plan.Packs of a plan whose packs all stage.
+const StagedPacks = "staged"
 
 // Model names the model a plan was made from. Path is as the user gave
 // it (relative paths stay relative); Fingerprint is the hex SHA-256 of
@@ -454,6 +463,9 @@ func (p *Plan) validate() ([]Exchange, error) {
 	}
 	if p.Supersteps != "" && p.Supersteps != Compact {
 		return nil, errAt("supersteps", "unknown order %q (want %q or none)", p.Supersteps, Compact)
+	}
+	if p.Packs != "" && p.Packs != StagedPacks {
+		return nil, errAt("packs", "unknown packing %q (want %q or none)", p.Packs, StagedPacks)
 	}
 	if p.Cost.FinalCycles < 0 || p.Cost.FinalExchange < 0 || p.Cost.ComputeBound < 0 {
 		return nil, errAt("cost", "negative cycles")

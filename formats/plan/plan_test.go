@@ -114,6 +114,7 @@ func TestReadErrors(t *testing.T) {
 		{name: "rest tiles", edit: func(p *Plan) { p.Steps[0].Split.Rest = &Rest{Axis: "m", At: 2, M: 1, N: 1} }, want: "plan: steps[0].split: 1 x 1 x (2 x 1 + 1 x 1) blocks exceed the 2 tiles"},
 		{name: "step tiles", edit: func(p *Plan) { p.Steps[0].Tiles = [2]int{3, 9} }, want: "plan: steps[0].tiles: [3, 9) is not a non-empty range of [0, 4)"},
 		{name: "supersteps", edit: func(p *Plan) { p.Supersteps = "asap" }, want: `plan: supersteps: unknown order "asap" (want "compact" or none)`},
+		{name: "packs", edit: func(p *Plan) { p.Packs = "inplace" }, want: `plan: packs: unknown packing "inplace" (want "staged" or none)`},
 		{name: "step node", edit: func(p *Plan) { p.Steps[0].Node = 1 }, want: "plan: steps[0].node: 1 out of range [-1, 1)"},
 		{name: "cast order", edit: func(p *Plan) { p.Steps[0].CastOrder = "never" }, want: `plan: steps[0].cast_order: unknown cast order "never"`},
 	}

@@ -1,6 +1,7 @@
 package link
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -33,6 +34,9 @@ type Superstep struct {
 
 // Stats are the linker's figures for its log lines and the bench.
 type Stats struct {
+	// StagedPacks: the plan's in-place packs did not fit, every pack
+	// was staged (Link).
+	StagedPacks bool
 	// FinalCycles is the device program's cycles from its first compute
 	// or exchange superstep to its last, syncs included; FinalExchange
 	// the part spent in exchange supersteps.
@@ -196,7 +200,33 @@ type kernelSym struct {
 
 // Link lowers pl. fingerprint is the plan file's fingerprint, recorded
 // as the object's source.
+//
+// When the plan packs in place (pl.Packs "") and a buffer then finds no
+// room, it links again with every pack staged (plan.StagedPacks: the
+// program the search priced; the operand blocks live from the exchange
+// on), saying so; Stats.StagedPacks reports it.
 func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, error) {
+	o, st, err := link(pl, fingerprint, opt)
+	var me *MemoryError
+	if err == nil || pl.Packs != "" || !errors.As(err, &me) {
+		return o, st, err
+	}
+	log := opt.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log.Warn("operand blocks packed in place do not fit: staging every pack", slog.String("reason", me.Error()))
+	alt := *pl
+	alt.Packs = plan.StagedPacks
+	o, st, err2 := link(&alt, fingerprint, opt)
+	if err2 != nil {
+		return nil, nil, err
+	}
+	st.StagedPacks = true
+	return o, st, nil
+}
+
+func link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, error) {
 	log := opt.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
 	"ipu.local/libs/codegen"
 	"ipu.local/libs/lower"
@@ -89,6 +90,24 @@ func TestPackDirect(t *testing.T) {
 			d, cp := directPacks(pr)
 			t.Logf("%d packs straight into operand blocks, %d local copies", d, cp)
 			total += d
+			checkModel(t, o, st, g)
+			if st.StagedPacks {
+				t.Error("the in-place packs fit, yet Link staged them")
+			}
+			// Staged (what Link falls back to when the blocks do not
+			// fit): no pack into a block, the same numbers.
+			staged := *pl
+			staged.Packs = plan.StagedPacks
+			if pr, err = lower.Lower(&staged, g, p); err != nil {
+				t.Fatal(err)
+			}
+			if d, _ := directPacks(pr); d != 0 {
+				t.Errorf("staged packs: %d packs straight into operand blocks", d)
+			}
+			o, st, err = Link(&staged, "test", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			checkModel(t, o, st, g)
 		})
 	}

@@ -287,9 +287,14 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 // on its tile, wholly, and its panel is one run of that block (the same
 // elements in the same order, padding included), 8-byte aligned. The
 // panel is then packed there and sent from there, with no staging copy
-// and no local copy after the exchange. Elsewhere the Ref is zero.
+// and no local copy after the exchange. Elsewhere the Ref is zero, and
+// everywhere when the plan's packs stage (plan.StagedPacks: the blocks
+// then live from the exchange on, which a tile short of room may need).
 func (l *lowerer) directPanels(x, y *layout.Tensor, yRefs []prog.Ref, vbox []layout.Box, ix map[int][]int, stage []stagePiece, esz int) []prog.Ref {
 	direct := make([]prog.Ref, len(x.Pieces))
+	if l.pl.Packs == plan.StagedPacks {
+		return direct
+	}
 	for i, p := range x.Pieces {
 		at := -1
 		for _, j := range ix[p.Tile] {

@@ -242,7 +242,7 @@ func (pl *planner) computeBound() int64 {
 // plan converts a builder's tensors and steps into a plan.
 func (b *builder) plan(pl *planner, pt point) *plan.Plan {
 	out := &plan.Plan{Format: plan.Format, Arch: pl.p.Name, Tiles: pl.tiles, Graph: pl.encoded, Tensors: make([]plan.Tensor, 0, len(b.tensors)),
-		Supersteps: plan.Compact}
+		Supersteps: plan.Compact, Packs: plan.StagedPacks}
 	for _, t := range b.tensors {
 		pt := plan.Tensor{ID: t.ID, Value: t.Value, Name: t.Name, DType: pl.g.Values[t.Value].DType.String(), Transposed: t.Transposed,
 			Layout: t.Kind.String(), Pad: t.Pad, Source: t.Source.String()}
@@ -392,6 +392,13 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		out.Cost.FinalCycles, out.Cost.FinalExchange = est.FinalCycles, est.FinalExchange
 	}
 	out.Search = plan.Search{Attempts: s.Attempts, IncumbentCycles: incR.total}
+	// The search prices every pack staged (plan.StagedPacks): a piece
+	// packed into its own operand block makes the block live from the
+	// pack on, and the search's memory check counts bytes, not the free
+	// ranges the linker places in. The plan packs in place where a piece
+	// allows; the linker stages them all again when that does not fit
+	// (libs/link Link).
+	out.Packs = ""
 	if err := out.Validate(); err != nil {
 		return nil, nil, nil, fmt.Errorf("internal error: planned %w", err)
 	}
@@ -449,7 +456,9 @@ func BoundPrice(p *plan.Plan, preset *arch.Preset) (*cost.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	pr, err := lower.LowerWith(p, g, preset, lower.Options{NoData: true})
+	q := *p
+	q.Packs = plan.StagedPacks // as the search prices every pack
+	pr, err := lower.LowerWith(&q, g, preset, lower.Options{NoData: true})
 	if err != nil {
 		return nil, err
 	}

@@ -239,6 +239,9 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		return err
 	}
 	logAlignment(log, linked)
+	if linked.StagedPacks {
+		pl.Packs = plan.StagedPacks // what the validation link did: ipu-link need not try again
+	}
 	state.Exchanges, state.Validated = linked.Saved, linked.FinalCycles
 	log.Info("costed search incumbent", slog.Int64("estimated_cycles", pl.Cost.FinalCycles), slog.Int64("linked_cycles", linked.FinalCycles))
 	pl.Cost.FinalCycles, pl.Cost.FinalExchange, pl.Cost.Estimated = linked.FinalCycles, linked.FinalExchange, false
