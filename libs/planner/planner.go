@@ -384,6 +384,13 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	if err := pl.chooseOrder(out, incR.total); err != nil {
 		return nil, nil, nil, err
 	}
+	// The search prices every pack staged (plan.StagedPacks): a piece
+	// packed into its own operand block makes the block live from the
+	// pack on, and the search's memory check counts bytes, not the free
+	// ranges the linker places in. The plan packs in place where a piece
+	// allows (its estimate is that program's); the linker stages them
+	// all again when that does not fit (libs/link Link).
+	out.Packs = ""
 	if !opt.SearchEstimate {
 		est, err := pl.estimate(out)
 		if err != nil {
@@ -392,13 +399,6 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		out.Cost.FinalCycles, out.Cost.FinalExchange = est.FinalCycles, est.FinalExchange
 	}
 	out.Search = plan.Search{Attempts: s.Attempts, IncumbentCycles: incR.total}
-	// The search prices every pack staged (plan.StagedPacks): a piece
-	// packed into its own operand block makes the block live from the
-	// pack on, and the search's memory check counts bytes, not the free
-	// ranges the linker places in. The plan packs in place where a piece
-	// allows; the linker stages them all again when that does not fit
-	// (libs/link Link).
-	out.Packs = ""
 	if err := out.Validate(); err != nil {
 		return nil, nil, nil, fmt.Errorf("internal error: planned %w", err)
 	}
