@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 
 	"ipu.local/formats/obj"
@@ -204,7 +205,8 @@ type kernelSym struct {
 // When the plan packs in place (pl.Packs "") and a buffer then finds no
 // room, it links again with every pack staged (plan.StagedPacks: the
 // program the search priced; the operand blocks live from the exchange
-// on), saying so; Stats.StagedPacks reports it.
+// on), saying so; Stats.StagedPacks reports it. When that does not link
+// either, its error is returned.
 func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, error) {
 	o, st, err := link(pl, fingerprint, opt)
 	var me *MemoryError
@@ -215,12 +217,13 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log.Warn("operand blocks packed in place do not fit: staging every pack", slog.String("reason", me.Error()))
+	why, _, _ := strings.Cut(me.Error(), "\n") // the memory report follows
+	log.Warn("operand blocks packed in place do not fit: staging every pack", slog.String("reason", why))
 	alt := *pl
 	alt.Packs = plan.StagedPacks
-	o, st, err2 := link(&alt, fingerprint, opt)
-	if err2 != nil {
-		return nil, nil, err
+	o, st, err = link(&alt, fingerprint, opt)
+	if err != nil {
+		return nil, nil, err // the staged program's: the one the search priced
 	}
 	st.StagedPacks = true
 	return o, st, nil
