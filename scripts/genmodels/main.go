@@ -267,30 +267,37 @@ func defaultTransformerOut(size string) string {
 // named in only, or all) under out. With verbose it logs each case's
 // model size and the time it took to log.
 func runTransformers(out, size, only string, layers int, verbose bool, log io.Writer) error {
-	if size == "odd" {
-		if out == "" {
-			out = defaultTransformerOut(size)
-		}
-		for _, z := range oddSizes {
-			if err := runTransformers(filepath.Join(out, z), z, only, layers, verbose, log); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	cases, err := transformerCases(size, layers)
-	if err != nil {
-		return err
-	}
-	if cases, err = selectCases(cases, only); err != nil {
-		return err
-	}
 	if out == "" {
 		out = defaultTransformerOut(size)
 	}
+	sizes := []string{size}
+	if size == "odd" {
+		sizes = oddSizes
+	}
+	// The cases of every size, each with its folder (-size odd: a folder
+	// per preset), selected by name across them all.
+	var cases []transformer
+	dir := map[string]string{}
+	for _, z := range sizes {
+		cs, err := transformerCases(z, layers)
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			dir[c.Name] = out
+			if size == "odd" {
+				dir[c.Name] = filepath.Join(out, z)
+			}
+		}
+		cases = append(cases, cs...)
+	}
+	cases, err := selectCases(cases, only)
+	if err != nil {
+		return err
+	}
 	for _, c := range cases {
 		start := time.Now()
-		n, err := writeCase(out, c, runtime.NumCPU())
+		n, err := writeCase(dir[c.Name], c, runtime.NumCPU())
 		if err != nil {
 			return err
 		}

@@ -362,3 +362,24 @@ func TestTransformerErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestOddSizes: -size odd writes each preset's cases in a folder of its
+// name, and -case selects across the presets.
+func TestOddSizes(t *testing.T) {
+	out := t.TempDir()
+	if err := runTransformers(out, "odd", "bert_s1_layer,gpt2_s7_block_fp16", 0, false, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"s1/bert_s1_layer/model.onnx", "s7/gpt2_s7_block_fp16/model.onnx", "s7/gpt2_s7_block_fp16/test_data_set_0/output_0.pb"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Errorf("%d folders written, want s1 and s7", len(entries))
+	}
+}
