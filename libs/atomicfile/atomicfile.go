@@ -1,7 +1,9 @@
 // Package atomicfile writes files so that a reader, or a tool killed
 // half-way, never sees a partial file under the final name: the content
 // goes to a temporary file in the same directory, is flushed to disk, and
-// is renamed over the destination.
+// is renamed over the destination. A device or a named pipe (/dev/null,
+// /dev/stdout) is written in place instead: renaming over it would
+// replace it with a regular file.
 package atomicfile
 
 import (
@@ -33,7 +35,9 @@ func Write(path string, data []byte) error {
 // A symbolic link stays one: the file it leads to is replaced. A path
 // that is not a regular file (a device such as /dev/null, a named pipe)
 // is written in place, since a rename would put a regular file where it
-// was; such a write is not atomic. A directory is an error.
+// was; such a write is not atomic, and the file's own errors come back
+// without its path (the caller names it: "no space left on device"). A
+// directory is an error.
 func WriteFile(path string, write func(w io.Writer) error) (err error) {
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		if fi.IsDir() {
