@@ -208,12 +208,18 @@ type kernelSym struct {
 // on), saying so; Stats.StagedPacks reports it. When that does not link
 // either, its error is returned.
 func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, error) {
-	o, st, err := link(pl, fingerprint, opt)
+	return stagingWhenFull(pl, opt.Log, func(p *plan.Plan) (*obj.Object, *Stats, error) { return link(p, fingerprint, opt) })
+}
+
+// stagingWhenFull runs try on pl and, when pl packs in place and a
+// buffer finds no room (*MemoryError), on a copy of pl with every pack
+// staged, logging why (Link).
+func stagingWhenFull(pl *plan.Plan, log *slog.Logger, try func(*plan.Plan) (*obj.Object, *Stats, error)) (*obj.Object, *Stats, error) {
+	o, st, err := try(pl)
 	var me *MemoryError
 	if err == nil || pl.Packs != "" || !errors.As(err, &me) {
 		return o, st, err
 	}
-	log := opt.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -221,7 +227,7 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 	log.Warn("operand blocks packed in place do not fit: staging every pack", slog.String("reason", why))
 	alt := *pl
 	alt.Packs = plan.StagedPacks
-	o, st, err = link(&alt, fingerprint, opt)
+	o, st, err = try(&alt)
 	if err != nil {
 		return nil, nil, err // the staged program's: the one the search priced
 	}
