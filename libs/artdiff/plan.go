@@ -20,7 +20,7 @@ var planKind = &Kind{
 }
 
 // Plans lists the differences between two plans, in this order: header
-// fields ("header: "), the graph ("graph: "), tensors ("tensor "NAME"
+// fields ("header: ", the superstep order and the packing included), the graph ("graph: "), tensors ("tensor "NAME"
 // SOURCE#K: ", see diffPlanTensors), steps ("step "NAME": ", see
 // diffPlanSteps), the cost ("cost: "), the search ("search: ") and the
 // packed exchange schedules ("exchange_schedules: ", by size when their
@@ -34,14 +34,15 @@ var planKind = &Kind{
 // not the pair of the one it had, so a renumbering shows no difference.
 func Plans(a, b *plan.Plan) []string {
 	type header struct {
-		Format, Arch string
-		Model        plan.Model
-		Tiles        int
-		Seed         uint64
+		Format, Arch      string
+		Model             plan.Model
+		Tiles             int
+		Seed              uint64
+		Supersteps, Packs string // how the steps lower: they change the program
 	}
 	lines := prefixed("header: ", fieldDiffs(
-		header{a.Format, a.Arch, a.Model, a.Tiles, a.Seed},
-		header{b.Format, b.Arch, b.Model, b.Tiles, b.Seed}))
+		header{a.Format, a.Arch, a.Model, a.Tiles, a.Seed, a.Supersteps, a.Packs},
+		header{b.Format, b.Arch, b.Model, b.Tiles, b.Seed, b.Supersteps, b.Packs}))
 	lines = append(lines, prefixed("graph: ", fieldDiffs(a.Graph, b.Graph))...)
 	pairs := pairTensors(a, b)
 	lines = append(lines, diffPlanTensors(a, b, pairs)...)

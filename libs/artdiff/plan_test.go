@@ -184,6 +184,10 @@ func TestPlans(t *testing.T) {
 			`cost: final_cycles 1000 -> 900`,
 			`search: attempts 10 -> 20`,
 		}},
+		{"superstep order and packing", nil, func(p *plan.Plan) {
+			p.Supersteps = plan.Compact
+			p.Packs = plan.StagedPacks
+		}, []string{`header: supersteps "" -> "compact"`, `header: packs "" -> "staged"`}},
 		{"exchange schedules", nil, func(p *plan.Plan) { p.Schedules = packed },
 			[]string{fmt.Sprintf("exchange_schedules: 0 packed bytes -> %d", len(packed))}},
 	}
