@@ -121,6 +121,29 @@ func (l *lowerer) pack(st *plan.Step) error {
 	return nil
 }
 
+// panelRuns are the runs of one source panel into the blocks of y it
+// meets, kept for the last block: the copies of a replicated operand
+// (consecutive pieces of y with one box, on other tiles) take the same
+// runs, which are computed once.
+type panelRuns struct {
+	box  layout.Box
+	have bool
+	buf  []layout.Run
+}
+
+// reset forgets the runs kept: the next source panel starts.
+func (m *panelRuns) reset() { m.have = false }
+
+// runs returns the runs of source panel sg into y's piece j, whose
+// intersection with the panel is inter (valid until the next call).
+func (m *panelRuns) runs(sg layout.Geometry, y *layout.Tensor, j int, inter layout.Box) []layout.Run {
+	if b := y.Pieces[j].Box; !m.have || !b.Equal(m.box) {
+		m.buf = layout.AppendPanelRuns(m.buf[:0], sg, y.Geometry(j), inter)
+		m.box, m.have = b, true
+	}
+	return m.buf
+}
+
 // stagePiece is a source piece's staging panel: its geometry and its
 // offset in the staging buffer.
 type stagePiece struct {
@@ -164,17 +187,17 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 	// The transfers go straight into m.xfers, their sources at their
 	// staging offsets; the staging buffer, sized once every piece is
 	// known, is filled in after.
-	var runs []layout.Run
 	yix := layout.NewIndex(y.Pieces)
 	// The transfers counted first: a wide operand's are many, and
 	// growing them was most of this step's lowering.
 	n := 0
+	var memo panelRuns
 	for i, p := range x.Pieces {
 		stage[i].geo = y.GeometryOf(vbox[i])
+		memo.reset()
 		yix.Each(vbox[i], func(j int, inter layout.Box) {
 			if y.Pieces[j].Tile != p.Tile {
-				runs = layout.AppendPanelRuns(runs[:0], stage[i].geo, y.Geometry(j), inter)
-				n += len(runs)
+				n += len(memo.runs(stage[i].geo, y, j, inter))
 			}
 		})
 	}
@@ -188,14 +211,14 @@ func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []
 			from = direct[i]
 		}
 		var rerr error
+		memo.reset()
 		yix.Each(vbox[i], func(j int, inter layout.Box) {
 			q := y.Pieces[j]
 			if rerr != nil || q.Tile == p.Tile {
 				return // a tile's own part is packed or copied into its block below
 			}
 			needed[i] = true
-			runs = layout.AppendPanelRuns(runs[:0], vg, y.Geometry(j), inter)
-			for _, ru := range runs {
+			for _, ru := range memo.runs(vg, y, j, inter) {
 				bytes := ru.N * esz
 				to := yRefs[j].Add(ru.DstOff * esz)
 				if bytes%4 != 0 || (ru.SrcOff*esz)%4 != 0 || to.Off%4 != 0 {
