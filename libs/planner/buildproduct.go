@@ -83,7 +83,7 @@ func (b *builder) product(pr *product) error {
 		move.Name = "relayout:" + strings.Join(names, "+")
 		b.steps = append(b.steps, move)
 	}
-	y := b.add(pr.out, layout.RowMajor, layout.BGroup, layout.FromStep, false, s.ResultPieces(pr.mm, lo))
+	y := b.add(pr.out, layout.RowMajor, layout.BGroup, layout.FromStep, false, b.pl.blocks.pieces(pr, s, lo, blocksResult))
 	parts := reduceParts(s, pr.mm, lo)
 	if s.Cut() || parts != "" {
 		// Blocks cut differently (a cut split's parts, or column parts
@@ -148,7 +148,11 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 	if isA {
 		kind, name = layout.APanel, "a"
 	}
-	blocks := s.OperandPieces(pr.mm, lo, isA)
+	part := blocksB
+	if isA {
+		part = blocksA
+	}
+	blocks := b.pl.blocks.pieces(pr, s, lo, part)
 	transposed := o.flips%2 == 1
 	if sourceOf(o.w) != layout.FromStep && blockView(o.w) {
 		// The host or the tile images hold the blocks' values.

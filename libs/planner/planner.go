@@ -122,6 +122,8 @@ type planner struct {
 	// whole are the row operators' inputs that keep the row alignment
 	// their readers want (rowLayout): halved, their code did not fit.
 	whole map[int]bool
+	// blocks holds the products' block pieces by split (blocks.go).
+	blocks pieceMemo
 }
 
 func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
