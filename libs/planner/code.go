@@ -50,11 +50,11 @@ func tileCode(p *arch.Preset, pr *prog.Program, exch []int64, on []bool) ([]int6
 			}
 			code[t] += 4
 			for _, k := range ks {
-				c, err := k.Cost()
+				w, err := k.Workers()
 				if err != nil {
 					return nil, err
 				}
-				code[t] += 4 * int64(2+c.Workers)
+				code[t] += 4 * int64(2+w)
 				if seen.Add(t, k) {
 					code[t] += k.ProbeCode(p)
 				}

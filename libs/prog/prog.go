@@ -103,6 +103,10 @@ type Kernel struct {
 	RowsRead int
 	cost     *codegen.Cost
 	at       [codegen.Slots]int64 // CyclesAt by phase, 0: not yet
+	// What the planner's code estimate reads of every kernel, together
+	// (one cache line): the passes over a whole program's kernels are
+	// bound by their loads.
+	//
 	// probe is ProbeCode's bytes for the preset probeFor (nil: not yet).
 	probe    int64
 	probeFor *arch.Preset
@@ -110,6 +114,8 @@ type Kernel struct {
 	// setTile (-1: on more than one, in its map).
 	setEpoch uint64
 	setTile  int
+	// workers is cost's Workers plus one (0: not yet; Workers reads it).
+	workers int32
 }
 
 // CyclesAt is the kernel's Cost().CyclesAt(phase), cached.
@@ -151,7 +157,7 @@ func (k *Kernel) costKey() any {
 
 // ClearCost forgets the kernel's cached cost (its parameters changed).
 func (k *Kernel) ClearCost() {
-	k.cost = nil
+	k.cost, k.workers = nil, 0
 	k.at = [codegen.Slots]int64{}
 	k.probeFor = nil
 }
@@ -165,7 +171,7 @@ func (k *Kernel) Cost() (codegen.Cost, error) {
 	key := k.costKey()
 	if c, ok := costs.Load(key); ok {
 		cc := c.(codegen.Cost)
-		k.cost = &cc
+		k.cost, k.workers = &cc, int32(cc.Workers)+1
 		return cc, nil
 	}
 	var c codegen.Cost
@@ -203,9 +209,18 @@ func (k *Kernel) Cost() (codegen.Cost, error) {
 	if err != nil {
 		return codegen.Cost{}, fmt.Errorf("%s: %w", k.What, err)
 	}
-	k.cost = &c
+	k.cost, k.workers = &c, int32(c.Workers)+1
 	costs.Store(key, c)
 	return c, nil
+}
+
+// Workers is Cost().Workers, kept in the kernel.
+func (k *Kernel) Workers() (int, error) {
+	if k.workers > 0 {
+		return int(k.workers - 1), nil
+	}
+	c, err := k.Cost()
+	return c.Workers, err
 }
 
 // provisional gives the address fields of buffers not yet placed
