@@ -398,14 +398,35 @@ func PanelRuns(src, dst *Tensor) ([]Run, error) {
 		ix.each(dp.Box, func(_ int, inter Box) { n += panelRunsAtMost(src.Kind, inter) })
 	}
 	out := make([]Run, 0, n)
+	// A copy of the previous destination piece (a replicated block: the
+	// same box on another tile) meets the same source boxes and takes
+	// the same runs, but for its own piece and each box's holder nearest
+	// its tile: the runs are copied, those two indices changed. prev
+	// holds, per source box met, its runs' range in out.
+	type met struct{ k, lo, hi int }
+	var prev []met
+	var prevBox Box
 	for di, dp := range dst.Pieces {
+		if prevBox != nil && dp.Box.Equal(prevBox) {
+			for _, m := range prev {
+				si := holder(ix.holders[m.k], src, dp.Tile)
+				for _, ru := range out[m.lo:m.hi] {
+					ru.Src, ru.Dst = si, di
+					out = append(out, ru)
+				}
+			}
+			continue
+		}
+		prev, prevBox = prev[:0], dp.Box
 		dg := dst.Geometry(di)
 		ix.each(dp.Box, func(k int, inter Box) {
 			si := holder(ix.holders[k], src, dp.Tile)
 			if sgs[si].Box == nil {
 				sgs[si] = src.Geometry(si)
 			}
+			lo := len(out)
 			out = appendPanelRuns(out, sgs[si], dg, inter, si, di)
+			prev = append(prev, met{k, lo, len(out)})
 		})
 	}
 	return out, nil
