@@ -200,8 +200,26 @@ func (l *lowerer) fromConst(t *layout.Tensor) ([]prog.Ref, error) {
 	direct := m.direct()
 	seen := map[uint64][][]byte{}
 	seed := maphash.MakeSeed()
+	// Tiles whose pieces have the same boxes at the same offsets (the
+	// copies of a replicated constant) have the same bytes: they share
+	// the first one's, built once.
+	sameAs := map[string]int{}
+	var sig []byte
 	var scratch []byte
 	for _, tile := range order {
+		sig = sig[:0]
+		for _, i := range byTile[tile] {
+			sig = binary.AppendUvarint(sig, uint64(refs[i].Off))
+			for _, r := range t.Pieces[i].Box {
+				sig = binary.AppendUvarint(sig, uint64(r.Lo))
+				sig = binary.AppendUvarint(sig, uint64(r.Hi))
+			}
+		}
+		if first, ok := sameAs[string(sig)]; ok {
+			buf.Data[tile] = buf.Data[first]
+			continue
+		}
+		sameAs[string(sig)] = tile
 		if scratch == nil {
 			scratch = make([]byte, buf.Size)
 		} else {
