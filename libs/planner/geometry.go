@@ -25,12 +25,19 @@ type geometry struct {
 }
 
 // expandGeometry expands every exchange superstep of pr at the addresses
-// addr gives (the search's synthetic ones): per fragment, the loads of its
+// addr gives (the search's synthetic ones, in tile memory): per fragment, the loads of its
 // three operands (the register cache of the scheduler can only shorten
 // them) and the send or recv; and by tile, its exchange code bytes.
 func expandGeometry(p *arch.Preset, pr *prog.Program, addr func(prog.Ref) uint32) (geometry, []int64) {
 	frags := make([]int, p.Tiles)
 	bytes := make([]int64, p.Tiles)
+	// An address loads in ConstLen of it; when the memory's highest
+	// address loads in one instruction, so does every address of it
+	// (ConstLen grows with the value), and addr need not be asked.
+	alen := func(r prog.Ref) int { return codegen.ConstLen(addr(r)) }
+	if codegen.ConstLen(p.Memory.Hi-1) == 1 {
+		alen = func(prog.Ref) int { return 1 }
+	}
 	for _, s := range pr.Steps {
 		for _, x := range s.Xfers {
 			d := uint32(x.Dst)
@@ -39,8 +46,8 @@ func expandGeometry(p *arch.Preset, pr *prog.Program, addr func(prog.Ref) uint32
 			}
 			w := codegen.ConstLen(uint32(x.Words))
 			frags[x.Src]++
-			bytes[x.Src] += 4 * int64(codegen.ConstLen(d)+codegen.ConstLen(addr(x.From))+w+1)
-			recv := 4 * int64(codegen.ConstLen(uint32(x.Src))+codegen.ConstLen(addr(x.To))+w+1)
+			bytes[x.Src] += 4 * int64(codegen.ConstLen(d)+alen(x.From)+w+1)
+			recv := 4 * int64(codegen.ConstLen(uint32(x.Src))+alen(x.To)+w+1)
 			for u := x.Dst; u < x.Dst+x.Dests(); u++ {
 				frags[u]++
 				bytes[u] += recv

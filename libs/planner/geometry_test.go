@@ -43,4 +43,12 @@ func TestExpandGeometry(t *testing.T) {
 	if err := g.check(3); err == nil || !strings.Contains(err.Error(), "tile 1: 4 exchange fragments") {
 		t.Errorf("limit 3: %v", err)
 	}
+	// A memory reaching past 2^20: an address there loads in two
+	// instructions, and each is asked of addr.
+	big := *p
+	big.Memory.Hi = 0x200000
+	far := func(r prog.Ref) uint32 { return 0xF0000 + 0x8000*r.Off/64 } // past 2^20 from offset 128 on
+	if g, _ = expandGeometry(&big, pr, far); g.rowBytes != 2*4*int64(cl(0)+cl(far(prog.Ref{Off: 64}))+cl(2)+1+cl(4)+cl(far(prog.Ref{Off: 128}))+cl(3)+1) || cl(far(prog.Ref{Off: 128})) != 2 {
+		t.Errorf("memory past 2^20: row bytes %d", g.rowBytes)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"ipu.local/libs/cost"
 	"ipu.local/libs/lower"
 	"ipu.local/libs/par"
+	"ipu.local/libs/prog"
 	"ipu.local/libs/sched"
 )
 
@@ -163,7 +164,13 @@ func (pl *planner) price(bp builtPoint, steps *lower.StepCache) (pc pricing) {
 	r.padRemoved = pr.PadClearsRemoved
 	t0 := time.Now()
 	var exch []int64
-	r.geo, exch = expandGeometry(pl.p, pr, cost.Synthetic(pl.p, pr.Buffers))
+	var syn func(prog.Ref) uint32 // made on first use: expandGeometry may need no address
+	r.geo, exch = expandGeometry(pl.p, pr, func(x prog.Ref) uint32 {
+		if syn == nil {
+			syn = cost.Synthetic(pl.p, pr.Buffers)
+		}
+		return syn(x)
+	})
 	t1 := time.Now()
 	pc.expansion = t1.Sub(t0)
 	err = r.geo.check(sched.FragmentLimit(pl.p))
