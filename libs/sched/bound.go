@@ -1,10 +1,6 @@
 package sched
 
-import (
-	"slices"
-
-	"ipu.local/libs/arch"
-)
+import "ipu.local/libs/arch"
 
 // Bound returns a lower bound on the cycles of any code for the phase
 // under opt (send2 allowed unless opt.NoSend2; syncs after the tile's
@@ -106,14 +102,9 @@ func bound(p *arch.Preset, phase []Transfer, opt Options) int64 {
 	}
 	// Distinct non-zero values per tile.
 	loads := make([]int64, p.Tiles)
+	var set distinctSet
 	for t := range p.Tiles {
-		vs := vals.of(t)
-		slices.Sort(vs)
-		for i, v := range vs {
-			if v != 0 && (i == 0 || vs[i-1] != v) {
-				loads[t]++
-			}
-		}
+		loads[t] = set.count(vals.of(t))
 	}
 	// end returns the tile cycles after a resource busy from first on:
 	// the sync issues no earlier than its last word, or 6 cycles after
