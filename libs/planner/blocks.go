@@ -6,6 +6,7 @@ package planner
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"ipu.local/libs/layout"
 )
@@ -30,8 +31,18 @@ type blockKey struct {
 
 // pieceMemo holds block pieces by key, shared by the builders of points
 // priced side by side. The pieces are never changed: a builder's tensors
-// copy the slice (builder.add) and no pass writes a piece's box.
-type pieceMemo struct{ m sync.Map }
+// copy the slice (builder.add) and no pass writes a piece's box. It
+// keeps at most maxMemoPieces pieces (a long walk meets ever more
+// splits): past that, pieces are computed and not kept.
+type pieceMemo struct {
+	m    sync.Map
+	kept atomic.Int64 // pieces kept
+}
+
+// maxMemoPieces bounds the pieces a pieceMemo keeps: about 150 MB. The
+// 12-layer BERT-base encoder's start keeps 0.83 million, the BERT-base
+// layer's 0.24 million.
+var maxMemoPieces int64 = 2 << 20
 
 // pieces returns part of product pr's blocks under split s from tile lo.
 func (bm *pieceMemo) pieces(pr *product, s layout.Split, lo int, part blockPart) []layout.Piece {
@@ -46,6 +57,12 @@ func (bm *pieceMemo) pieces(pr *product, s layout.Split, lo int, part blockPart)
 	default:
 		ps = s.ResultPieces(pr.mm, lo)
 	}
-	v, _ := bm.m.LoadOrStore(k, ps)
+	if bm.kept.Load()+int64(len(ps)) > maxMemoPieces {
+		return ps
+	}
+	v, loaded := bm.m.LoadOrStore(k, ps)
+	if !loaded {
+		bm.kept.Add(int64(len(ps)))
+	}
 	return v.([]layout.Piece)
 }

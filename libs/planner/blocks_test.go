@@ -59,4 +59,30 @@ func TestBlockMemo(t *testing.T) {
 	if !reflect.DeepEqual(a, s.OperandPieces(pr.mm, d.Tiles[0], true)) {
 		t.Fatal("the memo's pieces are not the split's")
 	}
+
+	// Full, the memo keeps no more and the plans are the same.
+	defer func(n int64) { maxMemoPieces = n }(maxMemoPieces)
+	maxMemoPieces = 300
+	small, err := newPlanner(g, p, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 16 {
+		nb := small.move(pt, rng)
+		got, err := small.buildPoint(nb)
+		if err != nil {
+			continue
+		}
+		want, err := warm.buildPoint(nb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.plan, want.plan) {
+			t.Fatalf("point %v: the plan built with a full memo differs", nb)
+		}
+		pt = nb
+	}
+	if k := small.blocks.kept.Load(); k == 0 || k > maxMemoPieces {
+		t.Fatalf("the full memo keeps %d pieces (at most %d)", k, maxMemoPieces)
+	}
 }
