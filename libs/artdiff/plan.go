@@ -20,8 +20,9 @@ var planKind = &Kind{
 }
 
 // Plans lists the differences between two plans, in this order: header
-// fields ("header: ", the superstep order and the packing included), the graph ("graph: "), tensors ("tensor "NAME"
-// SOURCE#K: ", see diffPlanTensors), steps ("step "NAME": ", see
+// fields ("header: ", the superstep order and the packing included), the
+// graph ("graph: "), tensors ("tensor "NAME" SOURCE#K: ", see
+// diffPlanTensors), steps ("step "NAME": ", see
 // diffPlanSteps), the cost ("cost: "), the search ("search: ") and the
 // packed exchange schedules ("exchange_schedules: ", by size when their
 // bytes differ: they follow from the rest).

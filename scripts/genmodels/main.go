@@ -54,8 +54,9 @@
 // committed under testdata/models/transformers (its default -out; a test
 // checks the files are this program's output). -size odd writes the
 // presets of shapes no rule was designed for (one token, head widths of
-// 6, 8, 25, 32 and 80, no multiple of the AMP's groups and panels: s1,
-// s7, s24, s33, s50, s100, s129), each in OUT/PRESET, by default under
+// 6, 8, 16, 25, 32 and 80, sequences and widths mostly off the AMP's
+// groups and panels: s1, s7, s24, s33, s50, s100, s129), each in
+// OUT/PRESET, by default under
 // artifacts/transformers-odd (make transformers-odd). -case writes only
 // the named cases. The cases of a size Z:
 //

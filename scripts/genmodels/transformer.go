@@ -61,8 +61,8 @@ var transformerSizes = map[string]transformerSize{
 	"small": {seq: 16, hidden: 64, heads: 2, ffn: 128, layers: 2, encoderFP32: true},
 	// Shapes no kernel or layout rule was designed for (-size odd writes
 	// them all, each in a folder of its name): one token, head widths of
-	// 6, 8, 25, 32 and 80, widths and sequences that are no multiple of
-	// the AMP's 4-row groups or 16-column panels.
+	// 6, 8, 16, 25, 32 and 80, and most widths and sequences no multiple
+	// of the AMP's 4-row groups or 16-column panels.
 	"s1":   {seq: 1, hidden: 16, heads: 1, ffn: 17, layers: 2, encoderFP32: true},
 	"s7":   {seq: 7, hidden: 48, heads: 6, ffn: 100, layers: 3, encoderFP32: true},
 	"s24":  {seq: 24, hidden: 96, heads: 3, ffn: 200, layers: 2, encoderFP32: true},
