@@ -78,8 +78,15 @@ func Dump(w io.Writer, p *Plan) error {
 		}
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(b, "cost final_cycles=%d final_exchange=%d compute_bound=%d estimated=%t\n", p.Cost.FinalCycles, p.Cost.FinalExchange, p.Cost.ComputeBound, p.Cost.Estimated)
-	fmt.Fprintf(b, "search attempts=%d incumbent_cycles=%d\n", p.Search.Attempts, p.Search.IncumbentCycles)
+	fmt.Fprintf(b, "cost final_cycles=%d final_exchange=%d compute_bound=%d estimated=%t", p.Cost.FinalCycles, p.Cost.FinalExchange, p.Cost.ComputeBound, p.Cost.Estimated)
+	if p.Cost.HostLinkCycles > 0 {
+		fmt.Fprintf(b, " host_link_cycles=%d", p.Cost.HostLinkCycles)
+	}
+	fmt.Fprintf(b, "\nsearch attempts=%d incumbent_cycles=%d", p.Search.Attempts, p.Search.IncumbentCycles)
+	if p.Search.Objective != "" {
+		fmt.Fprintf(b, " objective=%s", p.Search.Objective)
+	}
+	b.WriteByte('\n')
 	return b.Flush()
 }
 

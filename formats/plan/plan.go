@@ -215,12 +215,46 @@ type Cost struct {
 	FinalExchange int64 `json:"final_exchange"`
 	ComputeBound  int64 `json:"compute_bound"`
 	Estimated     bool  `json:"estimated"`
+	// HostLinkCycles is the host link's cycles for the fetch's and the
+	// result's bytes (outside final_cycles; absent from older plans).
+	HostLinkCycles int64 `json:"host_link_cycles,omitempty"`
 }
 
 // Search summarises the search that produced the plan.
 type Search struct {
 	Attempts        int   `json:"attempts"`
 	IncumbentCycles int64 `json:"incumbent_cycles"`
+	// Objective is what the search minimised (absent from older plans).
+	Objective string `json:"objective,omitempty"`
+}
+
+// Search objectives: what a search minimises.
+const (
+	// ObjectiveInference is an inference's cycles end to end: the
+	// device's final_cycles plus the host link's cycles for the fetch and
+	// the result (the default).
+	ObjectiveInference = "inference"
+	// ObjectiveDevice is final_cycles alone, as if the inputs were on the
+	// device already and the host's copies cost nothing.
+	ObjectiveDevice = "device"
+)
+
+// CheckObjective checks a search objective's name ("" is the default,
+// ObjectiveInference).
+func CheckObjective(o string) error {
+	switch o {
+	case "", ObjectiveInference, ObjectiveDevice:
+		return nil
+	}
+	return fmt.Errorf("unknown objective %q (want %q or %q)", o, ObjectiveInference, ObjectiveDevice)
+}
+
+// ObjectiveOf is o, or the default for "".
+func ObjectiveOf(o string) string {
+	if o == "" {
+		return ObjectiveInference
+	}
+	return o
 }
 
 // Limits of a plan a reader accepts.
@@ -467,11 +501,14 @@ func (p *Plan) validate() ([]Exchange, error) {
 	if p.Packs != "" && p.Packs != StagedPacks {
 		return nil, errAt("packs", "unknown packing %q (want %q or none)", p.Packs, StagedPacks)
 	}
-	if p.Cost.FinalCycles < 0 || p.Cost.FinalExchange < 0 || p.Cost.ComputeBound < 0 {
+	if p.Cost.FinalCycles < 0 || p.Cost.FinalExchange < 0 || p.Cost.ComputeBound < 0 || p.Cost.HostLinkCycles < 0 {
 		return nil, errAt("cost", "negative cycles")
 	}
 	if p.Search.Attempts < 0 {
 		return nil, errAt("search.attempts", "negative")
+	}
+	if err := CheckObjective(p.Search.Objective); err != nil {
+		return nil, errAt("search.objective", "%v", err)
 	}
 	return UnpackSchedules(p.Schedules)
 }

@@ -42,12 +42,16 @@ type State struct {
 	// Exchanges are the validation link's exchange schedules, for the
 	// next run to reuse (exchanges.go).
 	Exchanges []Exchange `json:"exchanges,omitempty"`
-	// Validated is the incumbent's linked cycles (0: not validated):
-	// what ipu-plan --merge compares shards by.
+	// Validated is the incumbent's linked cost under the objective (0:
+	// not validated): final_cycles, plus the host link's cycles under
+	// ObjectiveInference; what ipu-plan --merge compares shards by.
 	Validated int64 `json:"validated_cycles,omitempty"`
 	// Shard of Shards: a sharded search's part (0 of 0: unsharded).
 	Shard  int `json:"shard,omitempty"`
 	Shards int `json:"shards,omitempty"`
+	// Objective is what the search minimises ("": the default,
+	// ObjectiveInference); a resumed search keeps it.
+	Objective string `json:"objective,omitempty"`
 }
 
 // MaxShards bounds a sharded search's shard count.
@@ -115,6 +119,9 @@ func (s *State) Validate() error {
 	}
 	if s.Validated < 0 {
 		return stateAt("validated_cycles", "negative")
+	}
+	if err := CheckObjective(s.Objective); err != nil {
+		return stateAt("objective", "%v", err)
 	}
 	if s.Shards < 0 || s.Shards > MaxShards || s.Shard < 0 || (s.Shards == 0 && s.Shard != 0) || (s.Shards > 0 && s.Shard >= s.Shards) {
 		return stateAt("shard", "shard %d of %d is not one of [0, N) with N in [1, %d]", s.Shard, s.Shards, MaxShards)
