@@ -43,7 +43,8 @@ type Stats struct {
 	// the part spent in exchange supersteps.
 	FinalCycles, FinalExchange int64
 	Supersteps                 []Superstep
-	// HostInBytes and HostOutBytes are the bytes the host supersteps move.
+	// HostInBytes and HostOutBytes are the bytes the host supersteps move
+	// (HostLinkCycles).
 	HostInBytes, HostOutBytes int64
 	Transfers                 int // exchange transfers (multicasts count once)
 	// ReusedExchanges counts the exchange supersteps whose schedule is an
@@ -269,7 +270,7 @@ func link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 	l.costProgram(l.log)
 	l.log.Info("costed final placed program", slog.Int64("final_cycles", l.st.FinalCycles), slog.Int64("final_exchange", l.st.FinalExchange))
 	l.log.Info("costed host supersteps", slog.Int64("host_in_bytes", l.st.HostInBytes), slog.Int64("host_out_bytes", l.st.HostOutBytes),
-		slog.Int64("host_link_cycles", (l.st.HostInBytes+l.st.HostOutBytes+int64(l.p.HostBytesPerCycle)-1)/int64(max(l.p.HostBytesPerCycle, 1))))
+		slog.Int64("host_link_cycles", l.st.HostLinkCycles(l.p)))
 	if err := l.phase("prepare_tile_code", l.prepareTileCode); err != nil {
 		return nil, nil, err
 	}
@@ -486,3 +487,10 @@ func (l *linker) sizeTileCode(*slog.Logger) error {
 // codeBytes is a tile's code bound: kernels, launches, host and exchange
 // code.
 func (tl *tile) codeBytes() int { return tl.gen + tl.launch + tl.hostCode + tl.exCode }
+
+// HostLinkCycles is the host link's cycles for the host supersteps'
+// bytes, in and out, at the preset's chip-wide rate.
+func (s *Stats) HostLinkCycles(p *arch.Preset) int64 {
+	per := int64(max(p.HostBytesPerCycle, 1))
+	return (s.HostInBytes + s.HostOutBytes + per - 1) / per
+}

@@ -154,7 +154,12 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 	}
 	blocks := b.pl.blocks.pieces(pr, s, lo, part)
 	transposed := o.flips%2 == 1
+	before := d.CastOrder == plan.BeforeExchange && d.Stationary != name
 	if sourceOf(o.w) != layout.FromStep && blockView(o.w) {
+		if before && o.hostBlocks() && copied(blocks, shapeOf(o.w)) {
+			id, src := b.spreadHost(pr, o, isA, kind, transposed, blocks, d)
+			return id, src, nil
+		}
 		// The host or the tile images hold the blocks' values.
 		return b.external(o.w, kind, 0, transposed, blocks), -1, nil
 	}
@@ -176,7 +181,6 @@ func (b *builder) operandTensor(pr *product, o *operand, isA bool, s layout.Spli
 	}
 	// Stationary names the operand cast after the exchange; none (""):
 	// both are cast before it.
-	before := d.CastOrder == plan.BeforeExchange && d.Stationary != name
 	if o.cast != nil && sourceOf(o.x) != layout.FromStep {
 		id, cast = b.castOperand(pr, o, isA, before, kind, transposed, blocks, d)
 		return id, cast, nil

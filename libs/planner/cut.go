@@ -159,7 +159,7 @@ func (pt point) cutNode(g *graph.Graph) *graph.Node {
 // fails to price is no candidate.
 func (pl *planner) tryCut(pt point, i int, cut layout.Split, best plan.Decision, bestR *result) (plan.Decision, *result) {
 	pr := pl.products[i]
-	orders, stats := options(pr)
+	orders, stats := pl.options(pr)
 	if bestR != nil {
 		orders, stats = []string{best.CastOrder}, []string{best.Stationary}
 	}
@@ -172,7 +172,7 @@ func (pl *planner) tryCut(pt point, i int, cut layout.Split, best plan.Decision,
 		}
 	}
 	d, r, _, err := pl.cheapest(pt, i, ds)
-	if err != nil || r == nil || bestR != nil && r.total >= bestR.total {
+	if err != nil || r == nil || bestR != nil && r.cost() >= bestR.cost() {
 		return d, nil
 	}
 	return d, r

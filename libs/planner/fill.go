@@ -116,7 +116,7 @@ func (pl *planner) cheapestBelow(cands []point, r *result) (int, *result, error)
 			}
 			return -1, nil, err
 		}
-		if rs[j].mem == nil && rs[j].total < r.total && (best < 0 || rs[j].total < rs[best].total) {
+		if rs[j].mem == nil && rs[j].cost() < r.cost() && (best < 0 || rs[j].cost() < rs[best].cost()) {
 			best = j
 		}
 	}

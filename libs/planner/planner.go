@@ -55,6 +55,10 @@ type Options struct {
 	// incumbent's exchanges: for a caller that links the plan next and
 	// takes the exact cycles from there (ipu-plan).
 	SearchEstimate bool
+	// Objective is what the search minimises: plan.ObjectiveInference
+	// ("", the default) or plan.ObjectiveDevice. A resumed search keeps
+	// its state's.
+	Objective string
 	// Progress, when set, is told the attempts made so far out of
 	// MaxAttempts and the incumbent's cycles, before each attempt and
 	// once at the end (a progress bar; it must not change anything).
@@ -93,6 +97,9 @@ const acceptWorse = 0.05
 
 // planner holds one Plan call.
 type planner struct {
+	// device: the search minimises final_cycles alone
+	// (plan.ObjectiveDevice), not with the host link's cycles.
+	device   bool
 	g        *graph.Graph
 	p        *arch.Preset
 	tiles    int
@@ -211,11 +218,21 @@ func (pt point) clone() point { return append(point(nil), pt...) }
 // result is a costed point.
 type result struct {
 	total, exchange int64
-	transfers       int
-	padRemoved      int // FP8 cast padding clears the lowering's pass removed
-	geo             geometry
-	mem             error // the point does not fit the tiles
+	// host is the cycles the host link takes to move the fetch's and
+	// the result's bytes; obj what the search ranks points by (cost):
+	// total plus host, the cycles of an inference end to end, or total
+	// alone under plan.ObjectiveDevice.
+	host, obj  int64
+	transfers  int
+	padRemoved int // FP8 cast padding clears the lowering's pass removed
+	geo        geometry
+	mem        error // the point does not fit the tiles
 }
+
+// cost is what the search minimises: by default the device's cycles and
+// the host link's, since a layout the host must deliver copies of (a
+// replicated operand block) costs an inference its bytes over the link.
+func (r *result) cost() int64 { return r.obj }
 
 // ComputeBound is the graph's matrix work at the product rate on every
 // tile: the sum over products of MACs / (rate x tiles), rounded up.
@@ -294,11 +311,16 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		return nil, nil, nil, err
 	}
 	opt.Shard, opt.Shards = shardOf(opt.Shard, opt.Shards)
+	if err := plan.CheckObjective(opt.Objective); err != nil {
+		return nil, nil, nil, err
+	}
+	objective := plan.ObjectiveOf(opt.Objective)
 	g, rewrites := graph.Canonicalize(g)
 	pl, err := newPlanner(g, p, tiles)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	pl.device = objective == plan.ObjectiveDevice
 	st := &Stats{FragmentLimit: sched.FragmentLimit(p), Rewrites: rewrites}
 	var s *plan.State
 	var cur, inc point
@@ -311,6 +333,9 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		}
 		if s.Shard != opt.Shard || s.Shards != opt.Shards {
 			return nil, nil, nil, fmt.Errorf("search state is for shard %d/%d, not %d/%d", s.Shard, s.Shards, opt.Shard, opt.Shards)
+		}
+		if plan.ObjectiveOf(s.Objective) != objective {
+			return nil, nil, nil, fmt.Errorf("search state is for objective %s, not %s", plan.ObjectiveOf(s.Objective), objective)
 		}
 		cur, inc = point(s.Current.Decisions).clone(), point(s.Incumbent.Decisions).clone()
 		if err := pl.checkPoint(cur); err != nil {
@@ -373,18 +398,30 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	if len(s.Visited) > plan.MaxVisited {
 		s.Visited = s.Visited[:plan.MaxVisited]
 	}
-	out, err := pl.planOf(inc)
+	out, err := pl.finish(inc, incR, opt, s.Attempts, objective)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("internal error: rebuilding the incumbent: %w", err)
+		return nil, nil, nil, err
+	}
+	pl.stats(incR, st)
+	st.Evaluated = pl.evals
+	return out, s, st, nil
+}
+
+// finish writes point pt's plan, priced r, after a search of attempts
+// moves under objective.
+func (pl *planner) finish(pt point, r *result, opt Options, attempts int, objective string) (*plan.Plan, error) {
+	out, err := pl.planOf(pt)
+	if err != nil {
+		return nil, fmt.Errorf("internal error: rebuilding the incumbent: %w", err)
 	}
 	out.Model = plan.Model{Path: opt.ModelPath, Fingerprint: opt.ModelFingerprint}
 	out.Seed = opt.Seed
 	// The estimate: the incumbent's program with every exchange
 	// scheduled (the search ranks points by sched's faster bound), unless
 	// the caller links it anyway.
-	out.Cost = plan.Cost{FinalCycles: incR.total, FinalExchange: incR.exchange, ComputeBound: pl.computeBound(), Estimated: true}
-	if err := pl.chooseOrder(out, incR.total); err != nil {
-		return nil, nil, nil, err
+	out.Cost = plan.Cost{FinalCycles: r.total, FinalExchange: r.exchange, ComputeBound: pl.computeBound(), Estimated: true, HostLinkCycles: r.host}
+	if err := pl.chooseOrder(out, r.total); err != nil {
+		return nil, err
 	}
 	// The search prices every pack staged (plan.StagedPacks): a piece
 	// packed into its own operand block makes the block live from the
@@ -396,17 +433,15 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	if !opt.SearchEstimate {
 		est, err := pl.estimate(out)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 		out.Cost.FinalCycles, out.Cost.FinalExchange = est.FinalCycles, est.FinalExchange
 	}
-	out.Search = plan.Search{Attempts: s.Attempts, IncumbentCycles: incR.total}
+	out.Search = plan.Search{Attempts: attempts, IncumbentCycles: r.total, Objective: objective}
 	if err := out.Validate(); err != nil {
-		return nil, nil, nil, fmt.Errorf("internal error: planned %w", err)
+		return nil, fmt.Errorf("internal error: planned %w", err)
 	}
-	pl.stats(incR, st)
-	st.Evaluated = pl.evals
-	return out, s, st, nil
+	return out, nil
 }
 
 // planOf builds pt's plan again. Results keep no builder: a builder

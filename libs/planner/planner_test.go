@@ -89,8 +89,12 @@ func TestModels(t *testing.T) {
 			if err != nil {
 				t.Fatalf("link: %v", err)
 			}
-			if lst.FinalCycles != pl.Cost.FinalCycles {
-				t.Errorf("linked %d cycles, estimated %d", lst.FinalCycles, pl.Cost.FinalCycles)
+			// The estimate schedules every exchange fast; the linker
+			// repairs the transfers whose instructions the placed code
+			// misaligns (RetriedPhases), which may lengthen a superstep.
+			if lst.RetriedPhases == 0 && lst.FinalCycles != pl.Cost.FinalCycles ||
+				lst.FinalCycles < pl.Cost.FinalCycles || float64(lst.FinalCycles) > 1.01*float64(pl.Cost.FinalCycles) {
+				t.Errorf("linked %d cycles, estimated %d (%d exchange supersteps repaired)", lst.FinalCycles, pl.Cost.FinalCycles, lst.RetriedPhases)
 			}
 		})
 	}

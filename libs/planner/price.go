@@ -7,8 +7,11 @@ import (
 	"errors"
 	"time"
 
+	"ipu.local/formats/obj"
 	"ipu.local/formats/plan"
+	"ipu.local/libs/arch"
 	"ipu.local/libs/cost"
+	"ipu.local/libs/layout"
 	"ipu.local/libs/lower"
 	"ipu.local/libs/par"
 	"ipu.local/libs/prog"
@@ -199,6 +202,45 @@ func (pl *planner) price(bp builtPoint, steps *lower.StepCache) (pc pricing) {
 		return pc
 	}
 	r.total, r.exchange, r.transfers = c.FinalCycles, c.FinalExchange, c.Transfers
+	r.host = hostCycles(pl.p, b.tensors, pr)
+	r.obj = r.total + r.host
+	if pl.device {
+		r.obj = r.total
+	}
 	pc.r = r
 	return pc
+}
+
+// hostCycles is the host link's cycles for a point: the fetch moves its
+// host tensors' bytes (every piece's storage, copies included; the
+// lowering for pricing leaves the fetch's transfers out), the result
+// superstep the program's output transfers, each over the chip's link
+// (the simulator charges a host superstep at least that,
+// arch.Preset.HostBytesPerCycle).
+func hostCycles(p *arch.Preset, tensors []*layout.Tensor, pr *prog.Program) int64 {
+	per := int64(p.HostBytesPerCycle)
+	if per <= 0 {
+		return 0
+	}
+	var fetch int64
+	for _, t := range tensors {
+		if t.Source != layout.FromHost {
+			continue
+		}
+		for i := range t.Pieces {
+			fetch += int64(t.Geometry(i).Bytes())
+		}
+	}
+	bytes := fetch
+	for _, s := range pr.Steps {
+		if s.Kind != obj.HostExchange || s.Name == "fetch" {
+			continue
+		}
+		for _, ops := range s.Host {
+			for _, op := range ops {
+				bytes += int64(op.Bytes)
+			}
+		}
+	}
+	return (bytes + per - 1) / per // as link.Stats.HostLinkCycles
 }

@@ -280,6 +280,20 @@ func opShape(o operand) []int {
 // castable reports whether a product's cast order is a decision: an
 // operand with a rounding cast whose input the host or the tile images
 // can deliver.
+// hostBlocks reports whether the host delivers the operand's blocks
+// uncast in their matrix view: as the blocks themselves (every copy of a
+// block over the host link, a decision's CastOrder "" or after the
+// exchange) or, before the exchange, each element once, spread over the
+// product's tiles, an exchange copying them to the blocks.
+func (o *operand) hostBlocks() bool {
+	return o.cast == nil && isHost(o.w) && blockView(o.w)
+}
+
+// spreadable reports whether an operand of the product is hostBlocks.
+func (pr *product) spreadable() bool {
+	return pr.a.hostBlocks() || pr.b.hostBlocks()
+}
+
 func (pr *product) castable() bool {
 	for _, o := range []operand{pr.a, pr.b} {
 		if o.cast != nil && (isHost(o.x) || isConst(o.x)) {

@@ -32,12 +32,35 @@ func withOrder(s layout.Split) layout.Split {
 }
 
 // options returns the cast orders and stationary operands a product
-// chooses between.
-func options(pr *product) (orders, stats []string) {
+// chooses between. A product whose host operands may be spread screens
+// its splits with them spread under the inference objective (the host
+// link's cycles for their copies would rule most splits out), delivered
+// as blocks under the device objective; the start then tries the other
+// on the best split (otherOrder).
+func (pl *planner) options(pr *product) (orders, stats []string) {
 	if pr.castable() {
 		return []string{plan.AfterExchange, plan.BeforeExchange}, []string{"a", "b", ""}
 	}
+	if pr.spreadable() && !pl.device {
+		return []string{plan.BeforeExchange}, []string{""}
+	}
 	return []string{""}, []string{"b"}
+}
+
+// otherOrder returns d with the host operands delivered as blocks (cast
+// order "") instead of spread (before the exchange), or the other way;
+// false when the product has no such operand or also casts one (its
+// options try both orders).
+func (pr *product) otherOrder(d plan.Decision) (plan.Decision, bool) {
+	if !pr.spreadable() || pr.castable() {
+		return d, false
+	}
+	if d.CastOrder == plan.BeforeExchange {
+		d.CastOrder = ""
+	} else {
+		d.CastOrder = plan.BeforeExchange
+	}
+	return d, true
 }
 
 // start builds the analytic start: products in order, each the best of
@@ -51,7 +74,7 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 	cands := make([][]plan.Decision, len(pl.products))
 	cuts := make([]*layout.Split, len(pl.products))
 	for i, pr := range pl.products {
-		orders, stats := options(pr)
+		orders, stats := pl.options(pr)
 		grids, cut, ok := pl.candidates(pr, wide)
 		if ok {
 			cuts[i] = &cut
@@ -96,12 +119,17 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 				best, bestR = d, r
 			}
 		}
-		if alt, ok := pr.otherParts(best); ok && bestR != nil {
-			// The same split with the other reduce-scatter (column parts
-			// or row parts only): whichever is cheaper.
+		// The same split with the other reduce-scatter (column parts or
+		// row parts only), then with the host's operands delivered the
+		// other way: whichever is cheaper.
+		for _, other := range []func(plan.Decision) (plan.Decision, bool){pr.otherParts, pr.otherOrder} {
+			alt, ok := other(best)
+			if !ok || bestR == nil {
+				continue
+			}
 			if d, r, _, err := pl.cheapest(pt, i, []plan.Decision{alt}); err != nil {
 				return nil, nil, err
-			} else if r != nil && r.total < bestR.total {
+			} else if r != nil && r.cost() < bestR.cost() {
 				best, bestR = d, r
 			}
 		}
@@ -190,7 +218,7 @@ func (pl *planner) cheapest(pt point, i int, ds []plan.Decision) (best plan.Deci
 			}
 			continue
 		}
-		if bestR == nil || r.total < bestR.total {
+		if bestR == nil || r.cost() < bestR.cost() {
 			best, bestR = cand[i], r
 		}
 	}
@@ -242,6 +270,10 @@ func (pl *planner) move(pt point, rng *rand.Rand) point {
 			} else {
 				d.CastOrder = plan.BeforeExchange
 			}
+		} else if o, ok := pr.otherOrder(*d); ok && !pl.device {
+			// Under the device objective, spreading only adds an
+			// exchange: the start tried it.
+			d.CastOrder = o.CastOrder
 		}
 	default:
 		if pr.castable() {
@@ -375,7 +407,8 @@ func fits(p *arch.Preset, tiles int, pr *prog.Program) error {
 		}
 	}
 	if len(over) == 0 {
-		return nil
+		// The bytes fit; a buffer larger than its region does not.
+		return fitsRegions(p, pr)
 	}
 	sort.Slice(over, func(i, j int) bool {
 		a, b := over[i].Constants+over[i].Variables, over[j].Constants+over[j].Variables

@@ -84,6 +84,7 @@ func checkShard(shard, shards int) error {
 // to the shard's stream.
 func newState(opt Options, arch string, tiles int) (*plan.State, error) {
 	s := plan.NewState(opt.ModelFingerprint, arch, tiles, opt.Seed)
+	s.Objective = plan.ObjectiveOf(opt.Objective)
 	if opt.Shards <= 1 {
 		return s, nil
 	}

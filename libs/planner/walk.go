@@ -85,10 +85,10 @@ func (pl *planner) attempt(w *walk, nb point, u float64, st *Stats) (bool, error
 		return false, nil
 	}
 	moved := false
-	if r.total < w.curR.total || u < acceptWorse {
+	if r.cost() < w.curR.cost() || u < acceptWorse {
 		w.cur, w.curR, moved = nb, r, true
 	}
-	if r.total < w.incR.total {
+	if r.cost() < w.incR.cost() {
 		w.inc, w.incR = nb, r
 	}
 	return moved, nil
