@@ -44,7 +44,7 @@ func mergeAction(c *cli.Context) error {
 	if c.NArg() < 2 {
 		return toolrun.Usagef("--merge wants MODEL.onnx and at least one STATE.json, got %d arguments", c.NArg())
 	}
-	for _, f := range []string{"state", "shard", "max-attempts", "tiles", "seed"} {
+	for _, f := range []string{"state", "shard", "max-attempts", "tiles", "seed", "objective"} {
 		if c.IsSet(f) {
 			return toolrun.Usagef("--merge takes --%s from the states: do not give it", f)
 		}
@@ -81,7 +81,7 @@ func mergeAction(c *cli.Context) error {
 		slog.Int("best_shard", best.s.Shard), slog.Int64("validated_cycles", best.s.Validated))
 	cfg := config{
 		model: model, out: c.String("o"), state: best.path, merge: true, arch: p,
-		tiles: best.s.Tiles, seed: best.s.Seed, shard: best.s.Shard, shards: best.s.Shards,
+		tiles: best.s.Tiles, seed: best.s.Seed, shard: best.s.Shard, shards: best.s.Shards, objective: plan.ObjectiveOf(best.s.Objective),
 		downcast: c.Bool("downcast-fp64"), shapesDir: c.String("input-shapes"), dims: dims,
 		progress: progress.Never, progressOut: c.App.ErrWriter,
 	}
@@ -115,6 +115,9 @@ func pickShard(modelFP, model string, paths []string) (shardState, error) {
 			if s.Arch != f.Arch || s.Tiles != f.Tiles || s.Seed != f.Seed || s.Shards != f.Shards {
 				return shardState{}, fmt.Errorf("%s: search state is for arch %s tiles %d seed %d shards %d, not arch %s tiles %d seed %d shards %d as %s",
 					path, s.Arch, s.Tiles, s.Seed, s.Shards, f.Arch, f.Tiles, f.Seed, f.Shards, states[0].path)
+			}
+			if plan.ObjectiveOf(s.Objective) != plan.ObjectiveOf(f.Objective) {
+				return shardState{}, fmt.Errorf("%s: search state is for objective %s, not %s as %s", path, plan.ObjectiveOf(s.Objective), plan.ObjectiveOf(f.Objective), states[0].path)
 			}
 		}
 		if prev, ok := seen[s.Shard]; ok {

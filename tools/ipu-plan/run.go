@@ -47,6 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			&cli.StringFlag{Name: "progress", Usage: "a progress bar of the search: `auto` (when stderr is a terminal), always or never", Value: progress.Auto},
 			&cli.StringFlag{Name: "input-shapes", Usage: "compile for the shapes of `DIR`/input_N.pb (an ONNX test data set), binding the model's symbolic dimensions"},
 			&cli.StringFlag{Name: "shard", Usage: "search shard `I/N` of a search split N ways (its own --state; --merge joins them)"},
+			&cli.StringFlag{Name: "objective", Usage: "what the search minimises: `inference` (final_cycles plus the host link's cycles for the inputs and outputs) or device (final_cycles alone)", Value: plan.ObjectiveInference},
 			&cli.BoolFlag{Name: "merge", Usage: "arguments MODEL.onnx STATE.json...: write the plan of the shards' best validated incumbent"},
 		},
 		Action: func(c *cli.Context) error {
@@ -60,6 +61,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 				model: c.Args().First(), out: c.String("o"), state: c.String("state"),
 				tiles: c.Int("tiles"), attempts: c.Int("max-attempts"), seed: c.Uint64("seed"),
 				downcast: c.Bool("downcast-fp64"), shapesDir: c.String("input-shapes"),
+				objective: c.String("objective"),
+			}
+			if err := plan.CheckObjective(cfg.objective); err != nil {
+				return toolrun.Usagef("--objective: %v", err)
 			}
 			p, err := arch.Lookup(c.String("arch"))
 			if err != nil {
@@ -116,7 +121,8 @@ type config struct {
 	arch              *arch.Preset
 	runtime           *link.Runtime // compiled by the compile_runtime phase
 	tiles, attempts   int
-	shard, shards     int // --shard I/N (0/0: unsharded)
+	shard, shards     int    // --shard I/N (0/0: unsharded)
+	objective         string // --objective (plan.ObjectiveInference or plan.ObjectiveDevice)
 	seed              uint64
 	// merge: the state is read, not written (--merge of shards).
 	merge       bool
@@ -179,7 +185,7 @@ func planModel(log *slog.Logger, cfg config) error {
 // planPackage is the plan_package phase.
 func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint string) error {
 	opt := planner.Options{
-		Tiles: cfg.tiles, Seed: cfg.seed, MaxAttempts: cfg.attempts, Shard: cfg.shard, Shards: cfg.shards,
+		Tiles: cfg.tiles, Seed: cfg.seed, MaxAttempts: cfg.attempts, Shard: cfg.shard, Shards: cfg.shards, Objective: cfg.objective,
 		ModelPath: recordedPath(cfg.model), ModelFingerprint: fingerprint,
 		// The incumbent is linked below: its exact cycles replace the
 		// search's estimate, which the log line compares them with.
@@ -235,6 +241,20 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		saved = opt.State.Exchanges
 	}
 	linked, err := validateCompact(log, cfg, pl, saved)
+	if err != nil && plan.ObjectiveOf(state.Objective) == plan.ObjectiveInference && !cfg.merge {
+		// The search's memory check counts a tile's bytes, not the free
+		// ranges the linker places in: a point it takes may not link. The
+		// device objective's search is the one before the host link's
+		// cycles counted (its plans link where they did then); its
+		// state is that objective's.
+		why, _, _ := strings.Cut(err.Error(), "\n")
+		log.Warn("the inference objective's plan does not link: planning under the device objective", slog.String("reason", why))
+		opt.Objective, opt.State = plan.ObjectiveDevice, nil
+		if pl, state, st, err = planner.Plan(g, cfg.arch, opt); err != nil {
+			return fmt.Errorf("%s: %w", cfg.model, err)
+		}
+		linked, err = validateCompact(log, cfg, pl, nil)
+	}
 	if err != nil {
 		return err
 	}
@@ -242,7 +262,12 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	if linked.StagedPacks {
 		pl.Packs = plan.StagedPacks // what the validation link did: ipu-link need not try again
 	}
+	host := linked.HostLinkCycles(cfg.arch)
 	state.Exchanges, state.Validated = linked.Saved, linked.FinalCycles
+	if plan.ObjectiveOf(state.Objective) == plan.ObjectiveInference {
+		state.Validated += host // the shards' merge compares what the search minimised
+	}
+	pl.Cost.HostLinkCycles = host
 	log.Info("costed search incumbent", slog.Int64("estimated_cycles", pl.Cost.FinalCycles), slog.Int64("linked_cycles", linked.FinalCycles))
 	pl.Cost.FinalCycles, pl.Cost.FinalExchange, pl.Cost.Estimated = linked.FinalCycles, linked.FinalExchange, false
 	pl.Search.IncumbentCycles = linked.FinalCycles

@@ -87,7 +87,14 @@ func (r *report) summary() (rows, verdicts []kv) {
 		if c.ComputeBound > 0 {
 			add("ratio", fmt.Sprintf("%.2f (final_cycles / compute_bound)", float64(c.FinalCycles)/float64(c.ComputeBound)))
 		}
-		add("search", fmt.Sprintf("%d attempts, incumbent %s cycles", in.plan.Search.Attempts, group(in.plan.Search.IncumbentCycles)))
+		if c.HostLinkCycles > 0 {
+			add("host_link_cycles", group(c.HostLinkCycles)+" (the fetch's and the result's bytes over the host link)")
+		}
+		search := fmt.Sprintf("%d attempts, incumbent %s cycles", in.plan.Search.Attempts, group(in.plan.Search.IncumbentCycles))
+		if o := in.plan.Search.Objective; o != "" {
+			search += ", objective " + o
+		}
+		add("search", search)
 	} else if in.obj != nil {
 		add("tiles", fmt.Sprint(len(in.obj.Tiles)))
 	}
