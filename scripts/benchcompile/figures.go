@@ -30,6 +30,8 @@ type figures struct {
 	bound     int64 // the plan's compute bound
 	final     int64 // the linker's final_cycles
 	simulated int64 // device supersteps' cycles and syncs on the simulator
+	host      int64 // the host link's cycles (the linker's host_link_cycles)
+	inference int64 // every superstep's cycles and syncs on the simulator, the host's included
 	// numbers is the output check: worst |error| / tolerance over the
 	// outputs (ok when <= 1), and the output that set it.
 	worstRatio  float64
@@ -68,7 +70,7 @@ func (f *figures) measure(cfg config) error {
 	progress("planning (seed %d, %d attempts)", seed, attempts)
 	start := time.Now()
 	pl, _, _, err := planner.Plan(g, cfg.arch, planner.Options{
-		Tiles: f.tiles, Seed: seed, MaxAttempts: attempts,
+		Tiles: f.tiles, Seed: seed, MaxAttempts: attempts, Objective: f.objective,
 		ModelPath: filepath.ToSlash(filepath.Clean(f.model)), ModelFingerprint: onnx.Fingerprint(data),
 	})
 	f.plan = time.Since(start)
@@ -91,7 +93,7 @@ func (f *figures) measure(cfg config) error {
 	if err != nil {
 		return fmt.Errorf("link: %w", err)
 	}
-	f.final = st.FinalCycles
+	f.final, f.host = st.FinalCycles, st.HostLinkCycles(cfg.arch)
 	for _, m := range st.Memory {
 		f.peak = max(f.peak, m.Total())
 	}
@@ -116,6 +118,7 @@ func (f *figures) measure(cfg config) error {
 		if st.Supersteps[i].Kind != obj.HostExchange {
 			f.simulated += ph.Cycles + ph.SyncCycles
 		}
+		f.inference += ph.Cycles + ph.SyncCycles
 	}
 
 	progress("host reference (simulation %s)", seconds(f.sim))
@@ -168,13 +171,14 @@ func (f *figures) compare(o *obj.Object, want []*onnx.Tensor, outs [][]byte) err
 func printFigures(w io.Writer, cfg config, rows []figures) {
 	fmt.Fprintf(w, "compiler figures, in process (arch %s, seed %d, %d attempts; estimate: the plan's cost model; "+
 		"simulated: device supersteps with their syncs; bound: MACs at the AMP rate over the plan's tiles; "+
-		"search: the search's price, exchanges at their lower bound; peak: the fullest tile's bytes)\n",
+		"search: the search's price, exchanges at their lower bound; host: the host link's cycles; "+
+		"inference: every superstep simulated, the host's included; peak: the fullest tile's bytes)\n",
 		cfg.arch.Name, seed, attempts)
 	tw := table(w)
-	fmt.Fprintln(tw, "model\ttiles\tsearch\testimate\tfinal_cycles\tsimulated\tbound\tfinal/bound\test_err\tratio_target\testimate_target\tnumbers\tpeak\tplan\tlink\tsim\tref\t")
+	fmt.Fprintln(tw, "model\ttiles\tobjective\tsearch\testimate\tfinal_cycles\tsimulated\tbound\tfinal/bound\test_err\tratio_target\testimate_target\thost\tinference\tnumbers\tpeak\tplan\tlink\tsim\tref\t")
 	var errs []string
 	for _, f := range rows {
-		cells := []string{modelName(f.model), fmt.Sprint(f.tiles)}
+		cells := []string{modelName(f.model), fmt.Sprint(f.tiles), f.objective}
 		num := func(v int64, ok bool) string {
 			if !ok {
 				return "-"
@@ -190,7 +194,7 @@ func printFigures(w io.Writer, cfg config, rows []figures) {
 		if linked && f.bound > 0 {
 			rt := float64(f.final) / float64(f.bound)
 			ratio = fmt.Sprintf("%.2f", rt)
-			if lim, ok := targetOf(ratioTargets, f.model, f.tiles); ok {
+			if lim, ok := targetOf(ratioTargets, f.row); ok {
 				ratioTarget = fmt.Sprintf("%s (<=%g)", passMiss(rt <= lim), lim)
 			}
 		}
@@ -211,7 +215,7 @@ func printFigures(w io.Writer, cfg config, rows []figures) {
 		if f.peak > 0 {
 			peak = fmt.Sprintf("%d/%d", f.peak, f.capacity)
 		}
-		cells = append(cells, ratio, estErr, ratioTarget, estTarget, numbers, peak)
+		cells = append(cells, ratio, estErr, ratioTarget, estTarget, num(f.host, linked), num(f.inference, simulated), numbers, peak)
 		for _, d := range []time.Duration{f.plan, f.link, f.sim, f.ref} {
 			if d == 0 {
 				cells = append(cells, "-")
@@ -229,6 +233,25 @@ func printFigures(w io.Writer, cfg config, rows []figures) {
 	tw.Flush()
 	for _, e := range errs {
 		fmt.Fprintln(w, e)
+	}
+	printObjectives(w, rows)
+}
+
+// printObjectives compares, for each model and tile count planned under
+// both objectives, the simulated inference cycles (host included) and
+// the final_cycles of the two plans.
+func printObjectives(w io.Writer, rows []figures) {
+	for _, d := range rows {
+		if d.objective != plan.ObjectiveDevice || d.inference == 0 {
+			continue
+		}
+		for _, f := range rows {
+			if f.objective != plan.ObjectiveInference || f.model != d.model || f.tiles != d.tiles || f.inference == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "%s: inference objective against device objective: inference cycles %d against %d (%.2fx fewer), final_cycles %d against %d (%+.1f%%)\n",
+				f.label(), f.inference, d.inference, float64(d.inference)/float64(f.inference), f.final, d.final, 100*float64(f.final-d.final)/float64(d.final))
+		}
 	}
 }
 

@@ -17,10 +17,16 @@ func TestParseRows(t *testing.T) {
 		wantErr      bool
 	}{
 		{name: "default", models: defaultRows, want: []row{
-			{"testdata/models/matmul2048.onnx", 1472}, {"testdata/models/qk-early.onnx", 1472}, {"testdata/models/qk-early.onnx", 64},
-			{"artifacts/transformers/bert_base_layer_fp16/model.onnx", 1472}, {"artifacts/transformers/bert_base_encoder12_fp16/model.onnx", 1472},
+			{"testdata/models/matmul2048.onnx", 1472, "device"}, {"testdata/models/matmul2048.onnx", 1472, "inference"},
+			{"testdata/models/qk-early.onnx", 1472, "inference"}, {"testdata/models/qk-early.onnx", 64, "inference"},
+			{"artifacts/transformers/bert_base_layer_fp16/model.onnx", 1472, "device"},
+			{"artifacts/transformers/bert_base_layer_fp16/model.onnx", 1472, "inference"},
+			{"artifacts/transformers/bert_base_encoder12_fp16/model.onnx", 1472, "inference"},
 		}},
-		{name: "tiles flag", models: "a.onnx, b.onnx@8", tiles: 16, want: []row{{"a.onnx", 16}, {"b.onnx", 8}}},
+		{name: "tiles flag", models: "a.onnx, b.onnx@8", tiles: 16, want: []row{{"a.onnx", 16, "inference"}, {"b.onnx", 8, "inference"}}},
+		{name: "objective", models: "a.onnx@8:device,dir/b.onnx:inference", want: []row{{"a.onnx", 8, "device"}, {"dir/b.onnx", 1472, "inference"}}},
+		{name: "bad objective", models: "a.onnx:fast", wantErr: true},
+		{name: "empty objective", models: "a.onnx@8:", wantErr: true},
 		{name: "empty row", models: "a.onnx,,b.onnx", wantErr: true},
 		{name: "bad tiles", models: "a.onnx@x", wantErr: true},
 		{name: "too many tiles", models: "a.onnx@1473", wantErr: true},

@@ -57,7 +57,7 @@ func timePipeline(cfg config, r row) pipelineRun {
 	objFile := filepath.Join(dir, "model.ipuobj")
 	exeFile := filepath.Join(dir, "model.ipuexe")
 	device := filepath.Join(dir, "ipu0")
-	planArgs := []string{r.model, "-o", planFile, "--arch", cfg.arch.Name}
+	planArgs := []string{r.model, "-o", planFile, "--arch", cfg.arch.Name, "--objective", r.objective}
 	if r.tiles != cfg.arch.Tiles {
 		planArgs = append(planArgs, "--tiles", strconv.Itoa(r.tiles))
 	}
@@ -138,7 +138,7 @@ func printPipeline(w io.Writer, cfg config, rows []pipelineRun) {
 			}
 		}
 		target := "-"
-		lim, hasTarget := targetOf(pipelineTargets, pr.model, pr.tiles)
+		lim, hasTarget := targetOf(pipelineTargets, pr.row)
 		if pr.err != nil {
 			cells = append(cells, seconds(total)+"+")
 			if hasTarget {
@@ -156,13 +156,13 @@ func printPipeline(w io.Writer, cfg config, rows []pipelineRun) {
 		if len(pr.wall) >= 2 {
 			c := pr.wall[0] + pr.wall[1]
 			compile = seconds(c)
-			if lim, ok := targetOf(compileTargets, pr.model, pr.tiles); ok {
+			if lim, ok := targetOf(compileTargets, pr.row); ok {
 				compileTarget = fmt.Sprintf("%s (<%s)", passMiss(c < lim), seconds(lim))
 			}
 		}
 		cells = append(cells, compile, compileTarget)
 		checkTarget := "-"
-		if lim, ok := targetOf(checkTargets, pr.model, pr.tiles); ok && len(pr.wall) == len(pipelineTools) {
+		if lim, ok := targetOf(checkTargets, pr.row); ok && len(pr.wall) == len(pipelineTools) {
 			c := pr.wall[len(pr.wall)-1]
 			checkTarget = fmt.Sprintf("%s (<%s)", passMiss(c < lim), seconds(lim))
 		}
