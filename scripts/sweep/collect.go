@@ -18,7 +18,7 @@ import (
 
 // csvHeader are results.csv's columns.
 var csvHeader = []string{"id", "model", "options", "final_cycles", "compute_bound", "ratio", "estimate",
-	"plan_seconds", "link_seconds", "verdict", "error"}
+	"plan_seconds", "link_seconds", "verdict", "error", "host_link_cycles", "inference_cycles"}
 
 // collect writes DIR/results.csv, DIR/results.png and DIR/best.json
 // from the results, in the order of the configurations.
@@ -65,7 +65,7 @@ func resultsCSV(results []Result) ([]byte, error) {
 		}
 		row := []string{r.ID, r.Model, r.Options, num(r.FinalCycles), num(r.ComputeBound), ratio, num(r.Estimate),
 			strconv.FormatFloat(r.PlanSeconds, 'f', 3, 64), strconv.FormatFloat(r.LinkSeconds, 'f', 3, 64),
-			r.Verdict, r.Error}
+			r.Verdict, r.Error, num(r.HostLinkCycles), num(r.inference())}
 		if err := w.Write(row); err != nil {
 			return nil, err
 		}
@@ -75,15 +75,17 @@ func resultsCSV(results []Result) ([]byte, error) {
 }
 
 // Best is a model's best configuration: the passing one with the
-// fewest final_cycles, the first in the sweep's order on a tie.
+// fewest inference cycles (final_cycles plus the host link's), the first
+// in the sweep's order on a tie.
 type Best struct {
-	Model        string `json:"model"`
-	ID           string `json:"id,omitempty"`
-	Options      string `json:"options,omitempty"`
-	FinalCycles  int64  `json:"final_cycles,omitempty"`
-	ComputeBound int64  `json:"compute_bound,omitempty"`
-	Configs      int    `json:"configurations"`
-	Passed       int    `json:"passed"`
+	Model           string `json:"model"`
+	ID              string `json:"id,omitempty"`
+	Options         string `json:"options,omitempty"`
+	FinalCycles     int64  `json:"final_cycles,omitempty"`
+	InferenceCycles int64  `json:"inference_cycles,omitempty"`
+	ComputeBound    int64  `json:"compute_bound,omitempty"`
+	Configs         int    `json:"configurations"`
+	Passed          int    `json:"passed"`
 }
 
 // bestOf returns each model's best, in the order the models first
@@ -104,8 +106,8 @@ func bestOf(results []Result) []Best {
 			continue
 		}
 		b.Passed++
-		if b.ID == "" || r.FinalCycles < b.FinalCycles {
-			b.ID, b.Options, b.FinalCycles, b.ComputeBound = r.ID, r.Options, r.FinalCycles, r.ComputeBound
+		if b.ID == "" || r.inference() < b.InferenceCycles {
+			b.ID, b.Options, b.FinalCycles, b.InferenceCycles, b.ComputeBound = r.ID, r.Options, r.FinalCycles, r.inference(), r.ComputeBound
 		}
 	}
 	return best

@@ -24,16 +24,19 @@ var pipelineTools = []string{"ipu-plan", "ipu-link", "ipu-pack", "ipu-load", "ip
 
 // Result is one configuration's outcome, kept in DIR/<id>/result.json.
 type Result struct {
-	ID           string  `json:"id"`
-	Model        string  `json:"model"`
-	Options      string  `json:"options"`
-	FinalCycles  int64   `json:"final_cycles"`  // 0: not known
-	ComputeBound int64   `json:"compute_bound"` // 0: not known
-	Estimate     int64   `json:"estimate"`      // 0: not known
-	PlanSeconds  float64 `json:"plan_seconds"`
-	LinkSeconds  float64 `json:"link_seconds"`
-	Verdict      string  `json:"verdict"` // PASS, FAIL or ERROR
-	Error        string  `json:"error,omitempty"`
+	ID          string `json:"id"`
+	Model       string `json:"model"`
+	Options     string `json:"options"`
+	FinalCycles int64  `json:"final_cycles"` // 0: not known
+	// HostLinkCycles is the host link's cycles for the inputs and
+	// outputs (the plan's and ipu-link's host_link_cycles; 0: not known).
+	HostLinkCycles int64   `json:"host_link_cycles,omitempty"`
+	ComputeBound   int64   `json:"compute_bound"` // 0: not known
+	Estimate       int64   `json:"estimate"`      // 0: not known
+	PlanSeconds    float64 `json:"plan_seconds"`
+	LinkSeconds    float64 `json:"link_seconds"`
+	Verdict        string  `json:"verdict"` // PASS, FAIL or ERROR
+	Error          string  `json:"error,omitempty"`
 	// Key fingerprints the configuration's inputs: the result stands
 	// for a re-run while it is unchanged.
 	Key string `json:"key"`
@@ -189,6 +192,7 @@ func (e *engine) base(c Config) Result {
 var (
 	finalRe    = regexp.MustCompile(`costed final placed program final_cycles=(\d+)`)
 	estimateRe = regexp.MustCompile(`costed search incumbent estimated_cycles=(\d+)`)
+	hostLinkRe = regexp.MustCompile(`costed host supersteps .*host_link_cycles=(\d+)`)
 )
 
 // run runs one configuration's pipeline in DIR/<id>/, its log in
@@ -266,12 +270,15 @@ func (e *engine) run(ctx context.Context, c Config, device string) (Result, bool
 				r.Estimate, _ = strconv.ParseInt(m[1], 10, 64)
 			}
 			if err == nil {
-				r.ComputeBound, r.FinalCycles = planCost(filepath.Join(dir, "model.plan"))
+				r.ComputeBound, r.FinalCycles, r.HostLinkCycles = planCost(filepath.Join(dir, "model.plan"))
 			}
 		case "ipu-link":
 			r.LinkSeconds = elapsed
 			if m := finalRe.FindStringSubmatch(stderr); m != nil {
 				r.FinalCycles, _ = strconv.ParseInt(m[1], 10, 64)
+			}
+			if m := hostLinkRe.FindStringSubmatch(stderr); m != nil {
+				r.HostLinkCycles, _ = strconv.ParseInt(m[1], 10, 64)
 			}
 		case "ipu-check":
 			if err == nil || strings.Contains(stdout, "numericalTest=") {
@@ -368,21 +375,31 @@ func passed(stdout string) bool {
 
 // planCost reads the plan's cost section: its compute bound and
 // final_cycles (0 when not there).
-func planCost(path string) (bound, final int64) {
+func planCost(path string) (bound, final, host int64) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	var p struct {
 		Cost struct {
-			FinalCycles  int64 `json:"final_cycles"`
-			ComputeBound int64 `json:"compute_bound"`
+			FinalCycles    int64 `json:"final_cycles"`
+			ComputeBound   int64 `json:"compute_bound"`
+			HostLinkCycles int64 `json:"host_link_cycles"`
 		} `json:"cost"`
 	}
 	if json.Unmarshal(b, &p) != nil {
-		return 0, 0
+		return 0, 0, 0
 	}
-	return p.Cost.ComputeBound, p.Cost.FinalCycles
+	return p.Cost.ComputeBound, p.Cost.FinalCycles, p.Cost.HostLinkCycles
+}
+
+// inference is an inference's cycles end to end as far as known: the
+// device's final_cycles and the host link's.
+func (r Result) inference() int64 {
+	if r.FinalCycles <= 0 {
+		return 0
+	}
+	return r.FinalCycles + max(r.HostLinkCycles, 0)
 }
 
 // writeAtomic writes data to path through a temporary file renamed
