@@ -249,7 +249,7 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		// state is that objective's.
 		why, _, _ := strings.Cut(err.Error(), "\n")
 		log.Warn("the inference objective's plan does not link: planning under the device objective", slog.String("reason", why))
-		opt.Objective, opt.State = plan.ObjectiveDevice, nil
+		opt.Objective, opt.State, opt.Progress = plan.ObjectiveDevice, nil, nil
 		if pl, state, st, err = planner.Plan(g, cfg.arch, opt); err != nil {
 			return fmt.Errorf("%s: %w", cfg.model, err)
 		}
