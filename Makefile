@@ -90,9 +90,11 @@ test-slurm: build
 # shard-quality measures the merged plan of a search split in 1, 2, 4
 # and 8 shards, with the same total attempts and with the same attempts
 # per shard, over seeds 1..6 (scripts/shardquality; the torch attention
-# case on 64 tiles; about 1.5 minutes), prints
-# the figures and plots them in $(ART)/shard-quality.png
-# (SHARD_QUALITY_FLAGS: e.g. --model M.onnx --tiles 16 --attempts 128).
+# case on 64 tiles; about 1.5 minutes), prints the merged plans' cost
+# under the search's objective (inference: final_cycles plus the host
+# link's cycles) and plots it in $(ART)/shard-quality.png
+# (SHARD_QUALITY_FLAGS: e.g. --model M.onnx --tiles 16 --attempts 128
+# --objective device).
 SHARD_QUALITY_FLAGS ?=
 shard-quality: build
 	@mkdir -p $(ART)

@@ -4,13 +4,15 @@
 // same analytic start) and merged (ipu-plan --merge), with the same
 // total attempts (-attempts split over the shards) and with the same
 // attempts per shard (-attempts each). It prints the merged plans'
-// linked cycles, per seed and summarized, and plots the mean and the
-// range over the seeds against N.
+// cost under the search's objective (-objective: inference, the linked
+// final_cycles plus the host link's cycles; device, final_cycles alone),
+// per seed and summarized, and plots the mean and the range over the
+// seeds against N.
 //
 // Usage (make shard-quality):
 //
 //	go run ./scripts/shardquality [--bin bin] [--model M.onnx] [--tiles N] [--attempts A]
-//	    [--seeds S] [--shards 1,2,4,8] [-j 2] [-o shard-quality.png]
+//	    [--seeds S] [--shards 1,2,4,8] [--objective inference|device] [-j 2] [-o shard-quality.png]
 package main
 
 import (
@@ -41,6 +43,7 @@ func main() {
 // config is the command line.
 type config struct {
 	bin, model, out string
+	objective       string // ipu-plan --objective of every shard
 	tiles, attempts int
 	seeds, jobs     int
 	shards          []int
@@ -81,6 +84,7 @@ func parse(args []string) (config, error) {
 	fs.IntVar(&c.attempts, "attempts", 64, "the total attempts (same total), or each shard's (same per shard)")
 	fs.IntVar(&c.seeds, "seeds", 6, "seeds 1..S, each a whole measurement")
 	fs.StringVar(&shards, "shards", "1,2,4,8", "the shard counts")
+	fs.StringVar(&c.objective, "objective", "inference", "ipu-plan --objective: what the shards minimise and the figures measure")
 	fs.IntVar(&c.jobs, "j", 2, "ipu-plan runs at once")
 	fs.StringVar(&c.out, "o", "shard-quality.png", "the plot")
 	if err := fs.Parse(args); err != nil {
@@ -105,6 +109,8 @@ func parse(args []string) (config, error) {
 		return c, fmt.Errorf("-j %d: want at least 1", c.jobs)
 	case c.tiles < 1:
 		return c, fmt.Errorf("--tiles %d: want at least 1", c.tiles)
+	case c.objective != "inference" && c.objective != "device":
+		return c, fmt.Errorf("--objective %q: want inference or device", c.objective)
 	}
 	if _, err := os.Stat(c.model); err != nil {
 		return c, fmt.Errorf("--model: %w", err)
@@ -120,12 +126,12 @@ const (
 
 var regimes = []string{sameTotal, samePerShard}
 
-// row is one (regime, shard count): the merged plan's cycles by seed.
+// row is one (regime, shard count): the merged plan's cost by seed.
 type row struct {
 	regime   string
 	shards   int
 	perShard int
-	cycles   []int64 // by seed
+	cycles   []int64 // the objective's cycles, by seed
 }
 
 // perShard is the attempts each of n shards makes in a regime.
@@ -165,7 +171,7 @@ func measure(ctx context.Context, c config, progress io.Writer) ([]row, error) {
 }
 
 // search runs one sharded search in dir and returns the merged plan's
-// cycles.
+// cost under its objective.
 func search(ctx context.Context, c config, dir string, n, attempts int, seed uint64) (int64, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return 0, err
@@ -186,7 +192,7 @@ func search(ctx context.Context, c config, dir string, n, attempts int, seed uin
 		states[i] = fmt.Sprintf("s%d.json", i)
 		args := []string{model, "-o", fmt.Sprintf("s%d.plan", i), "--tiles", strconv.Itoa(c.tiles),
 			"--max-attempts", strconv.Itoa(attempts), "--seed", strconv.FormatUint(seed, 10),
-			"--state", states[i], "--shard", fmt.Sprintf("%d/%d", i, n)}
+			"--state", states[i], "--shard", fmt.Sprintf("%d/%d", i, n), "--objective", c.objective}
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
@@ -200,7 +206,7 @@ func search(ctx context.Context, c config, dir string, n, attempts int, seed uin
 	if err := tool(ctx, plan, dir, append(append([]string{"--merge", model}, states...), "-o", "merged.plan")); err != nil {
 		return 0, err
 	}
-	return planCycles(filepath.Join(dir, "merged.plan"))
+	return planCost(filepath.Join(dir, "merged.plan"))
 }
 
 // tool runs ipu-plan in dir; its error is its last line.
@@ -215,21 +221,41 @@ func tool(ctx context.Context, path, dir string, args []string) error {
 	return nil
 }
 
-// planCycles reads a plan's cost.final_cycles.
-func planCycles(path string) (int64, error) {
+// planCost reads a plan's cost under the objective its search
+// minimised (search.objective): cost.final_cycles, plus
+// cost.host_link_cycles under the inference objective.
+func planCost(path string) (int64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
 	var p struct {
 		Cost struct {
-			FinalCycles int64 `json:"final_cycles"`
+			FinalCycles    int64 `json:"final_cycles"`
+			HostLinkCycles int64 `json:"host_link_cycles"`
 		} `json:"cost"`
+		Search struct {
+			Objective string `json:"objective"`
+		} `json:"search"`
 	}
 	if err := json.Unmarshal(b, &p); err != nil || p.Cost.FinalCycles <= 0 {
 		return 0, fmt.Errorf("%s: no cost.final_cycles", path)
 	}
-	return p.Cost.FinalCycles, nil
+	switch p.Search.Objective {
+	case "device":
+		return p.Cost.FinalCycles, nil
+	case "inference":
+		return p.Cost.FinalCycles + p.Cost.HostLinkCycles, nil
+	}
+	return 0, fmt.Errorf("%s: search.objective %q: want inference or device", path, p.Search.Objective)
+}
+
+// measured names what the figures are under an objective.
+func measured(objective string) string {
+	if objective == "device" {
+		return "linked final_cycles (objective device)"
+	}
+	return "inference cycles: linked final_cycles + host_link_cycles (objective inference)"
 }
 
 // stats are a row's mean, best and worst.
@@ -243,7 +269,7 @@ func stats(cy []int64) (mean float64, lo, hi int64) {
 }
 
 func report(w io.Writer, c config, rows []row) {
-	fmt.Fprintf(w, "shardquality: %s on %d tiles, %d attempts, seeds 1..%d: merged plan's linked cycles\n", c.model, c.tiles, c.attempts, c.seeds)
+	fmt.Fprintf(w, "shardquality: %s on %d tiles, %d attempts, seeds 1..%d: merged plan's %s\n", c.model, c.tiles, c.attempts, c.seeds, measured(c.objective))
 	fmt.Fprintf(w, "%-24s %6s %9s %12s %10s %10s  %s\n", "regime", "shards", "per_shard", "mean", "best", "worst", "by seed")
 	for _, r := range rows {
 		mean, lo, hi := stats(r.cycles)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -17,6 +19,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"--seeds", "0"}, "--seeds 0: want at least 1"},
 		{[]string{"--model", "none.onnx"}, "--model: stat none.onnx: no such file or directory"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--objective", "speed"}, `--objective "speed": want inference or device`},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &stdout, &stderr)
@@ -46,5 +49,35 @@ func TestRegimes(t *testing.T) {
 			{samePerShard, 1, 2, []int64{10, 12}}, {samePerShard, 2, 2, []int64{8, 11}}})
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Errorf("plotRows: %v", err)
+	}
+}
+
+// TestPlanCost: a merged plan's figure is what its search minimised.
+func TestPlanCost(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		plan string
+		want int64
+		err  string
+	}{
+		{`{"cost":{"final_cycles":100,"host_link_cycles":40},"search":{"objective":"inference"}}`, 140, ""},
+		{`{"cost":{"final_cycles":100,"host_link_cycles":40},"search":{"objective":"device"}}`, 100, ""},
+		{`{"cost":{"final_cycles":100},"search":{"objective":"fast"}}`, 0, `search.objective "fast"`},
+		{`{"cost":{"host_link_cycles":40},"search":{"objective":"device"}}`, 0, "no cost.final_cycles"},
+	} {
+		path := filepath.Join(dir, "p.plan")
+		if err := os.WriteFile(path, []byte(tc.plan), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := planCost(path)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want %q", tc.plan, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %d, %v; want %d", tc.plan, got, err, tc.want)
+		}
 	}
 }

@@ -19,7 +19,7 @@ func plotRows(c config, rows []row) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("merged plan vs shards: %d tiles, %d attempts, %d seeds (mean, best..worst)", c.tiles, c.attempts, c.seeds)
 	p.X.Label.Text = "shards"
-	p.Y.Label.Text = "linked cycles of the merged plan"
+	p.Y.Label.Text = "merged plan's " + measured(c.objective)
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.ConstantTicks(shardTicks(c.shards))
 	for ri, reg := range regimes {
