@@ -113,20 +113,26 @@ func bestOf(results []Result) []Best {
 	return best
 }
 
+// lighter is c halfway to white: a model's host link bars.
+func lighter(c color.RGBA) color.RGBA {
+	return color.RGBA{c.R/2 + 128, c.G/2 + 128, c.B/2 + 128, 255}
+}
+
 // palette colours the models' bars.
 var palette = []color.RGBA{
 	{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
 	{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255},
 }
 
-// plotResults draws final_cycles per configuration, a bar each, the
-// models' configurations side by side in their colours, each model's
-// best marked with a star; a configuration without final_cycles has
-// no bar.
+// plotResults draws each configuration's inference cycles, a bar each:
+// its final_cycles in its model's colour with the host link's cycles
+// stacked on top in a lighter shade, the models' configurations side by
+// side, each model's best (fewest inference cycles, as best.json) marked
+// with a triangle; a configuration without final_cycles has no bar.
 func plotResults(results []Result, best []Best) ([]byte, error) {
 	p := plot.New()
-	p.Title.Text = "final_cycles per configuration (triangle: each model's best passing configuration)"
-	p.Y.Label.Text = "final_cycles"
+	p.Title.Text = "inference cycles per configuration: final_cycles, host link on top (triangle: each model's best passing configuration)"
+	p.Y.Label.Text = "cycles"
 	p.X.Label.Text = "configuration"
 	var labels []string
 	bestIDs := map[string]bool{}
@@ -138,29 +144,40 @@ func plotResults(results []Result, best []Best) ([]byte, error) {
 	var marks plotter.XYs
 	x, top := 0, int64(1)
 	for mi, b := range best {
-		var vals plotter.Values
+		var device, host plotter.Values
 		start := x
 		for _, r := range results {
 			if r.Model != b.Model {
 				continue
 			}
-			vals = append(vals, float64(max(r.FinalCycles, 0)))
-			top = max(top, r.FinalCycles)
+			device = append(device, float64(max(r.FinalCycles, 0)))
+			host = append(host, float64(r.inference()-max(r.FinalCycles, 0)))
+			top = max(top, r.inference())
 			labels = append(labels, r.Options)
 			if bestIDs[r.ID] {
-				marks = append(marks, plotter.XY{X: float64(x), Y: float64(r.FinalCycles)})
+				marks = append(marks, plotter.XY{X: float64(x), Y: float64(r.inference())})
 			}
 			x++
 		}
-		bars, err := plotter.NewBarChart(vals, vg.Points(10))
+		colour := palette[mi%len(palette)]
+		bars, err := plotter.NewBarChart(device, vg.Points(10))
 		if err != nil {
 			return nil, err
 		}
 		bars.XMin = float64(start)
-		bars.Color = palette[mi%len(palette)]
+		bars.Color = colour
 		bars.LineStyle.Width = 0
-		p.Add(bars)
+		link, err := plotter.NewBarChart(host, vg.Points(10))
+		if err != nil {
+			return nil, err
+		}
+		link.XMin = float64(start)
+		link.Color = lighter(colour)
+		link.LineStyle.Width = 0
+		link.StackOn(bars)
+		p.Add(bars, link)
 		p.Legend.Add(b.Model, bars)
+		p.Legend.Add(b.Model+": host link", link)
 	}
 	if len(marks) > 0 {
 		s, err := plotter.NewScatter(marks)
