@@ -335,7 +335,7 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 			return nil, nil, nil, fmt.Errorf("search state is for shard %d/%d, not %d/%d", s.Shard, s.Shards, opt.Shard, opt.Shards)
 		}
 		if plan.ObjectiveOf(s.Objective) != objective {
-			return nil, nil, nil, fmt.Errorf("search state is for objective %s, not %s", plan.ObjectiveOf(s.Objective), objective)
+			return nil, nil, nil, fmt.Errorf("search state is for objective %s, not %s (resume it with --objective %[1]s)", plan.ObjectiveOf(s.Objective), objective)
 		}
 		cur, inc = point(s.Current.Decisions).clone(), point(s.Incumbent.Decisions).clone()
 		if err := pl.checkPoint(cur); err != nil {
