@@ -261,7 +261,11 @@ func (x *exec) simpleBlock(c *context, idx, pc uint32, t, horizon int64, forbid 
 	insts := x.prog.insts
 	cnt := int64(x.prog.simple[idx])
 	if horizon-t < numWorkers*cnt {
-		cnt = (horizon - t + numWorkers - 1) / numWorkers
+		// At least the instruction at t: ahead takes its first one
+		// even when a read bound at or before t cut the horizon (a
+		// repeat body that reads, entered with an instruction that
+		// does not).
+		cnt = max(1, (horizon-t+numWorkers-1)/numWorkers)
 	}
 	if c.loopOn && c.loopEnd > pc {
 		cnt = min(cnt, int64(c.loopEnd-pc)/4)
