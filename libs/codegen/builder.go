@@ -502,6 +502,12 @@ func (b *Builder) Or(d, a, c MReg) { b.r(isa.OR, uint8(d), uint8(a), uint8(c)) }
 // Xor is d = a ^ c.
 func (b *Builder) Xor(d, a, c MReg) { b.r(isa.XOR, uint8(d), uint8(a), uint8(c)) }
 
+// Sort16Lo is d = (a & 0xffff) | c << 16: the low halves of a and c.
+func (b *Builder) Sort16Lo(d, a, c MReg) { b.r(isa.SORT16LO, uint8(d), uint8(a), uint8(c)) }
+
+// Sort16Hi is d = a >> 16 | (c & 0xffff0000): the high halves of a and c.
+func (b *Builder) Sort16Hi(d, a, c MReg) { b.r(isa.SORT16HI, uint8(d), uint8(a), uint8(c)) }
+
 // Li is d = imm (unsigned 20 bits).
 func (b *Builder) Li(d MReg, imm int32) { b.Emit(isa.Inst{Op: isa.LI, D: uint8(d), Imm: imm}) }
 

@@ -40,9 +40,10 @@ import (
 //
 // Size 2 assembles each word of Y in $m registers: per word of two
 // elements, ldm of the word holding each (post-incremented to the next),
-// each half moved into place (andi 0xffff or shri 16 for the low half,
-// shli 16 or and with 0xffff0000 for the high half), or, stm: 6 issues
-// per 2 elements; 2 (ldm, stm) when both come from one source word in
+// the halves joined (sort16lo when both are low halves, sort16hi when
+// both are high, else the odd one shifted down by shri 16 first), stm:
+// 4 issues per 2 elements from alike halves (a transpose's columns), 5
+// from unlike ones; 2 (ldm, stm) when both come from one source word in
 // place. An element alone in its word of Y is merged with the word: 2
 // issues to read the kept low half (ldm, andi) or 5 to merge a low half
 // (ldm, shri, shli, or, stm), on top of the element's own ldm, move, (or)
@@ -263,17 +264,37 @@ func (e *halfEngine) pair(s *genSeq, r, c int) {
 	}
 	s.access(isa.LDMP, uint8(hW0), gSrc, w0)
 	s.access(isa.LDMP, uint8(hW1), gSrc, w1)
-	e.low(s, hW0, hW0, h0)
-	e.high(s, hW1, h1)
-	s.alu(isa.OR, hW0, hW0, hW1)
+	e.combine(s, h0, h1)
 	s.access(isa.STMP, uint8(hW0), gDst, e.dstAt(r, c))
 }
 
-func (e *halfEngine) pairLen(r, c int) int {
-	if e.word(r, c) == e.word(r, c+1) && e.half(r, c) == 0 && e.half(r, c+1) == 1 {
-		return 2
+// combine sets hW0 to the word of half h0 of hW0 (low) and half h1 of
+// hW1 (high): sort16lo or sort16hi when the halves are alike, else the
+// odd one shifted into the low half first.
+func (e *halfEngine) combine(s *genSeq, h0, h1 int) {
+	switch {
+	case h0 == 0 && h1 == 0:
+		s.alu(isa.SORT16LO, hW0, hW0, hW1)
+	case h0 == 1 && h1 == 1:
+		s.alu(isa.SORT16HI, hW0, hW0, hW1)
+	case h0 == 1:
+		s.alui(isa.SHRI, hW0, hW0, 16)
+		s.alu(isa.SORT16LO, hW0, hW0, hW1)
+	default:
+		s.alui(isa.SHRI, hW1, hW1, 16)
+		s.alu(isa.SORT16LO, hW0, hW0, hW1)
 	}
-	return 6
+}
+
+func (e *halfEngine) pairLen(r, c int) int {
+	h0, h1 := e.half(r, c), e.half(r, c+1)
+	switch {
+	case e.word(r, c) == e.word(r, c+1) && h0 == 0 && h1 == 1:
+		return 2
+	case h0 == h1:
+		return 4
+	}
+	return 5
 }
 
 // segment emits the outputs [cs, ce) of row r.

@@ -156,8 +156,8 @@ func TestGatherRate(t *testing.T) {
 		{"s4-il", Gather{Size: 4, CStride: 3, Interleaved: true}, 1.25},
 		{"s4-contiguous", Gather{Size: 4, CStride: 1}, 1},
 		{"s4-big-stride", Gather{Size: 4, CStride: 9000}, 2.5},
-		{"s2", Gather{Size: 2, CStride: 3}, 3},
-		{"s2-even", Gather{Size: 2, CStride: 64}, 3},
+		{"s2", Gather{Size: 2, CStride: 3}, 2.5},
+		{"s2-even", Gather{Size: 2, CStride: 64}, 2},
 		{"s2-contiguous", Gather{Size: 2, CStride: 1}, 1},
 	}
 	for _, c := range cases {

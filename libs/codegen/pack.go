@@ -75,10 +75,10 @@ func (k PanelKind) String() string {
 // Issues per 4 elements: lanes along X's columns 2 / 5 / 3 (FP16 / FP32 /
 // FP8 outputs: ld64, then st64, or two f16v2tof32 and two st64, or
 // f16v4tof8 and st32; the pointer moves with the last load); lanes along
-// X's rows 10 / 8 / 11: pairs of lanes walk two k at a time, a 32-bit
+// X's rows 6 / 8 / 11: pairs of lanes walk two k at a time, a 32-bit
 // load per lane holding both k; FP16 outputs interleave the halves in $m
-// registers (ldm, andi, shli, or, shri, and with 0xffff0000, or, two
-// stm), FP32 outputs convert each word (ld32, f16v2tof32) and store each
+// registers (two ldm, sort16lo for the first k, sort16hi for the second,
+// two stm), FP32 outputs convert each word (ld32, f16v2tof32) and store each
 // value (st32); FP8 outputs take four lanes, convert to f32v2, swap lanes
 // between pairs (6 amov) and convert back to f16v4 for f16v4tof8 (the
 // round trip is exact but for a signalling NaN's quiet bit, and any NaN
@@ -157,13 +157,11 @@ const (
 	pkAdv    = M13 // pointer change between quads or groups, when not an imm16
 	pkStride = M14 // X's row stride in bytes, when not an imm16
 
-	// FP16 lanes along X's rows, in pairs: the two lanes' words, the
-	// words of the two k, and 0xFFFF0000.
-	pkWA   = M7
-	pkWB   = M8
-	pkWK   = M9
-	pkTmp  = M10
-	pkMask = M1
+	// FP16 lanes along X's rows, in pairs: the two lanes' words (lane
+	// a's then holds the second k's word), the first k's word.
+	pkWA = M7
+	pkWB = M8
+	pkWK = M9
 )
 
 // packShape is a Pack's geometry.

@@ -125,21 +125,15 @@ func (p Pack) lanePair16(b *Builder, s packShape, vb, two bool) {
 		inc = 2 * step
 	}
 	if p.Out == AMPFP16 {
+		wb := MZero // an invalid lane b's halves: zeros
 		b.LdmP(pkWA, pkX, 4)
 		if vb {
 			b.LdmP(pkWB, pkP1, 4)
+			wb = pkWB
 		}
-		b.Andi(pkWK, pkWA, 0xFFFF) // k: the low halves
-		if vb {
-			b.Shli(pkTmp, pkWB, 16)
-			b.Or(pkWK, pkWK, pkTmp)
-		}
+		b.Sort16Lo(pkWK, pkWA, wb) // k: the low halves
 		if two {
-			b.Shri(pkWA, pkWA, 16) // k+1: the high halves
-			if vb {
-				b.And(pkWB, pkWB, pkMask)
-				b.Or(pkWA, pkWA, pkWB)
-			}
+			b.Sort16Hi(pkWA, pkWA, wb) // k+1: the high halves
 			b.Stm(pkWA, pkW, step)
 		}
 		b.StmP(pkWK, pkW, inc)

@@ -28,9 +28,6 @@ func (p Pack) prologue(b *Builder, s packShape, table Label) {
 	}
 	loadBig(b, s.advance(), pkAdv)
 	loadBig(b, s.sb, pkStride)
-	if s.f16 && s.rows && p.Out == AMPFP16 {
-		b.LoadConst(pkMask, hiMask)
-	}
 	b.Amov(A14, AZero) // A14:AZero, a zero pair for the padding
 }
 

@@ -99,9 +99,6 @@ func (p Pack) splitPrologue(b *Builder, s packShape, table Label) {
 		emitSetFP8(b, p.FP8, pkT0)
 	}
 	loadBig(b, s.sb, pkStride)
-	if s.f16 && s.rows && p.Out == AMPFP16 {
-		b.LoadConst(pkMask, hiMask) // $m1: the table pointer is no longer needed
-	}
 	b.Amov(A14, AZero)
 }
 

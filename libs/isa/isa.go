@@ -149,6 +149,9 @@ const (
 	CMPLTI Op = 0x19
 	LI     Op = 0x1A
 	LIH    Op = 0x1B
+	// 16-bit halves of two words interleaved (FP16 transposes).
+	SORT16LO Op = 0x1C
+	SORT16HI Op = 0x1D
 
 	// Control flow.
 	BR   Op = 0x20
@@ -323,6 +326,8 @@ var table = []Info{
 	{CMPLTI, "cmplti", FormI, []Kind{MD, MA, Imm16}, 1, ClassALU, Any, "d = int32(a) < sext(imm16) ? 1 : 0"},
 	{LI, "li", FormJ, []Kind{MD, Imm20}, 1, ClassALU, Any, "d = zext(imm20)"},
 	{LIH, "lih", FormI, []Kind{MD, Imm16U}, 1, ClassALU, Any, "d = (d & 0xffff) | imm16 << 16"},
+	{SORT16LO, "sort16lo", FormR, []Kind{MD, MA, MB}, 1, ClassALU, Any, "d = (a & 0xffff) | b << 16: the low halves of a and b, a's in the low half"},
+	{SORT16HI, "sort16hi", FormR, []Kind{MD, MA, MB}, 1, ClassALU, Any, "d = a >> 16 | (b & 0xffff0000): the high halves of a and b, a's in the low half"},
 
 	{BR, "br", FormJ, []Kind{Rel20}, 1, ClassBranch, Any, "pc = next + 4*imm20"},
 	{BRZ, "brz", FormI, []Kind{MA, Rel16}, 1, ClassBranch, Any, "if a == 0: pc = next + 4*imm16"},

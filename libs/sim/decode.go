@@ -181,7 +181,7 @@ func isSimple(in *inst) bool {
 		return false
 	}
 	switch in.op {
-	case isa.ADD, isa.SUB, isa.MUL, isa.AND, isa.OR, isa.XOR, isa.SHL, isa.SHR, isa.SAR, isa.CMPEQ, isa.CMPLT, isa.CMPULT, isa.MIN, isa.MAX, isa.ADDI, isa.ANDI, isa.ORI, isa.XORI, isa.SHLI, isa.SHRI, isa.SARI, isa.MULI, isa.CMPEQI, isa.CMPLTI, isa.LI, isa.LIH, isa.MTA, isa.MFA, isa.AMOV, isa.ALI, isa.ALIH:
+	case isa.ADD, isa.SUB, isa.MUL, isa.AND, isa.OR, isa.XOR, isa.SHL, isa.SHR, isa.SAR, isa.CMPEQ, isa.CMPLT, isa.CMPULT, isa.MIN, isa.MAX, isa.ADDI, isa.ANDI, isa.ORI, isa.XORI, isa.SHLI, isa.SHRI, isa.SARI, isa.MULI, isa.CMPEQI, isa.CMPLTI, isa.LI, isa.LIH, isa.SORT16LO, isa.SORT16HI, isa.MTA, isa.MFA, isa.AMOV, isa.ALI, isa.ALIH:
 		return true
 	}
 	return false

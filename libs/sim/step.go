@@ -106,6 +106,10 @@ func runSimple(c *context, block []inst) {
 			m[in.d&15] = uint32(in.imm)
 		case isa.LIH:
 			m[in.d&15] = m[in.d&15]&0xFFFF | uint32(in.imm)<<16
+		case isa.SORT16LO:
+			m[in.d&15] = m[in.a&15]&0xFFFF | m[in.b&15]<<16
+		case isa.SORT16HI:
+			m[in.d&15] = m[in.a&15]>>16 | m[in.b&15]&0xFFFF0000
 
 		case isa.MTA:
 			a[in.d&15] = m[in.a&15]

@@ -118,6 +118,10 @@ func (m *Machine) exec(ti, c int, cyc int64, in isa.Inst, host sim.Host, s *step
 		setM(x, d, uint32(imm))
 	case isa.LIH:
 		setM(x, d, getM(x, d)&0xffff|uint32(imm)<<16)
+	case isa.SORT16LO:
+		setM(x, d, ma&0xffff|mb<<16)
+	case isa.SORT16HI:
+		setM(x, d, ma>>16|mb&0xffff0000)
 
 	// Control flow.
 	case isa.BR:

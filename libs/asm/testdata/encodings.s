@@ -397,3 +397,6 @@ after:
 	ld32 $a2, [$m3+=K]                 // 3a23000c
 	get $m1, K - 10                    // a6100002
 	rpti K * 2, K + 1                  // 2600180d
+	sort16lo $m1, $m2, $m3             // 1c123000
+	sort16lo $mzero, $mzero, $mzero    // 1cfff000
+	sort16hi $m7, $m10, $m13           // 1d7ad000
