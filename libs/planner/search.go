@@ -484,8 +484,11 @@ func (pl *planner) placeRange(pt point, i int) {
 
 // leastLoaded returns the first tile of the first range of n tiles where
 // the constants and code of the products of pt but those skip names weigh
-// least, among the ranges [lo, lo+n) that free allows (nil: all); -1
-// when it allows none. The ranges tried start every n/8 tiles and at the
+// least (the fullest tile's, then, between ranges alike in that, the
+// range's total: a product spread over every tile makes every range's
+// fullest tile alike, and the total still keeps the products that run
+// side by side apart), among the ranges [lo, lo+n) that free allows (nil:
+// all); -1 when it allows none. The ranges tried start every n/8 tiles and at the
 // tiles in extra.
 func (pl *planner) leastLoaded(pt point, n int, skip func(j int) bool, free func(lo, hi int) bool, extra []int) int {
 	if n >= pl.tiles {
@@ -506,7 +509,7 @@ func (pl *planner) leastLoaded(pt point, n int, skip func(j int) bool, free func
 	for t := 1; t <= pl.tiles; t++ {
 		load[t] += load[t-1]
 	}
-	best, bestLo := int64(-1), -1
+	best, bestSum, bestLo := int64(-1), int64(0), -1
 	var starts []int
 	for lo := 0; lo+n <= pl.tiles; lo += max(1, n/8) {
 		starts = append(starts, lo)
@@ -521,12 +524,13 @@ func (pl *planner) leastLoaded(pt point, n int, skip func(j int) bool, free func
 		if free != nil && !free(lo, lo+n) {
 			continue
 		}
-		var m int64
+		var m, sum int64
 		for t := lo; t < lo+n; t++ {
 			m = max(m, load[t])
+			sum += load[t]
 		}
-		if best < 0 || m < best {
-			best, bestLo = m, lo
+		if best < 0 || m < best || m == best && sum < bestSum {
+			best, bestSum, bestLo = m, sum, lo
 		}
 	}
 	return bestLo
