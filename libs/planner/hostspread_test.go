@@ -6,6 +6,7 @@ import (
 
 	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
+	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
 	"ipu.local/libs/link"
 	"ipu.local/libs/prog"
@@ -40,18 +41,7 @@ func TestHostSpread(t *testing.T) {
 	const m, k, n = 128, 768, 768
 	g := projGraph(t, m, k, n, 3, false)
 	p := arch.MustLookup("ipu21")
-	pl, err := newPlanner(g, p, p.Tiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pt, r, err := pl.startFitting()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := pl.planOf(pt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl, pt, r, out := startOf(t, g, p, false)
 	relayouts := 0
 	for _, s := range out.Steps {
 		if s.Kernel == "relayout" && out.Tensors[s.Inputs[0]].Source == "host" {
@@ -78,19 +68,7 @@ func TestHostSpread(t *testing.T) {
 		t.Errorf("blocks from the host: %d cycles, host %d; spread: %d, host %d", rb.total, rb.host, r.total, r.host)
 	}
 
-	dl, err := newPlanner(g, p, p.Tiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dl.device = true
-	dpt, dr, err := dl.startFitting()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dout, err := dl.planOf(dpt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, dpt, dr, dout := startOf(t, g, p, true)
 	dvol, _ := hostVolume(dout)
 	t.Logf("device: %v, %d cycles, host %d; host elements %d", dpt, dr.total, dr.host, dvol)
 	for _, d := range dpt {
@@ -101,6 +79,26 @@ func TestHostSpread(t *testing.T) {
 	if dvol <= m*k || dr.total > r.total {
 		t.Errorf("device objective: host elements %d (input %d), %d cycles against the spread start's %d", dvol, m*k, dr.total, r.total)
 	}
+}
+
+// startOf is the analytic start of g on every tile of p (under the
+// device objective when device), its price and its plan.
+func startOf(t *testing.T, g *graph.Graph, p *arch.Preset, device bool) (*planner, point, *result, *plan.Plan) {
+	t.Helper()
+	pl, err := newPlanner(g, p, p.Tiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl.device = device
+	pt, r, err := pl.startFitting()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pl.planOf(pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl, pt, r, out
 }
 
 // TestHostCycles: the search's host link cycles for its incumbent are the
