@@ -442,9 +442,9 @@ var table = []Info{
 	{DELAY, "delay", FormJ, []Kind{Imm20}, 1, ClassControl, Any, "the next instruction of this context issues imm20 cycles later than it otherwise could"},
 
 	{SEND, "send", FormR, []Kind{MD, MA, MB}, 1, ClassExchange, Supervisor,
-		"send b 32-bit words from mem[a..] one per cycle from this cycle on, to tiles d&0xffff .. +max(d>>16,1)-1; the send port stays busy for b cycles (a later send stalls)"},
+		"send w = b&0x3ffff 32-bit words from mem[a..] one per cycle from this cycle on, to the max(d>>16,1) tiles d&0xffff + k*s (s = max(b>>18,1): every s-th tile from d&0xffff; 1, consecutive tiles, when b < 2^18); the send port stays busy for w cycles (a later send stalls)"},
 	{SEND2, "send2", FormR, []Kind{MD, MA, MB}, 1, ClassExchange, Supervisor,
-		"as send, two words per cycle using both slots of this supertile's bus; b must be even"},
+		"as send, two words per cycle using both slots of this supertile's bus; the word count b&0x3ffff must be even"},
 	{RECV, "recv", FormR, []Kind{MD, MA, MB}, 1, ClassExchange, Supervisor,
 		"listen to tile d from this cycle on: one word must arrive in every one of the next b cycles (two for a send2), stored at a.. when the superstep ends"},
 

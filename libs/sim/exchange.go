@@ -45,7 +45,7 @@ func (m *Machine) gatherArrivals(list []int) bool {
 			if sd.pair {
 				a.n, a.per = sd.n/2, 2
 			}
-			for u := int(sd.dstLo); u < int(sd.dstLo+sd.dstN); u++ {
+			for k, u := uint32(0), int(sd.dstLo); k < sd.dstN; k, u = k+1, u+int(sd.dstStride) {
 				a.c0 = sd.t + int64(m.p.Latency(s, u))
 				x.arr[u] = append(x.arr[u], a)
 				busy = true

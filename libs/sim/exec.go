@@ -52,6 +52,7 @@ type sendRec struct {
 	t            int64
 	off, n       uint32 // words: sendBytes[4*off : 4*(off+n)]
 	dstLo, dstN  uint32
+	dstStride    uint32 // tiles from one destination to the next (>= 1)
 	pair         bool
 	portFreeFrom int64
 }

@@ -381,7 +381,7 @@ func (m *Machine) superstep(list []int, res *RunResult) (stepOutcome, *Fault) {
 				words = (words + 1) / 2
 			}
 			leave := sd.t + words - 1
-			for u := int(sd.dstLo); u < int(sd.dstLo+sd.dstN); u++ {
+			for k, u := uint32(0), int(sd.dstLo); k < sd.dstN; k, u = k+1, u+int(sd.dstStride) {
 				if c := leave + int64(m.p.Latency(i, u)) + 1; c > st.Cycles {
 					st.Cycles = c
 				}

@@ -104,7 +104,8 @@ func (x *exec) ampRow(c *context, in *inst) xfault {
 // records the transfer for the exchange resolution.
 func (x *exec) send(c *context, in *inst, pc uint32, now int64) xfault {
 	name := opName(in.op)
-	d, a, b := c.m[in.d&15], c.m[in.a&15], c.m[in.b&15]
+	d, a, cnt := c.m[in.d&15], c.m[in.a&15], c.m[in.b&15]
+	b, stride := isa.SendWords(cnt), isa.SendStride(cnt)
 	pair := in.op == isa.SEND2
 	if pair && b%2 != 0 {
 		return xfault{FaultInvalid, fmt.Sprintf("send2 of an odd number of words (%d)", b)}
@@ -113,8 +114,11 @@ func (x *exec) send(c *context, in *inst, pc uint32, now int64) xfault {
 	if n == 0 {
 		n = 1
 	}
-	if uint64(lo)+uint64(n) > uint64(x.m.p.Tiles) {
-		return xfault{FaultInvalid, fmt.Sprintf("%s to tiles [%d, %d): the device has %d tiles", name, lo, uint64(lo)+uint64(n), x.m.p.Tiles)}
+	if last := uint64(lo) + uint64(n-1)*uint64(stride); last >= uint64(x.m.p.Tiles) {
+		if stride == 1 {
+			return xfault{FaultInvalid, fmt.Sprintf("%s to tiles [%d, %d): the device has %d tiles", name, lo, last+1, x.m.p.Tiles)}
+		}
+		return xfault{FaultInvalid, fmt.Sprintf("%s to %d tiles from %d every %d (the last %d): the device has %d tiles", name, n, lo, stride, last, x.m.p.Tiles)}
 	}
 	if b == 0 {
 		return xfault{}
@@ -126,7 +130,7 @@ func (x *exec) send(c *context, in *inst, pc uint32, now int64) xfault {
 	r := x.r
 	woff := uint32(len(r.sendBytes) / 4)
 	r.sendBytes = append(r.sendBytes, x.mem[off:off+4*b]...)
-	r.sends = append(r.sends, sendRec{pc: pc, t: now, off: woff, n: b, dstLo: lo, dstN: n, pair: pair})
+	r.sends = append(r.sends, sendRec{pc: pc, t: now, off: woff, n: b, dstLo: lo, dstN: n, dstStride: stride, pair: pair})
 	dur := int64(b)
 	if pair {
 		dur /= 2

@@ -92,7 +92,7 @@ func (m *Machine) exchange(steps []*step) ([]candidate, []store) {
 			}
 			for k := 0; k < len(snd.words); k += per {
 				leave := snd.issue + int64(k/per)
-				for u := snd.dst; u < snd.dst+snd.ndst; u++ {
+				for j, u := 0, snd.dst; j < snd.ndst; j, u = j+1, u+snd.stride {
 					c := leave + int64(m.p.Latency(src, u))
 					in[u][c] = append(in[u][c], arrival{src: src, pc: snd.pc, words: snd.words[k : k+per]})
 				}

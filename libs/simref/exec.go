@@ -363,15 +363,15 @@ func (m *Machine) exec(ti, c int, cyc int64, in isa.Inst, host sim.Host, s *step
 		if cyc < s.portFree {
 			return result{stall: true}
 		}
-		n := mb
+		n, stride := isa.SendWords(mb), int(isa.SendStride(mb))
 		double := in.Op == isa.SEND2
 		if double && n%2 != 0 {
 			return fail(sim.FaultInvalid, fmt.Sprintf("send2 of an odd word count %d", n))
 		}
 		md := getM(x, d)
 		dst, ndst := int(md&0xffff), max(int(md>>16), 1)
-		if dst+ndst > m.p.Tiles {
-			return fail(sim.FaultInvalid, fmt.Sprintf("send to tiles [%d, +%d) of %d", dst, ndst, m.p.Tiles))
+		if dst+(ndst-1)*stride >= m.p.Tiles {
+			return fail(sim.FaultInvalid, fmt.Sprintf("send to %d tiles from %d every %d of %d", ndst, dst, stride, m.p.Tiles))
 		}
 		// Zero words touch no memory and do not take the port.
 		if n == 0 {
@@ -383,7 +383,7 @@ func (m *Machine) exec(ti, c int, cyc int64, in isa.Inst, host sim.Host, s *step
 		if k, msg := m.check(t, ma, 4*n, 4, false, accRead); k != "" {
 			return fail(k, msg)
 		}
-		snd := sent{issue: cyc, pc: pc, double: double, dst: dst, ndst: ndst}
+		snd := sent{issue: cyc, pc: pc, double: double, dst: dst, ndst: ndst, stride: stride}
 		for i := uint32(0); i < n; i++ {
 			snd.words = append(snd.words, m.load32(ti, ma+4*i))
 		}

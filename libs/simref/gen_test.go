@@ -972,11 +972,23 @@ func (g *gen) exchangeStep() {
 	}
 	for x := 0; x < nxfer; x++ {
 		src := live[r.Intn(len(live))]
-		// Destinations: a run of consecutive live tiles.
+		// Destinations: a run of live tiles, consecutive or (now and
+		// then) every stride-th.
 		first := live[r.Intn(len(live))]
+		stride := 1
+		if r.Intn(4) == 0 {
+			stride = 2 + r.Intn(2)
+		}
 		ndst := 1
-		for ndst < 3 && isLive[first+ndst] && r.Intn(2) == 0 {
+		for ndst < 3 && isLive[first+ndst*stride] && r.Intn(2) == 0 {
 			ndst++
+		}
+		dests := func(yield func(int) bool) {
+			for k := 0; k < ndst; k++ {
+				if !yield(first + k*stride) {
+					return
+				}
+			}
 		}
 		double := r.Intn(3) == 0
 		words := 1 + r.Intn(8)
@@ -994,14 +1006,16 @@ func (g *gen) exchangeStep() {
 		if double {
 			dur /= 2
 		}
-		if src >= first && src < first+ndst {
+		involved := []int{src}
+		self := false
+		for u := range dests {
+			involved = append(involved, u)
+			self = self || u == src
+		}
+		if self {
 			// A tile hears itself 10 cycles after its send: closer than
 			// two issues, further than one.
 			continue
-		}
-		involved := []int{src}
-		for u := first; u < first+ndst; u++ {
-			involved = append(involved, u)
 		}
 		full := false
 		for _, id := range involved {
@@ -1016,9 +1030,11 @@ func (g *gen) exchangeStep() {
 		ts := portFree[src]
 		for ; ; ts++ {
 			ok := reachable(src, ts) && busFits(src, ts, dur, slots)
-			for u := first; u < first+ndst && ok; u++ {
+			for u := range dests {
 				tr := ts + int64(g.p.Latency(src, u))
-				ok = tr >= listenEnd[u] && reachable(u, tr)
+				if ok = ok && tr >= listenEnd[u] && reachable(u, tr); !ok {
+					break
+				}
 			}
 			if ok {
 				break
@@ -1032,10 +1048,10 @@ func (g *gen) exchangeStep() {
 		if double {
 			op = isa.SEND2
 		}
-		events[src] = append(events[src], &event{cycle: ts, op: op, d: uint32(first) | uint32(ndst)<<16, a: srcAddr, b: uint32(words)})
+		events[src] = append(events[src], &event{cycle: ts, op: op, d: uint32(first) | uint32(ndst)<<16, a: srcAddr, b: isa.SendCount(words, stride)})
 		ready[src] = ts + 6
 		portFree[src] = ts + dur
-		for u := first; u < first+ndst; u++ {
+		for u := range dests {
 			tr := ts + int64(g.p.Latency(src, u))
 			events[u] = append(events[u], &event{cycle: tr, op: isa.RECV, d: uint32(src), a: uint32(recvBase + 0x100*recvAt + 4*r.Intn(16)), b: uint32(words), pair: double})
 			recvAt++

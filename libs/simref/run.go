@@ -26,6 +26,7 @@ type sent struct {
 	words  []uint32
 	dst    int // first destination tile
 	ndst   int // number of destination tiles
+	stride int // tiles from one destination to the next (>= 1)
 }
 
 // window is one recv: the cycles in which a tile listens to one source.
@@ -230,7 +231,7 @@ func (m *Machine) superstep(host sim.Host) (*sim.PhaseStats, *sim.Fault) {
 				continue
 			}
 			leave := snd.issue + int64((len(snd.words)+per-1)/per) - 1
-			for u := snd.dst; u < snd.dst+snd.ndst; u++ {
+			for k, u := 0, snd.dst; k < snd.ndst; k, u = k+1, u+snd.stride {
 				stats.Cycles = max(stats.Cycles, leave+int64(m.p.Latency(src, u))+1)
 			}
 		}
