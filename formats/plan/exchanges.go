@@ -10,8 +10,9 @@ import "fmt"
 // after libs/sched has replayed its code against the superstep.
 type Exchange struct {
 	// Transfers are the superstep's streams: source tile, first
-	// destination tile, destinations, words, source and destination
-	// addresses.
+	// destination tile, destinations (their count, and above its 16 bits
+	// the tiles from one to the next when not 1), words, source and
+	// destination addresses.
 	Transfers [][6]int64      `json:"transfers"`
 	Tiles     []ExchangeTile  `json:"tiles"`
 	Events    []ExchangeEvent `json:"events"`
@@ -64,12 +65,18 @@ func checkExchanges(xs []Exchange, path string, at func(path, format string, arg
 		}
 		for k, x := range e.Transfers {
 			for j, v := range x {
+				if j == 2 {
+					v = x[2] & 0xFFFF // the count; the stride above it
+					if st := x[2] >> 16; st < 0 || st > MaxTiles {
+						return at(fmt.Sprintf("%s.transfers[%d][%d]", p, k, j), "stride %d out of range", st)
+					}
+				}
 				if v < 0 || (j < 3 && v > MaxTiles) || v > 1<<32 {
 					return at(fmt.Sprintf("%s.transfers[%d][%d]", p, k, j), "%d out of range", v)
 				}
 			}
-			if int64(len(e.Events[k].Arrive)) != x[2] {
-				return at(fmt.Sprintf("%s.events[%d].arrive", p, k), "%d arrivals for %d destinations", len(e.Events[k].Arrive), x[2])
+			if n := x[2] & 0xFFFF; int64(len(e.Events[k].Arrive)) != n {
+				return at(fmt.Sprintf("%s.events[%d].arrive", p, k), "%d arrivals for %d destinations", len(e.Events[k].Arrive), n)
 			}
 		}
 		for k, t := range e.Tiles {

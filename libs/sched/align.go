@@ -114,7 +114,7 @@ func (s *scheduler) opsOf(ev tevent) [3]uint32 {
 // idsOf returns the numbers of event ev's operands on tile u.
 func (s *scheduler) idsOf(u int, ev tevent) [3]int32 {
 	if ev.op == isa.RECV {
-		return s.ix.recvIDs(ev.x, u-s.phase[ev.x].Dst)
+		return s.ix.recvIDs(ev.x, s.phase[ev.x].IndexOf(u))
 	}
 	return s.ix.send[ev.x]
 }
@@ -170,7 +170,7 @@ func (s *scheduler) tilesOf(xs []int) []int {
 	for _, i := range xs {
 		x := s.phase[i]
 		seen[x.Src] = true
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		for u := x.Dst; u <= x.Last(); u += x.Step() {
 			seen[u] = true
 		}
 	}
@@ -216,7 +216,7 @@ func (s *scheduler) dependents(failed []int) []bool {
 		x, ev := s.phase[i], s.events[i]
 		lower(x.Src, ev.Send)
 		for k, a := range ev.Arrive {
-			lower(x.Dst+k, a)
+			lower(x.DestAt(k), a)
 		}
 	}
 	return dep
@@ -252,7 +252,7 @@ func (s *scheduler) place(i int, t int64, pair bool) bool {
 		return false
 	}
 	for k := range s.rps {
-		u := x.Dst + k
+		u := x.DestAt(k)
 		l := int64(s.p.Latency(x.Src, u))
 		if s.tiles[u].nextRecv(t+l, s.rps[k].need) != t+l {
 			return false

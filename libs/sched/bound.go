@@ -52,7 +52,7 @@ func bound(p *arch.Preset, phase []Transfer, opt Options) int64 {
 	vals := newBuckets[uint32](p.Tiles)
 	for _, x := range phase {
 		vals.count(x.Src, 3)
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		for u := x.Dst; u <= x.Last(); u += x.Step() {
 			vals.count(u, 3)
 		}
 	}
@@ -75,12 +75,12 @@ func bound(p *arch.Preset, phase []Transfer, opt Options) int64 {
 		start := issue * int64(distinctNonZero(so))
 		// The receivers' recvs need their own loads too.
 		rstart := issue * int64(distinctNonZero(ro))
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		for u := x.Dst; u <= x.Last(); u += x.Step() {
 			start = max(start, rstart-int64(p.Latency(x.Src, u)))
 		}
 		add(&send[x.Src], start, dur)
 		lat := far
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		for u := x.Dst; u <= x.Last(); u += x.Step() {
 			lat = min(lat, int64(p.Latency(x.Src, u)))
 		}
 		send[x.Src].lat = min(send[x.Src].lat, lat)
@@ -92,7 +92,7 @@ func bound(p *arch.Preset, phase []Transfer, opt Options) int64 {
 		for _, v := range so {
 			vals.put(x.Src, v)
 		}
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		for u := x.Dst; u <= x.Last(); u += x.Step() {
 			add(&listen[u], start+int64(p.Latency(x.Src, u)), dur)
 			events[u]++
 			for _, v := range ro {

@@ -79,7 +79,7 @@ func runOnSim(tb testing.TB, p *arch.Preset, phase []Transfer, pl *Plan, edit fu
 // checkDelivered checks that every destination holds its sender's words.
 func checkDelivered(p *arch.Preset, phase []Transfer, r *simResult) error {
 	for i, x := range phase {
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		for u := x.Dst; u <= x.Last(); u += x.Step() {
 			for k := 0; k < x.Words; k++ {
 				a := x.DstAddr + 4*uint32(k)
 				got := binary.LittleEndian.Uint32(r.mem[u][a-p.Memory.Lo:])

@@ -52,7 +52,7 @@ func newPhaseIndex(tiles int, phase []Transfer) *phaseIndex {
 		ix.remI[x.Src] += issueCost(sendOps(x))
 		ro := recvOps(x)
 		for k := range x.Dests() {
-			u := x.Dst + k
+			u := x.DestAt(k)
 			ix.recv[ix.recvAt[i]+k] = number(u, ro)
 			ix.events[u]++
 			ix.remR[u] += int64(x.Words)
@@ -68,7 +68,7 @@ func newPhaseIndex(tiles int, phase []Transfer) *phaseIndex {
 		count(ix.future[x.Src], sendOps(x), ix.send[i], 1)
 		ro := recvOps(x)
 		for k := range x.Dests() {
-			count(ix.future[x.Dst+k], ro, ix.recv[ix.recvAt[i]+k], 1)
+			count(ix.future[x.DestAt(k)], ro, ix.recv[ix.recvAt[i]+k], 1)
 		}
 	}
 	return ix

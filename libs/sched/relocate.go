@@ -10,7 +10,8 @@ import (
 )
 
 // SamePattern reports whether two phases move the same pattern: the same
-// transfers' Src, Dst, destination count and Words, in the same order.
+// transfers' Src, Dst, destination count and stride and Words, in the
+// same order.
 // Their addresses may differ.
 func SamePattern(a, b []Transfer) bool {
 	if len(a) != len(b) {
@@ -18,7 +19,7 @@ func SamePattern(a, b []Transfer) bool {
 	}
 	for i, x := range a {
 		y := b[i]
-		if x.Src != y.Src || x.Dst != y.Dst || x.Dests() != y.Dests() || x.Words != y.Words {
+		if x.Src != y.Src || x.Dst != y.Dst || x.Dests() != y.Dests() || x.Step() != y.Step() || x.Words != y.Words {
 			return false
 		}
 	}
@@ -37,6 +38,7 @@ func PatternKey(phase []Transfer) string {
 		put(x.Src)
 		put(x.Dst)
 		put(x.Dests())
+		put(x.Step())
 		put(x.Words)
 	}
 	return string(b)
@@ -116,12 +118,12 @@ type valueMap struct {
 func newValueMap(from, to []Transfer) (*valueMap, error) {
 	tiles := 0
 	for _, x := range from {
-		tiles = max(tiles, x.Src+1, x.Dst+x.Dests())
+		tiles = max(tiles, x.Src+1, x.Last()+1)
 	}
 	b := newBuckets[uint64](tiles)
 	for _, x := range from {
 		b.count(x.Src, 3)
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		for u := x.Dst; u <= x.Last(); u += x.Step() {
 			b.count(u, 3)
 		}
 	}
@@ -139,7 +141,7 @@ func newValueMap(from, to []Transfer) (*valueMap, error) {
 			}
 			b.put(x.Src, uint64(so[k])<<32|uint64(sn[k]))
 		}
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		for u := x.Dst; u <= x.Last(); u += x.Step() {
 			for k := range 3 {
 				b.put(u, uint64(ro[k])<<32|uint64(rn[k]))
 			}

@@ -63,11 +63,13 @@ import (
 )
 
 // Transfer is one stream of an exchange phase: Words 32-bit words from
-// SrcAddr on tile Src to DstAddr on each tile of [Dst, Dst+DstN).
+// SrcAddr on tile Src to DstAddr on each of DstN tiles, Dst, Dst+Stride,
+// Dst+2*Stride, ... (consecutive tiles when Stride is 0 or 1).
 type Transfer struct {
 	Src     int
 	Dst     int    // first receiving tile
 	DstN    int    // receiving tiles (a multicast when > 1); 0 means 1
+	Stride  int    // tiles from one receiver to the next; 0 means 1
 	Words   int    // >= 1
 	SrcAddr uint32 // 4-aligned, at the sender
 	DstAddr uint32 // 4-aligned, the same at every receiver
@@ -79,6 +81,23 @@ func (x Transfer) Dests() int {
 		return 1
 	}
 	return x.DstN
+}
+
+// Step returns the tiles from one receiver to the next (at least 1).
+func (x Transfer) Step() int { return max(x.Stride, 1) }
+
+// DestAt returns the k-th receiving tile.
+func (x Transfer) DestAt(k int) int { return x.Dst + k*x.Step() }
+
+// Last returns the last receiving tile.
+func (x Transfer) Last() int { return x.DestAt(x.Dests() - 1) }
+
+// IndexOf returns k of the receiving tile u = DestAt(k).
+func (x Transfer) IndexOf(u int) int { return (u - x.Dst) / x.Step() }
+
+// Receives reports whether tile u is one of the receivers.
+func (x Transfer) Receives(u int) bool {
+	return u >= x.Dst && u <= x.Last() && (u-x.Dst)%x.Step() == 0
 }
 
 // Options tune Schedule.
@@ -194,7 +213,7 @@ type Event struct {
 	Pair bool
 	// Cycles is how long the stream lasts: Words, or Words/2 for send2.
 	Cycles int64
-	// Arrive[i] is the cycle the first word reaches tile Dst+i, which
+	// Arrive[i] is the cycle the first word reaches tile DestAt(i), which
 	// is also the cycle that tile's recv issues; the last word arrives
 	// Cycles-1 later.
 	Arrive []int64
@@ -246,17 +265,23 @@ func check(p *arch.Preset, phase []Transfer, opt Options) error {
 			return fmt.Errorf("sched: transfer %d: %d destination tiles (want 0..65535)", i, x.DstN)
 		}
 		n := x.Dests()
-		if x.Dst < 0 || x.Dst+n > p.Tiles {
-			return fmt.Errorf("sched: transfer %d: destination tiles [%d, %d) outside the %d tiles of %s", i, x.Dst, x.Dst+n, p.Tiles, p.Name)
+		if x.Stride < 0 || x.Stride > isa.MaxSendStride {
+			return fmt.Errorf("sched: transfer %d: destination stride %d (want 0..%d)", i, x.Stride, isa.MaxSendStride)
+		}
+		if x.Dst < 0 || x.Last() >= p.Tiles {
+			if x.Step() == 1 {
+				return fmt.Errorf("sched: transfer %d: destination tiles [%d, %d) outside the %d tiles of %s", i, x.Dst, x.Dst+n, p.Tiles, p.Name)
+			}
+			return fmt.Errorf("sched: transfer %d: destination tiles %d to %d every %d outside the %d tiles of %s", i, x.Dst, x.Last(), x.Step(), p.Tiles, p.Name)
 		}
 		if receptions += n; receptions > maxReceptions {
 			return fmt.Errorf("sched: transfer %d: the phase's destinations exceed the limit of %d receptions", i, maxReceptions)
 		}
-		if x.Src >= x.Dst && x.Src < x.Dst+n {
+		if x.Receives(x.Src) {
 			return fmt.Errorf("sched: transfer %d: tile %d sends to itself (a tile hears its own send %d cycles later, which no issue sequence meets; copy locally)", i, x.Src, p.Latency(x.Src, x.Src))
 		}
-		if x.Words < 1 || x.Words > maxWords {
-			return fmt.Errorf("sched: transfer %d: %d words (want 1..%d)", i, x.Words, maxWords)
+		if x.Words < 1 || x.Words > min(maxWords, isa.MaxSendWords) {
+			return fmt.Errorf("sched: transfer %d: %d words (want 1..%d)", i, x.Words, min(maxWords, isa.MaxSendWords))
 		}
 		for _, a := range []struct {
 			what string
@@ -285,14 +310,14 @@ func checkOverlap(phase []Transfer, tiles int) error {
 	}
 	bufs := newBuckets[buf](tiles)
 	for _, x := range phase {
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-			bufs.count(u, 1)
+		for k := range x.Dests() {
+			bufs.count(x.DestAt(k), 1)
 		}
 	}
 	bufs.alloc()
 	for i, x := range phase {
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-			bufs.put(u, buf{x.DstAddr, x.DstAddr + 4*uint32(x.Words), i})
+		for k := range x.Dests() {
+			bufs.put(x.DestAt(k), buf{x.DstAddr, x.DstAddr + 4*uint32(x.Words), i})
 		}
 	}
 	for t := range tiles {

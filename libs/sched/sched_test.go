@@ -39,6 +39,9 @@ func phaseCases() []phaseCase {
 		{Src: 17, Dst: 0, DstN: 17, Words: 33, SrcAddr: srcBase, DstAddr: dstBase},
 		{Src: 17, Dst: 18, DstN: 46, Words: 33, SrcAddr: srcBase, DstAddr: dstBase},
 	}, Options{})
+	add("strided broadcast 0 to every 7th tile", "ipu21-64", []Transfer{{Src: 0, Dst: 3, DstN: 9, Stride: 7, Words: 32, SrcAddr: srcBase, DstAddr: dstBase}}, Options{})
+	add("grid 6x6: rows consecutive, columns strided", "ipu21-64", grid(6, 6, 16), Options{})
+	add("grid 4x12: rows consecutive, columns strided, 5 words", "ipu21-64", grid(4, 12, 5), Options{})
 	add("all-to-all 16, 1..64 words", "ipu21-64", allToAll(r, 16, 64), Options{})
 	add("all-to-all 16, 1..64 words, no send2", "ipu21-64", allToAll(r, 16, 64), Options{NoSend2: true})
 	add("all-to-all 16, 1..4 words", "ipu21-64", allToAll(r, 16, 4), Options{})
@@ -239,6 +242,9 @@ func TestScheduleErrors(t *testing.T) {
 		{"destination range", with(func(x *Transfer) { x.DstN = 4 }), Options{}, "transfer 0: destination tiles [1, 5) outside"},
 		{"negative count", with(func(x *Transfer) { x.DstN = -1 }), Options{}, "transfer 0: -1 destination tiles"},
 		{"to itself", with(func(x *Transfer) { x.Dst, x.DstN = 0, 2 }), Options{}, "transfer 0: tile 0 sends to itself"},
+		{"to itself, strided", with(func(x *Transfer) { x.Src, x.Dst, x.DstN, x.Stride = 3, 1, 2, 2 }), Options{}, "transfer 0: tile 3 sends to itself"},
+		{"strided range", with(func(x *Transfer) { x.DstN, x.Stride = 2, 3 }), Options{}, "transfer 0: destination tiles 1 to 4 every 3 outside"},
+		{"negative stride", with(func(x *Transfer) { x.Stride = -1 }), Options{}, "transfer 0: destination stride -1"},
 		{"no words", with(func(x *Transfer) { x.Words = 0 }), Options{}, "transfer 0: 0 words"},
 		{"misaligned", with(func(x *Transfer) { x.SrcAddr++ }), Options{}, "transfer 0: source address 0x60001 not 4-byte aligned"},
 		{"outside memory", with(func(x *Transfer) { x.DstAddr = 0xE7FFC; x.Words = 2 }), Options{}, "transfer 0: destination [0xe7ffc, 0xe8004) outside tile memory"},
@@ -398,4 +404,24 @@ func BenchmarkSchedule1472(b *testing.B) {
 			}
 		})
 	}
+}
+
+// grid is the operand exchange of a product on a rows x cols grid of
+// tiles (tile r*cols+c) fed from the tiles after it: the block of row r
+// goes to the row's tiles (consecutive), the block of column c to the
+// column's (every cols-th tile), words each.
+func grid(rows, cols, words int) []Transfer {
+	var ph []Transfer
+	src := rows * cols
+	for r := range rows {
+		// (srcBase+0x40: a source address equal to a destination
+		// operand shares its register, which a shifted copy cannot.)
+		ph = append(ph, Transfer{Src: src, Dst: r * cols, DstN: cols, Words: words, SrcAddr: srcBase + 0x40, DstAddr: dstBase})
+		src++
+	}
+	for c := range cols {
+		ph = append(ph, Transfer{Src: src, Dst: c, DstN: rows, Stride: cols, Words: words, SrcAddr: srcBase + 0x40, DstAddr: dstBase + 4*uint32(words)})
+		src++
+	}
+	return ph
 }

@@ -166,7 +166,7 @@ func (s *scheduler) sendNeed(i int) int {
 func (s *scheduler) recvNeed(i, k int) int {
 	r := s.ix.recvAt[i] + k
 	x := s.phase[i]
-	t, m := s.tiles[x.Dst+k], &s.needR[r]
+	t, m := s.tiles[x.DestAt(k)], &s.needR[r]
 	if m.ver != t.ver {
 		m.ver, m.need = t.ver, int32(t.plan(recvOps(x), s.ix.recv[r], s.mask).need)
 	}
@@ -213,7 +213,7 @@ func sendOps(x Transfer) [3]uint32 {
 	if n := x.Dests(); n > 1 {
 		d |= uint32(n) << 16
 	}
-	return [3]uint32{d, x.SrcAddr, uint32(x.Words)}
+	return [3]uint32{d, x.SrcAddr, isa.SendCount(x.Words, x.Step())}
 }
 
 // recvOps are a recv's d, a, b operands.
@@ -401,7 +401,7 @@ func (s *scheduler) tileBound(i, u int, t int64) int64 {
 	if q := r.nextRecv(t+l, 0) - l; q > t {
 		return q
 	}
-	return r.nextRecv(t+l, r.minNeed(recvOps(x), s.ix.recvIDs(i, u-x.Dst), s.mask)) - l
+	return r.nextRecv(t+l, r.minNeed(recvOps(x), s.ix.recvIDs(i, x.IndexOf(u)), s.mask)) - l
 }
 
 // quick is a lower bound on transfer x's start, with send or send2: its
@@ -413,8 +413,8 @@ func (s *scheduler) quick(i int) (int64, int) {
 	ms := src.minNeed(sendOps(x), s.ix.send[i], s.mask)
 	ro := recvOps(x)
 	s.mns = s.mns[:0]
-	for u := x.Dst; u < x.Dst+x.Dests(); u++ {
-		s.mns = append(s.mns, s.tiles[u].minNeed(ro, s.ix.recvIDs(i, u-x.Dst), s.mask))
+	for u := x.Dst; u <= x.Last(); u += x.Step() {
+		s.mns = append(s.mns, s.tiles[u].minNeed(ro, s.ix.recvIDs(i, x.IndexOf(u)), s.mask))
 	}
 	t, block := int64(0), -1
 	for {
@@ -423,7 +423,7 @@ func (s *scheduler) quick(i int) (int64, int) {
 			block = x.Src
 		}
 		for k, m := range s.mns {
-			u := x.Dst + k
+			u := x.DestAt(k)
 			l := int64(s.p.Latency(x.Src, u))
 			if r := s.tiles[u].nextRecv(t+l, m) - l; r > t {
 				t, block = r, u
@@ -458,7 +458,7 @@ func (s *scheduler) evalFrom(i int, t0, prio int64) (c cand, pair, ok bool) {
 	}
 	s.rn = s.rn[:0]
 	for k := range x.Dests() {
-		u, rn := x.Dst+k, s.recvNeed(i, k)
+		u, rn := x.DestAt(k), s.recvNeed(i, k)
 		l := int64(s.p.Latency(x.Src, u))
 		if q := s.tiles[u].nextRecv(t0+l, rn) - l; q > t0 {
 			c.start, s.block[i] = q, int32(u)
@@ -487,7 +487,7 @@ func (s *scheduler) plans(i int, rps []opPlan) (opPlan, []opPlan) {
 	rps = rps[:0]
 	ro := recvOps(x)
 	for k := range x.Dests() {
-		rps = append(rps, s.tiles[x.Dst+k].plan(ro, s.ix.recvIDs(i, k), s.mask))
+		rps = append(rps, s.tiles[x.DestAt(k)].plan(ro, s.ix.recvIDs(i, k), s.mask))
 	}
 	return sp, rps
 }
@@ -541,7 +541,7 @@ func (s *scheduler) earliest(x Transfer, pair bool, sn int, rn []int) int64 {
 		t = src.nextSend(t, sn)
 		t = s.nextBus(x.Src, t, dur, slots)
 		for k, m := range rn {
-			u := x.Dst + k
+			u := x.DestAt(k)
 			l := int64(s.p.Latency(x.Src, u))
 			t = s.tiles[u].nextRecv(t+l, m) - l
 		}
@@ -640,7 +640,7 @@ func (s *scheduler) commit(c cand, pair bool) {
 	src.expect(sendOps(x), s.ix.send[c.x], -1)
 	ev := Event{Send: c.start, Pair: pair, Cycles: dur, Arrive: make([]int64, len(s.rps))}
 	for k := range s.rps {
-		u := x.Dst + k
+		u := x.DestAt(k)
 		r := c.start + int64(s.p.Latency(x.Src, u))
 		t := s.tiles[u]
 		t.add(r, isa.RECV, s.rps[k], int(c.x))
@@ -658,7 +658,7 @@ func (s *scheduler) commit(c cand, pair bool) {
 // prio is the load of transfer x's most loaded tile.
 func (s *scheduler) prio(x Transfer) int64 {
 	p := s.load(x.Src)
-	for u, end := x.Dst, x.Dst+x.Dests(); u < end; u++ {
+	for u := x.Dst; u <= x.Last(); u += x.Step() {
 		p = max(p, s.load(u))
 	}
 	return p

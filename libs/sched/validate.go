@@ -73,7 +73,7 @@ func replay(p *arch.Preset, phase []Transfer, tiles []TileCode, early bool) (*re
 	}
 	want := make([]segment, 0, n)
 	for _, x := range phase {
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		for u := x.Dst; u <= x.Last(); u += x.Step() {
 			want = append(want, segment{u, x.DstAddr, x.Src, x.SrcAddr, uint32(x.Words)})
 		}
 	}
@@ -95,6 +95,7 @@ type (
 		tile, pc int
 		t        int64
 		lo, n    int
+		stride   int // tiles from one receiver to the next (>= 1)
 		addr     uint32
 		words    uint32
 		pair     bool
@@ -247,9 +248,9 @@ func issueCode(tc *TileCode, check bool, visit func(issued) error) (int64, int64
 			}
 			switch in.Op {
 			case isa.SEND:
-				portFree = now + int64(e.val[2])
+				portFree = now + int64(isa.SendWords(e.val[2]))
 			case isa.SEND2:
-				portFree = now + int64(e.val[2]/2)
+				portFree = now + int64(isa.SendWords(e.val[2])/2)
 			}
 		case isa.SYNC:
 			if pc != len(tc.Code)-1 || lp.on {
@@ -299,7 +300,8 @@ func (tc *TileCode) patch(addr uint32) (uint32, error) {
 // send replays a send (send2 when pair) issued at now with operands
 // d, a, b.
 func (r *replayer) send(tile, pc int, now int64, pair bool, ops [3]uint32) error {
-	d, a, b := ops[0], ops[1], ops[2]
+	d, a, cnt := ops[0], ops[1], ops[2]
+	b, stride := isa.SendWords(cnt), int(isa.SendStride(cnt))
 	op := isa.SEND
 	if pair {
 		op = isa.SEND2
@@ -311,12 +313,12 @@ func (r *replayer) send(tile, pc int, now int64, pair bool, ops [3]uint32) error
 	switch {
 	case b == 0 || (pair && b%2 != 0) || uint64(b) > uint64(r.p.Memory.Size()/4):
 		return fmt.Errorf("pc %d: %s of %d words", pc, op, b)
-	case lo+n > r.p.Tiles:
-		return fmt.Errorf("pc %d: %s to tiles [%d, %d) beyond the device", pc, op, lo, lo+n)
+	case lo+(n-1)*stride >= r.p.Tiles:
+		return fmt.Errorf("pc %d: %s to %d tiles from %d every %d: beyond the device", pc, op, n, lo, stride)
 	case !r.p.Memory.Contains(a, 4*b) || a%4 != 0:
 		return fmt.Errorf("pc %d: %s reads [%#x, +%d words): not in tile memory or misaligned", pc, op, a, b)
 	}
-	r.sends = append(r.sends, rsend{tile, pc, now, lo, n, a, b, pair})
+	r.sends = append(r.sends, rsend{tile, pc, now, lo, n, stride, a, b, pair})
 	return nil
 }
 
@@ -417,7 +419,7 @@ func (r *replayer) resolve(early bool) ([]segment, error) {
 	// first: a schedule of millions of words appends no slice per tile).
 	at := make([]int, r.p.Tiles+1)
 	for _, s := range r.sends {
-		for u := s.lo; u < s.lo+s.n; u++ {
+		for k, u := 0, s.lo; k < s.n; k, u = k+1, u+s.stride {
 			at[u+1]++
 		}
 	}
@@ -431,7 +433,7 @@ func (r *replayer) resolve(early bool) ([]segment, error) {
 		if s.pair {
 			st.n, st.per = st.n/2, 2
 		}
-		for u := s.lo; u < s.lo+s.n; u++ {
+		for k, u := 0, s.lo; k < s.n; k, u = k+1, u+s.stride {
 			st.c0 = s.t + int64(r.p.Latency(s.tile, u))
 			all[next[u]] = st
 			next[u]++
@@ -566,14 +568,14 @@ func (r *replayer) checkEvents(phase []Transfer, evs []Event) error {
 		if ev.Pair {
 			dur /= 2
 		}
-		if s.lo != x.Dst || s.n != x.Dests() || s.addr != x.SrcAddr || s.words != uint32(x.Words) || s.pair != ev.Pair || ev.Cycles != dur {
+		if s.lo != x.Dst || s.n != x.Dests() || s.stride != x.Step() || s.addr != x.SrcAddr || s.words != uint32(x.Words) || s.pair != ev.Pair || ev.Cycles != dur {
 			return fmt.Errorf("sched: validate: transfer %d: the send at cycle %d on tile %d is another one", i, ev.Send, x.Src)
 		}
 		if len(ev.Arrive) != x.Dests() {
 			return fmt.Errorf("sched: validate: transfer %d: %d arrivals for %d destinations", i, len(ev.Arrive), x.Dests())
 		}
 		for j, a := range ev.Arrive {
-			u := x.Dst + j
+			u := x.DestAt(j)
 			if a != ev.Send+int64(r.p.Latency(x.Src, u)) {
 				return fmt.Errorf("sched: validate: transfer %d: arrival at tile %d at cycle %d, latency says %d", i, u, a, ev.Send+int64(r.p.Latency(x.Src, u)))
 			}
