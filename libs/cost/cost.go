@@ -99,7 +99,7 @@ func ExchangeCycles(p *arch.Preset, s *prog.Superstep, addr func(prog.Ref) uint3
 func transfers(s *prog.Superstep, addr func(prog.Ref) uint32) []sched.Transfer {
 	xs := make([]sched.Transfer, len(s.Xfers))
 	for i, x := range s.Xfers {
-		xs[i] = sched.Transfer{Src: x.Src, Dst: x.Dst, DstN: x.Dests(), Words: x.Words, SrcAddr: addr(x.From), DstAddr: addr(x.To)}
+		xs[i] = x.SchedAt(addr(x.From), addr(x.To))
 	}
 	return xs
 }
@@ -162,7 +162,7 @@ func exchangeBound(p *arch.Preset, s *prog.Superstep, addr func(prog.Ref) uint32
 	}
 	xs := make([]sched.Transfer, len(s.Xfers))
 	for i, x := range s.Xfers {
-		xs[i] = sched.Transfer{Src: x.Src, Dst: x.Dst, DstN: x.Dests(), Words: x.Words, SrcAddr: addr(x.From), DstAddr: addr(x.To)}
+		xs[i] = x.SchedAt(addr(x.From), addr(x.To))
 	}
 	return sched.Bound(p, xs, opt)
 }

@@ -485,7 +485,14 @@ func (l *linker) sendsByTile() map[int][]obj.Transfer {
 		}
 		for k, x := range l.prog.Steps[i].Xfers {
 			ev := sp.Events[k]
-			sends[x.Src] = append(sends[x.Src], obj.Transfer{Phase: i, Cycle: ev.Send, Dst: x.Dst, DstCount: x.Dests(), Words: x.Words})
+			if x.Step() == 1 {
+				sends[x.Src] = append(sends[x.Src], obj.Transfer{Phase: i, Cycle: ev.Send, Dst: x.Dst, DstCount: x.Dests(), Words: x.Words})
+				continue
+			}
+			// A strided multicast: a record per receiving tile.
+			for u := x.Dst; u <= x.Last(); u += x.Step() {
+				sends[x.Src] = append(sends[x.Src], obj.Transfer{Phase: i, Cycle: ev.Send, Dst: u, DstCount: 1, Words: x.Words})
+			}
 		}
 	}
 	return sends

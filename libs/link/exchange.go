@@ -299,7 +299,7 @@ func (l *linker) checkFragments() error {
 	for _, s := range l.prog.Steps {
 		for _, x := range s.Xfers {
 			frags[x.Src]++
-			for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+			for u := x.Dst; u <= x.Last(); u += x.Step() {
 				frags[u]++
 			}
 		}

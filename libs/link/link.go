@@ -472,7 +472,7 @@ func (l *linker) sizeTileCode(*slog.Logger) error {
 			per := map[int]int{}
 			for _, x := range s.Xfers {
 				per[x.Src]++
-				for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+				for u := x.Dst; u <= x.Last(); u += x.Step() {
 					per[u]++
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync"
 
+	"ipu.local/libs/isa"
 	"ipu.local/libs/prog"
 )
 
@@ -24,9 +25,9 @@ const smallKeys = 8
 var mcIndexes = sync.Pool{New: func() any { return map[mcKey]int32{} }}
 
 // multicast merges transfers of the same words to the same address into
-// one per run of contiguous destination tiles: per distinct (source,
-// words, address) in the order of its first transfer, its runs in tile
-// order.
+// one per group of destination tiles (eachDestGroup: a run of contiguous
+// tiles, or tiles at one distance): per distinct (source, words,
+// address) in the order of its first transfer, its groups in tile order.
 func multicast(xs []prog.Transfer) []prog.Transfer {
 	if len(xs) == 0 {
 		return nil // nil when there are none, as callers may test
@@ -55,7 +56,7 @@ func multicast(xs []prog.Transfer) []prog.Transfer {
 	next := append([]int32(nil), start[:len(keys)]...) // each key's next free place
 	for j, x := range xs {
 		i := id[j]
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		for u := x.Dst; u <= x.Last(); u += x.Step() {
 			dests[next[i]] = u
 			next[i]++
 		}
@@ -66,16 +67,83 @@ func multicast(xs []prog.Transfer) []prog.Transfer {
 	for i, f := range keys {
 		ts := dests[start[i]:start[i+1]]
 		sort.Ints(ts)
-		eachDestRun(xs[f].Src, ts, func(int, int) { n++ })
+		eachDestGroup(xs[f].Src, ts, func(int, int, int) { n++ })
 	}
 	out := make([]prog.Transfer, 0, n)
 	for i, f := range keys {
 		k := &xs[f]
-		eachDestRun(k.Src, dests[start[i]:start[i+1]], func(a, b int) {
-			out = append(out, prog.Transfer{Src: k.Src, Dst: a, DstN: b - a, Words: k.Words, From: k.From, To: k.To})
+		eachDestGroup(k.Src, dests[start[i]:start[i+1]], func(first, count, stride int) {
+			x := prog.Transfer{Src: k.Src, Dst: first, DstN: count, Words: k.Words, From: k.From, To: k.To}
+			if stride > 1 {
+				x.Stride = stride
+			}
+			out = append(out, x)
 		})
 	}
 	return out
+}
+
+// eachDestGroup calls f(first, count, stride) for the transfers that
+// reach the sorted tiles ts from src, each the tiles first, first+stride,
+// ...: one strided multicast when ts are equally spaced; when ts are
+// runs of one length at one distance (a block's copies along the second
+// axis of a grid of tiles, several tiles a copy), one strided multicast
+// per place in a run if that takes fewer sends than the runs; otherwise
+// the runs of consecutive tiles (eachDestRun). A sender's port is busy
+// for every send of the same words, so fewer sends end it sooner.
+func eachDestGroup(src int, ts []int, f func(first, count, stride int)) {
+	if len(ts) >= 2 {
+		if st := ts[1] - ts[0]; st > 1 && spaced(ts, st) && !inProgression(src, ts[0], len(ts), st) {
+			f(ts[0], len(ts), st)
+			return
+		}
+	}
+	runs, length, alike := 0, 0, true
+	var first, second int
+	eachDestRun(src, ts, func(a, b int) {
+		switch runs {
+		case 0:
+			first, length = a, b-a
+		case 1:
+			second = a
+		}
+		alike = alike && b-a == length && (runs < 2 || a-first == runs*(second-first))
+		runs++
+	})
+	if alike && runs > length && runs >= 2 && second-first <= isa.MaxSendStride {
+		st := second - first
+		free := true
+		for j := range length {
+			free = free && !inProgression(src, first+j, runs, st)
+		}
+		if free {
+			for j := range length {
+				f(first+j, runs, st)
+			}
+			return
+		}
+	}
+	eachDestRun(src, ts, func(a, b int) { f(a, b-a, 1) })
+}
+
+// spaced reports whether the sorted ts are stride apart, and stride a
+// send's stride.
+func spaced(ts []int, stride int) bool {
+	if stride > isa.MaxSendStride {
+		return false
+	}
+	for i := 2; i < len(ts); i++ {
+		if ts[i]-ts[i-1] != stride {
+			return false
+		}
+	}
+	return true
+}
+
+// inProgression reports whether tile u is one of first, first+stride,
+// ... (count of them).
+func inProgression(u, first, count, stride int) bool {
+	return u >= first && u <= first+(count-1)*stride && (u-first)%stride == 0
 }
 
 // firstOfKey returns, for each transfer, the index of the first transfer

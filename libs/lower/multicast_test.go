@@ -11,7 +11,7 @@ import (
 
 // multicastSimple is multicast's definition, done the plain way: the
 // distinct (source, addresses, words) in first-seen order, each one's
-// destination tiles sorted and cut into runs (eachDestRun).
+// destination tiles sorted and cut into groups (eachDestGroup).
 func multicastSimple(xs []prog.Transfer) []prog.Transfer {
 	type key struct {
 		src      int
@@ -25,7 +25,7 @@ func multicastSimple(xs []prog.Transfer) []prog.Transfer {
 		if _, ok := dests[k]; !ok {
 			keys = append(keys, k)
 		}
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		for u := x.Dst; u <= x.Last(); u += x.Step() {
 			dests[k] = append(dests[k], u)
 		}
 	}
@@ -33,8 +33,12 @@ func multicastSimple(xs []prog.Transfer) []prog.Transfer {
 	for _, k := range keys {
 		ts := dests[k]
 		sort.Ints(ts)
-		eachDestRun(k.src, ts, func(a, b int) {
-			out = append(out, prog.Transfer{Src: k.src, Dst: a, DstN: b - a, Words: k.words, From: k.from, To: k.to})
+		eachDestGroup(k.src, ts, func(first, n, stride int) {
+			x := prog.Transfer{Src: k.src, Dst: first, DstN: n, Words: k.words, From: k.from, To: k.to}
+			if stride > 1 {
+				x.Stride = stride
+			}
+			out = append(out, x)
 		})
 	}
 	return out
@@ -102,5 +106,80 @@ func TestMulticast(t *testing.T) {
 	}
 	if wide < 100 {
 		t.Fatalf("%d trials with a source of more than %d keys: the map is not tested", wide, smallKeys)
+	}
+}
+
+// TestEachDestGroup checks that the groups cover the tiles exactly, never
+// reach the source, and take the fewest sends on the shapes a grid of
+// tiles makes.
+func TestEachDestGroup(t *testing.T) {
+	tests := []struct {
+		name string
+		src  int
+		ts   []int
+		want [][3]int // first, count, stride
+	}{
+		{"one tile", 9, []int{4}, [][3]int{{4, 1, 1}}},
+		{"a run", 0, []int{3, 4, 5}, [][3]int{{3, 3, 1}}},
+		{"a run cut at the source", 4, []int{2, 3, 5, 6}, [][3]int{{2, 2, 1}, {5, 2, 1}}},
+		{"every 8th tile", 3, []int{0, 8, 16, 24}, [][3]int{{0, 4, 8}}},
+		{"every 8th tile but one", 16, []int{0, 8, 24}, [][3]int{{0, 1, 1}, {8, 1, 1}, {24, 1, 1}}},
+		{"pairs every 10 tiles", 99, []int{0, 1, 10, 11, 20, 21}, [][3]int{{0, 3, 10}, {1, 3, 10}}},
+		{"two runs of three", 99, []int{0, 1, 2, 10, 11, 12}, [][3]int{{0, 3, 1}, {10, 3, 1}}},
+		{"runs of unequal length", 99, []int{0, 1, 10, 20, 21}, [][3]int{{0, 2, 1}, {10, 1, 1}, {20, 2, 1}}},
+		{"runs unequally apart", 99, []int{0, 1, 10, 11, 30, 31}, [][3]int{{0, 2, 1}, {10, 2, 1}, {30, 2, 1}}},
+		{"pairs, the source on a progression", 10, []int{0, 1, 20, 21, 30, 31}, [][3]int{{0, 2, 1}, {20, 2, 1}, {30, 2, 1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got [][3]int
+			eachDestGroup(tt.src, tt.ts, func(first, n, stride int) { got = append(got, [3]int{first, n, stride}) })
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Fatalf("groups (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Random sets: every tile once, never the source.
+	r := rand.New(rand.NewPCG(3, 5))
+	for trial := 0; trial < 2000; trial++ {
+		src := r.IntN(64)
+		seen := map[int]bool{}
+		var ts []int
+		for range 1 + r.IntN(12) {
+			if u := r.IntN(64); u != src && !seen[u] {
+				seen[u] = true
+				ts = append(ts, u)
+			}
+		}
+		if trial%3 == 0 { // a grid's column, or runs of a grid's rows
+			ts, seen = nil, map[int]bool{}
+			first, st, n, l := r.IntN(8), 2+r.IntN(9), 1+r.IntN(6), 1+r.IntN(3)
+			for k := range n {
+				for j := range min(l, st-1) {
+					if u := first + k*st + j; u != src {
+						seen[u] = true
+						ts = append(ts, u)
+					}
+				}
+			}
+		}
+		if len(ts) == 0 {
+			continue
+		}
+		sort.Ints(ts)
+		covered := map[int]int{}
+		eachDestGroup(src, ts, func(first, n, stride int) {
+			for k := range n {
+				covered[first+k*stride]++
+			}
+		})
+		for u, c := range covered {
+			if !seen[u] || c != 1 || u == src {
+				t.Fatalf("trial %d: src %d tiles %v: tile %d reached %d times", trial, src, ts, u, c)
+			}
+		}
+		if len(covered) != len(ts) {
+			t.Fatalf("trial %d: src %d tiles %v: %d reached", trial, src, ts, len(covered))
+		}
 	}
 }

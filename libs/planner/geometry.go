@@ -13,6 +13,7 @@ import (
 
 	"ipu.local/libs/arch"
 	"ipu.local/libs/codegen"
+	"ipu.local/libs/isa"
 	"ipu.local/libs/prog"
 )
 
@@ -45,10 +46,11 @@ func expandGeometry(p *arch.Preset, pr *prog.Program, addr func(prog.Ref) uint32
 				d |= uint32(n) << 16
 			}
 			w := codegen.ConstLen(uint32(x.Words))
+			sw := codegen.ConstLen(isa.SendCount(x.Words, x.Step()))
 			frags[x.Src]++
-			bytes[x.Src] += 4 * int64(codegen.ConstLen(d)+alen(x.From)+w+1)
+			bytes[x.Src] += 4 * int64(codegen.ConstLen(d)+alen(x.From)+sw+1)
 			recv := 4 * int64(codegen.ConstLen(uint32(x.Src))+alen(x.To)+w+1)
-			for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+			for u := x.Dst; u <= x.Last(); u += x.Step() {
 				frags[u]++
 				bytes[u] += recv
 			}

@@ -327,9 +327,12 @@ func (k *Kernel) ApplyFixes() {
 }
 
 // Transfer is one exchange stream: Words 32-bit words from Src to each
-// tile of [Dst, Dst+DstN).
+// of DstN tiles, Dst, Dst+Stride, ... (consecutive when Stride is 0 or 1:
+// a strided multicast reaches the copies of a block along a grid's
+// second axis with one send).
 type Transfer struct {
 	Src, Dst, DstN int
+	Stride         int
 	Words          int
 	From, To       Ref
 }
@@ -337,9 +340,23 @@ type Transfer struct {
 // Dests is the number of receiving tiles.
 func (x Transfer) Dests() int { return max(x.DstN, 1) }
 
+// Step is the tiles from one receiver to the next (at least 1).
+func (x Transfer) Step() int { return max(x.Stride, 1) }
+
+// Last is the last receiving tile.
+func (x Transfer) Last() int { return x.Dst + (x.Dests()-1)*x.Step() }
+
 // Sched returns the transfer for the scheduler (addresses placed).
-func (x Transfer) Sched() sched.Transfer {
-	return sched.Transfer{Src: x.Src, Dst: x.Dst, DstN: x.Dests(), Words: x.Words, SrcAddr: x.From.Addr(), DstAddr: x.To.Addr()}
+func (x Transfer) Sched() sched.Transfer { return x.SchedAt(x.From.Addr(), x.To.Addr()) }
+
+// SchedAt returns the transfer for the scheduler with its source and
+// destination at the addresses given.
+func (x Transfer) SchedAt(from, to uint32) sched.Transfer {
+	st := 0
+	if x.Stride > 1 {
+		st = x.Stride
+	}
+	return sched.Transfer{Src: x.Src, Dst: x.Dst, DstN: x.Dests(), Stride: st, Words: x.Words, SrcAddr: from, DstAddr: to}
 }
 
 // HostOp is one host transfer of a tile: hin (In) from page offset Off
@@ -395,7 +412,7 @@ func (s *Superstep) Tiles() []int {
 	}
 	for _, x := range s.Xfers {
 		seen[x.Src] = true
-		for u := x.Dst; u < x.Dst+x.Dests(); u++ {
+		for u := x.Dst; u <= x.Last(); u += x.Step() {
 			seen[u] = true
 		}
 	}
