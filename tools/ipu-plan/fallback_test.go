@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ipu.local/formats/plan"
+	"ipu.local/libs/link"
+)
+
+// TestFallbackToDevice: when the inference objective's incumbent does
+// not link (a placement the search's memory checks missed, which no
+// committed model shows since strided multicasts changed the plans),
+// ipu-plan says why, searches again under the device objective and
+// writes that plan and state; a failure of the device plan too is the
+// run's error.
+func TestFallbackToDevice(t *testing.T) {
+	model := filepath.Join("..", "..", "testdata", "models", "qk-early.onnx")
+	failing := func(objective string) func(*slog.Logger, config, *plan.Plan, []plan.Exchange) (*link.Stats, error) {
+		return func(log *slog.Logger, cfg config, pl *plan.Plan, saved []plan.Exchange) (*link.Stats, error) {
+			if plan.ObjectiveOf(pl.Search.Objective) == objective || objective == "any" {
+				return nil, errors.New("lowering the plan: tile 0: buffer b of 2560 bytes does not fit in interleaved memory (injected)")
+			}
+			return validateCompact(log, cfg, pl, saved)
+		}
+	}
+	defer func() { validateLink = validateCompact }()
+
+	t.Run("falls back", func(t *testing.T) {
+		validateLink = failing(plan.ObjectiveInference)
+		dir := t.TempDir()
+		out, state := filepath.Join(dir, "fb.plan"), filepath.Join(dir, "fb.json")
+		var stdout, stderr bytes.Buffer
+		if status := run([]string{"ipu-plan", model, "-o", out, "--tiles", "64", "--max-attempts", "2", "--state", state}, &stdout, &stderr); status != 0 {
+			t.Fatalf("status %d:\n%s", status, stderr.String())
+		}
+		if n := strings.Count(stderr.String(), `the inference objective's plan does not link: planning under the device objective reason="lowering the plan: tile 0: buffer b of 2560 bytes does not fit in interleaved memory (injected)"`); n != 1 {
+			t.Errorf("%d fallback warnings, want 1:\n%s", n, stderr.String())
+		}
+		for _, f := range []string{out, state} {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(data, []byte(`"objective": "device"`)) {
+				t.Errorf("%s is not the device objective's", f)
+			}
+		}
+	})
+	t.Run("both fail", func(t *testing.T) {
+		validateLink = failing("any")
+		dir := t.TempDir()
+		out := filepath.Join(dir, "fb.plan")
+		var stdout, stderr bytes.Buffer
+		if status := run([]string{"ipu-plan", model, "-o", out, "--tiles", "64", "--max-attempts", "2"}, &stdout, &stderr); status != 1 {
+			t.Fatalf("status %d, want 1:\n%s", status, stderr.String())
+		}
+		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		if last := lines[len(lines)-1]; !strings.HasPrefix(last, "ipu-plan: lowering the plan: tile 0: buffer b of 2560 bytes") {
+			t.Errorf("last line %q", last)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Error("a failed run wrote its plan")
+		}
+	})
+}
