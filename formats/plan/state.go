@@ -52,6 +52,10 @@ type State struct {
 	// Objective is what the search minimises ("": the default,
 	// ObjectiveInference); a resumed search keeps it.
 	Objective string `json:"objective,omitempty"`
+	// Reserve is the bytes of every tile the search keeps free beyond
+	// its memory checks (ipu-plan's retry of a plan that does not
+	// place); a resumed search keeps it.
+	Reserve int64 `json:"memory_reserve,omitempty"`
 }
 
 // MaxShards bounds a sharded search's shard count.
@@ -122,6 +126,9 @@ func (s *State) Validate() error {
 	}
 	if err := CheckObjective(s.Objective); err != nil {
 		return stateAt("objective", "%v", err)
+	}
+	if s.Reserve < 0 || s.Reserve > 1<<30 {
+		return stateAt("memory_reserve", "%d out of range [0, %d]", s.Reserve, 1<<30)
 	}
 	if s.Shards < 0 || s.Shards > MaxShards || s.Shard < 0 || (s.Shards == 0 && s.Shard != 0) || (s.Shards > 0 && s.Shard >= s.Shards) {
 		return stateAt("shard", "shard %d of %d is not one of [0, N) with N in [1, %d]", s.Shard, s.Shards, MaxShards)

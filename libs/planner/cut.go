@@ -120,7 +120,7 @@ func (pl *planner) cutSplit(pr *product, gb int, cols bool, at int, first, rest 
 	// The screen's memory share is a guess; a cut split, priced besides
 	// the grids, is screened only against the tile's usable memory (the
 	// pricing checks the program's).
-	usable := int64(pl.p.UsableMemory().Size()) - codeAllowance
+	usable := pl.usable - codeAllowance
 	if most.bytes(int64(pr.typ.Size())) > usable || most.constBytes(pr) > pl.constShare {
 		return layout.Split{}, 0, false
 	}

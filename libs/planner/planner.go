@@ -59,6 +59,11 @@ type Options struct {
 	// ("", the default) or plan.ObjectiveDevice. A resumed search keeps
 	// its state's.
 	Objective string
+	// MemoryReserve is the bytes of every tile the search keeps free
+	// beyond its memory checks, which count a tile's bytes and not the
+	// free ranges the linker places in: for a plan that did not place.
+	// A resumed search keeps its state's.
+	MemoryReserve int64
 	// Progress, when set, is told the attempts made so far out of
 	// MaxAttempts and the incumbent's cycles, before each attempt and
 	// once at the end (a progress bar; it must not change anything).
@@ -120,6 +125,12 @@ type planner struct {
 	// expansion and footprint are the time the search spent expanding
 	// exchange geometry, and checking memory footprints.
 	expansion, footprint time.Duration
+	// usable is the tile memory the search fills: the preset's usable
+	// memory less Options.MemoryReserve.
+	usable int64
+	// constN and weights are the products reading constants, plus one,
+	// and their constant operands' bytes, once each (constShare, wide).
+	constN, weights int64
 	// constShare is the constant bytes per tile one product may take:
 	// the usable memory shared by the products reading constants.
 	constShare int64
@@ -185,9 +196,17 @@ func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
 			}
 		}
 	}
-	pl.constShare = int64(p.UsableMemory().Size()) / n
-	pl.wide = weights <= int64(tiles)*int64(p.UsableMemory().Size())/wideWeights
+	pl.constN, pl.weights = n, weights
+	pl.reserve(0)
 	return pl, nil
+}
+
+// reserve keeps bytes of every tile free from the search: the memory it
+// fills and what follows from it.
+func (pl *planner) reserve(bytes int64) {
+	pl.usable = int64(pl.p.UsableMemory().Size()) - bytes
+	pl.constShare = pl.usable / pl.constN
+	pl.wide = pl.weights <= int64(pl.tiles)*pl.usable/wideWeights
 }
 
 // wideWeights: the start prices splits that copy constants more than
@@ -321,6 +340,13 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		return nil, nil, nil, err
 	}
 	pl.device = objective == plan.ObjectiveDevice
+	if opt.State != nil && opt.State.Attempts+len(opt.State.Incumbent.Decisions) > 0 {
+		opt.MemoryReserve = opt.State.Reserve // a resumed search keeps its reserve
+	}
+	if opt.MemoryReserve < 0 || opt.MemoryReserve >= int64(p.UsableMemory().Size()) {
+		return nil, nil, nil, fmt.Errorf("memory reserve %d out of range [0, %d)", opt.MemoryReserve, p.UsableMemory().Size())
+	}
+	pl.reserve(opt.MemoryReserve)
 	st := &Stats{FragmentLimit: sched.FragmentLimit(p), Rewrites: rewrites}
 	var s *plan.State
 	var cur, inc point

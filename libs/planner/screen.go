@@ -116,7 +116,7 @@ func (bl block) constBytes(pr *product) int64 {
 // a tile (three quarters, room for the other values live with it): and
 // its constants their share (every product's constants live at once).
 func (pl *planner) fitsBlock(pr *product, bl block) bool {
-	usable := int64(pl.p.UsableMemory().Size()) * 3 / 4
+	usable := pl.usable * 3 / 4
 	return bl.bytes(int64(pr.typ.Size())) <= usable && bl.constBytes(pr) <= pl.constShare
 }
 

@@ -375,7 +375,7 @@ func livePeaks(pr *prog.Program, n, entries int) []int64 {
 // fits checks a program's memory: on every tile, the constants and the
 // largest set of variables live at once within the usable memory less
 // the code allowance. The linker's placement decides exactly.
-func fits(p *arch.Preset, tiles int, pr *prog.Program) error {
+func fits(p *arch.Preset, tiles int, usable int64, pr *prog.Program) error {
 	pr.Liveness()
 	// By tile, dense (buffers' tiles are the plan's, never negative): maps
 	// by tile were a tenth of pricing a candidate on a full chip.
@@ -398,7 +398,6 @@ func fits(p *arch.Preset, tiles int, pr *prog.Program) error {
 	for t, v := range livePeaks(pr, n, liveChunk) {
 		per[t].Variables = v
 	}
-	usable := int64(p.UsableMemory().Size())
 	var over []TileBytes
 	for t := range per {
 		per[t].Tile = t

@@ -85,6 +85,7 @@ func checkShard(shard, shards int) error {
 func newState(opt Options, arch string, tiles int) (*plan.State, error) {
 	s := plan.NewState(opt.ModelFingerprint, arch, tiles, opt.Seed)
 	s.Objective = plan.ObjectiveOf(opt.Objective)
+	s.Reserve = opt.MemoryReserve
 	if opt.Shards <= 1 {
 		return s, nil
 	}

@@ -255,6 +255,25 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		}
 		linked, err = validateLink(log, cfg, pl, nil)
 	}
+	// A plan whose buffers find no room searches again with part of
+	// every tile kept free: its placement has more room than its search.
+	for _, frac := range reserveFractions {
+		var me *link.MemoryError
+		if err == nil || cfg.merge || !errors.As(err, &me) {
+			break
+		}
+		reserve := int64(cfg.arch.UsableMemory().Size()) / frac
+		if reserve <= opt.MemoryReserve {
+			continue
+		}
+		why, _, _ := strings.Cut(err.Error(), "\n")
+		log.Warn("the plan does not place: searching again with memory kept free on every tile", slog.Int64("reserve_bytes", reserve), slog.String("reason", why))
+		opt.MemoryReserve, opt.State, opt.Progress = reserve, nil, nil
+		if pl, state, st, err = planner.Plan(g, cfg.arch, opt); err != nil {
+			return fmt.Errorf("%s: %w", cfg.model, err)
+		}
+		linked, err = validateLink(log, cfg, pl, nil)
+	}
 	if err != nil {
 		return err
 	}
@@ -339,6 +358,10 @@ func validate(log *slog.Logger, cfg config, pl *plan.Plan, saved []plan.Exchange
 	}
 	return st, nil
 }
+
+// reserveFractions are the parts of a tile's usable memory ipu-plan's
+// searches keep free, in turn, when a plan does not place.
+var reserveFractions = []int64{16, 8, 4}
 
 // validateLink is the incumbent's validation link (a test makes it
 // fail as a placement the search's checks missed would).
