@@ -140,6 +140,8 @@ type planner struct {
 	// whole are the row operators' inputs that keep the row alignment
 	// their readers want (rowLayout): halved, their code did not fit.
 	whole map[int]bool
+	// siblingsBefore are each product's earlier siblings (placeRange).
+	siblingsBefore [][]int
 	// blocks holds the products' block pieces by split (blocks.go).
 	blocks pieceMemo
 }

@@ -470,15 +470,57 @@ func (pl *planner) constBytes(pr *product, d plan.Decision) int64 {
 const codeWeight = 4 << 10
 
 // placeRange moves product i's tile range to where the constants and code
-// of the other products of pt weigh least (the first such range).
+// of the other products of pt weigh least (the first such range), apart
+// from its earlier siblings' ranges where a range allows (siblings run
+// in the same supersteps: on the same tiles they take turns).
 func (pl *planner) placeRange(pt point, i int) {
 	d := &pt[i]
 	n := d.Tiles[1] - d.Tiles[0]
 	if n >= pl.tiles {
 		return
 	}
-	lo := pl.leastLoaded(pt, n, func(j int) bool { return j == i }, nil, nil)
+	skip := func(j int) bool { return j == i }
+	lo := -1
+	if sibs := pl.earlierSiblings(i); len(sibs) > 0 {
+		lo = pl.leastLoaded(pt, n, skip, func(lo, hi int) bool {
+			for _, j := range sibs {
+				if r := pt[j].Tiles; lo < r[1] && r[0] < hi {
+					return false
+				}
+			}
+			return true
+		}, pl.siblingEnds(pt, sibs))
+	}
+	if lo < 0 {
+		lo = pl.leastLoaded(pt, n, skip, nil, nil)
+	}
 	d.Tiles = [2]int{lo, lo + n}
+}
+
+// earlierSiblings returns the products before i in its sibling group
+// (siblingGroups), computed once.
+func (pl *planner) earlierSiblings(i int) []int {
+	if pl.siblingsBefore == nil {
+		pl.siblingsBefore = make([][]int, len(pl.products))
+		for _, g := range pl.siblingGroups() {
+			for k, j := range g {
+				pl.siblingsBefore[j] = g[:k:k]
+			}
+		}
+	}
+	return pl.siblingsBefore[i]
+}
+
+// siblingEnds returns the tiles where the siblings' ranges end: a range
+// starting there is apart from them (leastLoaded's starts every n/8
+// tiles may all overlap).
+func (pl *planner) siblingEnds(pt point, sibs []int) []int {
+	ends := make([]int, 0, len(sibs)+1)
+	ends = append(ends, 0)
+	for _, j := range sibs {
+		ends = append(ends, pt[j].Tiles[1])
+	}
+	return ends
 }
 
 // leastLoaded returns the first tile of the first range of n tiles where

@@ -292,3 +292,48 @@ func TestShares(t *testing.T) {
 		}
 	}
 }
+
+// placeRange puts a product's range apart from its earlier siblings'
+// where a range allows, whatever the constants weigh: the copies of a
+// repeated layer's decision, placed one product at a time, ran their Q,
+// K and V projections on the same tiles when the weights tied.
+func TestPlaceRangeApartFromSiblings(t *testing.T) {
+	pl, err := newPlanner(layeredGraph(t, 128, 256, 3), arch.MustLookup("ipu21"), 1472)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := pl.siblingGroups()
+	pt, _, err := pl.startFitting()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range gs {
+		for n := range []int{0, 1} {
+			// Every member on the first tiles, a third of the chip each,
+			// then half of it (where the third cannot be apart and falls
+			// back to the least loaded range).
+			w := pl.tiles / (3 - n)
+			for _, i := range g {
+				pt[i].Tiles = [2]int{0, w}
+			}
+			apartAt := func(k, lo, hi int) bool {
+				for _, j := range g[:k] {
+					if q := pt[j].Tiles; lo < q[1] && q[0] < hi {
+						return false
+					}
+				}
+				return true
+			}
+			for k, i := range g {
+				room := false // some range of w tiles is apart from the earlier siblings
+				for lo := 0; lo+w <= pl.tiles && !room; lo++ {
+					room = apartAt(k, lo, lo+w)
+				}
+				pl.placeRange(pt, i)
+				if r := pt[i].Tiles; room && !apartAt(k, r[0], r[1]) {
+					t.Errorf("width %d: %s on %v overlaps an earlier sibling (%v)", w, pl.products[i].node.Name, r, pt)
+				}
+			}
+		}
+	}
+}
