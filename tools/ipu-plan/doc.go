@@ -53,7 +53,14 @@
 // with the linker's one-line error, so it never leaves a plan that
 // ipu-link would refuse. The validated exchange schedules go into the
 // plan (exchange_schedules), and ipu-link relocates and validates them
-// instead of scheduling again. The linker's exchange scheduler (libs/sched) first
+// instead of scheduling again. The search's memory check counts a tile's
+// bytes, not the free ranges the linker places buffers in: when the
+// inference objective's incumbent does not link, a WARN says why and
+// the search runs again under the device objective; when a plan still
+// does not place, a WARN says so and the search runs again with a
+// sixteenth, then an eighth, then a quarter of every tile's usable
+// memory kept free (the state records it as memory_reserve, which a
+// resumed search keeps). The linker's exchange scheduler (libs/sched) first
 // schedules each exchange superstep without the supervisor's issue-slot
 // constraint, validates every transfer against it and reschedules only
 // the failing transfers and those planned after them on their tiles;
