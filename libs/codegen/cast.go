@@ -282,7 +282,7 @@ func (p Cast) checkInterleaved(b *Builder) error {
 // Cost returns the kernel's cost: a stream kernel (2-D: the 2-D
 // stream's formula, see stream) with body issues per unit of elements
 // f32-to-f16 5 per 4, f16-to-f32 5 per 4, i32-to-f32 8 per 4, f32-to-f8
-// 9 per 4 (8 with Interleaved), f8-to-f32 6 per 4 (8 when FP16 cannot
+// 5 per 4 (4 with Interleaved), f8-to-f32 6 per 4 (8 when FP16 cannot
 // hold every scaled FP8 value), f16-to-f8 5 per 8 (7 per 16 with
 // Interleaved); setup 2 for the FP8 kinds (CSR fp8), else 0.
 func (p Cast) Cost() (Cost, error) {

@@ -11,14 +11,14 @@ import "ipu.local/libs/isa"
 // f32v2tof8, two elements per issue into the low half of one register
 // (FP32 -> FP16 -> FP8 through f16v4tof8 rounds twice, which differs
 // from one rounding when the FP16 value lands on an FP8 midpoint, and
-// f16v4tof8 is the only conversion with four lanes). No arithmetic
-// register instruction moves 16 bits from one register half to the
-// other, so each 32-bit word of four results is put together in the
-// integer registers: 2 mfa, shli, or, stm. Per 4 elements: loads (1
-// ld128, or 2 ld64), 2 f32v2tof8, 5 to pack and store: 8 issues, 0.5
-// elements per cycle with Interleaved (9, 0.44, without). 4 elements per
-// cycle would take at most 1 issue per 4 elements; the conversions alone
-// take 2.
+// f16v4tof8 is the only conversion with four lanes). f32v2tof8 writes
+// the low half of its register and f32v2tof8hi the high half, keeping
+// the low: per 4 elements, loads (1 ld128, or 2 ld64), the two
+// conversions and one st32: 4 issues, 1 element per cycle with
+// Interleaved (5, 0.8, without). (Before f32v2tof8hi the word was put
+// together in the integer registers, 2 mfa, shli, or, stm: 8 issues, 0.5
+// per cycle.) 4 elements per cycle would take at most 1 issue per 4
+// elements; the conversions alone take 2.
 //
 // FP16 -> FP8: f16v4tof8 converts four elements per issue; per 16
 // elements, 2 ld128 + 4 f16v4tof8 + 1 st128: 7 issues, 2.29 elements per
@@ -37,12 +37,8 @@ func f32ToF8(s *stream, wide bool) {
 			b.Ld64P(A2, x, 8)
 		}
 		b.F1(isa.CVTF8, A4, A0)
-		b.F1(isa.CVTF8, A5, A2)
-		b.Mfa(M8, A4)
-		b.Mfa(M9, A5)
-		b.Shli(M9, M9, 16)
-		b.Or(M8, M8, M9)
-		b.StmP(M8, y, 4)
+		b.F1(isa.CVTF8H, A4, A2)
+		b.St32P(A4, y, 4)
 	}
 	s.tail = func(b *Builder, rem int) {
 		if rem >= 2 {

@@ -59,9 +59,10 @@ func (k PanelKind) String() string {
 // same value.
 //
 // Loops per k, issues per 4 elements (FP32 / FP16 / FP8 outputs): lanes
-// along X's rows (one ld32 per element, 4 lanes at a time) 6 / 7 / 11;
-// lanes along X's columns (ld64 pairs) 4 / 5 / 9 for APanel, 4.25 / 5.25 /
-// 9.25 for BPanel. Cost counts the emitted code exactly.
+// along X's rows (one ld32 per element, 4 lanes at a time) 6 / 7 / 7;
+// lanes along X's columns (ld64 pairs) 4 / 5 / 5 for APanel, 4.25 / 5.25 /
+// 5.25 for BPanel (FP8: f32v2tof8 and f32v2tof8hi make each word of four,
+// one st32 stores it). Cost counts the emitted code exactly.
 //
 // FP16 input (InF16): X is an R x C row-major FP16 matrix, (r, c) at
 // X + 2*(r*XStride + c). Out AMPFP16 copies each element's bits (NaN

@@ -155,12 +155,8 @@ func (p Pack) store(b *Builder, n int, out MReg, step int32) {
 	case AMPFP8:
 		for l := 0; l < n; l += 4 {
 			b.F1(isa.CVTF8, AReg(l), AReg(l))
-			b.F1(isa.CVTF8, AReg(l+1), AReg(l+2))
-			b.Mfa(pkT0, AReg(l))
-			b.Mfa(pkT1, AReg(l+1))
-			b.Shli(pkT1, pkT1, 16)
-			b.Or(pkT0, pkT0, pkT1)
-			b.StmP(pkT0, out, inc(l+4 == n, 4))
+			b.F1(isa.CVTF8H, AReg(l), AReg(l+2))
+			b.St32P(AReg(l), out, inc(l+4 == n, 4))
 		}
 	}
 }

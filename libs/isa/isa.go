@@ -246,6 +246,7 @@ const (
 	CVTFI  Op = 0x87 // f32 -> int32, toward zero, saturating
 	FSUM2  Op = 0x88 // f32v2 horizontal sum
 	H4SUMF Op = 0x89 // f16v4 horizontal sum into f32
+	CVTF8H Op = 0x8A // f32v2 -> fp8x2 into d's high half (direct, one rounding)
 
 	// AMP matrix-accumulate.
 	AMPCLR Op = 0x90
@@ -413,6 +414,8 @@ var table = []Info{
 	{CVT8H, "f8tof16v4", FormR, []Kind{AD2, AA}, 1, ClassConvert, Any, "d = f16v4 from four FP8 in a, times 2^scale A, round to nearest even"},
 	{CVTF8, "f32v2tof8", FormR, []Kind{AD, AA2}, 1, ClassConvert, Any,
 		"low 16 bits of d = two FP8 from f32v2 a divided by 2^scale A, one rounding (ONNX Cast); overflow as f16v4tof8; high 16 bits cleared"},
+	{CVTF8H, "f32v2tof8hi", FormR, []Kind{AD, AA2}, 1, ClassConvert, Any,
+		"high 16 bits of d = two FP8 from f32v2 a, as f32v2tof8; the low 16 bits of d kept (two f32v2tof8 make a word of four FP8 without a move through the integer registers)"},
 	{CVT8F, "f8tof32v2", FormR, []Kind{AD2, AA}, 1, ClassConvert, Any, "d = f32v2 from the two FP8 in the low 16 bits of a, times 2^scale A"},
 	{CVTIF, "i32tof32", FormR, []Kind{AD, AA}, 1, ClassConvert, Any, "d = FP32 of int32 a, round to nearest even"},
 	{CVTFI, "f32toi32", FormR, []Kind{AD, AA}, 1, ClassConvert, Any, "d = int32 of FP32 a toward zero, saturating; NaN gives 0"},

@@ -156,6 +156,11 @@ func stepFloat(c *context, in *inst) bool {
 		a := in.a & 15
 		c.a[in.d&15] = uint32(numfmt.F32ToF8Dev(c.a[a], cfg.fa, cfg.sa, cfg.mode)) |
 			uint32(numfmt.F32ToF8Dev(c.a[(a+1)&15], cfg.fa, cfg.sa, cfg.mode))<<8
+	case isa.CVTF8H:
+		cfg := decodeFP8(c.fp8)
+		a, d := in.a&15, in.d&15
+		c.a[d] = c.a[d]&0xFFFF | uint32(numfmt.F32ToF8Dev(c.a[a], cfg.fa, cfg.sa, cfg.mode))<<16 |
+			uint32(numfmt.F32ToF8Dev(c.a[(a+1)&15], cfg.fa, cfg.sa, cfg.mode))<<24
 	case isa.CVT8F:
 		cfg := decodeFP8(c.fp8)
 		v, d := c.a[in.a&15], in.d&15

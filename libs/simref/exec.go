@@ -257,6 +257,10 @@ func (m *Machine) exec(ti, c int, cyc int64, in isa.Inst, host sim.Host, s *step
 			setA(x, d+reg, out)
 		}
 
+	case isa.CVTF8H:
+		lo, _ := convert(isa.CVTF8, x.fp8, getA(x, a), getA(x, a+1))
+		setA(x, d, getA(x, d)&0xffff|lo<<16)
+
 	case isa.CVTFH, isa.CVTHF, isa.CVTH8, isa.CVT8H, isa.CVTF8, isa.CVT8F, isa.CVTIF, isa.CVTFI:
 		lo, hi := convert(in.Op, x.fp8, getA(x, a), getA(x, a+1))
 		setA(x, d, lo)

@@ -400,3 +400,6 @@ after:
 	sort16lo $m1, $m2, $m3             // 1c123000
 	sort16lo $mzero, $mzero, $mzero    // 1cfff000
 	sort16hi $m7, $m10, $m13           // 1d7ad000
+	f32v2tof8hi $a1, $a0:1             // 8a100000
+	f32v2tof8hi $azero, $a14:15        // 8afe0000
+	f32v2tof8hi $a7, $a8:9             // 8a780000
