@@ -73,7 +73,9 @@ type Symbol struct {
 }
 
 // Transfer is one compiled send: at Cycle of superstep Phase, tile sends
-// Words 32-bit words to tiles [Dst, Dst+DstCount).
+// Words 32-bit words to tiles [Dst, Dst+DstCount). A strided send (every
+// s-th tile, libs/isa send.go) is recorded as one Transfer per receiving
+// tile, each with the send's Cycle and a DstCount of 1.
 type Transfer struct {
 	Phase    int
 	Cycle    int64

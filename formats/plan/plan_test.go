@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -175,6 +176,10 @@ func TestState(t *testing.T) {
 		{"shard", func(s *State) { s.Shard, s.Shards = 4, 4 }, "search state: shard: shard 4 of 4"},
 		{"shard-alone", func(s *State) { s.Shard = 1 }, "search state: shard: shard 1 of 0"},
 		{"validated", func(s *State) { s.Validated = -1 }, "search state: validated_cycles: negative"},
+		{"reserve", func(s *State) { s.Reserve = -8 }, "search state: memory_reserve: -8 out of range"},
+		{"stride", func(s *State) {
+			s.Exchanges = []Exchange{{Transfers: [][6]int64{{0, 1, 2 | (MaxTiles+1)<<16, 4, 0, 0}}, Events: []ExchangeEvent{{Arrive: []int64{10, 11}}}}}
+		}, fmt.Sprintf("search state: exchanges[0].transfers[0][2]: stride %d out of range", MaxTiles+1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _ := ReadState(data)

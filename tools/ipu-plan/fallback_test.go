@@ -17,8 +17,8 @@ import (
 // not link (a placement the search's memory checks missed, which no
 // committed model shows since strided multicasts changed the plans),
 // ipu-plan says why, searches again under the device objective and
-// writes that plan and state; a failure of the device plan too is the
-// run's error.
+// writes that plan and state; a placement failure is searched again with
+// memory kept free; a failure of every plan is the run's error.
 func TestFallbackToDevice(t *testing.T) {
 	model := filepath.Join("..", "..", "testdata", "models", "qk-early.onnx")
 	failing := func(objective string) func(*slog.Logger, config, *plan.Plan, []plan.Exchange) (*link.Stats, error) {
@@ -49,6 +49,34 @@ func TestFallbackToDevice(t *testing.T) {
 			}
 			if !bytes.Contains(data, []byte(`"objective": "device"`)) {
 				t.Errorf("%s is not the device objective's", f)
+			}
+		}
+	})
+	t.Run("no reserve places", func(t *testing.T) {
+		// Every link a placement failure: the search runs again with a
+		// sixteenth, an eighth and a quarter kept free, then fails with
+		// the placement's error and writes nothing.
+		validateLink = func(*slog.Logger, config, *plan.Plan, []plan.Exchange) (*link.Stats, error) {
+			return nil, &link.MemoryError{Tile: 3, Buffer: "b", Size: 2560, Region: "interleaved memory"}
+		}
+		dir := t.TempDir()
+		out, state := filepath.Join(dir, "r.plan"), filepath.Join(dir, "r.json")
+		var stdout, stderr bytes.Buffer
+		if status := run([]string{"ipu-plan", model, "-o", out, "--tiles", "64", "--max-attempts", "2", "--state", state}, &stdout, &stderr); status != 1 {
+			t.Fatalf("status %d, want 1:\n%s", status, stderr.String())
+		}
+		for _, r := range []string{"39867", "79734", "159468"} {
+			if !strings.Contains(stderr.String(), "the plan does not place: searching again with memory kept free on every tile reserve_bytes="+r+" ") {
+				t.Errorf("no retry with %s bytes kept free:\n%s", r, stderr.String())
+			}
+		}
+		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		if last := lines[len(lines)-1]; last != "ipu-plan: tile 3: buffer b of 2560 bytes does not fit in interleaved memory (largest free range 0 bytes while it lives)" {
+			t.Errorf("last line %q", last)
+		}
+		for _, f := range []string{out, state} {
+			if _, err := os.Stat(f); err == nil {
+				t.Errorf("a failed run wrote %s", f)
 			}
 		}
 	})

@@ -263,15 +263,20 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 			break
 		}
 		reserve := int64(cfg.arch.UsableMemory().Size()) / frac
-		if reserve <= opt.MemoryReserve {
+		if reserve <= state.Reserve { // a resumed state's reserve is the search's
 			continue
 		}
 		why, _, _ := strings.Cut(err.Error(), "\n")
 		log.Warn("the plan does not place: searching again with memory kept free on every tile", slog.Int64("reserve_bytes", reserve), slog.String("reason", why))
 		opt.MemoryReserve, opt.State, opt.Progress = reserve, nil, nil
-		if pl, state, st, err = planner.Plan(g, cfg.arch, opt); err != nil {
-			return fmt.Errorf("%s: %w", cfg.model, err)
+		p2, s2, st2, perr := planner.Plan(g, cfg.arch, opt)
+		if perr != nil {
+			// The model does not fit with that much kept free: the
+			// placement's error, not the smaller memory's, is the user's.
+			log.Warn("no plan keeps that memory free", slog.Int64("reserve_bytes", reserve), slog.String("reason", perr.Error()))
+			break
 		}
+		pl, state, st = p2, s2, st2
 		linked, err = validateLink(log, cfg, pl, nil)
 	}
 	if err != nil {
