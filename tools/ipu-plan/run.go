@@ -273,7 +273,8 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		if perr != nil {
 			// The model does not fit with that much kept free: the
 			// placement's error, not the smaller memory's, is the user's.
-			log.Warn("no plan keeps that memory free", slog.Int64("reserve_bytes", reserve), slog.String("reason", perr.Error()))
+			perrWhy, _, _ := strings.Cut(perr.Error(), "\n")
+			log.Warn("no plan keeps that memory free", slog.Int64("reserve_bytes", reserve), slog.String("reason", perrWhy))
 			break
 		}
 		pl, state, st = p2, s2, st2
