@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -115,6 +116,7 @@ func Main(app *cli.App, args []string, stdout, stderr io.Writer) (status int) {
 		}
 	}()
 
+	hugeHeap()
 	tuneGC(app)
 	if path := os.Getenv("IPU_CPUPROFILE"); path != "" {
 		stop, err := startProfile(path)
@@ -123,6 +125,10 @@ func Main(app *cli.App, args []string, stdout, stderr io.Writer) (status int) {
 			return 1
 		}
 		defer stop()
+	}
+	if path := os.Getenv("IPU_MEMPROFILE"); path != "" {
+		runtime.MemProfileRate = 4096
+		defer writeHeapProfile(stderr, name, path)
 	}
 	err := app.Run(args)
 	if err == nil {
@@ -147,6 +153,22 @@ func startProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// writeHeapProfile writes the run's allocation profile to path
+// (IPU_MEMPROFILE, a developer's aid: go tool pprof -sample_index=alloc_space
+// bin/TOOL path).
+func writeHeapProfile(stderr io.Writer, name, path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: IPU_MEMPROFILE: %s\n", name, oneLine(err.Error()))
+	}
 }
 
 // report prints err as one line and returns the exit status for it.

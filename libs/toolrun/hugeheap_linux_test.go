@@ -1,0 +1,83 @@
+package toolrun
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// vmFlags returns the VmFlags of the mapping holding addr
+// (/proc/self/smaps).
+func vmFlags(t *testing.T, addr uintptr) []string {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps: %v", err)
+	}
+	defer f.Close()
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if lo, hi, ok := strings.Cut(strings.Fields(line)[0], "-"); ok && !strings.HasSuffix(line, ":") {
+			a, err1 := strconv.ParseUint(lo, 16, 64)
+			b, err2 := strconv.ParseUint(hi, 16, 64)
+			if err1 == nil && err2 == nil {
+				in = uint64(addr) >= a && uint64(addr) < b
+				continue
+			}
+		}
+		if rest, ok := strings.CutPrefix(line, "VmFlags:"); ok && in {
+			return strings.Fields(rest)
+		}
+	}
+	t.Fatalf("no mapping holds %#x", addr)
+	return nil
+}
+
+func hasFlag(flags []string, f string) bool {
+	for _, g := range flags {
+		if g == f {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHugeHeap checks, in a fresh process as a tool starts, that after
+// hugeHeap the heap the next allocations take is advised for huge pages,
+// and that IPU_HUGEPAGES=0 leaves it alone (a fresh 64 MiB allocation,
+// which no hole of the small heap before it can hold).
+func TestHugeHeap(t *testing.T) {
+	if mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || strings.Contains(string(mode), "[never]") {
+		t.Skip("no transparent huge pages on this host")
+	}
+	if os.Getenv("TOOLRUN_HUGEHEAP_CHILD") == "1" {
+		advised := hugeHeap()
+		b := make([]byte, 64<<20)
+		f := vmFlags(t, uintptr(unsafe.Pointer(&b[0])))
+		runtime.KeepAlive(b)
+		switch on := os.Getenv("IPU_HUGEPAGES") != "0"; {
+		case on && !advised:
+			t.Skip("madvise(MADV_HUGEPAGE) refused")
+		case on && !hasFlag(f, "hg"):
+			t.Fatalf("the heap after hugeHeap is not advised huge: VmFlags %v", f)
+		case !on && (advised || hasFlag(f, "hg")):
+			t.Fatalf("IPU_HUGEPAGES=0: hugeHeap reported %v, VmFlags %v", advised, f)
+		}
+		return
+	}
+	for _, env := range []string{"1", "0"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHugeHeap$", "-test.v")
+		cmd.Env = append(os.Environ(), "TOOLRUN_HUGEHEAP_CHILD=1", "IPU_HUGEPAGES="+env)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("IPU_HUGEPAGES=%s: %v\n%s", env, err, out)
+		}
+	}
+}

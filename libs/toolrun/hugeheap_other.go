@@ -1,0 +1,6 @@
+//go:build !linux
+
+package toolrun
+
+// adviseHugeHeap does nothing where Linux's MADV_HUGEPAGE does not exist.
+func adviseHugeHeap(int) bool { return false }
