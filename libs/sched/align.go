@@ -1,10 +1,11 @@
 package sched
 
 import (
-	"ipu.local/libs/arch"
+	"slices"
 	"sort"
 	"time"
 
+	"ipu.local/libs/arch"
 	"ipu.local/libs/isa"
 )
 
@@ -126,9 +127,14 @@ func (s *scheduler) idsOf(u int, ev tevent) [3]int32 {
 // failure (everything after it depends on it).
 func (s *scheduler) checkSlots(tiles []int) []int {
 	bad := map[int]bool{}
+	// The replays' lists, reused from tile to tile.
+	var evs []tevent
+	var gaps []gap
+	var loads []load
 	for _, u := range tiles {
 		ts := s.tiles[u]
 		v := newTile(u, make([]int32, s.ix.nvals[u]))
+		v.events, v.gaps, v.loads = slices.Grow(evs[:0], len(ts.events)), slices.Grow(gaps[:0], len(ts.gaps)), slices.Grow(loads[:0], len(ts.loads))
 		for _, ev := range ts.events {
 			count(v.future, s.opsOf(ev), s.idsOf(u, ev), 1)
 		}
@@ -155,6 +161,7 @@ func (s *scheduler) checkSlots(tiles []int) []int {
 				v.portFree = ev.t + dur
 			}
 		}
+		evs, gaps, loads = v.events, v.gaps, v.loads
 	}
 	out := make([]int, 0, len(bad))
 	for x := range bad {

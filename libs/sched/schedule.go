@@ -184,13 +184,14 @@ func newSchedulerIx(p *arch.Preset, phase []Transfer, opt Options, st strategy, 
 		remI: slices.Clone(ix.remI), pend: ix.pend, done: make([]bool, len(phase)),
 		events: make([]Event, len(phase)), needS: make([]needMemo, len(phase)),
 		needR: make([]needMemo, len(ix.recv)), block: make([]int32, len(phase))}
-	// Every tile's events, gaps, loads (most often) and sends in one
-	// allocation each: the tiles' lists fill up to their capacity.
+	// Every tile's events, gaps, loads (most often: two an event, a
+	// recv's source tile and address) and sends in one allocation each:
+	// the tiles' lists fill up to their capacity.
 	total := 0
 	for _, n := range ix.events {
 		total += int(n)
 	}
-	evs, gaps, loads := make([]tevent, total), make([]gap, total), make([]load, total)
+	evs, gaps, loads := make([]tevent, total), make([]gap, total), make([]load, loadsPerEvent*total)
 	sends := make([]busUse, len(phase))
 	off, soff := 0, 0
 	for t, n := range ix.events {
@@ -199,13 +200,18 @@ func newSchedulerIx(p *arch.Preset, phase []Transfer, opt Options, st strategy, 
 		}
 		tl := newTile(t, slices.Clone(ix.future[t]))
 		end, send := off+int(n), soff+len(ix.pend[t])
-		tl.events, tl.gaps, tl.loads = evs[off:off:end], gaps[off:off:end], loads[off:off:end]
+		tl.events, tl.gaps = evs[off:off:end], gaps[off:off:end]
+		tl.loads = loads[loadsPerEvent*off : loadsPerEvent*off : loadsPerEvent*end]
 		tl.sends = sends[soff:soff:send]
 		off, soff = end, send
 		s.tiles[t] = tl
 	}
 	return s
 }
+
+// loadsPerEvent is the loads a tile's events are given room for, on
+// average, before its list grows.
+const loadsPerEvent = 3
 
 // sendOps are the send's d, a, b operands.
 func sendOps(x Transfer) [3]uint32 {
