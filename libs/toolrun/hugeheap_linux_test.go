@@ -50,9 +50,11 @@ func hasFlag(flags []string, f string) bool {
 }
 
 // TestHugeHeap checks, in a fresh process as a tool starts, that after
-// hugeHeap the heap the next allocations take is advised for huge pages,
-// and that IPU_HUGEPAGES=0 leaves it alone (a fresh 64 MiB allocation,
-// which no hole of the small heap before it can hold).
+// hugeHeap the heap the next allocations take is advised for huge pages
+// (a fresh 64 MiB allocation, which no hole of the small heap before it
+// can hold), that ExpectHeap advises the heap past the start's range (a
+// 192 MiB allocation, which only that range can hold below the heap's
+// end), and that IPU_HUGEPAGES=0 leaves both alone.
 func TestHugeHeap(t *testing.T) {
 	if mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil || strings.Contains(string(mode), "[never]") {
 		t.Skip("no transparent huge pages on this host")
@@ -60,15 +62,24 @@ func TestHugeHeap(t *testing.T) {
 	if os.Getenv("TOOLRUN_HUGEHEAP_CHILD") == "1" {
 		advised := hugeHeap()
 		b := make([]byte, 64<<20)
-		f := vmFlags(t, uintptr(unsafe.Pointer(&b[0])))
+		// The middle of each: an allocation may start on free pages just
+		// below the advised range.
+		f := vmFlags(t, uintptr(unsafe.Pointer(&b[len(b)/2])))
+		// Past the start's range: advised only by ExpectHeap.
+		ExpectHeap(StartHugeHeapBytes + 256<<20)
+		c := make([]byte, 192<<20)
+		g := vmFlags(t, uintptr(unsafe.Pointer(&c[len(c)/2])))
 		runtime.KeepAlive(b)
+		runtime.KeepAlive(c)
 		switch on := os.Getenv("IPU_HUGEPAGES") != "0"; {
 		case on && !advised:
 			t.Skip("madvise(MADV_HUGEPAGE) refused")
 		case on && !hasFlag(f, "hg"):
 			t.Fatalf("the heap after hugeHeap is not advised huge: VmFlags %v", f)
-		case !on && (advised || hasFlag(f, "hg")):
-			t.Fatalf("IPU_HUGEPAGES=0: hugeHeap reported %v, VmFlags %v", advised, f)
+		case on && !hasFlag(g, "hg"):
+			t.Fatalf("the heap past the start after ExpectHeap is not advised huge: VmFlags %v", g)
+		case !on && (advised || hasFlag(f, "hg") || hasFlag(g, "hg")):
+			t.Fatalf("IPU_HUGEPAGES=0: hugeHeap reported %v, VmFlags %v and %v", advised, f, g)
 		}
 		return
 	}

@@ -360,6 +360,9 @@ func readPackage(path string, images bool) (*ipuexe.Package, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("read package: %w", err)
 	}
+	// The check's heap: about 15 bytes a package byte (the BERT-base FP16
+	// layer's 40 MB package: 590 MB with the device's pages).
+	toolrun.ExpectHeap(15 * int64(len(data)))
 	fingerprint := par.Background(func() string { return ipuexe.Fingerprint(data) })
 	// Decompression is bounded by the memory of the package's architecture.
 	pkg, err := ipuexe.ReadWith(data, ipuexe.ReadOptions{Limits: pack.Limits, NoImages: !images})

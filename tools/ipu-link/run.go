@@ -52,6 +52,9 @@ func linkPlan(log *slog.Logger, in, out, model, state string) error {
 	if err != nil {
 		return fmt.Errorf("read plan: %w", err)
 	}
+	// The link's heap: about 14 bytes a plan byte (the BERT-base FP16
+	// layer's 26 MB plan: 355 MB).
+	toolrun.ExpectHeap(14 * int64(len(data)))
 	// The plan's own exchange schedules (ipu-plan's validation link made
 	// them), unpacked as reading validates them, unless a search state
 	// is given.

@@ -63,6 +63,9 @@ func load(c *cli.Context, in, dev, lockPath string, timeout time.Duration, crash
 	if err != nil {
 		return fmt.Errorf("read package: %w", err)
 	}
+	// The loader's heap: about 14 bytes a package byte (the BERT-base
+	// FP16 layer's 40 MB package: 560 MB with the device's pages).
+	toolrun.ExpectHeap(14 * int64(len(data)))
 	hash := par.Background(func() string { return ipuexe.Fingerprint(data) })
 	// Decompression is bounded by the memory of the package's architecture.
 	pkg, err := ipuexe.ReadWith(data, ipuexe.ReadOptions{Limits: pack.Limits})

@@ -72,6 +72,9 @@ func readObject(path string) (*obj.Object, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("read object: %w", err)
 	}
+	// The packer's heap: about 5 bytes an object byte (the BERT-base FP16
+	// layer's 43 MB object: 220 MB).
+	toolrun.ExpectHeap(5 * int64(len(data)))
 	fingerprint := par.Background(func() string { return obj.Fingerprint(data) })
 	o, err := obj.Read(data)
 	if err != nil {

@@ -141,6 +141,9 @@ func planModel(log *slog.Logger, cfg config) error {
 	if err != nil {
 		return fmt.Errorf("read model: %w", err)
 	}
+	// The search's heap: about 50 bytes a model byte (the BERT-base FP16
+	// layer's 14 MB model: 0.7 GB).
+	toolrun.ExpectHeap(50 * int64(len(data)))
 	fingerprint := par.Background(func() string { return onnx.Fingerprint(data) })
 	m, err := onnx.ReadModel(data)
 	if err != nil {
