@@ -1,6 +1,9 @@
 package toolrun
 
-import "os"
+import (
+	"os"
+	"sync"
+)
 
 // Fresh pages are the tools' hidden cost: in the VM this project is
 // measured on, a first touch of a 4 KiB page costs 7-10 us (the
@@ -33,19 +36,29 @@ const (
 	MaxHugeHeapBytes   = 2 << 30
 )
 
-// hugeAdvised is the heap advised so far (0: none). Only the tool's main
-// goroutine calls hugeHeap and ExpectHeap.
-var hugeAdvised int64
+// huge is the heap advised so far (0: none, or turned off). Tests run
+// tools in process, in parallel: a mutex keeps the advice once a range.
+var huge struct {
+	sync.Mutex
+	started bool
+	advised int64
+}
 
 // hugeHeap advises the first StartHugeHeapBytes of the heap
-// MADV_HUGEPAGE (see above), unless IPU_HUGEPAGES is "0". It reports
-// whether it did.
+// MADV_HUGEPAGE (see above), unless IPU_HUGEPAGES is "0", once a
+// process: a later call (a test running another tool in process) finds
+// the range advised. It reports whether the range is advised.
 func hugeHeap() bool {
-	hugeAdvised = 0
+	huge.Lock()
+	defer huge.Unlock()
+	if huge.started {
+		return huge.advised > 0
+	}
+	huge.started = true
 	if os.Getenv("IPU_HUGEPAGES") == "0" || !adviseHugeHeap(StartHugeHeapBytes) {
 		return false
 	}
-	hugeAdvised = StartHugeHeapBytes
+	huge.advised = StartHugeHeapBytes
 	return true
 }
 
@@ -55,10 +68,12 @@ func hugeHeap() bool {
 // not run or was turned off, or when n is within what is advised.
 func ExpectHeap(n int64) {
 	n = min(n, MaxHugeHeapBytes)
-	if hugeAdvised == 0 || n <= hugeAdvised {
+	huge.Lock()
+	defer huge.Unlock()
+	if huge.advised == 0 || n <= huge.advised {
 		return
 	}
-	if adviseHugeHeap(int(n - hugeAdvised)) {
-		hugeAdvised = n
+	if adviseHugeHeap(int(n - huge.advised)) {
+		huge.advised = n
 	}
 }
