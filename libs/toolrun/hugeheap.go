@@ -11,9 +11,10 @@ import (
 // heap to 90 MB (ipu-plan on qk-early) spends 150-200 ms in page faults,
 // more than half its time. A 2 MiB transparent huge page costs one
 // fault for 512 of them (80 MB touched: 215 ms in 4 KiB pages, 5 ms in
-// huge ones). Linux gives huge pages only to memory advised
-// MADV_HUGEPAGE (the hosts' "madvise" mode), and Go maps its heap
-// without that advice.
+// huge ones). In its "madvise" mode (these hosts') Linux gives huge pages
+// only to memory advised MADV_HUGEPAGE, and Go maps its heap without
+// that advice. (In "always" mode the heap has them anyway, in "never"
+// mode not at all: hugeHeap does nothing then.)
 //
 // hugeHeap therefore has the runtime map the first StartHugeHeapBytes of
 // the heap with one large allocation it never writes, advises that range
