@@ -184,9 +184,9 @@ func newSchedulerIx(p *arch.Preset, phase []Transfer, opt Options, st strategy, 
 		remI: slices.Clone(ix.remI), pend: ix.pend, done: make([]bool, len(phase)),
 		events: make([]Event, len(phase)), needS: make([]needMemo, len(phase)),
 		needR: make([]needMemo, len(ix.recv)), block: make([]int32, len(phase))}
-	// Every tile's events, gaps, loads (most often: two an event, a
-	// recv's source tile and address) and sends in one allocation each:
-	// the tiles' lists fill up to their capacity.
+	// Every tile's events, gaps, loads (at most three an event: its d, a
+	// and b) and sends in one allocation each: the tiles' lists fill up
+	// to their capacity.
 	total := 0
 	for _, n := range ix.events {
 		total += int(n)
@@ -209,8 +209,8 @@ func newSchedulerIx(p *arch.Preset, phase []Transfer, opt Options, st strategy, 
 	return s
 }
 
-// loadsPerEvent is the loads a tile's events are given room for, on
-// average, before its list grows.
+// loadsPerEvent is the loads a tile's list has room for per event: an
+// event loads at most its three operands.
 const loadsPerEvent = 3
 
 // sendOps are the send's d, a, b operands.

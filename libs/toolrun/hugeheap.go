@@ -2,6 +2,7 @@ package toolrun
 
 import (
 	"os"
+	"runtime/debug"
 	"sync"
 )
 
@@ -24,7 +25,7 @@ import (
 // huge pages. A tool that has read its input calls ExpectHeap with the
 // heap that input needs, which advises as much more the same way (the
 // start stays small because mapping a larger range costs more: 1 GiB at
-// start took qk-early's five tools 25 ms longer). The heap beyond the
+// start took qk-early's five tools 20-40 ms longer). The heap beyond the
 // advised range grows in 4 KiB pages as before; the collector's settings
 // (gc.go) are unchanged. IPU_HUGEPAGES=0 turns it off (the resident set
 // then grows in 4 KiB steps instead of 2 MiB).
@@ -37,8 +38,9 @@ const (
 	MaxHugeHeapBytes   = 2 << 30
 )
 
-// huge is the heap advised so far (0: none, or turned off). Tests run
-// tools in process, in parallel: a mutex keeps the advice once a range.
+// huge is the start's state and the heap advised so far (advised 0:
+// none, turned off or refused). Tests run tools in process, in parallel:
+// a mutex keeps the advice once a range.
 var huge struct {
 	sync.Mutex
 	started bool
@@ -64,11 +66,14 @@ func hugeHeap() bool {
 }
 
 // ExpectHeap tells the harness that the run's heap will reach about n
-// bytes: it backs the heap up to n (at most MaxHugeHeapBytes) with huge
-// pages, as hugeHeap did the start. It does nothing when hugeHeap did
-// not run or was turned off, or when n is within what is advised.
+// bytes: it backs the heap up to n with huge pages, as hugeHeap did the
+// start, at most MaxHugeHeapBytes and half of both the collector's memory
+// limit and the host's available memory (the range is mapped at once: a
+// mapping the host refuses would end the process). It does nothing when
+// hugeHeap did not run or was turned off, or when n is within what is
+// advised.
 func ExpectHeap(n int64) {
-	n = min(n, MaxHugeHeapBytes)
+	n = min(n, MaxHugeHeapBytes, debug.SetMemoryLimit(-1)/2, availableMemory()/2)
 	huge.Lock()
 	defer huge.Unlock()
 	if huge.advised == 0 || n <= huge.advised {

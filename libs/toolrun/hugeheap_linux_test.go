@@ -54,10 +54,19 @@ func hasFlag(flags []string, f string) bool {
 // (a fresh 64 MiB allocation, which no hole of the small heap before it
 // can hold), that ExpectHeap advises the heap past the start's range (a
 // 192 MiB allocation, which only that range can hold below the heap's
-// end), and that IPU_HUGEPAGES=0 leaves both alone.
+// end), that IPU_HUGEPAGES=0 leaves both alone, and that under an
+// address-space limit nothing is advised and nothing fails.
 func TestHugeHeap(t *testing.T) {
 	if !thpAdvised() {
 		t.Skip("transparent huge pages are not in madvise mode on this host")
+	}
+	if os.Getenv("TOOLRUN_HUGEHEAP_CHILD") == "limited" {
+		// Under RLIMIT_AS: no advice, and the large mapping is not tried.
+		if hugeHeap() {
+			t.Fatal("hugeHeap advised the heap under an address-space limit")
+		}
+		ExpectHeap(MaxHugeHeapBytes)
+		return
 	}
 	if os.Getenv("TOOLRUN_HUGEHEAP_CHILD") == "1" {
 		advised := hugeHeap()
@@ -90,5 +99,13 @@ func TestHugeHeap(t *testing.T) {
 		if err != nil {
 			t.Errorf("IPU_HUGEPAGES=%s: %v\n%s", env, err, out)
 		}
+	}
+	if _, err := exec.LookPath("sh"); err != nil {
+		return
+	}
+	cmd := exec.Command("sh", "-c", `ulimit -v 16000000 && exec "$0" -test.run='^TestHugeHeap$' -test.v`, os.Args[0])
+	cmd.Env = append(os.Environ(), "TOOLRUN_HUGEHEAP_CHILD=limited")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("under RLIMIT_AS: %v\n%s", err, out)
 	}
 }

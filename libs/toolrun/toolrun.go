@@ -127,8 +127,19 @@ func Main(app *cli.App, args []string, stdout, stderr io.Writer) (status int) {
 		defer stop()
 	}
 	if path := os.Getenv("IPU_MEMPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: IPU_MEMPROFILE: %s\n", name, oneLine(err.Error()))
+			return 1
+		}
 		runtime.MemProfileRate = 4096
-		defer writeHeapProfile(stderr, name, path)
+		defer func() {
+			if err := writeHeapProfile(f); err != nil {
+				os.Remove(path) // no half-written profile
+				fmt.Fprintf(stderr, "%s: IPU_MEMPROFILE: %s\n", name, oneLine(err.Error()))
+				status = 1
+			}
+		}()
 	}
 	err := app.Run(args)
 	if err == nil {
@@ -155,20 +166,15 @@ func startProfile(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-// writeHeapProfile writes the run's allocation profile to path
-// (IPU_MEMPROFILE, a developer's aid: go tool pprof -sample_index=alloc_space
-// bin/TOOL path).
-func writeHeapProfile(stderr io.Writer, name, path string) {
-	f, err := os.Create(path)
-	if err == nil {
-		err = pprof.Lookup("allocs").WriteTo(f, 0)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+// writeHeapProfile writes the run's allocation profile to f and closes
+// it (IPU_MEMPROFILE, a developer's aid: go tool pprof
+// -sample_index=alloc_space bin/TOOL FILE).
+func writeHeapProfile(f *os.File) error {
+	err := pprof.Lookup("allocs").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: IPU_MEMPROFILE: %s\n", name, oneLine(err.Error()))
-	}
+	return err
 }
 
 // report prints err as one line and returns the exit status for it.

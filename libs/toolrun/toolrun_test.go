@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -260,5 +262,33 @@ func TestFlagsFirst(t *testing.T) {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestMemProfile: IPU_MEMPROFILE writes an allocation profile after the
+// run; a path that cannot be created is a one-line error and status 1
+// before the tool runs.
+func TestMemProfile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "mem.prof")
+	t.Setenv("IPU_MEMPROFILE", good)
+	var stdout, stderr bytes.Buffer
+	if status := Main(newApp(), []string{"ipu-fake", "in", "-o", "out"}, &stdout, &stderr); status != 0 {
+		t.Fatalf("status %d, stderr %q", status, stderr.String())
+	}
+	if fi, err := os.Stat(good); err != nil || fi.Size() == 0 {
+		t.Fatalf("profile %s: %v", good, err)
+	}
+
+	bad := filepath.Join(dir, "missing", "mem.prof")
+	t.Setenv("IPU_MEMPROFILE", bad)
+	stdout.Reset()
+	stderr.Reset()
+	status := Main(newApp(), []string{"ipu-fake", "in", "-o", "out"}, &stdout, &stderr)
+	if status != 1 || stdout.Len() != 0 {
+		t.Errorf("status %d, stdout %q: want 1 and the tool not run", status, stdout.String())
+	}
+	if got := stderr.String(); !strings.HasPrefix(got, "ipu-fake: IPU_MEMPROFILE: open "+bad) || strings.Count(got, "\n") != 1 {
+		t.Errorf("stderr %q: want one line naming the path", got)
 	}
 }
