@@ -171,7 +171,11 @@ func (pl *planner) tryCut(pt point, i int, cut layout.Split, best plan.Decision,
 			ds = append(ds, d)
 		}
 	}
-	d, r, _, err := pl.cheapest(pt, i, ds)
+	ceil := int64(noCeiling)
+	if bestR != nil {
+		ceil = bestR.cost()
+	}
+	d, r, _, err := pl.cheapest(pt, i, ds, ceil)
 	if err != nil || r == nil || bestR != nil && r.cost() >= bestR.cost() {
 		return d, nil
 	}

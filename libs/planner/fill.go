@@ -98,15 +98,19 @@ func (pl *planner) refit(pt point, r *result) (point, *result, error) {
 	return pt, r, nil
 }
 
-// cheapestBelow prices cands in one batch and returns the index and
-// price of the cheapest that fits and costs less than r (-1: none). A
+// cheapestBelow prices cands in one batch (the ones that may cost less
+// than r, evalBelow) and returns the index and price of the cheapest
+// that fits and costs less than r (-1: none). A
 // candidate whose layout the linker cannot run (NotLoweredError) or whose
 // code does not fit a tile (CodeError) is no candidate; another error
 // ends the search.
 func (pl *planner) cheapestBelow(cands []point, r *result) (int, *result, error) {
-	rs, errs := pl.evalAll(cands)
+	rs, errs := pl.evalBelow(cands, ceilings(len(cands), r.cost()), true)
 	best := -1
 	for j, cand := range cands {
+		if rs[j] == nil && errs[j] == nil {
+			continue // cannot cost less than r
+		}
 		pl.count(cand)
 		if err := errs[j]; err != nil {
 			var nl *lower.NotLoweredError

@@ -4,7 +4,10 @@ package planner
 // the points not priced before on a worker per core.
 
 import (
+	"cmp"
 	"errors"
+	"math"
+	"slices"
 	"time"
 
 	"ipu.local/formats/obj"
@@ -50,6 +53,90 @@ func (pl *planner) count(pt point) {
 // builder.
 func (pl *planner) evalAll(pts []point) ([]*result, []error) {
 	rs, errs := make([]*result, len(pts)), make([]error, len(pts))
+	todo := pl.uncached(pts, rs)
+	built, pcs := pl.buildAll(pts, todo)
+	pl.settle(pts, todo, built, pcs, rs, errs)
+	return rs, errs
+}
+
+// noCeiling is a ceiling no price reaches.
+const noCeiling = math.MaxInt64
+
+// evalBelow prices the points of pts that may cost less than their
+// ceilings (ceil[i]) and, when running, less than or as much as the
+// cheapest fitting point priced so far: a point whose floor (the host
+// link's cycles for its fetch, known from its plan before it is
+// lowered) is at its ceiling or above that cheapest price is skipped,
+// its result and error both nil. The points are priced a round of one
+// a worker at a time, in order of their floors, the ones priced before
+// or sharing a program priced before first. The points skipped depend
+// on the workers, the prices of the others do not.
+func (pl *planner) evalBelow(pts []point, ceil []int64, running bool) ([]*result, []error) {
+	rs, errs := make([]*result, len(pts)), make([]error, len(pts))
+	todo := pl.uncached(pts, rs)
+	built, pcs := pl.buildAll(pts, todo)
+	best := int64(noCeiling)
+	note := func(is []int) {
+		for _, i := range is {
+			if running && rs[i] != nil && rs[i].mem == nil {
+				best = min(best, rs[i].cost())
+			}
+		}
+	}
+	for i := range pts {
+		note([]int{i}) // the points priced before
+	}
+	// The free points (no plan, or a program priced before) settle first.
+	var free, rest []int
+	floor := make([]int64, len(pts))
+	for _, i := range todo {
+		if _, ok := pl.programs[built[i].print]; ok || pcs[i].err != nil {
+			free = append(free, i)
+			continue
+		}
+		floor[i] = pl.floor(built[i])
+		rest = append(rest, i)
+	}
+	pl.settle(pts, free, built, pcs, rs, errs)
+	note(free)
+	slices.SortStableFunc(rest, func(a, b int) int { return cmp.Compare(floor[a], floor[b]) })
+	for len(rest) > 0 {
+		var round []int
+		for len(rest) > 0 && len(round) < len(pl.steps) {
+			i := rest[0]
+			rest = rest[1:]
+			if floor[i] >= ceil[i] || floor[i] > best {
+				continue
+			}
+			round = append(round, i)
+		}
+		pl.settle(pts, round, built, pcs, rs, errs)
+		note(round)
+	}
+	return rs, errs
+}
+
+// ceilings returns n ceilings of c.
+func ceilings(n int, c int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = c
+	}
+	return out
+}
+
+// floor is a lower bound of a built point's price: the host link's
+// cycles for its fetch (hostCycles), none under the device objective.
+func (pl *planner) floor(bp builtPoint) int64 {
+	if pl.device {
+		return 0
+	}
+	return fetchCycles(pl.p, bp.b.tensors)
+}
+
+// uncached returns the indices of pts not priced before and sets the
+// others' results.
+func (pl *planner) uncached(pts []point, rs []*result) []int {
 	var todo []int
 	for i, pt := range pts {
 		if r, ok := pl.cache[pt.key()]; ok {
@@ -58,16 +145,27 @@ func (pl *planner) evalAll(pts []point) ([]*result, []error) {
 		}
 		todo = append(todo, i)
 	}
+	return todo
+}
+
+// buildAll builds the plans of pts[todo] side by side; a plan's error
+// is its pricing's.
+func (pl *planner) buildAll(pts []point, todo []int) ([]builtPoint, []pricing) {
 	pcs := make([]pricing, len(pts))
 	built := make([]builtPoint, len(pts))
 	par.For(len(todo), len(pl.steps), func(_, j int) {
 		i := todo[j]
 		built[i], pcs[i].err = pl.buildPoint(pts[i])
 	})
-	// Each program once: the first point of each new print is priced,
-	// the others copy its price.
+	return built, pcs
+}
+
+// settle prices the built points pts[todo], each program once (the
+// first point of each new print is priced, the others copy its price),
+// and sets their results and errors.
+func (pl *planner) settle(pts []point, todo []int, built []builtPoint, pcs []pricing, rs []*result, errs []error) {
 	var priced []int
-	rep := make([]bool, len(pts)) // the point priced for its program
+	rep := make(map[int]bool) // the point priced for its program
 	first := map[programPrint]bool{}
 	for _, i := range todo {
 		if pcs[i].err != nil {
@@ -104,7 +202,6 @@ func (pl *planner) evalAll(pts []point) ([]*result, []error) {
 		pl.cache[pts[i].key()] = pc.r
 		rs[i] = pc.r
 	}
-	return rs, errs
 }
 
 // builtPoint is a point, its builder, plan and the plan's print.
@@ -222,16 +319,7 @@ func hostCycles(p *arch.Preset, tensors []*layout.Tensor, pr *prog.Program) int6
 	if per <= 0 {
 		return 0
 	}
-	var fetch int64
-	for _, t := range tensors {
-		if t.Source != layout.FromHost {
-			continue
-		}
-		for i := range t.Pieces {
-			fetch += int64(t.Geometry(i).Bytes())
-		}
-	}
-	bytes := fetch
+	bytes := fetchBytes(tensors)
 	for _, s := range pr.Steps {
 		if s.Kind != obj.HostExchange || s.Name == "fetch" {
 			continue
@@ -243,4 +331,29 @@ func hostCycles(p *arch.Preset, tensors []*layout.Tensor, pr *prog.Program) int6
 		}
 	}
 	return (bytes + per - 1) / per // as link.Stats.HostLinkCycles
+}
+
+// fetchBytes is the bytes the fetch moves: every piece's storage of the
+// host tensors, copies included.
+func fetchBytes(tensors []*layout.Tensor) int64 {
+	var fetch int64
+	for _, t := range tensors {
+		if t.Source != layout.FromHost {
+			continue
+		}
+		for i := range t.Pieces {
+			fetch += int64(t.Geometry(i).Bytes())
+		}
+	}
+	return fetch
+}
+
+// fetchCycles is the host link's cycles for the fetch alone, at most
+// hostCycles.
+func fetchCycles(p *arch.Preset, tensors []*layout.Tensor) int64 {
+	per := int64(p.HostBytesPerCycle)
+	if per <= 0 {
+		return 0
+	}
+	return (fetchBytes(tensors) + per - 1) / per
 }

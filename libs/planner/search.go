@@ -110,7 +110,7 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 			pl.placeRange(pt, i)
 			continue
 		}
-		best, bestR, firstErr, err := pl.cheapest(pt, i, cands[i])
+		best, bestR, firstErr, err := pl.cheapest(pt, i, cands[i], noCeiling)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -127,7 +127,7 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 			if !ok || bestR == nil {
 				continue
 			}
-			if d, r, _, err := pl.cheapest(pt, i, []plan.Decision{alt}); err != nil {
+			if d, r, _, err := pl.cheapest(pt, i, []plan.Decision{alt}, bestR.cost()); err != nil {
 				return nil, nil, err
 			} else if r != nil && r.cost() < bestR.cost() {
 				best, bestR = d, r
@@ -189,19 +189,24 @@ func (pl *planner) decide(pt point, i int, d plan.Decision) {
 }
 
 // cheapest prices product i of pt under each decision of ds (its tile
-// range placed) and returns the cheapest that fits, nil when none does;
-// firstErr is the first point's reason not to be a candidate (not
-// lowered, or its memory), err an error that ends the search.
-func (pl *planner) cheapest(pt point, i int, ds []plan.Decision) (best plan.Decision, bestR *result, firstErr, err error) {
+// range placed) and returns the cheapest that fits and may cost less
+// than ceil, nil when none does; firstErr is the first point's reason
+// not to be a candidate (not lowered, or its memory), err an error that
+// ends the search. A decision that cannot cost less than ceil or than
+// the cheapest priced before it (evalBelow) is not priced.
+func (pl *planner) cheapest(pt point, i int, ds []plan.Decision, ceil int64) (best plan.Decision, bestR *result, firstErr, err error) {
 	pts := make([]point, len(ds))
 	for j, d := range ds {
 		pts[j] = pt.clone()
 		pl.decide(pts[j], i, d)
 	}
-	rs, errs := pl.evalAll(pts)
+	rs, errs := pl.evalBelow(pts, ceilings(len(pts), ceil), true)
 	for j, cand := range pts {
-		pl.count(cand)
 		r, err := rs[j], errs[j]
+		if r == nil && err == nil {
+			continue // cannot be the cheapest
+		}
+		pl.count(cand)
 		if err != nil {
 			var nl *lower.NotLoweredError
 			if errors.As(err, &nl) {

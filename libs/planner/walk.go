@@ -37,6 +37,7 @@ func (pl *planner) attempts(w *walk, a int, opt Options, st *Stats) (int, error)
 	n := min(len(pl.steps), opt.MaxAttempts-a)
 	batch := make([]attempt, n)
 	var pts []point
+	var ceil []int64
 	seen := map[string]bool{}
 	for j := range batch {
 		nb := pl.move(w.cur, w.rng)
@@ -45,14 +46,27 @@ func (pl *planner) attempts(w *walk, a int, opt Options, st *Stats) (int, error)
 		if k := nb.key(); !w.visited[k] && !seen[k] {
 			seen[k] = true
 			pts = append(pts, nb)
+			// A point the walk does not take unless it is cheaper (and
+			// then it is priced) need not be priced when it cannot be.
+			c := int64(noCeiling)
+			if u >= acceptWorse {
+				c = w.curR.cost()
+			}
+			ceil = append(ceil, c)
 		}
 	}
-	pl.evalAll(pts)
+	rs, errs := pl.evalBelow(pts, ceil, false)
+	skipped := map[string]bool{}
+	for j, pt := range pts {
+		if rs[j] == nil && errs[j] == nil {
+			skipped[pt.key()] = true
+		}
+	}
 	for j, at := range batch {
 		if opt.Progress != nil {
 			opt.Progress(a+j, opt.MaxAttempts, w.incR.total)
 		}
-		moved, err := pl.attempt(w, at.nb, at.u, st)
+		moved, err := pl.attempt(w, at.nb, at.u, skipped[at.nb.key()], st)
 		if err != nil {
 			return 0, err
 		}
@@ -64,14 +78,18 @@ func (pl *planner) attempts(w *walk, a int, opt Options, st *Stats) (int, error)
 	return len(batch), nil
 }
 
-// attempt tries the walk's move to nb (its price cached by attempts)
-// and reports whether the current point changed.
-func (pl *planner) attempt(w *walk, nb point, u float64, st *Stats) (bool, error) {
+// attempt tries the walk's move to nb (its price cached by attempts,
+// or skipped: it cannot cost less than the current point, which the walk
+// keeps) and reports whether the current point changed.
+func (pl *planner) attempt(w *walk, nb point, u float64, skipped bool, st *Stats) (bool, error) {
 	k := nb.key()
 	if w.visited[k] {
 		return false, nil
 	}
 	w.visited[k] = true
+	if skipped {
+		return false, nil
+	}
 	r, err := pl.eval(nb)
 	if err != nil {
 		var nl *lower.NotLoweredError
