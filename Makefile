@@ -16,9 +16,14 @@ GOFLAGS_TEST ?= -count=1
 
 all: build
 
+# urfave_cli_no_docs leaves out the CLI library's man-page and Markdown
+# writers, which no tool calls and whose package init cost every run
+# about 2 ms (14 ms a Go process starts here, 9 ms the smallest).
+BUILD_TAGS ?= urfave_cli_no_docs
+
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./tools/,$(TOOLS))
+	$(GO) build -tags '$(BUILD_TAGS)' -o $(BIN)/ $(addprefix ./tools/,$(TOOLS))
 
 # `make run` compiles a model and checks it on the simulated device:
 # plan -> link -> pack -> load -> check, artifacts under artifacts/NAME/.

@@ -7,8 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/schollz/progressbar/v3"
+	"strings"
 )
 
 // Modes of --progress.
@@ -43,40 +42,56 @@ func Enabled(mode string, w io.Writer) bool {
 	return false
 }
 
-// Bar is a progress bar, or nothing when disabled (every method is then a
-// no-op).
-type Bar struct{ b *progressbar.ProgressBar }
+// barWidth is the bar's width in characters.
+const barWidth = 30
 
-// New returns a bar of total steps with a description on w, or a no-op
-// bar when mode does not draw on w.
+// Bar is a progress bar, or nothing when disabled (every method is then a
+// no-op). It redraws its line in place ("\r"), as a terminal shows it.
+type Bar struct {
+	w     io.Writer
+	total int
+	n     int
+	desc  string
+	last  int // the width of the line drawn last, cleared by the next
+}
+
+// New returns a bar of total steps with a description on w, drawn at
+// once, or a no-op bar when mode does not draw on w.
 func New(mode string, w io.Writer, total int, desc string) *Bar {
 	if !Enabled(mode, w) {
 		return &Bar{}
 	}
-	return &Bar{progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription(desc),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionThrottle(0),
-	)}
+	b := &Bar{w: w, total: max(total, 0), desc: desc}
+	b.draw()
+	return b
 }
 
-// Set moves the bar to n steps with a new description.
+// Set moves the bar to n steps (within [0, total]) with a new description.
 func (b *Bar) Set(n int, desc string) {
-	if b.b == nil {
+	if b.w == nil {
 		return
 	}
-	b.b.Describe(desc)
-	_ = b.b.Set(n)
+	b.n, b.desc = min(max(n, 0), b.total), desc
+	b.draw()
 }
 
-// Finish clears the bar.
+// draw writes the bar's line over the one before: "desc  45% [====    ] (9/20)".
+func (b *Bar) draw() {
+	fill, pct := barWidth, 100
+	if b.total > 0 {
+		fill, pct = b.n*barWidth/b.total, 100*b.n/b.total
+	}
+	line := fmt.Sprintf("%s %3d%% [%s%s] (%d/%d)", b.desc, pct, strings.Repeat("=", fill), strings.Repeat(" ", barWidth-fill), b.n, b.total)
+	pad := strings.Repeat(" ", max(0, b.last-len(line))) // a longer line before
+	fmt.Fprintf(b.w, "\r%s%s", line, pad)
+	b.last = len(line)
+}
+
+// Finish clears the bar's line.
 func (b *Bar) Finish() {
-	if b.b == nil {
+	if b.w == nil {
 		return
 	}
-	_ = b.b.Finish()
-	_ = b.b.Clear()
+	fmt.Fprintf(b.w, "\r%s\r", strings.Repeat(" ", b.last))
+	b.last = 0
 }
