@@ -5,15 +5,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"ipu.local/libs/sim"
 )
 
-// A page of the mapping the file system cannot provide (here: the file
-// cut short under the mapping, which faults as a full disk does) is a
-// one-line FileError naming the device, not a crash, and the device stays
-// marked loading: it refuses sessions until loaded again.
+// A write of a tile's image that the file system refuses (a full disk)
+// is a one-line FileError naming the device, the tile and the cause, not
+// a crash, and the device stays marked loading: it refuses sessions until
+// loaded again.
 func TestLoadFileFault(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ipu0")
 	pkg := testPackage(t, "ipu21-tiny", 0, 1)
@@ -23,29 +24,24 @@ func TestLoadFileFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	size := int64(d.g.stateOffset)
-	// Keep the header page; tile memory is past the end of the file.
-	if err := os.Truncate(path, pageSize); err != nil {
-		t.Fatal(err)
-	}
+	d.failWrites = syscall.ENOSPC
 	err = d.Load(pkg, testFingerprint, log, LoadOptions{})
 	var fe *FileError
 	if !errors.As(err, &fe) {
 		t.Fatalf("Load error = %v, want a *FileError", err)
 	}
 	msg := err.Error()
-	if !strings.HasPrefix(msg, "device "+path+": load: the file system could not provide byte 0x") || strings.Contains(msg, "\n") {
+	if !strings.HasPrefix(msg, "device "+path+": write tile 0 memory [0x") || !strings.HasSuffix(msg, ": no space left on device") || strings.Contains(msg, "\n") {
 		t.Errorf("error = %q", msg)
 	}
-	if fe.Off < pageSize || fe.Off >= size {
-		t.Errorf("fault at byte %#x, outside tile memory [%#x, %#x)", fe.Off, pageSize, size)
-	}
+	d.failWrites = nil
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	// The file restored to its size: the device is not loaded.
-	if err := os.Truncate(path, size); err != nil {
-		t.Fatal(err)
+	// Opened again: the device is not loaded.
+	if fi, err := os.Stat(path); err != nil || fi.Size() < size {
+		t.Fatalf("device file: %v, %v", fi, err)
 	}
 	d, err = Open(path)
 	if err != nil {

@@ -318,6 +318,17 @@ type Device struct {
 	f    *os.File
 	m    []byte // header page and every tile's memory
 	g    geometry
+	// failWrites, set by tests, is the error every write of tile memory
+	// to the file gets (a full disk).
+	failWrites error
+}
+
+// writeAt writes b at off of the file (or fails as failWrites says).
+func (d *Device) writeAt(b []byte, off int64) (int, error) {
+	if d.failWrites != nil {
+		return 0, d.failWrites
+	}
+	return d.f.WriteAt(b, off)
 }
 
 // Path is the device's path as given.
@@ -448,5 +459,30 @@ func (d *Device) writeState(b []byte) error {
 	le := binary.LittleEndian
 	le.PutUint32(d.m[offStateLen:], uint32(len(b)))
 	le.PutUint32(d.m[offStateCRC:], crc32.Checksum(b, castagnoli))
+	return nil
+}
+
+// tileFile writes the tiles' memory in the device file with system calls
+// (sim.TileFile): the simulator's load need not map those pages in the
+// process.
+type tileFile struct{ d *Device }
+
+// span returns the file offset of tile's memory at addr, for n bytes.
+func (f tileFile) span(tile int, addr uint32, n int) (int64, error) {
+	lo := f.d.g.preset.Memory.Lo
+	if tile < 0 || tile >= f.d.g.tiles || addr < lo || uint64(addr-lo)+uint64(n) > f.d.g.tileBytes {
+		return 0, fmt.Errorf("[%#x, +%d) outside tile %d's memory", addr, n, tile)
+	}
+	return int64(f.d.g.memOffset + uint64(tile)*f.d.g.tileStride + uint64(addr-lo)), nil
+}
+
+func (f tileFile) WriteTile(tile int, addr uint32, src []byte) error {
+	off, err := f.span(tile, addr, len(src))
+	if err != nil {
+		return err
+	}
+	if _, err := f.d.writeAt(src, off); err != nil {
+		return &FileError{Path: f.d.path, What: fmt.Sprintf("write tile %d memory [%#x, +%d)", tile, addr, len(src)), Off: -1, Err: err}
+	}
 	return nil
 }

@@ -104,6 +104,7 @@ func (d *Device) load(pkg *ipuexe.Package, images []*sim.Image, fingerprint stri
 	so := opt.Sim
 	so.RequireConfig = true
 	m := sim.New(d.g.preset, d.tileMem, so)
+	m.UseFile(tileFile{d})
 	writes, err := d.replay(m, pkg.Config)
 	if err != nil {
 		return err
@@ -122,6 +123,10 @@ func (d *Device) load(pkg *ipuexe.Package, images []*sim.Image, fingerprint stri
 		}
 		if err := m.LoadAll(ts, imgs); err != nil {
 			var le *sim.LoadError
+			var fe *FileError
+			if errors.As(err, &fe) {
+				return fe // names the device, the tile and the cause
+			}
 			if errors.As(err, &le) {
 				return fmt.Errorf("device %s: tile %d: load image %d: %w", d.path, le.Tile, pkg.TileImage[le.Tile], le.Err)
 			}

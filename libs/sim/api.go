@@ -206,6 +206,7 @@ type TileSnapshot struct {
 //	func (m *Machine) Reset()                      // every tile inactive, powered off
 //	func (m *Machine) Load(tile int, img Image) error   // place segments, mark code, tile active, contexts reset, supervisor at Entry
 //	func (m *Machine) LoadAll(tiles []int, imgs []Image) error // Load of each, in order, the code predecoded in parallel; errors are *LoadError
+//	func (m *Machine) UseFile(f TileFile)          // LoadAll writes the images with f (tilefile.go)
 //	func (m *Machine) Configure(tile int, reg, value uint32) error // a device register write (validated)
 //	func (m *Machine) Run(host Host, command uint32) (*RunResult, error)
 //	    resumes every active tile (the supervisors waiting at hsync receive

@@ -36,8 +36,16 @@ func (m *Machine) LoadAll(tiles []int, imgs []Image) error {
 	if twice {
 		segs = nil
 	}
-	progs := m.decodeMany(mems[:n], codes[:n], segs)
-	for i, p := range progs {
+	progs, bad, werr := m.decodeMany(tiles[:n], mems[:n], codes[:n], segs)
+	if werr != nil {
+		// The tiles before the one whose image the file refused are
+		// loaded; the others placed are not.
+		for _, t := range tiles[bad:n] {
+			m.tiles[t].active = false
+		}
+		n, err = bad, werr
+	}
+	for i, p := range progs[:n] {
 		m.tiles[tiles[i]].prog = p
 	}
 	if err != nil {
@@ -57,30 +65,47 @@ func (e *LoadError) Error() string { return fmt.Sprintf("tile %d: %v", e.Tile, e
 func (e *LoadError) Unwrap() error { return e.Err }
 
 // decodeMany copies the segments of imgs[i] (none when imgs is nil) into
-// mems[i] and predecodes its code (as predecode, sharing through
-// m.progs), for each i on m.parallel() workers. A panic (a page of the
-// device file that the host cannot provide) is raised again in the
-// caller's goroutine, whose guard reports it.
-func (m *Machine) decodeMany(mems [][]byte, codes [][]arch.Range, imgs []Image) []*program {
-	out := make([]*program, len(mems))
+// mems[i], the memory of tiles[i], and predecodes its code (as
+// predecode, sharing through m.progs), for each i on m.parallel()
+// workers; with a file (UseFile) it writes the segments to the file and
+// decodes from a copy. A panic (a page of the device file that the host
+// cannot provide) is raised again in the caller's goroutine, whose guard
+// reports it; a write the file refuses is err, for the first such i
+// (bad).
+func (m *Machine) decodeMany(tiles []int, mems [][]byte, codes [][]arch.Range, imgs []Image) (out []*program, bad int, err error) {
+	out = make([]*program, len(mems))
 	panics := make([]any, len(mems))
+	errs := make([]error, len(mems))
 	m.inParts(len(mems), func(i int) {
 		defer func() { panics[i] = recover() }()
-		if imgs != nil {
+		decode := func(mem []byte) {
+			if len(codes[i]) == 0 {
+				out[i] = emptyProgram
+				return
+			}
+			out[i] = m.progs.get(mem, codes[i], func() *program { return m.decodeProgram(mem, codes[i]) })
+		}
+		switch {
+		case imgs == nil:
+			decode(mems[i])
+		case m.file == nil:
 			copySegments(mems[i], m.p.Memory.Lo, imgs[i].Segments)
+			decode(mems[i])
+		default:
+			errs[i] = m.withCodeCopy(func(buf []byte) error { return m.writeImage(tiles[i], imgs[i], buf) }, decode)
 		}
-		if len(codes[i]) == 0 {
-			out[i] = emptyProgram
-			return
-		}
-		out[i] = m.progs.get(mems[i], codes[i], func() *program { return m.decodeProgram(mems[i], codes[i]) })
 	})
 	for _, p := range panics {
 		if p != nil {
 			panic(p)
 		}
 	}
-	return out
+	for i, err := range errs {
+		if err != nil {
+			return out, i, err
+		}
+	}
+	return out, -1, nil
 }
 
 // copySegments copies segments into the memory mem of a tile whose

@@ -37,6 +37,7 @@ type Machine struct {
 	faulted  bool // a fault stopped the device; Load or Reset revive it
 
 	progs *codeIndex // predecoded code, shared by identical tiles
+	file  TileFile   // the memory's file, when UseFile gave one
 
 	hostMu sync.Mutex // Host methods are never called concurrently
 	host   Host
