@@ -69,8 +69,9 @@ const noCeiling = math.MaxInt64
 // lowered) is at its ceiling or above that cheapest price is skipped,
 // its result and error both nil. The points are priced a round of one
 // a worker at a time, in order of their floors, the ones priced before
-// or sharing a program priced before first. The points skipped depend
-// on the workers, the prices of the others do not.
+// or sharing a program priced before first, those at the lowest floor
+// all in the first round. The points skipped depend on the workers, the
+// prices of the others do not.
 func (pl *planner) evalBelow(pts []point, ceil []int64, running bool) ([]*result, []error) {
 	rs, errs := make([]*result, len(pts)), make([]error, len(pts))
 	todo := pl.uncached(pts, rs)
@@ -100,9 +101,17 @@ func (pl *planner) evalBelow(pts []point, ceil []int64, running bool) ([]*result
 	pl.settle(pts, free, built, pcs, rs, errs)
 	note(free)
 	slices.SortStableFunc(rest, func(a, b int) int { return cmp.Compare(floor[a], floor[b]) })
+	// A point at the lowest floor is never skipped for a cheaper one (a
+	// price is at least its floor): those go in the first round
+	// together, priced side by side as evalAll does (a model whose
+	// points all have one floor loses nothing to the rounds).
+	lowest := int64(0)
+	if len(rest) > 0 {
+		lowest = floor[rest[0]]
+	}
 	for len(rest) > 0 {
 		var round []int
-		for len(rest) > 0 && len(round) < len(pl.steps) {
+		for len(rest) > 0 && (len(round) < len(pl.steps) || floor[rest[0]] <= lowest) {
 			i := rest[0]
 			rest = rest[1:]
 			if floor[i] >= ceil[i] || floor[i] > best {
