@@ -15,16 +15,7 @@ func TestLoadAllMatchesLoad(t *testing.T) {
 	loadRing(t, a)
 
 	b := newRig(t, "ipu21-64", Options{Parallel: 3})
-	var tiles []int
-	var imgs []Image
-	for tile := 0; tile < b.p.Tiles; tile++ {
-		code := ringProgram(b.p.Tiles, tile, int32(pcOf(ringWorker)))
-		tiles = append(tiles, tile)
-		imgs = append(imgs, Image{Entry: codeBase, Segments: []Segment{
-			{Addr: codeBase, Data: codeBytes(code), Code: true},
-			words(dataBase, uint32(tile*3+1), uint32(tile)),
-		}})
-	}
+	tiles, imgs := ringImages(b.p.Tiles)
 	if err := b.m.LoadAll(tiles, imgs); err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +60,22 @@ func TestLoadAllMatchesLoad(t *testing.T) {
 	if !bytes.Equal(d.m.MarshalState(), e.m.MarshalState()) {
 		t.Error("state after LoadAll of a tile twice differs from the state after Loads")
 	}
+}
+
+// ringImages returns the tiles of a ring of n and their images: the
+// ring's program and a data segment (tile*3+1, tile), as loadRing loads.
+func ringImages(n int) ([]int, []Image) {
+	var tiles []int
+	var imgs []Image
+	for tile := range n {
+		code := ringProgram(n, tile, int32(pcOf(ringWorker)))
+		tiles = append(tiles, tile)
+		imgs = append(imgs, Image{Entry: codeBase, Segments: []Segment{
+			{Addr: codeBase, Data: codeBytes(code), Code: true},
+			words(dataBase, uint32(tile*3+1), uint32(tile)),
+		}})
+	}
+	return tiles, imgs
 }
 
 // TestWordCache checks the memoized decoding against decodeWord on words

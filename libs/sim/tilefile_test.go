@@ -35,16 +35,7 @@ func TestUseFile(t *testing.T) {
 	b := newRig(t, "ipu21-64", Options{Parallel: 2})
 	fb := &memFile{r: b, refuse: -1}
 	b.m.UseFile(fb)
-	var tiles []int
-	var imgs []Image
-	for tile := 0; tile < a.p.Tiles; tile++ {
-		code := ringProgram(a.p.Tiles, tile, int32(pcOf(ringWorker)))
-		tiles = append(tiles, tile)
-		imgs = append(imgs, Image{Entry: codeBase, Segments: []Segment{
-			{Addr: codeBase, Data: codeBytes(code), Code: true},
-			words(dataBase, uint32(tile*3+1), uint32(tile)),
-		}})
-	}
+	tiles, imgs := ringImages(a.p.Tiles)
 	for _, r := range []*rig{a, b} {
 		if err := r.m.LoadAll(tiles, imgs); err != nil {
 			t.Fatal(err)
