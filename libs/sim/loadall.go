@@ -92,7 +92,7 @@ func (m *Machine) decodeMany(tiles []int, mems [][]byte, codes [][]arch.Range, i
 			copySegments(mems[i], m.p.Memory.Lo, imgs[i].Segments)
 			decode(mems[i])
 		default:
-			errs[i] = m.withCodeCopy(func(buf []byte) error { return m.writeImage(tiles[i], imgs[i], buf) }, decode)
+			errs[i] = m.withCodeCopy(func(buf []byte) error { return m.writeImage(tiles[i], imgs[i], codes[i], buf) }, decode)
 		}
 	})
 	for _, p := range panics {

@@ -1,6 +1,10 @@
 package sim
 
-import "sync"
+import (
+	"sync"
+
+	"ipu.local/libs/arch"
+)
 
 // TileFile is the file behind the tiles' memory (the device file),
 // written with system calls instead of through the mapping mem
@@ -42,16 +46,21 @@ func (m *Machine) withCodeCopy(fill func(buf []byte) error, fn func(buf []byte))
 	return nil
 }
 
-// writeImage writes img's segments to tile with m.file and copies its
-// code segments into buf.
-func (m *Machine) writeImage(tile int, img Image, buf []byte) error {
+// writeImage writes img's segments to tile with m.file and copies into
+// buf, in order as Load copies them into memory, those that meet the
+// tile's code ranges: buf's code is then the memory's.
+func (m *Machine) writeImage(tile int, img Image, code []arch.Range, buf []byte) error {
 	lo := m.p.Memory.Lo
 	for _, s := range img.Segments {
 		if err := m.file.WriteTile(tile, s.Addr, s.Data); err != nil {
 			return err
 		}
-		if s.Code {
-			copy(buf[s.Addr-lo:], s.Data)
+		end := uint64(s.Addr) + uint64(len(s.Data))
+		for _, r := range code {
+			if uint64(r.Lo) < end && s.Addr < r.Hi {
+				copy(buf[s.Addr-lo:], s.Data)
+				break
+			}
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"sync/atomic"
 	"testing"
 )
@@ -54,6 +55,27 @@ func TestUseFile(t *testing.T) {
 	}
 
 	compareOutcomes(t, "run after LoadAll with a file", runRing(t, a, 2), runRing(t, b, 2))
+
+	// A later segment over the code (Load copies segments in order) is
+	// in the program decoded from the copy, as in the one decoded from
+	// memory.
+	over := func(img Image) Image {
+		img.Segments = append(append([]Segment(nil), img.Segments...), words(codeBase+8, 0x10520000))
+		return img
+	}
+	e, f := newRig(t, "ipu21-64", Options{Parallel: 2}), newRig(t, "ipu21-64", Options{Parallel: 2})
+	f.m.UseFile(&memFile{r: f, refuse: -1})
+	for _, r := range []*rig{e, f} {
+		if err := r.m.LoadAll(tiles[:2], []Image{over(imgs[0]), imgs[1]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !reflect.DeepEqual(e.m.tiles[0].prog.insts, f.m.tiles[0].prog.insts) {
+		t.Error("a segment over the code: the program decoded from the copy differs from memory's")
+	}
+	if reflect.DeepEqual(e.m.tiles[0].prog.insts, b.m.tiles[0].prog.insts) {
+		t.Error("the segment over the code changed no instruction: the check above shows nothing")
+	}
 
 	d := newRig(t, "ipu21-64", Options{Parallel: 2})
 	d.m.UseFile(&memFile{r: d, refuse: 2})
