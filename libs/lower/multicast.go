@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"slices"
 	"sort"
 	"sync"
 
@@ -91,16 +92,50 @@ func multicast(xs []prog.Transfer) []prog.Transfer {
 // per place in a run if that takes fewer sends than the runs; otherwise
 // the runs of consecutive tiles (eachDestRun). A sender's port is busy
 // for every send of the same words, so fewer sends end it sooner.
+//
+// The source is often one of the tiles its block goes to (the owner of
+// a row block in the row of tiles that reads it): then ts are such a
+// shape with a hole at src, and the groups of ts and src together, each
+// progression through src cut in two there, may take fewer sends than
+// those of ts alone. The fewer of the two are taken (ts alone on a tie).
 func eachDestGroup(src int, ts []int, f func(first, count, stride int)) {
+	n := len(ts)
+	if n < 2 || src <= ts[0] || src >= ts[n-1] {
+		destGroups(src, src, ts, f)
+		return
+	}
+	var buf [64]int
+	with := buf[:0]
+	if n+1 > len(buf) {
+		with = make([]int, 0, n+1)
+	}
+	at, _ := slices.BinarySearch(ts, src)
+	with = append(append(append(with, ts[:at]...), src), ts[at:]...)
+	count := func(cut int, ts []int) int {
+		sends := 0
+		destGroups(src, cut, ts, func(int, int, int) { sends++ })
+		return sends
+	}
+	if count(-1, with) < count(src, ts) {
+		destGroups(src, -1, with, f)
+		return
+	}
+	destGroups(src, src, ts, f)
+}
+
+// destGroups is eachDestGroup's shapes of ts, whose runs eachDestRun
+// cuts at cut (src, or -1 when ts hold src): every progression it finds
+// goes to f through eachOffSource, which leaves src out.
+func destGroups(src, cut int, ts []int, f func(first, count, stride int)) {
 	if len(ts) >= 2 {
-		if st := ts[1] - ts[0]; st > 1 && spaced(ts, st) && !inProgression(src, ts[0], len(ts), st) {
-			f(ts[0], len(ts), st)
+		if st := ts[1] - ts[0]; st > 1 && spaced(ts, st) {
+			eachOffSource(src, ts[0], len(ts), st, f)
 			return
 		}
 	}
 	runs, length, alike := 0, 0, true
 	var first, second int
-	eachDestRun(src, ts, func(a, b int) {
+	eachDestRun(cut, ts, func(a, b int) {
 		switch runs {
 		case 0:
 			first, length = a, b-a
@@ -111,19 +146,32 @@ func eachDestGroup(src int, ts []int, f func(first, count, stride int)) {
 		runs++
 	})
 	if alike && runs > length && runs >= 2 && second-first <= isa.MaxSendStride {
-		st := second - first
-		free := true
 		for j := range length {
-			free = free && !inProgression(src, first+j, runs, st)
+			eachOffSource(src, first+j, runs, second-first, f)
 		}
-		if free {
-			for j := range length {
-				f(first+j, runs, st)
-			}
-			return
+		return
+	}
+	eachDestRun(cut, ts, func(a, b int) { eachOffSource(src, a, b-a, 1, f) })
+}
+
+// eachOffSource calls f for the progression first, first+stride, ...
+// (count tiles), or for its parts before and after src when src is on
+// it; a part of one tile has stride 1.
+func eachOffSource(src, first, count, stride int, f func(first, count, stride int)) {
+	part := func(first, count int) {
+		if count == 1 {
+			f(first, 1, 1)
+		} else if count > 1 {
+			f(first, count, stride)
 		}
 	}
-	eachDestRun(src, ts, func(a, b int) { f(a, b-a, 1) })
+	if !inProgression(src, first, count, stride) {
+		part(first, count)
+		return
+	}
+	k := (src - first) / stride
+	part(first, k)
+	part(src+stride, count-k-1)
 }
 
 // spaced reports whether the sorted ts are stride apart, and stride a
