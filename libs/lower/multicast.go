@@ -104,6 +104,18 @@ func eachDestGroup(src int, ts []int, f func(first, count, stride int)) {
 		destGroups(src, src, ts, f)
 		return
 	}
+	count := func(cut int, ts []int) int {
+		sends := 0
+		destGroups(src, cut, ts, func(int, int, int) { sends++ })
+		return sends
+	}
+	// With tiles on both sides of src, the groups with src take two
+	// sends at least, and one only when ts alone are a progression.
+	alone := count(src, ts)
+	if alone <= 2 {
+		destGroups(src, src, ts, f)
+		return
+	}
 	var buf [64]int
 	with := buf[:0]
 	if n+1 > len(buf) {
@@ -111,12 +123,7 @@ func eachDestGroup(src int, ts []int, f func(first, count, stride int)) {
 	}
 	at, _ := slices.BinarySearch(ts, src)
 	with = append(append(append(with, ts[:at]...), src), ts[at:]...)
-	count := func(cut int, ts []int) int {
-		sends := 0
-		destGroups(src, cut, ts, func(int, int, int) { sends++ })
-		return sends
-	}
-	if count(-1, with) < count(src, ts) {
+	if count(-1, with) < alone {
 		destGroups(src, -1, with, f)
 		return
 	}
