@@ -109,8 +109,15 @@ func eachDestGroup(src int, ts []int, f func(first, count, stride int)) {
 		destGroups(src, cut, ts, func(int, int, int) { sends++ })
 		return sends
 	}
-	// With tiles on both sides of src, the groups with src take two
-	// sends at least, and one only when ts alone are a progression.
+	// The groups with src win only as a progression or as a grid's
+	// columns (runs alone take the sends ts's runs take); with tiles on
+	// both sides of src they take two sends at least, and one only when
+	// ts alone are a progression.
+	at, _ := slices.BinarySearch(ts, src)
+	if !gridWith(ts, at, src) {
+		destGroups(src, src, ts, f)
+		return
+	}
 	alone := count(src, ts)
 	if alone <= 2 {
 		destGroups(src, src, ts, f)
@@ -121,13 +128,57 @@ func eachDestGroup(src int, ts []int, f func(first, count, stride int)) {
 	if n+1 > len(buf) {
 		with = make([]int, 0, n+1)
 	}
-	at, _ := slices.BinarySearch(ts, src)
 	with = append(append(append(with, ts[:at]...), src), ts[at:]...)
 	if count(-1, with) < alone {
 		destGroups(src, -1, with, f)
 		return
 	}
 	destGroups(src, src, ts, f)
+}
+
+// gridWith reports whether ts with src inserted at index at are equally
+// spaced, or runs of one length at one distance: the shapes destGroups
+// makes progressions of (a necessary test, without the stride limits).
+func gridWith(ts []int, at, src int) bool {
+	tile := func(i int) int {
+		switch {
+		case i < at:
+			return ts[i]
+		case i == at:
+			return src
+		}
+		return ts[i-1]
+	}
+	n := len(ts) + 1
+	first := tile(1) - tile(0)
+	if first > 1 {
+		for i := 2; i < n; i++ {
+			if tile(i)-tile(i-1) != first {
+				return false
+			}
+		}
+		return true
+	}
+	// Runs: length l, then a gap of d; every later run alike, the last
+	// one complete.
+	l := 1
+	for l < n && tile(l)-tile(l-1) == 1 {
+		l++
+	}
+	if l == n {
+		return true
+	}
+	d := tile(l) - tile(l-1)
+	for i := l; i < n; i++ {
+		want := 1
+		if i%l == 0 {
+			want = d
+		}
+		if tile(i)-tile(i-1) != want {
+			return false
+		}
+	}
+	return n%l == 0
 }
 
 // destGroups is eachDestGroup's shapes of ts, whose runs eachDestRun

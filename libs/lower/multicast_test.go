@@ -2,6 +2,7 @@ package lower
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 
@@ -185,6 +186,23 @@ func TestEachDestGroup(t *testing.T) {
 		}
 		if len(covered) != len(ts) {
 			t.Fatalf("trial %d: src %d tiles %v: %d reached", trial, src, ts, len(covered))
+		}
+		// The fewer sends of ts alone and of ts with the source (the
+		// shortcuts of eachDestGroup skip neither when it wins).
+		sends := func(cut int, ts []int) int {
+			n := 0
+			destGroups(src, cut, ts, func(int, int, int) { n++ })
+			return n
+		}
+		want := sends(src, ts)
+		if at, found := slices.BinarySearch(ts, src); !found && at > 0 && at < len(ts) {
+			with := slices.Insert(slices.Clone(ts), at, src)
+			want = min(want, sends(-1, with))
+		}
+		got := 0
+		eachDestGroup(src, ts, func(int, int, int) { got++ })
+		if got != want {
+			t.Fatalf("trial %d: src %d tiles %v: %d sends, want %d", trial, src, ts, got, want)
 		}
 	}
 }
