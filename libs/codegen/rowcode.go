@@ -133,7 +133,7 @@ func (p Rows) prologue(b *Builder, table Label) {
 	b.LoadA(rwZero, 0)
 	switch p.Op {
 	case Softmax, LogSoftmax:
-		pairConst(b, rwNInf, float32(math.Inf(-1)))
+		p.maxInit(b)
 	case ReduceMean:
 		b.LoadF32(rwInvC, p.invC())
 	case LayerNorm:
@@ -289,12 +289,7 @@ func (p Rows) row(b *Builder) {
 	switch p.Op {
 	case Softmax, LogSoftmax:
 		// Pass 1: m.
-		b.Mov(rwXp, rwX)
-		b.F(isa.V2MAX, rwM, rwNInf, rwNInf)
-		p.walk(b, ps[0], rwT2, func(l lanes, _ rowStore) {
-			l.v(isa.V2MAX, rwM, rwM, rwT)
-		})
-		b.F(isa.FMAX, rwM, rwM, rwM+1)
+		p.maxPass(b, ps[0])
 		b.Amov(rwM+1, rwM)
 		// Pass 2: e and s.
 		if ps[1].out {
@@ -340,6 +335,58 @@ func (p Rows) row(b *Builder) {
 		}
 		p.layerNormOut(b, ps[2])
 	}
+}
+
+// maxPass emits Softmax's and LogSoftmax's first pass: m, the row's
+// maximum from -Inf, in $a0 (FP32; $a1 clobbered), X's pointer set from
+// $m2. With InF16 the quads' maxima are taken in FP16, four lanes at a
+// time (f16v4max: one ld64 and one max a quad instead of an ld64, two
+// f16v2tof32 and two f32v2max), and the four lanes convert to FP32 at
+// the end (exactly) for the last pair, the odd element and the lanes'
+// maximum. f16v4max and f32max order their operands alike (-0 below
+// +0, NaN if any is NaN, made the canonical FP32 NaN by the FP32 maxima
+// that follow), so m is bit for bit the FP32 walk's. $m14 is the quads'
+// count register (beyond an rpti count); $a10:11 holds -Inf in both
+// lanes of the pass's type (maxInit: FP16 with InF16).
+func (p Rows) maxPass(b *Builder, ps rowPass) {
+	b.Mov(rwXp, rwX)
+	if !p.InF16 || ps.src != fromX {
+		b.F(isa.V2MAX, rwM, rwNInf, rwNInf)
+		p.walk(b, ps, rwT2, func(l lanes, _ rowStore) {
+			l.v(isa.V2MAX, rwM, rwM, rwT)
+		})
+		b.F(isa.FMAX, rwM, rwM, rwM+1)
+		return
+	}
+	b.F(isa.H4MAX, rwM, rwNInf, rwNInf)
+	b.Repeat(p.C/4, rwQuads, func() {
+		b.Ld64P(rwT2, rwXp, 8)
+		b.F(isa.H4MAX, rwM, rwM, rwT2)
+	})
+	b.F1(isa.CVTHF, rwT, rwM)
+	b.F1(isa.CVTHF, rwT2, rwM+1)
+	b.F(isa.V2MAX, rwM, rwT, rwT2)
+	if p.C%4 >= 2 {
+		b.Ld32P(rwT, rwXp, 4)
+		b.F1(isa.CVTHF, rwT, rwT)
+		b.F(isa.V2MAX, rwM, rwM, rwT)
+	}
+	if p.C%2 == 1 {
+		b.Ld32(rwT, rwXp, 0)
+		b.F1(isa.CVTHF, rwT, rwT)
+		b.F(isa.FMAX, rwM, rwM, rwT)
+	}
+	b.F(isa.FMAX, rwM, rwM, rwM+1)
+}
+
+// maxInit loads -Inf into both lanes of $a10:11 for maxPass: FP32, or
+// FP16 in all four halves with InF16.
+func (p Rows) maxInit(b *Builder) {
+	if p.InF16 {
+		f16Pair(b, rwNInf, 0xFC00)
+		return
+	}
+	pairConst(b, rwNInf, float32(math.Inf(-1)))
 }
 
 // softmaxOut emits the third pass of Softmax and LogSoftmax from s in

@@ -268,7 +268,11 @@ func (p Rows) checkMemory(b *Builder) error {
 // stores at Y with OutF16 (per quad one ld64 and two f16v2tof32 replace
 // two ld64, two f32v2tof16 and one st64 replace two st64; the last pair
 // and the odd element convert too, and the odd element's store merges
-// with its word: 7 more). ScaleF16 adds one f16v2tof32 per vector load.
+// with its word: 7 more). Softmax's and LogSoftmax's first pass with
+// InF16 then takes the quads' maxima in FP16 (maxPass): per quad an ld64
+// and an f16v4max, 3 issues fewer, and 3 more after the quads (the four
+// lanes converted and combined): 3 - 3Q in all. ScaleF16 adds one
+// f16v2tof32 per vector load.
 // Softmax with OutF16 stores nothing in its second pass (-P - t, and
 // one pointer reset less) and computes e again in its third (+5P + 3t:
 // the subtraction and f32v2exp, 4 issues, or f32exp, 2; and one pointer

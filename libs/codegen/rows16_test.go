@@ -176,6 +176,62 @@ func TestRows16(t *testing.T) {
 	}
 }
 
+// TestRows16Max checks the FP16 maximum of Softmax's and LogSoftmax's
+// first pass (f16v4max) on the rows where its order matters: zeros of
+// both signs as the maximum (LogSoftmax's y_j = (x_j - m) - l keeps the
+// sign of a zero when l = 0), -Inf, NaNs with payloads among them, rows
+// of 1 to 11 elements (quads, the last pair, the odd element), whole
+// rows and the split chunks: Y bit for bit as EmulateRowBytes, which
+// takes the maximum in FP32 pairs.
+func TestRows16Max(t *testing.T) {
+	rows := [][]uint16{
+		{0x8000},
+		{0x8000, 0x0000},
+		{0x0000, 0x8000, 0x8000},
+		{0x8000, 0x8000, 0x8000, 0x0000, 0x8000},
+		{0x8000, 0x8000, 0x8000, 0x8000, 0x8000, 0x8000, 0x8000},
+		{0xFC00, 0xFC00, 0x8000, 0xFC00, 0xFC00, 0xFC00, 0xFC00, 0xFC00, 0xFC00},
+		{0xFC00, 0xFC00, 0xFC00, 0xFC00},
+		{0xBC00, 0x7E01, 0x8000, 0x0000, 0xFD55, 0x3C00},
+		{0xC000, 0xC200, 0x8000, 0xC400, 0xC500, 0xC600, 0xC700, 0xC800, 0xC880, 0xC900, 0xC980},
+		{0x7C01, 0x0000, 0x0000, 0x0000, 0x0000, 0x0000, 0x0000, 0x0000},
+	}
+	const xBase, yBase = 0x80000, 0xA0000
+	tl := newTile()
+	for _, op := range []RowOp{Softmax, LogSoftmax} {
+		for ri, row := range rows {
+			for _, split := range []bool{false, true} {
+				if split && len(row) < 8 {
+					continue
+				}
+				t.Run(fmt.Sprintf("%s/row%d/split%v", op, ri, split), func(t *testing.T) {
+					C := len(row)
+					p := Rows{Op: op, R: 1, C: C, X: xBase, Y: yBase, XStride: (C + 3) &^ 3, YStride: (C + 1) &^ 1, Workers: 6, InF16: true}
+					x := make([]byte, 2*p.XStride)
+					for j, h := range row {
+						binary.LittleEndian.PutUint16(x[2*j:], h)
+					}
+					want, _, _ := EmulateRowBytes(p, x, nil, nil)
+					launches := []Rows{p}
+					if split {
+						seq := p.splitSeq((C+3)/4, 4, 0x90000)
+						launches = seq
+						want, _, _ = EmulateRowBytes(seq[0], x, nil, nil)
+					}
+					tl.put(p.X, x)
+					tl.put(p.Y, make([]byte, 4*C))
+					for _, q := range launches {
+						tl.runKernel(t, 0, func(bd *Builder) (Kernel, error) { return EmitRows(bd, q) })
+					}
+					if d := cmp.Diff(want, tl.get(p.Y, len(want))); d != "" {
+						t.Fatalf("Y mismatch (-want +got):\n%s", d)
+					}
+				})
+			}
+		}
+	}
+}
+
 // TestRows16Errors checks the FP16 alignment rules.
 func TestRows16Errors(t *testing.T) {
 	tl := newTile()
@@ -279,6 +335,9 @@ func TestRows16Formula(t *testing.T) {
 						quads = true
 						din, dout := b2i(in), b2i(ps.out && out)
 						row += L4 - L + (Q+r2)*(din+dout) + tt*(din+7*dout)
+						if (op == Softmax || op == LogSoftmax) && in && i == 0 {
+							row += 3 - 3*Q // f16v4max a quad, the lanes converted once
+						}
 					}
 					if pairs && P > MaxRptiCount {
 						pro += int64(ConstLen(uint32(P)))

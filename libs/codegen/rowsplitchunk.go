@@ -1,8 +1,6 @@
 package codegen
 
 import (
-	"math"
-
 	"ipu.local/libs/isa"
 )
 
@@ -237,12 +235,7 @@ func (p Rows) unitBody(b *Builder, n int) {
 		switch p.Phase {
 		case 1:
 			q.loadCounts(b, ps[0])
-			b.Mov(rwXp, rwX)
-			b.F(isa.V2MAX, rwM, rwNInf, rwNInf)
-			q.walk(b, ps[0], rwT2, func(l lanes, _ rowStore) {
-				l.v(isa.V2MAX, rwM, rwM, rwT)
-			})
-			b.F(isa.FMAX, rwM, rwM, rwM+1)
+			q.maxPass(b, ps[0])
 			b.St32(rwM, spW, 0)
 		case 2:
 			q.loadCounts(b, ps[1])
@@ -305,7 +298,7 @@ func (p Rows) chunkPrologue(b *Builder, table Label) {
 	}
 	switch {
 	case sm && p.Phase == 1:
-		pairConst(b, rwNInf, float32(math.Inf(-1)))
+		p.maxInit(b)
 	case p.Op == LayerNorm && p.Phase >= 2:
 		b.LoadF32(rwInvC, p.invC())
 		if p.Phase == 3 {
