@@ -112,6 +112,11 @@ type Rows struct {
 	// values give the whole-row kernel above.
 	Phase, Chunks, ChunkLen int
 	Scratch                 uint32
+	// ScratchInterleaved declares Scratch 16-byte aligned in interleaved
+	// memory (checked): with Chunks a multiple of 4, the launches that
+	// combine a row's partials load them four at a time (ld128: 3 issues
+	// per four partials instead of 4), in the same order.
+	ScratchInterleaved bool
 	// A launch of a row spread over tiles (see TileSplit): the tile holds
 	// chunks [FirstChunk, FirstChunk+TileChunks) of each row, X, Y,
 	// Scale and Bias at its first chunk's first column, the strides its
@@ -231,6 +236,11 @@ func (p Rows) checkMemory(b *Builder) error {
 			return err
 		}
 		plain = append(plain, v.buffer)
+	}
+	if p.Phase > 0 && p.ScratchInterleaved {
+		if err := checkBuffer(buffer{"scratch", p.Scratch, uint64(p.ScratchBytes()), true}, 16, a.Interleaved, "interleaved memory"); err != nil {
+			return err
+		}
 	}
 	same := p.X == p.Y && p.XStride == p.YStride && p.InF16 == p.OutF16 && !p.Op.reduces()
 	if same {

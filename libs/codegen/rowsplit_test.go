@@ -73,6 +73,7 @@ type rowsCase struct {
 	in, out, sf16          bool
 	scale, bias, mean, inv bool
 	inPlace                bool
+	quad                   bool // ScratchInterleaved, the scratch at spScratchQ
 	r, c                   int
 }
 
@@ -81,13 +82,27 @@ func (rc rowsCase) String() string {
 	if rc.op == LayerNorm {
 		s += fmt.Sprintf("-s%v-g%v-b%v-o%v", rc.sf16, rc.scale, rc.bias, rc.mean)
 	}
+	if rc.quad {
+		s += "-quad"
+	}
 	return s + fmt.Sprintf("/%dx%d", rc.r, rc.c)
 }
 
 // Addresses of the split tests.
 const (
 	spXBase, spYBase, spGBase, spBBase, spMBase, spIBase, spScratch, spGuard = 0x80000, 0xA0000, 0x60000, 0x62000, 0x64000, 0x64800, 0x65000, 32
+	// spScratchQ is the scratch of ScratchInterleaved launches.
+	spScratchQ = 0xC0000
 )
+
+// scratchOf returns the test scratch of p: spScratchQ with
+// ScratchInterleaved, else spScratch.
+func scratchOf(p Rows) uint32 {
+	if p.ScratchInterleaved {
+		return spScratchQ
+	}
+	return spScratch
+}
 
 // rows returns the problem's parameters (padded strides).
 func (rc rowsCase) rows() Rows {
@@ -114,6 +129,7 @@ func (rc rowsCase) rows() Rows {
 	if rc.inPlace {
 		p.Y, p.YStride = p.X, p.XStride
 	}
+	p.ScratchInterleaved = rc.quad
 	return p
 }
 
@@ -243,7 +259,7 @@ func forcedSplit(p Rows, k int) []Rows {
 	if k < 2 || (k-1)*L >= p.C {
 		return nil
 	}
-	return p.splitSeq(k, L, spScratch)
+	return p.splitSeq(k, L, scratchOf(p))
 }
 
 // TestRowsSplit runs split sequences on the simulator for every op and
@@ -265,9 +281,10 @@ func TestRowsSplit(t *testing.T) {
 				n++
 				phase := n % Slots
 				seed := int64(10000*vi + 100*r + ci)
+				rc.quad = (r+ci)%2 == 0 // partials four at a time
 				t.Run(rc.String(), func(t *testing.T) {
 					p := rc.rows()
-					seq, bytes, err := RowsSplit(p, spScratch)
+					seq, bytes, err := RowsSplit(p, scratchOf(p))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -297,9 +314,12 @@ func TestRowsSplitLaunchCycles(t *testing.T) {
 		{op: Softmax, r: 4, c: 128, in: true, out: true},
 		{op: ReduceMean, r: 5, c: 1000, in: true, out: true},
 		{op: LogSoftmax, r: 2, c: 127},
+		{op: LayerNorm, r: 1, c: 768, in: true, out: true, scale: true, bias: true, sf16: true, mean: true, inv: true, quad: true},
+		{op: Softmax, r: 1, c: 1000, in: true, out: true, quad: true},
+		{op: ReduceSum, r: 1, c: 1000, quad: true},
 	} {
 		t.Run(rc.String(), func(t *testing.T) {
-			seq, _, err := RowsSplit(rc.rows(), spScratch)
+			seq, _, err := RowsSplit(rc.rows(), scratchOf(rc.rows()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -389,6 +409,8 @@ func TestRowsSplitErrors(t *testing.T) {
 		{split(func(p *Rows) { p.Scratch = 0x70004 }), "scratch at 0x70004 is not 8-byte aligned"},
 		{split(func(p *Rows) { p.Scratch = 0x80010 }), "overlaps"},
 		{split(func(p *Rows) { p.Scratch = 0 }), "scratch [0x0, 0x40) is outside tile memory"},
+		{split(func(p *Rows) { p.ScratchInterleaved = true }), "scratch [0x70000, 0x70040) is outside interleaved memory"},
+		{split(func(p *Rows) { p.ScratchInterleaved, p.Scratch = true, 0xC0008 }), "scratch at 0xc0008 is not 16-byte aligned"},
 		{func() Rows { p := base; p.Scratch = 0x70000; return p }(), "chunks, chunk length and scratch belong to a split launch"},
 		{func() Rows { p := base; p.Chunks = 2; return p }(), "belong to a split launch"},
 	}

@@ -86,7 +86,11 @@ func (p Rows) fieldWord(f unitField, i, k int) uint32 {
 // pairs (ld64 into $a4:5) and combine lane-wise into the pair at d (d
 // even; its odd lane is clobbered), the even-numbered partials in one
 // lane and the odd-numbered in the other, in chunk order, and the two
-// lanes last. Odd K combines in chunk order with scalar loads.
+// lanes last. Odd K combines in chunk order with scalar loads. With
+// quadPartials they load four at a time (ld128 into $a8:11, or $a0:3
+// when acc or d is there), the quad's two pairs combined into the lanes
+// in turn: the same partials in the same order, 3 issues per four
+// partials instead of 4.
 func (p Rows) combine(b *Builder, op isa.Op, d AReg, base MReg) {
 	p.combineVia(b, op, d, d, base)
 }
@@ -106,6 +110,23 @@ func (p Rows) combineVia(b *Builder, op isa.Op, d, acc AReg, base MReg) {
 	if op == isa.FMAX {
 		vop = isa.V2MAX
 	}
+	if p.quadPartials() {
+		// Four at a time: the quad's pairs added in order, so each lane
+		// takes the same partials in the same order as with ld64.
+		q := AReg(8)
+		if acc < 12 && acc+2 > 8 || d >= 8 && d < 12 {
+			q = 0
+		}
+		b.Ld128(q, base, 0)
+		b.F(vop, acc, q, q+2)
+		for k := 4; k < p.Chunks; k += 4 {
+			b.Ld128(q, base, int32(4*k))
+			b.F(vop, acc, acc, q)
+			b.F(vop, acc, acc, q+2)
+		}
+		b.F(op, d, acc, acc+1)
+		return
+	}
 	b.Ld64(acc, base, 0)
 	for k := 2; k < p.Chunks; k += 2 {
 		b.Ld64(rwT, base, int32(4*k))
@@ -113,6 +134,12 @@ func (p Rows) combineVia(b *Builder, op isa.Op, d, acc AReg, base MReg) {
 	}
 	b.F(op, d, acc, acc+1)
 }
+
+// quadPartials reports whether combineVia loads the partials four at a
+// time: Scratch interleaved and 16-byte aligned, and every row's
+// partials too (Chunks a multiple of 4; launch 2's area then starts
+// 16-byte aligned as well).
+func (p Rows) quadPartials() bool { return p.ScratchInterleaved && p.Chunks%4 == 0 }
 
 // unitPre emits the length-independent start of a unit: the loads of its
 // table entry (recorded in rec when not nil) and the combination of the

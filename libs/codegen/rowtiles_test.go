@@ -30,7 +30,7 @@ func tileSeq(t *testing.T, p Rows, width int) []Rows {
 		if p.Bias != 0 {
 			q.Bias += uint32(vs * c0)
 		}
-		seq, bytes, err := TileSplit(q, L, c0, min(width, p.C-c0), spScratch)
+		seq, bytes, err := TileSplit(q, L, c0, min(width, p.C-c0), scratchOf(p))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,6 +68,7 @@ func TestTileSplit(t *testing.T) {
 			for _, cw := range [][2]int{{768, 96}, {768, 192}, {130, 48}, {200, 64}, {9, 4}} {
 				rc.r, rc.c = r, cw[0]
 				n++
+				rc.quad = n%2 == 0 // partials four at a time
 				t.Run(fmt.Sprintf("%s/w%d", rc, cw[1]), func(t *testing.T) {
 					p := rc.rows()
 					seq := tileSeq(t, p, cw[1])

@@ -319,6 +319,9 @@ func (l *lowerer) splitRows(n *graph.Node, kern *prog.Kernel, p *codegen.Rows) (
 			probe.InvStdDev = 0xCC000
 		}
 	}
+	// The partials in interleaved memory: the launches that combine them
+	// load them four at a time.
+	probe.ScratchInterleaved = true
 	seq, scratch, err := codegen.RowsSplit(probe, 0xD0000)
 	if err != nil {
 		return nil, l.notLowered(n, "%v", err)
@@ -354,7 +357,7 @@ func (l *lowerer) splitRows(n *graph.Node, kern *prog.Kernel, p *codegen.Rows) (
 		if buf == nil {
 			// One scratch per step, over the input's tiles.
 			if l.scratch == nil || l.scratchStep != l.step {
-				l.scratch = l.out.NewBuffer(kern.What+".partials", kern.Fixes[0].Ref.Buf.Tiles, scratch, 16, prog.AnyRegion)
+				l.scratch = l.out.NewBuffer(kern.What+".partials", kern.Fixes[0].Ref.Buf.Tiles, scratch, 16, prog.Interleaved)
 				l.scratchStep = l.step
 			}
 			buf = l.scratch

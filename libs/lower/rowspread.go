@@ -73,6 +73,9 @@ func (l *lowerer) rowsSpread(name string, p codegen.Rows, x, y *layout.Tensor, x
 	if err != nil {
 		return err
 	}
+	// The partials in interleaved memory: launches 2 and 3 load them four
+	// at a time.
+	p.ScratchInterleaved = true
 	probe := p
 	probe.C = C
 	for _, sp := range pcs {
@@ -151,7 +154,7 @@ func (l *lowerer) spreadLaunches(name string, p codegen.Rows, sp spreadPiece, pi
 		return nil, nil, l.stepErr("on tile %d: %v", sp.tile, err)
 	}
 	if *buf == nil {
-		*buf = l.out.NewBuffer(name+".partials", tiles, bytes, 16, prog.AnyRegion)
+		*buf = l.out.NewBuffer(name+".partials", tiles, bytes, 16, prog.Interleaved)
 	}
 	(*buf).Size = max((*buf).Size, uint32(bytes+15)&^15)
 	var ks []*prog.Kernel
