@@ -116,6 +116,10 @@ func Main(app *cli.App, args []string, stdout, stderr io.Writer) (status int) {
 		}
 	}()
 
+	if v := os.Getenv("IPU_HUGEPAGES"); v != "" && v != "0" && v != "1" {
+		fmt.Fprintf(stderr, "%s: IPU_HUGEPAGES %q: want 0 (off) or 1 (on, the default)\n", name, v)
+		return 1
+	}
 	hugeHeap()
 	tuneGC(app)
 	if path := os.Getenv("IPU_CPUPROFILE"); path != "" {

@@ -292,3 +292,18 @@ func TestMemProfile(t *testing.T) {
 		t.Errorf("stderr %q: want one line naming the path", got)
 	}
 }
+
+// TestHugePagesEnv: IPU_HUGEPAGES other than 0 or 1 is a one-line error
+// and status 1 before the tool runs (IPU_HUGEPAGES=off would otherwise
+// leave huge pages on).
+func TestHugePagesEnv(t *testing.T) {
+	t.Setenv("IPU_HUGEPAGES", "off")
+	var stdout, stderr bytes.Buffer
+	status := Main(newApp(), []string{"ipu-fake", "in", "-o", "out"}, &stdout, &stderr)
+	if status != 1 || stdout.Len() != 0 {
+		t.Errorf("status %d, stdout %q: want 1 and the tool not run", status, stdout.String())
+	}
+	if got, want := stderr.String(), "ipu-fake: IPU_HUGEPAGES \"off\": want 0 (off) or 1 (on, the default)\n"; got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+}
