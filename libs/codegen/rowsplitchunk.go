@@ -1,6 +1,8 @@
 package codegen
 
 import (
+	"fmt"
+
 	"ipu.local/libs/isa"
 )
 
@@ -113,9 +115,14 @@ func (p Rows) combineVia(b *Builder, op isa.Op, d, acc AReg, base MReg) {
 	if p.quadPartials() {
 		// Four at a time: the quad's pairs added in order, so each lane
 		// takes the same partials in the same order as with ld64.
+		overlaps := func(q AReg) bool { return acc < q+4 && acc+2 > q || d >= q && d < q+4 }
 		q := AReg(8)
-		if acc < 12 && acc+2 > 8 || d >= 8 && d < 12 {
+		if overlaps(q) {
 			q = 0
+		}
+		if overlaps(q) {
+			b.Fail(fmt.Errorf("%s: partials combined into $a%d (lanes $a%d:%d): no quad free for them", p.Op, d, acc, acc+1))
+			return
 		}
 		b.Ld128(q, base, 0)
 		b.F(vop, acc, q, q+2)
