@@ -79,9 +79,10 @@
 // Power-on clears only the tiles marked dirty. A run of consecutive dirty
 // tiles whose data (SEEK_DATA) all lies in the pages the package being
 // loaded reserves, as when a package is loaded again, is cleared in
-// place (written with zeros): qk-early's reload takes 43 ms instead of 130, the 12-layer
-// encoder's 2.75 s instead of 3.28. Any other run is one hole punched in
-// the file (fallocate), which also returns its disk space (clear.go).
+// place (written with zeros): qk-early's reload takes 43 ms instead of
+// 130, the 12-layer encoder's 2.75 s instead of 3.28. Any other run is
+// one hole punched in the file (fallocate), which also returns its disk
+// space (clear.go).
 //
 // Nothing in the file is trusted: every header field is checked against
 // the architecture preset and the file size before use, and the state
