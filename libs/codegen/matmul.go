@@ -77,12 +77,15 @@ func (t AMPType) size() int64 { return int64(t.Size()) }
 // the column parts of a k split's reduce-scatter), 4*CPanel bytes
 // within an imm16, CPanel at most 2^20.
 //
-// With CGroup G > 1 as well, C's panels come in parts of G: part h =
-// (j/16)/G is an M x 16G block at CPanel*h, its panels 16 elements
-// apart: C[i][j] at C + 4*(i*CStride + ((j/16)/G)*CPanel + ((j/16)%G)*16
-// + j%16), N/16 a multiple of G, CStride at least 16G, and 4*CPanel any
-// size (one launch over every column part of a k split, each part G
-// panels wide).
+// With CParts > 0 instead, C's N/16 panels come in CParts column parts,
+// one after the other, as even as possible (layout.Block: the first
+// (N/16) mod CParts parts one panel wider): part h, w_h panels wide, is
+// a row-major M x 16w_h block (row stride 16w_h) at element 16*M*(w_0 +
+// ... + w_{h-1}), so that each part is contiguous (a k split's
+// reduce-scatter sends and sums each part on its own tile). CStride and
+// CPanel are then 0, CParts at most N/16 and M*N at most 2^20. The items
+// are taken part by part (matmulparts.go), so that the workers share all
+// of the parts' items in one launch.
 //
 // C is 16-byte aligned in interleaved memory (ampst and ampld). A and B must not share
 // a 16 KiB memory element (amph would take an extra cycle): put A in
@@ -117,7 +120,7 @@ type MatMul struct {
 	A, B, C    uint32
 	CStride    int // elements between rows of C
 	CPanel     int // elements between C's 16-column panels (0: 16, row-major)
-	CGroup     int // C's panels per part, CPanel apart (0, 1: each panel its own part)
+	CParts     int // C's column parts (0: none; matmulparts.go)
 	Accumulate bool
 	FP8        FP8Config // formats and scales of A and B (FP8 only)
 	Workers    int       // 1..6
@@ -137,8 +140,7 @@ const (
 	mmJump  = M10 // C adjustment at a group change, when not an imm16
 	mmSteps = M11 // AMP steps per item, when not an rpti count
 	mmTmp   = M12
-	mmPart  = M13 // panels left in the C part (CGroup > 1)
-	mmPartJ = M14 // the part jump, when not an imm16
+	mmBPart = M13 // the part's first B panel (CParts)
 )
 
 func (p MatMul) check() error {
@@ -157,14 +159,15 @@ func (p MatMul) check() error {
 	if p.K <= 0 || p.Type == AMPFP8 && p.K%2 != 0 {
 		return fmt.Errorf("K %d: want a positive (FP8: even) count", p.K)
 	}
-	if p.CPanel == 0 && (p.CStride < p.N || p.CStride%4 != 0) {
+	if p.CParts > 0 {
+		if err := p.checkParts(); err != nil {
+			return err
+		}
+	} else if p.CPanel == 0 && (p.CStride < p.N || p.CStride%4 != 0) {
 		return fmt.Errorf("C row stride %d: want a multiple of 4 of at least N=%d", p.CStride, p.N)
 	}
-	if p.CPanel != 0 && (p.CStride < 16 || p.CStride%4 != 0 || p.CPanel%4 != 0 || int64(p.CPanel) < int64(p.M)*int64(p.CStride) || p.CGroup <= 1 && !fitsImm16(4*int64(p.CPanel)) || p.CPanel > 1<<20) {
-		return fmt.Errorf("C panel stride %d (row stride %d): want a multiple of 4 of at least M*CStride=%d and at most 2^20, 4*CPanel within an imm16 (without parts), and a row stride of a multiple of 4 of at least 16", p.CPanel, p.CStride, int64(p.M)*int64(p.CStride))
-	}
-	if g := p.CGroup; g > 1 && (p.CPanel == 0 || p.N/16%g != 0 || p.CStride < 16*g) {
-		return fmt.Errorf("C panel group %d: want C panels (CPanel), N/16=%d a multiple of it and a row stride (%d) of at least 16 times it", g, p.N/16, p.CStride)
+	if p.CPanel != 0 && (p.CStride < 16 || p.CStride%4 != 0 || p.CPanel%4 != 0 || int64(p.CPanel) < int64(p.M)*int64(p.CStride) || !fitsImm16(4*int64(p.CPanel)) || p.CPanel > 1<<20) {
+		return fmt.Errorf("C panel stride %d (row stride %d): want a multiple of 4 of at least M*CStride=%d and at most 2^20, 4*CPanel within an imm16, and a row stride of a multiple of 4 of at least 16", p.CPanel, p.CStride, int64(p.M)*int64(p.CStride))
 	}
 	// Sizes bounded so that every byte offset fits 32 bits.
 	if int64(p.M)*int64(p.K) > 1<<20 || int64(p.N)*int64(p.K) > 1<<20 || int64(p.M)*int64(p.CStride) > 1<<20 {
@@ -187,8 +190,6 @@ type mmShape struct {
 	bStride               int64 // B panel stride (bytes)
 	rowBytes              int64 // C row stride
 	panelC                int64 // C panel stride (bytes)
-	group                 int   // C panels per part (1: each panel its own)
-	partJump              int64 // C change after a part's last panel, past its 64 bytes (group > 1)
 	jump                  int64 // C change after a group's last panel
 	workers               int
 	start, count          []int
@@ -210,18 +211,12 @@ func (s mmShape) table(a, b, c uint32) [][]uint32 {
 			uint32(int64(s.panels) - pn),
 			uint32(s.count[w]),
 		}
-		if s.group > 1 {
-			tab[w] = append(tab[w], uint32(int64(s.group)-pn%int64(s.group)))
-		}
 	}
 	return tab
 }
 
 // panelOff is the byte offset of C panel pn in its row group.
-func (s mmShape) panelOff(pn int64) int64 {
-	g := int64(s.group)
-	return pn/g*s.panelC + pn%g*64
-}
+func (s mmShape) panelOff(pn int64) int64 { return pn * s.panelC }
 
 func (p MatMul) shape() mmShape {
 	e := p.Type.size()
@@ -239,9 +234,7 @@ func (p MatMul) shape() mmShape {
 	if p.CPanel != 0 {
 		s.panelC = 4 * int64(p.CPanel)
 	}
-	s.group = max(p.CGroup, 1)
-	s.partJump = s.panelC - 64*int64(s.group)
-	s.jump = 4*s.rowBytes - s.panelC*int64(s.panels/s.group)
+	s.jump = 4*s.rowBytes - s.panelC*int64(s.panels)
 	s.workers = min(p.Workers, s.items)
 	s.start, s.count = split(s.items, s.workers)
 	return s
@@ -260,10 +253,8 @@ func (p MatMul) shape() mmShape {
 //	+ 4 * (floor((s+c)/P) - floor(s/P))    row group changes
 //
 // cycles' worth of instructions before its exit (steps = K for FP16, K/2
-// for FP8; P = N/16), and Work[w] = 6 x that. With C panels in parts of
-// G > 1 (CGroup), a worker also loads its part count (1) and the part
-// jump when it is no imm16, an item takes 2 more, and each part change
-// (floor((s+c)/G) - floor(s/G) of them) ConstLen(G) + 1. The split
+// for FP8; P = N/16), and Work[w] = 6 x that. With column parts
+// (CParts), partsIssues (matmulparts.go) counts instead. The split
 // variant adds 1 (the whole items' guard) and per worker a head and a
 // tail section: 2 when absent, else 2 + 3 + 1 + steps + 19 plus the
 // clear (1, or 19 for the loads with Accumulate) for a head, plus 19
@@ -274,6 +265,12 @@ func (p MatMul) Cost() (Cost, error) {
 	}
 	s, pro, item := p.plan()
 	c := Cost{Workers: s.workers, Work: make([]int64, s.workers)}
+	if p.CParts > 0 {
+		for w, segs := range p.segments(s) {
+			c.Work[w] = Slots * partsIssues(pro, item, p.partWidths(), segs)
+		}
+		return c, nil
+	}
 	if s.split != nil {
 		for w, sh := range s.split {
 			c.Work[w] = Slots * s.splitIssues(pro, item, p.Accumulate, sh)
@@ -287,15 +284,11 @@ func (p MatMul) Cost() (Cost, error) {
 }
 
 // wholeIssues is worker w's issues when it takes whole items: the
-// prologue, its items, its row group changes and its part changes.
+// prologue, its items and its row group changes.
 func (s mmShape) wholeIssues(w int, pro, item int64) int64 {
 	st, n := s.start[w], s.count[w]
-	P, G := s.panels, s.group
-	issues := pro + int64(n)*item + 4*int64((st+n)/P-st/P)
-	if G > 1 {
-		issues += int64((st+n)/G-st/G) * (int64(ConstLen(uint32(G))) + 1)
-	}
-	return issues
+	P := s.panels
+	return pro + int64(n)*item + 4*int64((st+n)/P-st/P)
 }
 
 // plan returns the shape with the work split decided (s.split set when
@@ -303,11 +296,10 @@ func (s mmShape) wholeIssues(w int, pro, item int64) int64 {
 // prologue's issues and an item's.
 func (p MatMul) plan() (s mmShape, pro, item int64) {
 	s = p.shape()
-	pro = int64(tableBaseIssues + 5)
+	pro = int64(tableBaseIssues)
 	if p.Type == AMPFP8 {
 		pro += setFP8Issues
 	}
-	pro += loadBigIssues(s.rowBytes) + loadBigIssues(s.jump)
 	if s.steps > MaxRptiCount {
 		pro += int64(ConstLen(uint32(s.steps)))
 	}
@@ -315,12 +307,11 @@ func (p MatMul) plan() (s mmShape, pro, item int64) {
 	if p.Accumulate {
 		item += 18
 	}
-	if s.group > 1 {
-		// Parts of C panels: no fractional split (its chunks step
-		// through C a panel at a time).
-		pro += 1 + loadBigIssues(s.partJump)
-		return s, pro, item + 2
+	if p.CParts > 0 {
+		// Column parts: segments (matmulparts.go), no fractional split.
+		return s, pro, item
 	}
+	pro += 5 + loadBigIssues(s.rowBytes) + loadBigIssues(s.jump)
 	most := int64(0)
 	for w := range s.workers {
 		most = max(most, s.wholeIssues(w, pro, item))
@@ -342,13 +333,14 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	}
 	s, _, _ := p.plan()
 	k := Kernel{Entry: b.Here(), Cost: cost}
+	if p.CParts > 0 {
+		emitMatMulParts(b, p, s)
+		return k, b.Err()
+	}
 	table := b.Label()
 	words := 5
 	if s.split != nil {
 		words = mmSplitWords
-	}
-	if s.group > 1 {
-		words = 6
 	}
 	emitTableBase(b, table, words, mmEntry)
 	b.Ldm(mmAg, mmEntry, 0)
@@ -356,10 +348,6 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	b.Ldm(mmC, mmEntry, 8)
 	b.Ldm(mmRem, mmEntry, 12)
 	b.Ldm(mmCnt, mmEntry, 16)
-	if s.group > 1 {
-		b.Ldm(mmPart, mmEntry, 20)
-		loadBig(b, s.partJump, mmPartJ)
-	}
 	if p.Type == AMPFP8 {
 		emitSetFP8(b, p.FP8, mmTmp)
 	}
@@ -377,13 +365,36 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 		addConst(b, mmRow, mmRow, s.rowBytes, mmRS)
 		op(mmRow, 3)
 	}
-	rows := func(op func(MReg, int)) { rowsAt(mmC, op) }
 	done := b.Label()
 	if s.split != nil {
 		emitChunk(b, p, 20, p.Accumulate, rowsAt)
 		b.Brz(mmCnt, done)
 	}
+	emitItems(b, p, s, rowsAt, s.panelC, func() {
+		b.LoadConst(mmRem, uint32(s.panels))
+		b.Mov(mmAg, mmA)
+		b.LoadAddr(mmB, p.B)
+		addConst(b, mmC, mmC, s.jump, mmJump)
+	})
+	b.Bind(done)
+	if s.split != nil {
+		emitChunk(b, p, 36, true, rowsAt)
+		b.Exit()
+		emitTable(b, table, s.splitTable(p.A, p.B, p.C, s.split))
+		return k, b.Err()
+	}
+	b.Exit()
 
+	emitTable(b, table, s.table(p.A, p.B, p.C))
+	return k, b.Err()
+}
+
+// emitItems emits the whole-item loop: mmCnt items from mmAg, mmB and
+// mmC, each its AMP steps and its four C rows (rowsAt), then C panelC
+// bytes on; when mmRem reaches 0 the row group changes (next: 4
+// issues, with A continuing where the item's steps left it).
+func emitItems(b *Builder, p MatMul, s mmShape, rowsAt func(MReg, func(MReg, int)), panelC int64, next func()) {
+	rows := func(op func(MReg, int)) { rowsAt(mmC, op) }
 	item := b.Here()
 	if p.Accumulate {
 		rows(b.Ampld)
@@ -404,40 +415,14 @@ func EmitMatMul(b *Builder, p MatMul) (Kernel, error) {
 	}
 	b.Bind(end)
 	rows(b.Ampst)
-	if s.group > 1 {
-		// The next panel of the part, or past the part to the next one.
-		b.Addi(mmC, mmC, 64)
-		b.Addi(mmPart, mmPart, -1)
-		inPart := b.Label()
-		b.Brnz(mmPart, inPart)
-		b.LoadConst(mmPart, uint32(s.group))
-		addConst(b, mmC, mmC, s.partJump, mmPartJ)
-		b.Bind(inPart)
-	} else {
-		b.Addi(mmC, mmC, int32(s.panelC))
-	}
+	b.Addi(mmC, mmC, int32(panelC))
 	b.Addi(mmRem, mmRem, -1)
 	cont := b.Label()
 	b.Brnz(mmRem, cont)
-	// Next row group: A continues where this item's steps left it.
-	b.LoadConst(mmRem, uint32(s.panels))
-	b.Mov(mmAg, mmA)
-	b.LoadAddr(mmB, p.B)
-	addConst(b, mmC, mmC, s.jump, mmJump)
+	next()
 	b.Bind(cont)
 	b.Addi(mmCnt, mmCnt, -1)
 	b.Brnz(mmCnt, item)
-	b.Bind(done)
-	if s.split != nil {
-		emitChunk(b, p, 36, true, rowsAt)
-		b.Exit()
-		emitTable(b, table, s.splitTable(p.A, p.B, p.C, s.split))
-		return k, b.Err()
-	}
-	b.Exit()
-
-	emitTable(b, table, s.table(p.A, p.B, p.C))
-	return k, b.Err()
 }
 
 // checkMemory validates the addresses against b's preset.
@@ -450,7 +435,11 @@ func (p MatMul) checkMemory(b *Builder) error {
 	bufA := buffer{"A", p.A, uint64(p.M) * uint64(p.K) * e, false}
 	bufB := buffer{"B", p.B, uint64(p.N) * uint64(p.K) * e, false}
 	s := p.shape()
-	bufC := buffer{"C", p.C, 4*uint64(p.M-1)*uint64(p.CStride) + uint64(s.panelOff(int64(s.panels-1))) + 64, true}
+	cBytes := 4*uint64(p.M-1)*uint64(p.CStride) + uint64(s.panelOff(int64(s.panels-1))) + 64
+	if p.CParts > 0 {
+		cBytes = 4 * uint64(p.M) * uint64(p.N)
+	}
+	bufC := buffer{"C", p.C, cBytes, true}
 	if err := checkBuffer(bufA, 8, a.Memory, "tile memory"); err != nil {
 		return err
 	}

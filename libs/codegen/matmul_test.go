@@ -91,11 +91,20 @@ func runMM(t *testing.T, tl *tile, p MatMul, seed int64) (mmInputs, []float32, K
 // cAt is the address of C[i][j] (the first of its panel's 16 when j is a
 // multiple of 16).
 func cAt(p MatMul, i, j int) uint32 {
-	panel, g := 16, max(p.CGroup, 1)
+	if p.CParts > 0 {
+		before, pn := 0, j/16
+		for _, w := range p.partWidths() {
+			if pn < before+w {
+				return p.C + uint32(4*(16*p.M*before+i*16*w+j-16*before))
+			}
+			before += w
+		}
+	}
+	panel := 16
 	if p.CPanel != 0 {
 		panel = p.CPanel
 	}
-	return p.C + uint32(4*(i*p.CStride+(j/16/g)*panel+(j/16%g)*16+j%16))
+	return p.C + uint32(4*(i*p.CStride+(j/16)*panel+j%16))
 }
 
 func TestMatMul(t *testing.T) {
@@ -108,11 +117,13 @@ func TestMatMul(t *testing.T) {
 	}
 	acc := func(p MatMul) MatMul { p.Accumulate = true; return p }
 	panels := func(p MatMul, stride, cp int) MatMul { p.CStride, p.CPanel = stride, cp; return p }
-	// parts of g panels, each an M x 16g block, gap elements between.
-	parts := func(p MatMul, g, gap int) MatMul {
-		p.CStride, p.CPanel, p.CGroup = 16*g, p.M*16*g+gap, g
+	// n column parts.
+	parts := func(p MatMul, n int) MatMul {
+		p.CStride, p.CParts = 0, n
 		return p
 	}
+	longKParts := parts(fp16(4, 4100, 32, 0, 6), 2)
+	longKParts.C = ilBuf + 0x44000
 	bigStride := fp16(8, 4, 16, 8196, 6)
 	bigStride.C = ilBuf + 0x8000
 	tests := []struct {
@@ -143,15 +154,22 @@ func TestMatMul(t *testing.T) {
 		{"fp16-panels-split-44x128x64", panels(fp16(44, 128, 64, 64, 6), 16, 44*16)},
 		{"fp16-panels-split-acc-44x64x64", acc(panels(fp16(44, 64, 64, 64, 6), 16, 44*16))},
 		{"fp8-panels", panels(fp8(28, 96, 32, FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E5M2FNUZ}), 16, 28*16)},
-		// C panels in parts (CGroup): a k split's column parts of two or
-		// three panels in one launch, over fewer items than workers,
-		// several row groups, a far part jump, with an initial C, and FP8.
-		{"fp16-parts-4x192x96", parts(fp16(4, 192, 96, 0, 6), 2, 0)},
-		{"fp16-parts-12x7x96-w4", parts(fp16(12, 7, 96, 0, 4), 3, 8)},
-		{"fp16-parts-8x5x64-far", parts(fp16(8, 5, 64, 0, 6), 2, 9000)},
-		{"fp16-parts-acc-8x9x64", acc(parts(fp16(8, 9, 64, 0, 6), 2, 4))},
-		{"fp16-parts-g1-8x3x32", parts(fp16(8, 3, 32, 0, 6), 1, 0)},
-		{"fp8-parts", parts(fp8(8, 12, 96, FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E5M2FNUZ}), 3, 0)},
+		// C in column parts (CParts): a k split's parts of equal or two
+		// widths in one launch, over fewer items than workers, several
+		// row groups, segments that start and end inside a row group,
+		// with an initial C, past an rpti count, and FP8.
+		{"fp16-parts-4x192x96", parts(fp16(4, 192, 96, 0, 6), 3)},
+		{"fp16-parts-8x192x144", parts(fp16(8, 192, 144, 0, 6), 2)},
+		{"fp16-parts-12x7x96-w4", parts(fp16(12, 7, 96, 0, 4), 2)},
+		{"fp16-parts-20x5x112-w5", parts(fp16(20, 5, 112, 0, 5), 3)},
+		{"fp16-parts-acc-8x9x80", acc(parts(fp16(8, 9, 80, 0, 6), 2))},
+		{"fp16-parts-8x6x112-4", parts(fp16(8, 6, 112, 0, 6), 4)},
+		{"fp16-parts-all-8x4x64", parts(fp16(8, 4, 64, 0, 6), 4)},
+		{"fp16-parts-one-8x3x32", parts(fp16(8, 3, 32, 0, 6), 1)},
+		{"fp16-parts-w1-12x3x48", parts(fp16(12, 3, 48, 0, 1), 2)},
+		{"fp16-parts-long-k", longKParts},
+		{"fp8-parts", parts(fp8(8, 12, 96, FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E5M2FNUZ}), 2)},
+		{"fp8-parts-uneven", parts(fp8(12, 20, 112, FP8Config{FormatA: numfmt.E5M2, FormatB: numfmt.E4M3FN, ScaleA: 2}), 3)},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -255,8 +273,9 @@ func TestMatMulErrors(t *testing.T) {
 		{"n", mod(func(p *MatMul) { p.N = 8 }), "matmul: N 8: want a positive multiple of 16 (pad the columns)"},
 		{"k-fp8", mod(func(p *MatMul) { p.Type = AMPFP8; p.K = 3 }), "matmul: K 3: want a positive (FP8: even) count"},
 		{"stride", mod(func(p *MatMul) { p.CStride = 18 }), "matmul: C row stride 18: want a multiple of 4 of at least N=16"},
-		{"panel", mod(func(p *MatMul) { p.CPanel = 60 }), "matmul: C panel stride 60 (row stride 16): want a multiple of 4 of at least M*CStride=64 and at most 2^20, 4*CPanel within an imm16 (without parts), and a row stride of a multiple of 4 of at least 16"},
-		{"parts", mod(func(p *MatMul) { p.N, p.CStride, p.CPanel, p.CGroup = 48, 32, 1024, 2 }), "matmul: C panel group 2: want C panels (CPanel), N/16=3 a multiple of it and a row stride (32) of at least 16 times it"},
+		{"panel", mod(func(p *MatMul) { p.CPanel = 60 }), "matmul: C panel stride 60 (row stride 16): want a multiple of 4 of at least M*CStride=64 and at most 2^20, 4*CPanel within an imm16, and a row stride of a multiple of 4 of at least 16"},
+		{"parts-count", mod(func(p *MatMul) { p.N, p.CStride, p.CParts = 48, 0, 4 }), "matmul: C in 4 column parts: want at most N/16=3"},
+		{"parts-stride", mod(func(p *MatMul) { p.N, p.CStride, p.CParts = 48, 48, 2 }), "matmul: C column parts with a row stride (48) or panel stride (0): want both 0 (each part is its own row-major block)"},
 		{"workers", mod(func(p *MatMul) { p.Workers = 7 }), "matmul: workers 7 out of range [1, 6]"},
 		{"b-region", mod(func(p *MatMul) { p.B = nonIlBuf + 0x1000 }), "matmul: B [0x61000, 0x61080) is outside interleaved memory [0x80000, 0xe8000)"},
 		{"b-align", mod(func(p *MatMul) { p.B = ilBuf + 16 }), "matmul: B at 0x80010 is not 32-byte aligned"},

@@ -128,7 +128,7 @@ func (p MatMulF32) shape() mmShape {
 	s.panelBytes = 64 * int64(p.K)
 	s.bStride = s.panelBytes
 	s.rowBytes = 4 * int64(p.CStride)
-	s.panelC, s.group = 64, 1
+	s.panelC = 64
 	s.jump = 4*s.rowBytes - s.panelC*int64(s.panels)
 	s.workers = min(p.Workers, s.items)
 	s.start, s.count = split(s.items, s.workers)

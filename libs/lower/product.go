@@ -10,6 +10,7 @@ package lower
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 
@@ -353,38 +354,70 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 	return l.productResult(n, ps, blocks, cRef, final, sums)
 }
 
-// matmulKernels are the product kernels of tb's block: one, or with
-// column parts (colParts) one per part, the B panels of its columns into
-// its C block. Column parts of W panels each, one after the other, are
-// one AMP kernel over every panel (C's panels in parts of W, CPanel a
-// part apart: codegen.MatMul.CGroup), so that the workers share all of
-// the block's items instead of each part's few.
+// matmulKernels are the product kernels of tb's block: the B panels of
+// its columns into its C block, which with column parts (colParts) is
+// one row-major block a part. That is one kernel a part, or one kernel
+// over every part, the workers sharing all of the block's items instead
+// of each part's few: with C's parts (codegen.MatMul.CParts), or, when
+// every part is one panel, with C's panels a part apart (CPanel; this
+// one can split items over the workers). The fewest cycles win, ties to
+// the one kernel.
 func matmulKernels(n *graph.Node, ps *productShape, s layout.Split, tb layout.TileBlock, kp int, a, b, cb prog.Ref) []*prog.Kernel {
 	cs := colParts(s, tb)
 	mp := layout.Pad(tb.M1-tb.M0, layout.AGroup)
-	if w := evenParts(cs); ps.typ != codegen.VecFP32 && w > 0 && len(cs) > 1 && (w > 1 || 4*mp*layout.BGroup <= 0x7FFF) && mp*w*layout.BGroup <= 1<<20 {
-		k := matmulKernel(n, ps, tb, kp, layout.Range{Lo: 0, Hi: len(cs) * w * layout.BGroup}, a, b, cb)
+	apart := make([]*prog.Kernel, len(cs))
+	for h, c := range cs {
+		apart[h] = matmulKernel(n, ps, tb, kp, c, a, b, cb.Add(4*mp*c.Lo))
+	}
+	if ps.typ == codegen.VecFP32 || len(cs) < 2 || !evenParts(cs) {
+		return apart
+	}
+	best, most := apart, kernelCycles(apart)
+	whole := layout.Range{Lo: 0, Hi: cs[len(cs)-1].Hi}
+	for _, panels := range []bool{true, false} {
+		if panels && whole.Len() > len(cs)*layout.BGroup {
+			continue // parts wider than a panel
+		}
+		k := matmulKernel(n, ps, tb, kp, whole, a, b, cb)
 		p := k.Params.(*codegen.MatMul)
-		p.CStride, p.CPanel, p.CGroup = w*layout.BGroup, mp*w*layout.BGroup, w
-		return []*prog.Kernel{k}
-	}
-	out := make([]*prog.Kernel, len(cs))
-	for h, c := range cs {
-		out[h] = matmulKernel(n, ps, tb, kp, c, a, b, cb.Add(4*mp*c.Lo))
-	}
-	return out
-}
-
-// evenParts returns the panels of each of the column parts cs when they
-// are all as wide (padded) and one after the other, else 0.
-func evenParts(cs []layout.Range) int {
-	w := layout.Units(cs[0].Len(), layout.BGroup)
-	for h, c := range cs {
-		if c.Lo != h*w*layout.BGroup || layout.Units(c.Len(), layout.BGroup) != w {
-			return 0
+		if panels {
+			p.CStride, p.CPanel = layout.BGroup, mp*layout.BGroup
+		} else {
+			p.CStride, p.CParts = 0, len(cs)
+		}
+		if c := kernelCycles([]*prog.Kernel{k}); c <= most {
+			best, most = []*prog.Kernel{k}, c
 		}
 	}
-	return w
+	return best
+}
+
+// kernelCycles is the matrix kernels' cycles, one after the other (a
+// kernel the codegen rejects: the most there are).
+func kernelCycles(ks []*prog.Kernel) int64 {
+	sum := int64(0)
+	for _, k := range ks {
+		c, err := k.Params.(*codegen.MatMul).Cost()
+		if err != nil {
+			return math.MaxInt64
+		}
+		sum += c.Cycles()
+	}
+	return sum
+}
+
+// evenParts reports whether the column parts cs are codegen.MatMul's
+// CParts: one after the other, none empty, their panels split as evenly
+// as possible (layout.Block), the wider first.
+func evenParts(cs []layout.Range) bool {
+	panels := layout.Units(cs[len(cs)-1].Hi, layout.BGroup)
+	for h, c := range cs {
+		lo, hi := layout.Block(panels, len(cs), h)
+		if lo == hi || c.Lo != lo*layout.BGroup || layout.Units(c.Hi, layout.BGroup) != hi {
+			return false
+		}
+	}
+	return true
 }
 
 // matmulKernel is the product kernel of tb's block for columns c of it:
