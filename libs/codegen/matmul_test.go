@@ -349,3 +349,51 @@ func hostrefDeviceMM(p MatMul, in mmInputs, scale int) []float32 {
 	}
 	return out
 }
+
+// TestMatMulPartsRandom runs column-part kernels of random shapes, part
+// counts, workers, types and initial C against the emulator and the cost
+// formula, and checks that nothing past C is written.
+func TestMatMulPartsRandom(t *testing.T) {
+	tl := newTile()
+	r := rng(77)
+	for i := 0; i < 60; i++ {
+		p := MatMul{Type: AMPFP16, M: 4 * (1 + r.Intn(6)), K: 2 * (1 + r.Intn(40)), N: 16 * (1 + r.Intn(12)),
+			A: nonIlBuf, B: ilBuf, Workers: 1 + r.Intn(6), Accumulate: r.Intn(4) == 0}
+		if r.Intn(3) == 0 {
+			p.Type, p.FP8 = AMPFP8, FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E5M2, ScaleA: r.Intn(5) - 2}
+		}
+		p.CParts = 1 + r.Intn(p.N/16)
+		p.C = ilBuf + uint32(layoutPad(p.N*p.K*int(p.Type.size()), 0x1000))
+		name := fmt.Sprintf("%s-%dx%dx%d-parts%d-w%d-acc%v", p.Type, p.M, p.K, p.N, p.CParts, p.Workers, p.Accumulate)
+		in, got, k, cycles := runMM(t, tl, p, int64(1000+i))
+		scale := 0
+		if p.Type == AMPFP8 {
+			scale = p.FP8.ScaleA
+		}
+		want := EmulateMatMul(p.M, p.K, p.N, in.a, in.b, scale, in.c0)
+		if diff := cmp.Diff(f32bits(want), f32bits(got)); diff != "" {
+			t.Fatalf("%s: result mismatch (-want +got):\n%s", name, diff)
+		}
+		if k.Cycles() != cycles {
+			t.Fatalf("%s: formula %d cycles, measured %d", name, k.Cycles(), cycles)
+		}
+		bEnd, cEnd := int(p.B)+p.N*p.K*int(p.Type.size()), int(p.C)+4*p.M*p.N
+		for _, a := range append(span(bEnd, int(p.C)), span(cEnd, cEnd+4096)...) {
+			if tl.mem[a-int(tl.p.Memory.Lo)] != 0 {
+				t.Fatalf("%s: byte %#x outside B and C [%#x, %#x) written", name, a, p.C, cEnd)
+			}
+		}
+	}
+}
+
+// span is the addresses [lo, hi).
+func span(lo, hi int) []int {
+	var out []int
+	for a := lo; a < hi; a++ {
+		out = append(out, a)
+	}
+	return out
+}
+
+// layoutPad rounds n up to a multiple of m.
+func layoutPad(n, m int) int { return (n + m - 1) / m * m }
