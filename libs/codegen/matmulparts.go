@@ -28,7 +28,7 @@ import "fmt"
 const (
 	mmSegWords  = 7 // count, Ag, B, C, rem, row stride, B of the part
 	mmSegIssues = 8 // 6 ldmp, then the next count's ldmp and brnz
-	mmSegStart  = 1  // the first count's ldmp
+	mmSegStart  = 1 // the first count's ldmp
 )
 
 // mmSeg is a worker's run of items inside one column part.
