@@ -13,6 +13,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 
 	"ipu.local/formats/obj"
 	"ipu.local/formats/plan"
@@ -360,50 +361,87 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 // over every part, the workers sharing all of the block's items instead
 // of each part's few: with C's parts (codegen.MatMul.CParts), or, when
 // every part is one panel, with C's panels a part apart (CPanel; this
-// one can split items over the workers). The fewest cycles win, ties to
-// the one kernel.
+// one can split items over the workers), as partsLaunch chooses.
 func matmulKernels(n *graph.Node, ps *productShape, s layout.Split, tb layout.TileBlock, kp int, a, b, cb prog.Ref) []*prog.Kernel {
 	cs := colParts(s, tb)
 	mp := layout.Pad(tb.M1-tb.M0, layout.AGroup)
-	apart := make([]*prog.Kernel, len(cs))
-	for h, c := range cs {
-		apart[h] = matmulKernel(n, ps, tb, kp, c, a, b, cb.Add(4*mp*c.Lo))
+	launch := partsApart
+	if ps.typ != codegen.VecFP32 && len(cs) > 1 && evenParts(cs) {
+		launch = partsLaunch(partsKey{typ: ps.typ, fp8: ps.fp8, m: mp, k: kp, panels: layout.Units(cs[len(cs)-1].Hi, layout.BGroup), parts: len(cs)})
 	}
-	if ps.typ == codegen.VecFP32 || len(cs) < 2 || !evenParts(cs) {
-		return apart
+	if launch == partsApart {
+		out := make([]*prog.Kernel, len(cs))
+		for h, c := range cs {
+			out[h] = matmulKernel(n, ps, tb, kp, c, a, b, cb.Add(4*mp*c.Lo))
+		}
+		return out
 	}
-	best, most := apart, kernelCycles(apart)
-	whole := layout.Range{Lo: 0, Hi: cs[len(cs)-1].Hi}
-	for _, panels := range []bool{true, false} {
-		if panels && whole.Len() > len(cs)*layout.BGroup {
-			continue // parts wider than a panel
-		}
-		k := matmulKernel(n, ps, tb, kp, whole, a, b, cb)
-		p := k.Params.(*codegen.MatMul)
-		if panels {
-			p.CStride, p.CPanel = layout.BGroup, mp*layout.BGroup
-		} else {
-			p.CStride, p.CParts = 0, len(cs)
-		}
-		if c := kernelCycles([]*prog.Kernel{k}); c <= most {
-			best, most = []*prog.Kernel{k}, c
-		}
+	k := matmulKernel(n, ps, tb, kp, layout.Range{Lo: 0, Hi: cs[len(cs)-1].Hi}, a, b, cb)
+	p := k.Params.(*codegen.MatMul)
+	if launch == partsPanels {
+		p.CStride, p.CPanel = layout.BGroup, mp*layout.BGroup
+	} else {
+		p.CStride, p.CParts = 0, len(cs)
 	}
-	return best
+	return []*prog.Kernel{k}
 }
 
-// kernelCycles is the matrix kernels' cycles, one after the other (a
-// kernel the codegen rejects: the most there are).
-func kernelCycles(ks []*prog.Kernel) int64 {
-	sum := int64(0)
-	for _, k := range ks {
-		c, err := k.Params.(*codegen.MatMul).Cost()
+// partsKey is what the choice of a block's matrix launches over its
+// column parts depends on: the AMP type, the padded rows and k, and the
+// panels, split as evenly as possible into the parts.
+type partsKey struct {
+	typ           codegen.AMPType
+	fp8           codegen.FP8Config
+	m, k          int
+	panels, parts int
+}
+
+// Launches over column parts.
+const (
+	partsApart  = iota // one kernel a part
+	partsPanels        // one kernel, C's panels a part apart (parts of one panel)
+	partsOne           // one kernel over the parts (CParts)
+)
+
+// partsChoices caches partsLaunch by key: a split's tiles have blocks of
+// a few shapes, lowered again for every point the search prices.
+var partsChoices sync.Map
+
+// partsLaunch chooses the launches with the fewest cycles on the
+// kernels' cost, ties to one kernel.
+func partsLaunch(key partsKey) int {
+	if c, ok := partsChoices.Load(key); ok {
+		return c.(int)
+	}
+	base := codegen.MatMul{Type: key.typ, M: key.m, K: key.k, FP8: key.fp8, Workers: codegen.Slots}
+	cycles := func(p codegen.MatMul) int64 {
+		c, err := p.Cost()
 		if err != nil {
 			return math.MaxInt64
 		}
-		sum += c.Cycles()
+		return c.Cycles()
 	}
-	return sum
+	best, most := partsApart, int64(0)
+	for h := range key.parts {
+		lo, hi := layout.Block(key.panels, key.parts, h)
+		p := base
+		p.N, p.CStride = (hi-lo)*layout.BGroup, (hi-lo)*layout.BGroup
+		most = min(math.MaxInt64-1, most+cycles(p))
+	}
+	p := base
+	p.N = key.panels * layout.BGroup
+	if key.panels == key.parts {
+		p.CStride, p.CPanel = layout.BGroup, key.m*layout.BGroup
+		if c := cycles(p); c <= most {
+			best, most = partsPanels, c
+		}
+	}
+	p.CStride, p.CPanel, p.CParts = 0, 0, key.parts
+	if c := cycles(p); c <= most {
+		best = partsOne
+	}
+	partsChoices.Store(key, best)
+	return best
 }
 
 // evenParts reports whether the column parts cs are codegen.MatMul's
