@@ -50,6 +50,12 @@ import (
 // and stm. Rows contiguous in Y (YStride = C) carry a half-filled word
 // from one row to the next in a register.
 //
+// Size 2 whose rows pair in source words (RStride 1, R and C even, X, Y
+// and the strides word-aligned: a transpose's) may instead take 2x2
+// blocks (gatherpairs.go): per block the two source words, sort16lo and
+// sort16hi, two stores: 6 issues per 4 elements; the kernel takes
+// whichever code has fewer cycles.
+//
 // Rows, loops and cost are as in Copy: Cost counts the generated code
 // exactly, Work[w] = 6 x (4 + 2 + 2 when the workers' codes differ + the
 // issues of worker w's code).
@@ -136,12 +142,24 @@ func (p Gather) gen() genEngine {
 		dst: int64(p.Y), dstRow: sz * int64(p.YStride)}
 }
 
+// plan returns the workers' code: the engine's, or the pair engine's
+// (gatherpairs.go) where it applies and takes fewer cycles.
+func (p Gather) plan() genPlan {
+	best := genBestSplit(p.gen(), p.Workers)
+	if e := p.pairs(); e != nil {
+		if q := genBestSplit(e, p.Workers); q.cost().Cycles() < best.cost().Cycles() {
+			best = q
+		}
+	}
+	return best
+}
+
 // Cost returns the kernel's exact cost.
 func (p Gather) Cost() (Cost, error) {
 	if err := p.check(); err != nil {
 		return Cost{}, fmt.Errorf("gather: %w", err)
 	}
-	return genBestSplit(p.gen(), p.Workers).cost(), nil
+	return p.plan().cost(), nil
 }
 
 // EmitGather emits the kernel at b's current position.
@@ -152,7 +170,7 @@ func EmitGather(b *Builder, p Gather) (Kernel, error) {
 	if err := p.checkMemory(b); err != nil {
 		return Kernel{}, fmt.Errorf("gather: %w", err)
 	}
-	return genBestSplit(p.gen(), p.Workers).emit(b)
+	return p.plan().emit(b)
 }
 
 // EmulateGather returns Y's bytes after the gather: y holds the bytes of

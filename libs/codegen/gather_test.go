@@ -48,6 +48,15 @@ func TestGather(t *testing.T) {
 		{Size: 4, R: 64, C: 64, YStride: 64, RStride: 1, CStride: 64, Workers: 6},
 		{Size: 4, R: 64, C: 64, YStride: 64, RStride: 1, CStride: 64, Workers: 6, Interleaved: true},
 		{Size: 2, R: 64, C: 64, YStride: 64, RStride: 1, CStride: 64, Workers: 6},
+		// Rows in pairs from source words (2x2 blocks, gatherpairs.go):
+		// attention's 16x16 key blocks, workers starting inside a row
+		// pair, padded rows of Y, two rows, a column stride beyond a
+		// post-increment, and blocks of a wider source.
+		{Size: 2, R: 16, C: 16, YStride: 16, RStride: 1, CStride: 16, Workers: 6},
+		{Size: 2, R: 10, C: 14, YStride: 18, RStride: 1, CStride: 12, Workers: 5, X: 4, Y: 8},
+		{Size: 2, R: 2, C: 8, YStride: 8, RStride: 1, CStride: 2, Workers: 6},
+		{Size: 2, R: 6, C: 4, YStride: 4, RStride: 1, CStride: 20000, Workers: 3},
+		{Size: 2, R: 12, C: 40, YStride: 40, RStride: 1, CStride: 30, Workers: 6, X: 8},
 		// Odd shapes, contiguous odd rows of halves (a word carried from
 		// row to row), Y starting inside a word.
 		{Size: 2, R: 5, C: 3, YStride: 3, RStride: 1, CStride: 5, Workers: 6},
@@ -74,7 +83,7 @@ func TestGather(t *testing.T) {
 		name := fmt.Sprintf("s%d-%dx%d-ys%d-rs%d-cs%d-x%d-y%d-w%d-il%v", p.Size, p.R, p.C, p.YStride, p.RStride, p.CStride, p.X%16, p.Y%16, p.Workers, p.Interleaved)
 		t.Run(name, func(t *testing.T) {
 			phases := []int{ci % Slots}
-			if ci < 4 {
+			if ci < 9 {
 				phases = []int{0, 1, 2, 3, 4, 5}
 			}
 			runGather(t, tl, p, int64(ci), phases)
@@ -141,6 +150,46 @@ func TestGatherErrors(t *testing.T) {
 	}
 	if out := EmulateGather(ok, make([]byte, 10), make([]byte, 100)); out != nil {
 		t.Errorf("short X: EmulateGather gave %d bytes, want nil", len(out))
+	}
+}
+
+// TestGatherPairs checks that a transpose of 2-byte elements whose rows
+// pair in source words takes the 2x2 blocks (1.5 issues an element on
+// one worker) and fewer cycles than pairs of halves, and that a shape
+// that does not pair keeps the half engine.
+func TestGatherPairs(t *testing.T) {
+	for _, c := range []struct {
+		p     Gather
+		pairs bool
+	}{
+		{Gather{Size: 2, R: 16, C: 16, YStride: 16, RStride: 1, CStride: 16}, true},
+		{Gather{Size: 2, R: 64, C: 64, YStride: 64, RStride: 1, CStride: 64}, true},
+		{Gather{Size: 2, R: 15, C: 16, YStride: 16, RStride: 1, CStride: 15}, false},
+		{Gather{Size: 2, R: 16, C: 16, YStride: 16, RStride: 1, CStride: 16, X: 2}, false},
+		{Gather{Size: 2, R: 16, C: 16, YStride: 16, RStride: 16, CStride: 1}, false},
+	} {
+		p := c.p
+		p.X, p.Y, p.Workers = p.X+0x80000, 0xB0000, 6
+		got, err := p.Cost()
+		if err != nil {
+			t.Fatal(err)
+		}
+		half := genBestSplit(p.gen(), p.Workers).cost()
+		t.Logf("%dx%d (rows %d, columns %d apart): %d cycles, %d in halves", p.R, p.C, p.RStride, p.CStride, got.Cycles(), half.Cycles())
+		if pairs := got.Cycles() < half.Cycles(); pairs != c.pairs {
+			t.Errorf("%+v: %d cycles, %d in halves: pairs %v, want %v", c.p, got.Cycles(), half.Cycles(), pairs, c.pairs)
+		}
+	}
+	work := func(n int) int64 {
+		p := Gather{Size: 2, R: 2, C: n, YStride: n, RStride: 1, CStride: 2, X: 0x80000, Y: 0xB0000, Workers: 1}
+		c, err := p.Cost()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Work[0]
+	}
+	if got := float64(work(2048)-work(1024)) / 2048 / Slots; got != 1.5 {
+		t.Errorf("paired rows: %g issues an element, want 1.5", got)
 	}
 }
 
