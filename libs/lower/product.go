@@ -408,7 +408,8 @@ const (
 var partsChoices sync.Map
 
 // partsLaunch chooses the launches with the fewest cycles on the
-// kernels' cost, ties to one kernel.
+// kernels' cost (and prog.LaunchCallCycles a launch), ties to one
+// kernel.
 func partsLaunch(key partsKey) int {
 	if c, ok := partsChoices.Load(key); ok {
 		return c.(int)
@@ -421,7 +422,8 @@ func partsLaunch(key partsKey) int {
 		}
 		return c.Cycles()
 	}
-	best, most := partsApart, int64(0)
+	// A kernel a part: their cycles and the calls of all but one.
+	best, most := partsApart, int64(key.parts-1)*prog.LaunchCallCycles
 	for h := range key.parts {
 		lo, hi := layout.Block(key.panels, key.parts, h)
 		p := base
