@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/urfave/cli/v2"
 )
 
 // vmFlags returns the VmFlags of the mapping holding addr
@@ -107,5 +109,73 @@ func TestHugeHeap(t *testing.T) {
 	cmd.Env = append(os.Environ(), "TOOLRUN_HUGEHEAP_CHILD=limited")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("under RLIMIT_AS: %v\n%s", err, out)
+	}
+}
+
+// TestInputHeap checks the start's advice a tool sizes from its input
+// file: HeapPerInputKey times the size of the first positional argument
+// (flags first, after "--"), at least StartHugeHeapBytes, and the start's
+// size without the key, a positional argument or a regular file.
+func TestInputHeap(t *testing.T) {
+	dir := t.TempDir()
+	big := dir + "/big.onnx"
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(10 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	small := dir + "/small.onnx"
+	if err := os.WriteFile(small, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withKey := &cli.App{Metadata: map[string]any{HeapPerInputKey: int64(50)}}
+	for _, c := range []struct {
+		name string
+		app  *cli.App
+		args []string
+		want int64
+	}{
+		{"sized", withKey, []string{"tool", "-o", "x", "--", big}, 500 << 20},
+		{"first-positional", withKey, []string{"tool", "--", big, small}, 500 << 20},
+		{"small-input", withKey, []string{"tool", "--", small}, StartHugeHeapBytes},
+		{"missing", withKey, []string{"tool", "--", dir + "/none"}, StartHugeHeapBytes},
+		{"directory", withKey, []string{"tool", "--", dir}, StartHugeHeapBytes},
+		{"no-positional", withKey, []string{"tool", "-o", "x"}, StartHugeHeapBytes},
+		{"no-key", &cli.App{}, []string{"tool", "--", big}, StartHugeHeapBytes},
+	} {
+		if got := inputHeap(c.app, c.args); got != c.want {
+			t.Errorf("%s: %d bytes, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestStartHugeHeapSized checks, in a fresh process, that a start sized
+// past StartHugeHeapBytes advises the heap past that range with no
+// ExpectHeap (a 192 MiB allocation only the sized range can hold).
+func TestStartHugeHeapSized(t *testing.T) {
+	if !thpAdvised() {
+		t.Skip("transparent huge pages are not in madvise mode on this host")
+	}
+	if os.Getenv("TOOLRUN_HUGEHEAP_CHILD") == "sized" {
+		if !startHugeHeap(StartHugeHeapBytes + 256<<20) {
+			t.Fatal("the sized start did not advise the heap")
+		}
+		b := make([]byte, 64<<20)
+		c := make([]byte, 192<<20)
+		g := vmFlags(t, uintptr(unsafe.Pointer(&c[len(c)/2])))
+		runtime.KeepAlive(b)
+		runtime.KeepAlive(c)
+		if !hasFlag(g, "hg") {
+			t.Fatalf("the heap past StartHugeHeapBytes is not advised huge after a sized start: VmFlags %v", g)
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStartHugeHeapSized$", "-test.v")
+	cmd.Env = append(os.Environ(), "TOOLRUN_HUGEHEAP_CHILD=sized", "IPU_HUGEPAGES=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("%v\n%s", err, out)
 	}
 }

@@ -120,7 +120,7 @@ func Main(app *cli.App, args []string, stdout, stderr io.Writer) (status int) {
 		fmt.Fprintf(stderr, "%s: IPU_HUGEPAGES %q: want 0 (off) or 1 (on, the default)\n", name, v)
 		return 1
 	}
-	hugeHeap()
+	startHugeHeap(inputHeap(app, args))
 	tuneGC(app)
 	if path := os.Getenv("IPU_CPUPROFILE"); path != "" {
 		stop, err := startProfile(path)

@@ -56,6 +56,10 @@ type options struct {
 // front: for a profile only.
 func (o *options) readsImages() bool { return o.profile != "" }
 
+// heapPerPackageByte is the check's heap a package byte, about (the
+// BERT-base FP16 layer's 40 MB package: 590 MB with the device's pages).
+const heapPerPackageByte = 15
+
 func run(args []string, stdout, stderr io.Writer) int {
 	app := &cli.App{
 		Name:      "ipu-check",
@@ -86,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// inference: qk-early@1472 0.210-0.222 s against 0.235-0.240
 	// (median of 8); the 12-layer encoder alike within the noise
 	// (20.8-26.1 s against 22.3-24.7).
-	app.Metadata = map[string]any{toolrun.GCPercentKey: 100}
+	app.Metadata = map[string]any{toolrun.GCPercentKey: 100, toolrun.HeapPerInputKey: int64(heapPerPackageByte)}
 	return toolrun.Main(app, args, stdout, stderr)
 }
 
@@ -360,9 +364,7 @@ func readPackage(path string, images bool) (*ipuexe.Package, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("read package: %w", err)
 	}
-	// The check's heap: about 15 bytes a package byte (the BERT-base FP16
-	// layer's 40 MB package: 590 MB with the device's pages).
-	toolrun.ExpectHeap(15 * int64(len(data)))
+	toolrun.ExpectHeap(heapPerPackageByte * int64(len(data)))
 	fingerprint := par.Background(func() string { return ipuexe.Fingerprint(data) })
 	// Decompression is bounded by the memory of the package's architecture.
 	pkg, err := ipuexe.ReadWith(data, ipuexe.ReadOptions{Limits: pack.Limits, NoImages: !images})

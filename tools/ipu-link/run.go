@@ -18,6 +18,10 @@ import (
 	"ipu.local/libs/trace"
 )
 
+// heapPerPlanByte is the link's heap a plan byte, about (the BERT-base
+// FP16 layer's 26 MB plan: 355 MB).
+const heapPerPlanByte = 14
+
 func run(args []string, stdout, stderr io.Writer) int {
 	app := &cli.App{
 		Name:      "ipu-link",
@@ -42,7 +46,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// encoder 19.0-19.1 s against 19.7-21.2 (3.9 against 4.1 GB). Under a
 	// live heap of 256 MiB, GOGC=200: qk-early's link 78-80 ms against
 	// 82-83 (best of 12, twice); the BERT-base layer's alike.
-	app.Metadata = map[string]any{toolrun.GCPercentKey: 100, toolrun.SmallHeapGCPercentKey: 200}
+	app.Metadata = map[string]any{toolrun.GCPercentKey: 100, toolrun.SmallHeapGCPercentKey: 200, toolrun.HeapPerInputKey: int64(heapPerPlanByte)}
 	return toolrun.Main(app, args, stdout, stderr)
 }
 
@@ -52,9 +56,7 @@ func linkPlan(log *slog.Logger, in, out, model, state string) error {
 	if err != nil {
 		return fmt.Errorf("read plan: %w", err)
 	}
-	// The link's heap: about 14 bytes a plan byte (the BERT-base FP16
-	// layer's 26 MB plan: 355 MB).
-	toolrun.ExpectHeap(14 * int64(len(data)))
+	toolrun.ExpectHeap(heapPerPlanByte * int64(len(data)))
 	// The plan's own exchange schedules (ipu-plan's validation link made
 	// them), unpacked as reading validates them, unless a search state
 	// is given.

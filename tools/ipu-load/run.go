@@ -23,6 +23,10 @@ import (
 // before the device is marked loaded, as if it had been killed there.
 const crashEnv = "IPU_LOAD_CRASH_AFTER"
 
+// heapPerPackageByte is the loader's heap a package byte, about (the
+// BERT-base FP16 layer's 40 MB package: 560 MB with the device's pages).
+const heapPerPackageByte = 14
+
 func run(args []string, stdout, stderr io.Writer) int {
 	app := &cli.App{
 		Name:      "ipu-load",
@@ -51,6 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return load(c, c.Args().First(), c.String("device"), lock, c.Duration("lock-timeout"), os.Getenv(crashEnv))
 		},
 	}
+	app.Metadata = map[string]any{toolrun.HeapPerInputKey: int64(heapPerPackageByte)}
 	return toolrun.Main(app, args, stdout, stderr)
 }
 
@@ -63,9 +68,7 @@ func load(c *cli.Context, in, dev, lockPath string, timeout time.Duration, crash
 	if err != nil {
 		return fmt.Errorf("read package: %w", err)
 	}
-	// The loader's heap: about 14 bytes a package byte (the BERT-base
-	// FP16 layer's 40 MB package: 560 MB with the device's pages).
-	toolrun.ExpectHeap(14 * int64(len(data)))
+	toolrun.ExpectHeap(heapPerPackageByte * int64(len(data)))
 	hash := par.Background(func() string { return ipuexe.Fingerprint(data) })
 	// Decompression is bounded by the memory of the package's architecture.
 	pkg, err := ipuexe.ReadWith(data, ipuexe.ReadOptions{Limits: pack.Limits})

@@ -18,6 +18,10 @@ import (
 	"ipu.local/libs/trace"
 )
 
+// heapPerObjectByte is the packer's heap an object byte, about (the
+// BERT-base FP16 layer's 43 MB object: 220 MB).
+const heapPerObjectByte = 5
+
 func run(args []string, stdout, stderr io.Writer) int {
 	app := &cli.App{
 		Name:      "ipu-pack",
@@ -33,6 +37,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return packObject(toolrun.Logger(c), c.Args().First(), c.String("o"))
 		},
 	}
+	app.Metadata = map[string]any{toolrun.HeapPerInputKey: int64(heapPerObjectByte)}
 	return toolrun.Main(app, args, stdout, stderr)
 }
 
@@ -72,9 +77,7 @@ func readObject(path string) (*obj.Object, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("read object: %w", err)
 	}
-	// The packer's heap: about 5 bytes an object byte (the BERT-base FP16
-	// layer's 43 MB object: 220 MB).
-	toolrun.ExpectHeap(5 * int64(len(data)))
+	toolrun.ExpectHeap(heapPerObjectByte * int64(len(data)))
 	fingerprint := par.Background(func() string { return obj.Fingerprint(data) })
 	o, err := obj.Read(data)
 	if err != nil {

@@ -111,7 +111,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// encoder 34.1 s against 36.1 (one run each). At 200 throughout the
 	// layer took 5.7-5.8 s and 1.0 GB; with the switch at 512 MiB, 6.0 s
 	// and 1.0 GB.
-	app.Metadata = map[string]any{toolrun.GCPercentKey: 100, toolrun.SmallHeapGCPercentKey: 200}
+	app.Metadata = map[string]any{toolrun.GCPercentKey: 100, toolrun.SmallHeapGCPercentKey: 200, toolrun.HeapPerInputKey: int64(heapPerModelByte)}
 	return toolrun.Main(app, args, stdout, stderr)
 }
 
@@ -133,6 +133,10 @@ type config struct {
 	progressOut io.Writer
 }
 
+// heapPerModelByte is the search's heap a model byte, about (the
+// BERT-base FP16 layer's 14 MB model: 0.7 GB).
+const heapPerModelByte = 50
+
 // planModel reads the model, builds its graph, and runs the phases:
 // compile_runtime, then plan_package (load state, search, validate, write
 // the plan, save state).
@@ -141,9 +145,7 @@ func planModel(log *slog.Logger, cfg config) error {
 	if err != nil {
 		return fmt.Errorf("read model: %w", err)
 	}
-	// The search's heap: about 50 bytes a model byte (the BERT-base FP16
-	// layer's 14 MB model: 0.7 GB).
-	toolrun.ExpectHeap(50 * int64(len(data)))
+	toolrun.ExpectHeap(heapPerModelByte * int64(len(data)))
 	fingerprint := par.Background(func() string { return onnx.Fingerprint(data) })
 	m, err := onnx.ReadModel(data)
 	if err != nil {
