@@ -77,6 +77,12 @@ type Cast struct {
 	Saturate bool          // FP8 results: saturate on overflow (ONNX default)
 	Workers  int
 
+	// MulF16, F32ToF16 only, when not 0: the FP16 constant (its bits) that
+	// multiplies each FP16 result, rounded again (f16v4mul): Y =
+	// RN16(RN16(x) * c), bit for bit the Mul of a constant (Binary, Type
+	// F16) that would follow the cast, in the same pass.
+	MulF16 uint16
+
 	R                int // rows (0, 1: one)
 	XStride, YStride int // elements, R > 1
 
@@ -127,12 +133,27 @@ func (p Cast) stream() (*stream, error) {
 	if p.R < 0 {
 		return nil, fmt.Errorf("row count %d is negative", p.R)
 	}
+	if p.MulF16 != 0 && p.Kind != F32ToF16 {
+		return nil, fmt.Errorf("a constant factor (%#04x) with %s: only f32-to-f16 takes one", p.MulF16, p.Kind)
+	}
 	ein, eout := p.Kind.sizes()
 	s := &stream{n: p.N, unit: 4, workers: p.Workers, rows: p.R,
 		inputs: []array{{"X", p.X, ein, p.XStride}}, output: array{"Y", p.Y, eout, p.YStride}}
 	s.setup = func(b *Builder) {
 		if p.Kind.fp8() {
 			emitSetFP8(b, p.fp8Config(), M7)
+		}
+		if p.MulF16 != 0 {
+			// The factor in both lanes of both registers of $a6:7.
+			b.LoadConst(M8, uint32(p.MulF16)*0x10001)
+			b.Mta(A6, M8)
+			b.Mta(A7, M8)
+		}
+	}
+	// scale multiplies the FP16 results in $a4:5 by the factor.
+	scale := func(b *Builder) {
+		if p.MulF16 != 0 {
+			b.F(isa.H4MUL, A4, A4, A6)
 		}
 	}
 	x, y := sIn0, sOut
@@ -143,17 +164,22 @@ func (p Cast) stream() (*stream, error) {
 			b.Ld64P(A2, x, 8)
 			b.F1(isa.CVTFH, A4, A0)
 			b.F1(isa.CVTFH, A5, A2)
+			scale(b)
 			b.St64P(A4, y, 8)
 		}
 		s.tail = func(b *Builder, rem int) {
+			// The factor's lanes past the results multiply whatever $a5
+			// holds; only the results are stored.
 			if rem >= 2 {
 				b.Ld64P(A0, x, 8)
 				b.F1(isa.CVTFH, A4, A0)
+				scale(b)
 				b.St32P(A4, y, 4)
 			}
 			if rem%2 == 1 {
 				b.Ld32(A0, x, 0)
 				b.F1(isa.CVTFH, A4, A0)
+				scale(b)
 				b.Mfa(M8, A4)
 				emitMerge(b, 2)
 			}
@@ -281,10 +307,13 @@ func (p Cast) checkInterleaved(b *Builder) error {
 
 // Cost returns the kernel's cost: a stream kernel (2-D: the 2-D
 // stream's formula, see stream) with body issues per unit of elements
-// f32-to-f16 5 per 4, f16-to-f32 5 per 4, i32-to-f32 8 per 4, f32-to-f8
+// f32-to-f16 5 per 4 (6 with MulF16), f16-to-f32 5 per 4, i32-to-f32 8 per 4, f32-to-f8
 // 5 per 4 (4 with Interleaved), f8-to-f32 6 per 4 (8 when FP16 cannot
 // hold every scaled FP8 value), f16-to-f8 5 per 8 (7 per 16 with
-// Interleaved); setup 2 for the FP8 kinds (CSR fp8), else 0.
+// Interleaved); setup 2 for the FP8 kinds (CSR fp8), 2 +
+// ConstLen(factor in both halves) with MulF16, else 0. The tail of
+// f32-to-f16 takes one more issue per pair and per odd element with
+// MulF16.
 func (p Cast) Cost() (Cost, error) {
 	s, err := p.stream()
 	if err == nil {

@@ -58,7 +58,13 @@ func castExact(p Cast, x []byte) []byte {
 	}
 	switch p.Kind {
 	case F32ToF16:
-		return binary.LittleEndian.AppendUint16(nil, numfmt.F64ToF16(v))
+		h := numfmt.F64ToF16(v)
+		if p.MulF16 != 0 {
+			// The product of two FP16 values is exact in float64: one
+			// rounding of it.
+			h = numfmt.F64ToF16(numfmt.F16ToF64(h) * numfmt.F16ToF64(p.MulF16))
+		}
+		return binary.LittleEndian.AppendUint16(nil, h)
 	case F16ToF32, F8ToF32, I32ToF32:
 		return binary.LittleEndian.AppendUint32(nil, math.Float32bits(float32(v)))
 	}
@@ -71,13 +77,16 @@ func TestCast(t *testing.T) {
 		f     numfmt.Format
 		scale int
 		sat   bool
+		mul   uint16 // MulF16
 	}
 	variants := map[CastKind][]variant{
-		F32ToF16: {{}},
+		// The factors: 0.125 (attention's scale), -3, 1/3 (rounded) and
+		// 1000 (overflowing to Inf).
+		F32ToF16: {{}, {mul: 0x3000}, {mul: 0xC200}, {mul: 0x3555}, {mul: 0x63D0}},
 		F16ToF32: {{}},
-		F32ToF8:  {{numfmt.E4M3FNUZ, 0, true}, {numfmt.E5M2FNUZ, 3, false}, {numfmt.E4M3FN, -2, false}, {numfmt.E5M2, 0, true}, {numfmt.E5M2, 1, false}},
-		F8ToF32:  {{numfmt.E4M3FNUZ, 0, true}, {numfmt.E5M2FNUZ, -5, true}, {numfmt.E4M3FN, 4, true}, {numfmt.E5M2, 20, true}},
-		F16ToF8:  {{numfmt.E4M3FNUZ, 0, true}, {numfmt.E5M2FNUZ, 0, false}, {numfmt.E4M3FN, 1, true}, {numfmt.E5M2, -1, false}},
+		F32ToF8:  {{numfmt.E4M3FNUZ, 0, true, 0}, {numfmt.E5M2FNUZ, 3, false, 0}, {numfmt.E4M3FN, -2, false, 0}, {numfmt.E5M2, 0, true, 0}, {numfmt.E5M2, 1, false, 0}},
+		F8ToF32:  {{numfmt.E4M3FNUZ, 0, true, 0}, {numfmt.E5M2FNUZ, -5, true, 0}, {numfmt.E4M3FN, 4, true, 0}, {numfmt.E5M2, 20, true, 0}},
+		F16ToF8:  {{numfmt.E4M3FNUZ, 0, true, 0}, {numfmt.E5M2FNUZ, 0, false, 0}, {numfmt.E4M3FN, 1, true, 0}, {numfmt.E5M2, -1, false, 0}},
 		I32ToF32: {{}},
 	}
 	sizes := []struct{ n, w int }{{1, 6}, {2, 6}, {3, 6}, {5, 2}, {8, 6}, {30, 6}, {103, 6}, {1001, 5}}
@@ -87,8 +96,8 @@ func TestCast(t *testing.T) {
 				if vi > 0 && si%2 == 0 && si < 6 {
 					continue
 				}
-				t.Run(fmt.Sprintf("%s/%s%+d-sat%v/n%d-w%d", kind, v.f, v.scale, v.sat, sh.n, sh.w), func(t *testing.T) {
-					p := Cast{Kind: kind, N: sh.n, X: ilBuf, Y: nonIlBuf, Format: v.f, Scale: v.scale, Saturate: v.sat, Workers: sh.w}
+				t.Run(fmt.Sprintf("%s/%s%+d-sat%v-mul%#x/n%d-w%d", kind, v.f, v.scale, v.sat, v.mul, sh.n, sh.w), func(t *testing.T) {
+					p := Cast{Kind: kind, N: sh.n, X: ilBuf, Y: nonIlBuf, Format: v.f, Scale: v.scale, Saturate: v.sat, MulF16: v.mul, Workers: sh.w}
 					_, eout := kind.sizes()
 					x := castInput(rng(int64(100*int(kind)+10*vi+si)), kind, p.N)
 					tl.put(p.X, x)

@@ -245,7 +245,11 @@ func EmulateCast(p Cast, x []byte) []byte {
 		dst := out[i*eout:]
 		switch p.Kind {
 		case F32ToF16:
-			binary.LittleEndian.PutUint16(dst, numfmt.F32ToF16(binary.LittleEndian.Uint32(src)))
+			h := numfmt.F32ToF16(binary.LittleEndian.Uint32(src))
+			if p.MulF16 != 0 {
+				h = EmulateBinaryF16(Mul, h, p.MulF16)
+			}
+			binary.LittleEndian.PutUint16(dst, h)
 		case F16ToF32:
 			binary.LittleEndian.PutUint32(dst, numfmt.F16ToF32(binary.LittleEndian.Uint16(src)))
 		case F32ToF8:
