@@ -108,6 +108,10 @@ type productShape struct {
 	// holds, and bias its vector; nil: none.
 	obias *graph.Node
 	bias  *graph.Value
+	// oscale is the folded Mul by a constant (OutputScale) whose output
+	// y holds, and scale the constant's FP16 bits; nil: none.
+	oscale *graph.Node
+	scale  uint16
 }
 
 func (l *lowerer) productShape(st *plan.Step, n *graph.Node) (*productShape, error) {
@@ -121,6 +125,10 @@ func (l *lowerer) productShape(st *plan.Step, n *graph.Node) (*productShape, err
 	}
 	if add := OutputBias(l.g, n); add != nil && add.Outputs[0].Index == ps.y.Value {
 		ps.obias, ps.bias = add, biasVector(add, n.Outputs[0])
+	}
+	if mul := OutputScale(l.g, n); mul != nil && mul.Outputs[0].Index == ps.y.Value {
+		ps.oscale = mul
+		ps.scale, _ = scaleFactor(mul, n.Outputs[0])
 	}
 	ta, tb := 0, 0
 	if g, ok := n.Attrs.(*graph.Gemm); ok {
@@ -203,9 +211,9 @@ func (l *lowerer) productTensors(st *plan.Step, n *graph.Node) (ins, outs []*lay
 	}
 	out := n.Outputs[0]
 	if y.Value != out.Index {
-		cast, add := OutputCast(l.g, n), OutputBias(l.g, n)
-		if (cast == nil || cast.Outputs[0].Index != y.Value) && (add == nil || add.Outputs[0].Index != y.Value) {
-			return nil, nil, l.stepErr("result tensor %d holds %q, not %q, its only reader's cast to float16 or its only reader's Add of a bias", y.ID, y.Name, out.Name)
+		cast, add, mul := OutputCast(l.g, n), OutputBias(l.g, n), OutputScale(l.g, n)
+		if (cast == nil || cast.Outputs[0].Index != y.Value) && (add == nil || add.Outputs[0].Index != y.Value) && (mul == nil || mul.Outputs[0].Index != y.Value) {
+			return nil, nil, l.stepErr("result tensor %d holds %q, not %q, its only reader's cast to float16, its only reader's Add of a bias or its only reader's Mul by a constant", y.ID, y.Name, out.Name)
 		}
 	}
 	return ins, []*layout.Tensor{y}, nil
@@ -546,8 +554,12 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 			if sum := sums[[2]int{tb.Tile, b}]; f16 && sum != nil && ps.alpha == 1 && bias == nil {
 				fuseCast(sum, yRefs[yi])
 				fused = sum
+				if ps.oscale != nil {
+					scaleF16(ps.oscale.Name, final, tb.Tile, yRefs[yi], ps.scale, rows*np)
+				}
 			} else if f16 {
-				p := &codegen.Cast{Kind: codegen.F32ToF16, N: rows * np, Workers: codegen.Slots}
+				// The folded Mul's factor, in the cast's pass.
+				p := &codegen.Cast{Kind: codegen.F32ToF16, N: rows * np, MulF16: ps.scale, Workers: codegen.Slots}
 				final.Work[tb.Tile] = append(final.Work[tb.Tile], &prog.Kernel{What: n.Name + ".cast-out", Params: p,
 					Fixes: []prog.Fix{{Field: &p.X, Ref: part}, {Field: &p.Y, Ref: yRefs[yi], Write: true}}})
 			} else {
@@ -579,6 +591,11 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 		// The Add: FP16 operands, one FP16 rounding (f16v4add).
 		l.acc[n.Outputs[0].Index] = acc
 		acc = max(acc, l.acc[ps.bias.Index]) + F16Rounding
+	}
+	if ps.oscale != nil {
+		// The Mul: one FP16 rounding (f16v4mul).
+		l.acc[n.Outputs[0].Index] = acc
+		acc += F16Rounding
 	}
 	l.acc[y.Value] = acc
 	return nil

@@ -176,6 +176,9 @@ func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
 		} else if ob := lower.OutputBias(g, n); ob != nil {
 			pr.obias, pr.out = ob, ob.Outputs[0]
 			pl.folded[ob.Index] = n
+		} else if os := lower.OutputScale(g, n); os != nil {
+			pr.oscale, pr.out = os, os.Outputs[0]
+			pl.folded[os.Index] = n
 		}
 		for _, o := range []operand{pr.a, pr.b} {
 			for _, c := range o.nodes {

@@ -148,9 +148,10 @@ type product struct {
 	a, b   operand
 	mm     layout.MatMul
 	typ    codegen.AMPType
-	out    *graph.Value // the value the product writes (its result, the folded FP16 cast of it, or the folded Add of a bias to it)
+	out    *graph.Value // the value the product writes (its result, the folded FP16 cast of it, or the folded Add of a bias to it or Mul by a constant of it)
 	ocast  *graph.Node  // the folded output cast, nil: none
 	obias  *graph.Node  // the folded Add of a bias (lower.OutputBias), nil: none
+	oscale *graph.Node  // the folded Mul by a constant (lower.OutputScale), nil: none
 	align  int          // row alignment its result's pieces need
 	nalign int          // column alignment (0: BGroup)
 }
@@ -335,5 +336,5 @@ func (pr *product) class() string {
 	op := func(o operand) string {
 		return fmt.Sprintf("%s/%s/%v/%d/%v", sourceOf(o.root), o.w.DType, o.cast != nil, o.flips, shapeOf(o.w))
 	}
-	return fmt.Sprintf("%s|%+v|%s|%s|%s|%d|%d|%s|%v|%v", pr.node.Op, pr.mm, pr.typ, op(pr.a), op(pr.b), pr.align, pr.nalign, pr.out.DType, pr.ocast != nil, pr.obias != nil)
+	return fmt.Sprintf("%s|%+v|%s|%s|%s|%d|%d|%s|%v|%v|%v", pr.node.Op, pr.mm, pr.typ, op(pr.a), op(pr.b), pr.align, pr.nalign, pr.out.DType, pr.ocast != nil, pr.obias != nil, pr.oscale != nil)
 }
