@@ -26,6 +26,18 @@ import (
 // result's last dimension (or one element), broadcast over every other
 // axis; the Add's output has the result's shape.
 func OutputBias(g *graph.Graph, n *graph.Node) *graph.Node {
+	reader := foldableReader(g, n, "Add")
+	if reader == nil || biasVector(reader, n.Outputs[0]) == nil {
+		return nil
+	}
+	return reader
+}
+
+// foldableReader returns the two-input node of kind op that is the only
+// reader of a MatMul's FP16 result, when the result is no graph output,
+// no If may read it and the reader's FP16 output has the result's
+// shape; nil otherwise (OutputBias, OutputScale).
+func foldableReader(g *graph.Graph, n *graph.Node, op string) *graph.Node {
 	out := n.Outputs[0]
 	if n.Op != "MatMul" || out.DType != onnx.Float16 {
 		return nil
@@ -36,14 +48,11 @@ func OutputBias(g *graph.Graph, n *graph.Node) *graph.Node {
 		}
 	}
 	reader := onlyReader(g, out)
-	if reader == nil || reader.Op != "Add" || len(reader.Inputs) != 2 {
+	if reader == nil || reader.Op != op || len(reader.Inputs) != 2 {
 		return nil
 	}
 	y := reader.Outputs[0]
 	if y.DType != onnx.Float16 || !slices.Equal(y.Shape, out.Shape) {
-		return nil
-	}
-	if biasVector(reader, out) == nil {
 		return nil
 	}
 	return reader

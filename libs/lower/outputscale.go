@@ -2,7 +2,6 @@ package lower
 
 import (
 	"math"
-	"slices"
 
 	"ipu.local/libs/codegen"
 	"ipu.local/libs/graph"
@@ -24,27 +23,12 @@ import (
 // FP16 constant (not zero, not NaN), when it is that result's only
 // reader and the result is no graph output; nil otherwise.
 func OutputScale(g *graph.Graph, n *graph.Node) *graph.Node {
-	out := n.Outputs[0]
-	if n.Op != "MatMul" || out.DType != onnx.Float16 {
-		return nil
-	}
-	for _, m := range g.Nodes {
-		if _, ok := m.Attrs.(*graph.If); ok {
-			return nil // a branch may read it
+	if r := foldableReader(g, n, "Mul"); r != nil {
+		if _, ok := scaleFactor(r, n.Outputs[0]); ok {
+			return r
 		}
 	}
-	reader := onlyReader(g, out)
-	if reader == nil || reader.Op != "Mul" || len(reader.Inputs) != 2 {
-		return nil
-	}
-	y := reader.Outputs[0]
-	if y.DType != onnx.Float16 || !slices.Equal(y.Shape, out.Shape) {
-		return nil
-	}
-	if _, ok := scaleFactor(reader, out); !ok {
-		return nil
-	}
-	return reader
+	return nil
 }
 
 // scaleFactor returns the FP16 bits of the Mul's constant operand (the
