@@ -217,13 +217,14 @@ func Link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 // staged, logging why (Link).
 func stagingWhenFull(pl *plan.Plan, log *slog.Logger, try func(*plan.Plan) (*obj.Object, *Stats, error)) (*obj.Object, *Stats, error) {
 	o, st, err := try(pl)
-	var me *MemoryError
-	if err == nil || pl.Packs != "" || !errors.As(err, &me) {
+	if !retriesStaged(pl, err) {
 		return o, st, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var me *MemoryError
+	errors.As(err, &me)
 	why, _, _ := strings.Cut(me.Error(), "\n") // the memory report follows
 	log.Warn("operand blocks packed in place do not fit: staging every pack", slog.String("reason", why))
 	alt := *pl
@@ -234,6 +235,14 @@ func stagingWhenFull(pl *plan.Plan, log *slog.Logger, try func(*plan.Plan) (*obj
 	}
 	st.StagedPacks = true
 	return o, st, nil
+}
+
+// retriesStaged reports whether stagingWhenFull links pl again, staged,
+// after its link failed with err: pl packs in place and a buffer found
+// no room.
+func retriesStaged(pl *plan.Plan, err error) bool {
+	var me *MemoryError
+	return err != nil && pl.Packs == "" && errors.As(err, &me)
 }
 
 func link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, error) {
@@ -288,7 +297,11 @@ func link(pl *plan.Plan, fingerprint string, opt Options) (*obj.Object, *Stats, 
 
 func (l *linker) phase(name string, fn func(*slog.Logger) error) error {
 	ph := trace.Phase(l.log, name)
-	return ph.End(fn(ph.Logger()))
+	err := fn(ph.Logger())
+	if retriesStaged(l.pl, err) {
+		return ph.EndRecovered(err) // Link goes on with every pack staged
+	}
+	return ph.End(err)
 }
 
 // encodeModel starts encoding the model section the package carries for

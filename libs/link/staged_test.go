@@ -3,6 +3,7 @@ package link
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -66,6 +67,37 @@ func TestStagingWhenFull(t *testing.T) {
 			}
 			if warned && !strings.Contains(logs.String(), "y.c") {
 				t.Errorf("the warning does not name the buffer: %s", logs.String())
+			}
+		})
+	}
+}
+
+// TestPhaseLevelWhenStagingFollows: a phase failing for room on a plan
+// that packs in place ends at warn level (Link goes on staged, so a run
+// that then succeeds logs no error); the same failure on a staged plan,
+// or any other failure, ends at error level.
+func TestPhaseLevelWhenStagingFollows(t *testing.T) {
+	full := &MemoryError{Tile: 3, Buffer: "y.c", Size: 4096, Free: 1024, Region: "interleaved"}
+	for _, tc := range []struct {
+		name  string
+		packs string
+		err   error
+		want  string
+	}{
+		{"full, in place", "", full, "level=WARN"},
+		{"full, staged", plan.StagedPacks, full, "level=ERROR"},
+		{"other error", "", errors.New("tile 3: code does not fit"), "level=ERROR"},
+		{"wrapped full", "", fmt.Errorf("placing: %w", full), "level=WARN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			l := &linker{pl: &plan.Plan{Packs: tc.packs}, log: slog.New(slog.NewTextHandler(&logs, nil))}
+			err := l.phase("place_storage", func(*slog.Logger) error { return tc.err })
+			if !errors.Is(err, tc.err) {
+				t.Errorf("error %v, want %v", err, tc.err)
+			}
+			if !strings.Contains(logs.String(), tc.want) || !strings.Contains(logs.String(), "success=false") {
+				t.Errorf("phase end logged %q, want %s and success=false", logs.String(), tc.want)
 			}
 		})
 	}

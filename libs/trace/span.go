@@ -78,6 +78,16 @@ func (p *PhaseTimer) End(err error) error {
 	return nil
 }
 
+// EndRecovered is End for a failed phase its caller recovers from (it
+// goes on another way and says so): the line is logged at warn level,
+// still with success=false and the error, so that a run that succeeds
+// shows no error line.
+func (p *PhaseTimer) EndRecovered(err error) error {
+	p.log.Warn(PhaseFinished, slog.String("phase", p.name), ElapsedMS(p.now().Sub(p.start)),
+		slog.Bool("success", false), slog.String("error", err.Error()))
+	return err
+}
+
 // RunPhase runs fn as the phase name: fn gets the phase's logger, and its
 // error ends the phase and is returned.
 func RunPhase(logger *slog.Logger, name string, fn func(log *slog.Logger) error) error {

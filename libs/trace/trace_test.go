@@ -112,6 +112,17 @@ func TestText(t *testing.T) {
 			want: ts + `  INFO ipu_codegen.package.build{tile_count=4}:ipu_codegen.package.phase{phase="ok"}: package build phase finished phase="ok" elapsed_ms=0 success=true` + "\n" +
 				ts + ` ERROR ipu_codegen.package.build{tile_count=4}:ipu_codegen.package.phase{phase="bad"}: package build phase finished phase="bad" elapsed_ms=0 success=false error="no space"` + "\n",
 		},
+		{
+			name: "phase failure recovered",
+			log: func(l *slog.Logger) {
+				b := Span(l, BuildSpan, slog.Int("tile_count", 4))
+				p := Phase(b, "place")
+				if err := p.EndRecovered(errors.New("full")); err == nil || err.Error() != "full" {
+					panic("EndRecovered lost the error")
+				}
+			},
+			want: ts + `  WARN ipu_codegen.package.build{tile_count=4}:ipu_codegen.package.phase{phase="place"}: package build phase finished phase="place" elapsed_ms=0 success=false error="full"` + "\n",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
