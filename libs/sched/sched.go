@@ -34,7 +34,12 @@
 // then. A transfer of an even word count uses send2 when that ends it
 // sooner and no other tile of the supertile has a send pending that
 // could start meanwhile. Schedule runs a few such passes with other tie
-// and send2 rules (Options.Passes) and keeps the shortest.
+// and send2 rules (Options.Passes) and keeps the shortest. One pass
+// compares starts in 32-cycle steps and serves the most loaded tiles
+// first within a step: on an all-gather among a group of tiles, where
+// every multicast reaches nearly the whole group, the earliest start
+// lets whichever transfer is free go first and leaves the busiest
+// receivers idle later (strategies).
 //
 // Each pass is a fast schedule followed by instruction-alignment
 // validation (align.go): the fast schedule lets an event issue any cycle
