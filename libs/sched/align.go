@@ -35,9 +35,6 @@ func (a AlignStats) Retried() bool { return a.Failed > 0 }
 // scheduled exactly from scratch (Success false).
 const maxRounds = 8
 
-// scheduleChecked runs one pass with strategy st: the fast schedule,
-// then validation and incremental repair. The scheduler returned plans
-// under the exact constraints.
 // alignRetryMax is the largest phase scheduled fast and then repaired.
 // Beyond it the repair reaches most transfers (everything after a
 // failure on its tiles) and costs more than scheduling under the exact
@@ -47,6 +44,15 @@ const maxRounds = 8
 // the validation work done).
 const alignRetryMax = 512
 
+// A smaller phase can still fail where nearly all of it depends on the
+// failures: qk-early's re-layout on 1,472 tiles (512 multicasts) has 16
+// transfers refused and 497 planned after them on their tiles. Its
+// repair is then the exact schedule made again, for as long as a pass
+// takes. When more than repairMaxShare (in twentieths) of the phase would
+// be rescheduled, the exact schedule, made already, is the retry: every
+// transfer rescheduled under the exact rule, in one round.
+const repairMaxShare = 19
+
 // scheduleAligned schedules the phase with strategy st (see alignRetryMax).
 func scheduleAligned(p *arch.Preset, phase []Transfer, opt Options, st strategy, ix *phaseIndex) (*scheduler, AlignStats) {
 	exact := newSchedulerIx(p, phase, opt, st, ix)
@@ -54,14 +60,18 @@ func scheduleAligned(p *arch.Preset, phase []Transfer, opt Options, st strategy,
 	if len(phase) > alignRetryMax {
 		return exact, AlignStats{Success: true}
 	}
-	rep, a := scheduleChecked(newSchedulerIx(p, phase, opt, st, ix))
+	rep, a := scheduleChecked(newSchedulerIx(p, phase, opt, st, ix), exact)
 	if exact.makespan < rep.makespan {
 		return exact, a
 	}
 	return rep, a
 }
 
-func scheduleChecked(s0 *scheduler) (*scheduler, AlignStats) {
+// scheduleChecked runs one pass with s0's strategy: the fast schedule,
+// then validation and incremental repair, or exact (its exact schedule)
+// when the repair would reschedule nearly the whole phase or does not
+// converge. The scheduler returned plans under the exact constraints.
+func scheduleChecked(s0, exact *scheduler) (*scheduler, AlignStats) {
 	fast := s0
 	for _, t := range fast.tiles {
 		if t != nil {
@@ -81,6 +91,11 @@ func scheduleChecked(s0 *scheduler) (*scheduler, AlignStats) {
 	cur := fast
 	for {
 		dep := cur.dependents(failed)
+		if st.Rounds == 1 && 20*marked(dep) > repairMaxShare*len(dep) {
+			st.Rescheduled, st.Success = len(dep), true
+			st.Elapsed = time.Since(start)
+			return exact, st
+		}
 		// The exact replay: kept transfers at their cycles, the others
 		// rescheduled.
 		r, moved := cur.repair(dep)
@@ -97,11 +112,21 @@ func scheduleChecked(s0 *scheduler) (*scheduler, AlignStats) {
 	}
 	st.Success = len(failed) == 0
 	if !st.Success {
-		cur = newSchedulerIx(s0.p, s0.phase, s0.opt, s0.st, s0.ix)
-		cur.run()
+		cur = exact
 	}
 	st.Elapsed = time.Since(start)
 	return cur, st
+}
+
+// marked returns the number of true entries of dep.
+func marked(dep []bool) int {
+	n := 0
+	for _, d := range dep {
+		if d {
+			n++
+		}
+	}
+	return n
 }
 
 // opsOf returns the operands of event ev.

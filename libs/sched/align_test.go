@@ -8,18 +8,21 @@ import (
 )
 
 // TestAlignmentRetry schedules a phase whose fast schedule breaks the
-// issue-slot constraint (it must be repaired) and one whose fast
-// schedule holds (no retry); both must validate and run on the
+// issue-slot constraint (it must be repaired), one whose fast schedule
+// holds (no retry) and one where nearly every transfer depends on the
+// failing ones (qk-early's re-layout on 1,472 tiles: the exact schedule
+// is the retry, whole, in one round); each must validate and run on the
 // simulator with the cycles the plan says.
 func TestAlignmentRetry(t *testing.T) {
 	p := arch.MustLookup("ipu21")
 	cases := []struct {
-		name  string
-		phase []Transfer
-		retry bool
+		name         string
+		phase        []Transfer
+		retry, whole bool
 	}{
-		{"random", random(rand.New(rand.NewSource(3)), 64, 200, 32, 4), true},
-		{"one", []Transfer{{Src: 0, Dst: 1, Words: 8, SrcAddr: 0x5_0000, DstAddr: 0x5_0000}}, false},
+		{"random", random(rand.New(rand.NewSource(3)), 64, 200, 32, 4), true, false},
+		{"one", []Transfer{{Src: 0, Dst: 1, Words: 8, SrcAddr: 0x5_0000, DstAddr: 0x5_0000}}, false, false},
+		{"qk-early re-layout", readPhase(t, "qk_early_relayout.json.gz"), true, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -31,8 +34,26 @@ func TestAlignmentRetry(t *testing.T) {
 			if st.Retried() != c.retry || !st.Success || st.Transfers != len(c.phase) {
 				t.Fatalf("stats %+v, want retry %v and success", st, c.retry)
 			}
-			if c.retry && (st.Rescheduled < st.Failed || st.Rescheduled >= len(c.phase) || st.Rounds < 2) {
+			if c.retry && !c.whole && (st.Rescheduled < st.Failed || st.Rescheduled >= len(c.phase) || st.Rounds < 2) {
 				t.Errorf("stats %+v: want an incremental repair (some transfers kept)", st)
+			}
+			if c.whole && (st.Rescheduled != len(c.phase) || st.Rounds != 1) {
+				t.Errorf("stats %+v: want every transfer rescheduled in one round", st)
+			}
+			if c.whole {
+				// The exact passes' shortest, as Schedule runs them.
+				ix := newPhaseIndex(p.Tiles, c.phase)
+				best := int64(-1)
+				for _, s := range strategies[:defaultPasses(c.phase)] {
+					e := newSchedulerIx(p, c.phase, Options{}, s, ix)
+					e.run()
+					if best < 0 || e.makespan < best {
+						best = e.makespan
+					}
+				}
+				if pl.Makespan != best {
+					t.Errorf("makespan %d, the exact passes' shortest %d", pl.Makespan, best)
+				}
 			}
 			if !c.retry && (st.Rescheduled != 0 || st.Rounds != 1) {
 				t.Errorf("stats %+v: want no rescheduling", st)

@@ -50,7 +50,9 @@
 // alignment), the failing ones and every transfer planned after them on
 // their tiles (transitively) are rescheduled exactly while the others
 // keep their cycles, and the rescheduled tiles are validated again until
-// the schedule holds. ScheduleStats reports the figures (AlignStats).
+// the schedule holds; when those would be nearly the whole phase, the
+// pass's exact schedule (made for comparison anyway) is the retry.
+// ScheduleStats reports the figures (AlignStats).
 //
 // Validate replays a Plan's code against the simulator's rules in plain
 // Go; see RATIONALE.md for the rules that shaped the design.

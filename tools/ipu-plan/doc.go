@@ -63,7 +63,8 @@
 // resumed search keeps). The linker's exchange scheduler (libs/sched) first
 // schedules each exchange superstep without the supervisor's issue-slot
 // constraint, validates every transfer against it and reschedules only
-// the failing transfers and those planned after them on their tiles;
+// the failing transfers and those planned after them on their tiles (or,
+// when those are nearly all of the superstep, takes its exact schedule);
 // the validation link's figures give "retrying exchange schedule with
 // incremental instruction-alignment validation transfers=N" (N failing
 // transfers; logged only when some failed) and "finished incremental
