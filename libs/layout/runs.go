@@ -393,9 +393,16 @@ func PanelRuns(src, dst *Tensor) ([]Run, error) {
 	sgs := make([]Geometry, len(src.Pieces))
 	// The runs at most (before merging), so that out is allocated once:
 	// growing it was most of the re-layouts' allocation.
-	n := 0
+	// A piece with the previous one's box (a replicated block) meets the
+	// same source boxes: its count is the previous one's.
+	n, pieceN := 0, 0
+	var countedBox Box
 	for _, dp := range dst.Pieces {
-		ix.each(dp.Box, func(_ int, inter Box) { n += panelRunsAtMost(src.Kind, inter) })
+		if countedBox == nil || !dp.Box.Equal(countedBox) {
+			pieceN, countedBox = 0, dp.Box
+			ix.each(dp.Box, func(_ int, inter Box) { pieceN += panelRunsAtMost(src.Kind, inter) })
+		}
+		n += pieceN
 	}
 	out := make([]Run, 0, n)
 	// A copy of the previous destination piece (a replicated block: the
