@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"context"
 	"log/slog"
 	"time"
 )
@@ -68,13 +69,10 @@ func (p *PhaseTimer) Logger() *slog.Logger { return p.log }
 // that a phase can end with `return p.End(err)`. A failed phase is logged
 // at error level with the error as a field.
 func (p *PhaseTimer) End(err error) error {
-	elapsed := p.now().Sub(p.start)
 	if err != nil {
-		p.log.Error(PhaseFinished, slog.String("phase", p.name), ElapsedMS(elapsed),
-			slog.Bool("success", false), slog.String("error", err.Error()))
-		return err
+		return p.failed(slog.LevelError, err)
 	}
-	p.log.Info(PhaseFinished, slog.String("phase", p.name), ElapsedMS(elapsed), slog.Bool("success", true))
+	p.log.Info(PhaseFinished, slog.String("phase", p.name), ElapsedMS(p.now().Sub(p.start)), slog.Bool("success", true))
 	return nil
 }
 
@@ -82,8 +80,11 @@ func (p *PhaseTimer) End(err error) error {
 // goes on another way and says so): the line is logged at warn level,
 // still with success=false and the error, so that a run that succeeds
 // shows no error line.
-func (p *PhaseTimer) EndRecovered(err error) error {
-	p.log.Warn(PhaseFinished, slog.String("phase", p.name), ElapsedMS(p.now().Sub(p.start)),
+func (p *PhaseTimer) EndRecovered(err error) error { return p.failed(slog.LevelWarn, err) }
+
+// failed logs the failed phase's line at level and returns err.
+func (p *PhaseTimer) failed(level slog.Level, err error) error {
+	p.log.Log(context.Background(), level, PhaseFinished, slog.String("phase", p.name), ElapsedMS(p.now().Sub(p.start)),
 		slog.Bool("success", false), slog.String("error", err.Error()))
 	return err
 }
