@@ -18,12 +18,14 @@ import (
 // for alignment. Failing transfers and those that depend on them (every
 // later event on a tile they touch, transitively) are rescheduled
 // exactly, the others keep their cycles, and the rescheduled tiles are
-// validated again until the schedule holds.
+// validated again until the schedule holds. When those would be nearly
+// the whole phase (repairMaxShare), the pass's exact schedule is the
+// retry: Rescheduled is every transfer, in one round.
 type AlignStats struct {
 	Transfers   int           // transfers validated in the first round
 	Failed      int           // transfers the first validation refused
 	Rescheduled int           // transfers rescheduled over all rounds
-	Rounds      int           // validation rounds (1: the fast schedule held)
+	Rounds      int           // validation rounds (1: the fast schedule held, or the exact one is the retry)
 	Success     bool          // the last validation found no failing transfer
 	Elapsed     time.Duration // validation and rescheduling time
 }
@@ -31,8 +33,8 @@ type AlignStats struct {
 // Retried reports whether the fast schedule had to be repaired.
 func (a AlignStats) Retried() bool { return a.Failed > 0 }
 
-// maxRounds bounds the validation rounds; a phase still failing then is
-// scheduled exactly from scratch (Success false).
+// maxRounds bounds the validation rounds; a phase still failing then
+// takes the pass's exact schedule (Success false).
 const maxRounds = 8
 
 // alignRetryMax is the largest phase scheduled fast and then repaired.
