@@ -3,8 +3,10 @@ package codegen
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"ipu.local/libs/isa"
+	"ipu.local/libs/numfmt"
 )
 
 // SumParts adds Parts partial sums into an accumulator, the compute half
@@ -42,6 +44,17 @@ import (
 // RN16(RN16(sum) + Bias[i]) (f16v4add), the Add of a bias that would
 // follow the cast, bit for bit; per unit a 64-bit load and the add on
 // top. Bias is 8-byte aligned anywhere in tile memory.
+//
+// Act, when On (with Out), applies a unary operation to the FP16 results
+// after the bias: Out[i] = op(RN16(RN16(sum) + Bias[i])), as a Unary of
+// Type F16 on Out would, bit for bit (the activation that follows a
+// linear layer, fused: no load and store of the values between and no
+// launch of its own). Its constants live in the registers Unary's keep
+// them in, set once per worker; per pair the FP16 values are widened,
+// computed and narrowed as Unary's FP16 body does, Relu and Clip on the
+// FP16 lanes. Per unit (Interleaved) the sums convert into $a4:5 and the
+// bias loads into $a2:3 instead, and GeluTanh reloads its fourth
+// constant, which shares $a6:7 with the parts' loads.
 type SumParts struct {
 	N           int
 	Y           uint32
@@ -52,6 +65,64 @@ type SumParts struct {
 	Stride      int // elements from one part to the next
 	Workers     int
 	Interleaved bool
+	Act         Activation
+}
+
+// Activation is a unary operation a kernel applies to its FP16 results
+// (SumParts.Act): a Unary's operation and constants, On when there is
+// one.
+type Activation struct {
+	On                                     bool
+	Op                                     UnaryOp
+	Exponent, Min, Max, Alpha, Beta, Gamma float32
+}
+
+// ActivationOf returns u's operation and constants as an activation.
+func ActivationOf(u Unary) Activation {
+	return Activation{On: true, Op: u.Op, Exponent: u.Exponent, Min: u.Min, Max: u.Max, Alpha: u.Alpha, Beta: u.Beta, Gamma: u.Gamma}
+}
+
+// Unary returns the FP16 Unary of a's operation and constants (no
+// operands).
+func (a Activation) Unary() Unary {
+	return Unary{Op: a.Op, Type: F16, Exponent: a.Exponent, Min: a.Min, Max: a.Max, Alpha: a.Alpha, Beta: a.Beta, Gamma: a.Gamma}
+}
+
+// setup loads the activation's constants, as Unary's FP16 kernel does.
+func (a Activation) setup(b *Builder) {
+	u := a.Unary()
+	if u.Op == Clip {
+		f16Pair(b, ewK0, numfmt.F32ToF16(math.Float32bits(u.Min)))
+		f16Pair(b, ewK1, numfmt.F32ToF16(math.Float32bits(u.Max)))
+		return
+	}
+	u.setup(b)
+}
+
+// apply emits the activation on the FP16 values of $a d (and $a d+1
+// unless half): Relu and Clip on FP16 lanes, the others widened to the
+// FP32 pair $a0:1, computed and narrowed back (Unary's FP16 body). It
+// uses $a0:3 and the constants.
+func (a Activation) apply(b *Builder, d AReg, half bool) {
+	u := a.Unary()
+	switch u.Op {
+	case Relu:
+		b.F(isa.H4MAX, d, d, ewZero)
+		return
+	case Clip:
+		b.F(isa.H4MAX, d, d, ewK0)
+		b.F(isa.H4MIN, d, d, ewK1)
+		return
+	}
+	regs := []AReg{d, d + 1}
+	if half {
+		regs = regs[:1]
+	}
+	for _, r := range regs {
+		b.F1(isa.CVTHF, A0, r)
+		u.compute(b, false)
+		b.F1(isa.CVTFH, r, A0)
+	}
 }
 
 func (p SumParts) stream() (*stream, error) {
@@ -66,6 +137,12 @@ func (p SumParts) stream() (*stream, error) {
 	}
 	if p.Out != 0 && p.N%2 != 0 {
 		return nil, fmt.Errorf("element count %d: want an even count with an FP16 output", p.N)
+	}
+	if p.Act.On && p.Out == 0 {
+		return nil, errors.New("an activation wants an FP16 output")
+	}
+	if p.Act.On && p.Act.Op >= numUnary {
+		return nil, fmt.Errorf("unknown activation %d", p.Act.Op)
 	}
 	if p.Bias != 0 && (p.Out == 0 || !p.Interleaved || p.N%4 != 0) {
 		return nil, fmt.Errorf("a bias wants an FP16 output, Interleaved and a multiple of 4 elements (N = %d)", p.N)
@@ -84,6 +161,9 @@ func (p SumParts) stream() (*stream, error) {
 		s.inputs = append(s.inputs, array{"Bias", p.Bias, 2, 0})
 	}
 	s.setup = func(*Builder) {}
+	if p.Act.On {
+		s.setup = p.Act.setup
+	}
 	s.body = func(b *Builder) { p.pair(b, false) }
 	s.tail = func(b *Builder, rem int) {
 		for ; rem >= 2; rem -= 2 {
@@ -119,6 +199,9 @@ func (p SumParts) pair(b *Builder, single bool) {
 	}
 	if p.Out != 0 {
 		b.F1(isa.CVTFH, A4, A0)
+		if p.Act.On {
+			p.Act.apply(b, A4, true)
+		}
 		b.St32P(A4, sOut, 4)
 		return
 	}
@@ -138,6 +221,10 @@ func (p SumParts) quad(b *Builder) {
 		b.F(isa.V2ADD, A0, A0, A4)
 		b.F(isa.V2ADD, A2, A2, A6)
 	}
+	if p.Act.On {
+		p.quadAct(b)
+		return
+	}
 	if p.Out != 0 {
 		b.F1(isa.CVTFH, A8, A0)
 		b.F1(isa.CVTFH, A9, A2)
@@ -149,6 +236,22 @@ func (p SumParts) quad(b *Builder) {
 		return
 	}
 	b.St128P(A0, sOut, 16)
+}
+
+// quadAct ends a unit with an activation: the FP16 sums in $a4:5, the
+// bias in $a2:3 (the registers of the constants are not free).
+func (p SumParts) quadAct(b *Builder) {
+	b.F1(isa.CVTFH, A4, A0)
+	b.F1(isa.CVTFH, A5, A2)
+	if p.Bias != 0 {
+		b.Ld64P(A2, sIn2, 8)
+		b.F(isa.H4ADD, A4, A4, A2)
+	}
+	if p.Act.Op == GeluTanh {
+		pairConst(b, ewK3, geluTanh1) // the parts' loads overwrote it
+	}
+	p.Act.apply(b, A4, false)
+	b.St64P(A4, sOut, 8)
 }
 
 // Cost returns the kernel's cost (counted from its code, as Binary's).

@@ -136,12 +136,84 @@ func TestSumPartsRefuses(t *testing.T) {
 		{SumParts{N: 4, Y: nonIlBuf, X: ilBuf, Out: nonIlBuf + 0x102, Parts: 1, Workers: 1}, "aligned"},
 		{SumParts{N: 4, Y: nonIlBuf, X: ilBuf, Out: nonIlBuf + 4, Parts: 1, Workers: 1}, "overlaps"},
 		{SumParts{N: 4, Y: nonIlBuf, X: ilBuf, Out: nonIlBuf + 0x100, Bias: nonIlBuf + 0x200, Parts: 1, Workers: 1}, "a bias wants"},
+		{SumParts{N: 4, Y: nonIlBuf, X: ilBuf, Parts: 1, Workers: 1, Act: Activation{On: true, Op: Relu}}, "an activation wants"},
+		{SumParts{N: 4, Y: nonIlBuf, X: ilBuf, Out: nonIlBuf + 0x100, Parts: 1, Workers: 1, Act: Activation{On: true, Op: numUnary}}, "unknown activation"},
 		{SumParts{N: 6, Y: ilBuf + 0x1000, X: ilBuf, Out: nonIlBuf + 0x100, Bias: nonIlBuf + 0x200, Parts: 1, Workers: 1, Interleaved: true}, "a bias wants"},
 		{SumParts{N: 8, Y: ilBuf + 0x1000, X: ilBuf, Out: nonIlBuf + 0x100, Bias: nonIlBuf + 0x108, Parts: 1, Workers: 1, Interleaved: true}, "overlaps"},
 		{SumParts{N: 4, Y: ilBuf + 0x1000, X: ilBuf, Out: nonIlBuf + 0x100, Bias: nonIlBuf + 0x204, Parts: 1, Workers: 1, Interleaved: true}, "aligned"},
 	} {
 		if _, err := EmitSumParts(b, c.p); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.p, err, c.want)
+		}
+	}
+}
+
+// An activation fused into the sum gives bit for bit the FP16 Unary that
+// would follow it, for every operation, with pairs and 128-bit units,
+// with and without a bias, and the cycles its Cost says.
+func TestSumPartsActivation(t *testing.T) {
+	tl := newTile()
+	acts := []Unary{
+		{Op: Neg}, {Op: Abs}, {Op: Relu}, {Op: Exp}, {Op: Sqrt}, {Op: Tanh}, {Op: Sigmoid}, {Op: GeluErf}, {Op: GeluTanh},
+		{Op: PowConst, Exponent: 2}, {Op: PowConst, Exponent: 3}, {Op: Clip, Min: -6, Max: 6}, {Op: Log}, {Op: Erf},
+		{Op: Softplus}, {Op: LeakyRelu, Alpha: 0.01}, {Op: Elu, Alpha: 1.5}, {Op: Selu, Alpha: 1.6732632, Gamma: 1.050701},
+		{Op: HardSigmoid, Alpha: 0.2, Beta: 0.5}, {Op: HardSwish},
+	}
+	if len(acts) < int(numUnary) {
+		t.Fatalf("%d activations tested, %d unary operations", len(acts), numUnary)
+	}
+	for ai, u := range acts {
+		for _, v := range []struct {
+			name       string
+			il         bool
+			n, parts   int
+			y, yo, bia uint32
+		}{
+			{"pairs", false, 38, 3, nonIlBuf, nonIlBuf + 0x8004, 0},
+			{"quads", true, 52, 2, ilBuf + 0x20000, nonIlBuf + 0x8008, 0},
+			{"quads-bias", true, 124, 4, ilBuf + 0x20000, nonIlBuf + 0x8008, nonIlBuf + 0x4008},
+		} {
+			t.Run(fmt.Sprintf("%s-%v-%s", u.Op, u.Exponent, v.name), func(t *testing.T) {
+				r := rng(int64(9000 + ai))
+				stride := (v.n + 3) &^ 3
+				y := randF32(r, v.n, -8, 8)
+				x := randF32(r, (v.parts-1)*stride+v.n, -4, 4)
+				copy(y[1:], specials)
+				p := SumParts{N: v.n, Y: v.y, X: ilBuf, Out: v.yo, Bias: v.bia, Parts: v.parts, Stride: stride, Workers: 1 + ai%Slots,
+					Interleaved: v.il, Act: ActivationOf(u)}
+				tl.putF32(p.Y, y)
+				tl.putF32(p.X, x)
+				bias := make([]uint16, v.n)
+				if v.bia != 0 {
+					raw := make([]byte, 2*v.n)
+					for i, f := range randF32(r, v.n, -2, 2) {
+						bias[i] = numfmt.F32ToF16(math.Float32bits(f))
+						binary.LittleEndian.PutUint16(raw[2*i:], bias[i])
+					}
+					tl.put(p.Bias, raw)
+				}
+				phase := ai % Slots
+				k, cycles := tl.runKernel(t, phase, func(b *Builder) (Kernel, error) { return EmitSumParts(b, p) })
+				got := tl.get(p.Out, 2*p.N)
+				for i := range y {
+					s := y[i]
+					for k := 0; k < v.parts; k++ {
+						s = EmulateBinary(Add, s, x[k*stride+i])
+					}
+					e := numfmt.F32ToF16(math.Float32bits(s))
+					if v.bia != 0 {
+						e = EmulateBinaryF16(Add, e, bias[i])
+					}
+					e = EmulateUnaryF16(u, e)
+					if g := binary.LittleEndian.Uint16(got[2*i:]); g != e {
+						t.Fatalf("element %d: FP16 %#04x, want %#04x", i, g, e)
+					}
+				}
+				checkCycles(t, k, cycles, phase)
+				if f, err := p.Cost(); err != nil || f.CyclesAt(phase) != k.CyclesAt(phase) {
+					t.Errorf("Cost() = %v, %v; want the emitted kernel's %d", f.CyclesAt(phase), err, k.CyclesAt(phase))
+				}
+			})
 		}
 	}
 }

@@ -11,6 +11,7 @@ package lower
 // row (codegen's PerRow), a one-element constant is an immediate.
 
 import (
+	"fmt"
 	"math"
 
 	"ipu.local/formats/plan"
@@ -156,16 +157,14 @@ func (l *lowerer) computeType(n *graph.Node) (codegen.ElemType, error) {
 	return 0, l.notLowered(n, "output %q of type %s (the kernels compute in float and float16)", n.Outputs[0].Name, d)
 }
 
-func (l *lowerer) unary(st *plan.Step, n *graph.Node) error {
-	ins, outs, err := l.ioTensors(st, n)
-	if err != nil {
-		return err
+// unaryParams returns the Unary (no operands) of a unary node computing
+// in typ, or why it cannot be one.
+func unaryParams(n *graph.Node, typ codegen.ElemType) (codegen.Unary, string) {
+	op, ok := unaryOps[n.Op]
+	if !ok {
+		return codegen.Unary{}, fmt.Sprintf("%s is not a unary kernel's operation", n.Op)
 	}
-	typ, err := l.computeType(n)
-	if err != nil {
-		return err
-	}
-	p := codegen.Unary{Op: unaryOps[n.Op], Type: typ}
+	p := codegen.Unary{Op: op, Type: typ}
 	switch a := n.Attrs.(type) {
 	case *graph.Gelu:
 		if a.Tanh {
@@ -185,8 +184,24 @@ func (l *lowerer) unary(st *plan.Step, n *graph.Node) error {
 			p.Min, p.Max = float32(numfmt.F16ToF64(numfmt.F64ToF16(a.Min))), float32(numfmt.F16ToF64(numfmt.F64ToF16(a.Max)))
 		}
 		if float64(p.Min) != a.Min && !math.IsInf(a.Min, 0) || float64(p.Max) != a.Max && !math.IsInf(a.Max, 0) {
-			return l.notLowered(n, "bounds %g, %g are not of the input's type", a.Min, a.Max)
+			return codegen.Unary{}, fmt.Sprintf("bounds %g, %g are not of the input's type", a.Min, a.Max)
 		}
+	}
+	return p, ""
+}
+
+func (l *lowerer) unary(st *plan.Step, n *graph.Node) error {
+	ins, outs, err := l.ioTensors(st, n)
+	if err != nil {
+		return err
+	}
+	typ, err := l.computeType(n)
+	if err != nil {
+		return err
+	}
+	p, why := unaryParams(n, typ)
+	if why != "" {
+		return l.notLowered(n, "%s", why)
 	}
 	if ins[0] == nil {
 		return l.stepErr("input 0 has no tensor")

@@ -112,6 +112,10 @@ type productShape struct {
 	// y holds, and scale the constant's FP16 bits; nil: none.
 	oscale *graph.Node
 	scale  uint16
+	// oact is the folded activation (OutputAct) whose output y holds,
+	// and act its Unary; nil: none.
+	oact *graph.Node
+	act  codegen.Unary
 }
 
 func (l *lowerer) productShape(st *plan.Step, n *graph.Node) (*productShape, error) {
@@ -123,10 +127,15 @@ func (l *lowerer) productShape(st *plan.Step, n *graph.Node) (*productShape, err
 	if len(ins) > 2 {
 		ps.c = ins[2]
 	}
-	if add := OutputBias(l.g, n); add != nil && add.Outputs[0].Index == ps.y.Value {
+	yv := ps.y.Value // the value the cast, bias or scale writes
+	if act := OutputAct(l.g, n); act != nil && act.Outputs[0].Index == yv {
+		ps.oact, yv = act, act.Inputs[0].Index
+		ps.act, _ = unaryParams(act, codegen.F16)
+	}
+	if add := OutputBias(l.g, n); add != nil && add.Outputs[0].Index == yv {
 		ps.obias, ps.bias = add, biasVector(add, n.Outputs[0])
 	}
-	if mul := OutputScale(l.g, n); mul != nil && mul.Outputs[0].Index == ps.y.Value {
+	if mul := OutputScale(l.g, n); mul != nil && mul.Outputs[0].Index == yv {
 		ps.oscale = mul
 		ps.scale, _ = scaleFactor(mul, n.Outputs[0])
 	}
@@ -210,10 +219,14 @@ func (l *lowerer) productTensors(st *plan.Step, n *graph.Node) (ins, outs []*lay
 		return nil, nil, err
 	}
 	out := n.Outputs[0]
-	if y.Value != out.Index {
+	v := y.Value
+	if act := OutputAct(l.g, n); act != nil && act.Outputs[0].Index == v {
+		v = act.Inputs[0].Index
+	}
+	if v != out.Index {
 		cast, add, mul := OutputCast(l.g, n), OutputBias(l.g, n), OutputScale(l.g, n)
-		if (cast == nil || cast.Outputs[0].Index != y.Value) && (add == nil || add.Outputs[0].Index != y.Value) && (mul == nil || mul.Outputs[0].Index != y.Value) {
-			return nil, nil, l.stepErr("result tensor %d holds %q, not %q, its only reader's cast to float16, its only reader's Add of a bias or its only reader's Mul by a constant", y.ID, y.Name, out.Name)
+		if (cast == nil || cast.Outputs[0].Index != v) && (add == nil || add.Outputs[0].Index != v) && (mul == nil || mul.Outputs[0].Index != v) {
+			return nil, nil, l.stepErr("result tensor %d holds %q, not %q, its only reader's cast to float16, its only reader's Add of a bias, its only reader's Mul by a constant or the activation of one of these", y.ID, y.Name, out.Name)
 		}
 	}
 	return ins, []*layout.Tensor{y}, nil
@@ -525,6 +538,12 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 		blk biasBlock
 	}
 	var biasParts []biasPart
+	// The folded activation's parts that no sum applies it to.
+	type actPart struct {
+		tile, n int
+		y       prog.Ref
+	}
+	var actParts []actPart
 	r := len(y.Shape)
 	for _, tb := range blocks {
 		if tb.P0 == tb.P1 {
@@ -569,6 +588,13 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 				c0, nc := biasCols(box)
 				biasParts = append(biasParts, biasPart{fused, yRefs[yi], biasBlock{tile: tb.Tile, rows: rows, pitch: np, c0: c0, nc: nc}})
 			}
+			if ps.oact != nil && f16 {
+				if fused != nil && ps.oscale == nil {
+					fuseAct(fused, ps.act)
+				} else {
+					actParts = append(actParts, actPart{tb.Tile, rows * np, yRefs[yi]})
+				}
+			}
 		}
 	}
 	if len(biasParts) > 0 {
@@ -585,6 +611,9 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 			}
 		}
 	}
+	for _, a := range actParts {
+		actF16(ps.oact.Name, final, a.tile, a.y, ps.act, a.n)
+	}
 	l.refs[y.ID] = yRefs
 	acc := l.productAcc(n, ps, f16)
 	if ps.obias != nil {
@@ -596,6 +625,11 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 		// The Mul: one FP16 rounding (f16v4mul).
 		l.acc[n.Outputs[0].Index] = acc
 		acc += F16Rounding
+	}
+	if ps.oact != nil {
+		// The activation: its FP32 roundings and the FP16 one.
+		l.acc[ps.oact.Inputs[0].Index] = acc
+		acc += unaryRoundings[ps.act.Op] + F16Rounding
 	}
 	l.acc[y.Value] = acc
 	return nil

@@ -180,6 +180,10 @@ func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
 			pr.oscale, pr.out = os, os.Outputs[0]
 			pl.folded[os.Index] = n
 		}
+		if oa := lower.OutputAct(g, n); oa != nil {
+			pr.oact, pr.out = oa, oa.Outputs[0]
+			pl.folded[oa.Index] = n
+		}
 		for _, o := range []operand{pr.a, pr.b} {
 			for _, c := range o.nodes {
 				pl.folded[c.Index] = n

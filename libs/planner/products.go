@@ -152,6 +152,7 @@ type product struct {
 	ocast  *graph.Node  // the folded output cast, nil: none
 	obias  *graph.Node  // the folded Add of a bias (lower.OutputBias), nil: none
 	oscale *graph.Node  // the folded Mul by a constant (lower.OutputScale), nil: none
+	oact   *graph.Node  // the folded activation (lower.OutputAct), nil: none
 	align  int          // row alignment its result's pieces need
 	nalign int          // column alignment (0: BGroup)
 }
@@ -336,5 +337,9 @@ func (pr *product) class() string {
 	op := func(o operand) string {
 		return fmt.Sprintf("%s/%s/%v/%d/%v", sourceOf(o.root), o.w.DType, o.cast != nil, o.flips, shapeOf(o.w))
 	}
-	return fmt.Sprintf("%s|%+v|%s|%s|%s|%d|%d|%s|%v|%v|%v", pr.node.Op, pr.mm, pr.typ, op(pr.a), op(pr.b), pr.align, pr.nalign, pr.out.DType, pr.ocast != nil, pr.obias != nil, pr.oscale != nil)
+	act := ""
+	if pr.oact != nil {
+		act = fmt.Sprintf("%s%+v", pr.oact.Op, pr.oact.Attrs)
+	}
+	return fmt.Sprintf("%s|%+v|%s|%s|%s|%d|%d|%s|%v|%v|%v|%s", pr.node.Op, pr.mm, pr.typ, op(pr.a), op(pr.b), pr.align, pr.nalign, pr.out.DType, pr.ocast != nil, pr.obias != nil, pr.oscale != nil, act)
 }
