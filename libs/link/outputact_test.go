@@ -1,6 +1,7 @@
 package link
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"testing"
@@ -126,6 +127,41 @@ func TestOutputAct(t *testing.T) {
 			}
 			checkVerdict(t, o, stats, g, 1)
 			checkVerdict(t, o, stats, g, 2)
+		})
+	}
+}
+
+// TestOutputActBits: the folded activation's output is bit for bit the
+// unfolded one's (the model whose activation input is also an output),
+// under the same split, for a k split's fused sum and for the Unary
+// after the cast.
+func TestOutputActBits(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		op    string
+		attrs []onnx.Attr
+		split plan.Split
+	}{
+		{"k4-gelu", "Gelu", nil, plan.Split{B: 1, M: 1, N: 1, K: 4}},
+		{"k8-cols-gelu-tanh", "Gelu", []onnx.Attr{onnx.StringAttr("approximate", "tanh")}, plan.Split{B: 1, M: 1, N: 1, K: 8, Parts: "cols"}},
+		{"k2-elu", "Elu", []onnx.Attr{onnx.FloatAttr("alpha", 0.5)}, plan.Split{B: 1, M: 1, N: 1, K: 2}},
+		{"k1-gelu", "Gelu", nil, plan.Split{B: 1, M: 2, N: 3, K: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ys [2][]byte
+			for i, shared := range []bool{false, true} {
+				g, pl := buildCut(t, actModel(16, 256, 100, "bias", tc.op, shared, tc.attrs...), tc.split, "", "b")
+				o, stats, err := Link(pl, "test", Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				outs, res, _ := runWithReference(t, o, g, 3)
+				checkCyclesOnly(t, stats, res)
+				ys[i] = outs[0]
+			}
+			if !bytes.Equal(ys[0], ys[1]) {
+				t.Errorf("the folded activation's output differs from the unfolded one's")
+			}
 		})
 	}
 }
