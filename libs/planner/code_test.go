@@ -1,9 +1,13 @@
 package planner
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
+	"ipu.local/formats/plan"
+	"ipu.local/libs/arch"
+	"ipu.local/libs/graph"
 	"ipu.local/libs/layout"
 )
 
@@ -23,4 +27,37 @@ func TestRowsOn(t *testing.T) {
 			t.Errorf("tile %d: rows %v, want %v", tc.tile, got, tc.want)
 		}
 	}
+}
+
+// While the start is made, a candidate refused for the code of a tile
+// holding halved row layouts ends it with that error (startFitting then
+// lays those rows out whole); otherwise cheapest passes over it.
+func TestCheapestRefusedForCode(t *testing.T) {
+	g, _ := graph.Canonicalize(load(t, "transformers/bert_small_layer_fp16/model"))
+	pl, err := newPlanner(g, arch.MustLookup("ipu21"), 1472)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt, _, err := pl.start(pl.wide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := pt[0]
+	refused := ok
+	refused.Stationary = "refused" // a point of its own, priced below
+	p := pt.clone()
+	pl.decide(p, 0, refused)
+	pl.cache[p.key()] = &result{mem: &CodeError{Tile: 3, Bytes: 300000, Limit: 212992, Rows: []int{7}}}
+	for _, starting := range []bool{false, true} {
+		pl.starting = starting
+		best, bestR, _, err := pl.cheapest(pt, 0, []plan.Decision{refused, ok}, noCeiling)
+		var ce *CodeError
+		switch {
+		case starting && (!errors.As(err, &ce) || !slices.Equal(ce.Rows, []int{7})):
+			t.Errorf("starting: cheapest = %v, want the code error of rows [7]", err)
+		case !starting && (err != nil || bestR == nil || best.Stationary == refused.Stationary):
+			t.Errorf("searching: cheapest = %+v, %v; want the candidate that fits", best, err)
+		}
+	}
+	pl.starting = false
 }

@@ -140,6 +140,10 @@ type planner struct {
 	// whole are the row operators' inputs that keep the row alignment
 	// their readers want (rowLayout): halved, their code did not fit.
 	whole map[int]bool
+	// starting is set while startFitting makes the start: a candidate
+	// refused for the code of a tile holding halved row layouts then
+	// ends the start (cheapest), which is made again with them whole.
+	starting bool
 	// siblingsBefore are each product's earlier siblings (placeRange).
 	siblingsBefore [][]int
 	// blocks holds the products' block pieces by split (blocks.go).

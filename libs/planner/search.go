@@ -221,6 +221,10 @@ func (pl *planner) cheapest(pt point, i int, ds []plan.Decision, ceil int64) (be
 			if firstErr == nil {
 				firstErr = r.mem
 			}
+			if ce := (*CodeError)(nil); pl.starting && errors.As(r.mem, &ce) && len(ce.Rows) > 0 {
+				// The start lays those rows out whole instead (startFitting).
+				return best, nil, nil, ce
+			}
 			continue
 		}
 		if bestR == nil || r.cost() < bestR.cost() {
