@@ -149,6 +149,7 @@ func TestState(t *testing.T) {
 	s.Attempts = 5
 	s.Incumbent = Point{Cycles: 9, Decisions: []Decision{{Node: 2, Split: Split{M: 1, N: 2, K: 1}, Tiles: [2]int{0, 2}, CastOrder: BeforeExchange, Stationary: "a"}}}
 	s.Visited = []string{"a", "b"}
+	s.Whole = []int{3, 17}
 	data, err := MarshalState(s)
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +178,8 @@ func TestState(t *testing.T) {
 		{"shard-alone", func(s *State) { s.Shard = 1 }, "search state: shard: shard 1 of 0"},
 		{"validated", func(s *State) { s.Validated = -1 }, "search state: validated_cycles: negative"},
 		{"reserve", func(s *State) { s.Reserve = -8 }, "search state: memory_reserve: -8 out of range"},
+		{"whole-order", func(s *State) { s.Whole = []int{17, 3} }, "search state: whole_rows[1]: 3: values must be sorted"},
+		{"whole-negative", func(s *State) { s.Whole = []int{-1} }, "search state: whole_rows[0]: -1"},
 		{"stride", func(s *State) {
 			s.Exchanges = []Exchange{{Transfers: [][6]int64{{0, 1, 2 | (MaxTiles+1)<<16, 4, 0, 0}}, Events: []ExchangeEvent{{Arrive: []int64{10, 11}}}}}
 		}, fmt.Sprintf("search state: exchanges[0].transfers[0][2]: stride %d out of range", MaxTiles+1)},

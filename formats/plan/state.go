@@ -24,6 +24,9 @@ const StateFormat = "ipu-plan-state/1"
 //		shard, shards     the part of a sharded search (ipu-plan --shard
 //		            I/N: shard I of N, its RNG stream jumped I x 2^64
 //		            draws ahead of the seed's); absent when unsharded
+//		whole_rows  the graph values whose row layouts the start laid
+//		            out whole (their tiles' code did not fit them
+//		            halved), sorted; absent when none
 //	}
 //
 // A planner run loads it, makes its moves and saves it: one run of 2N
@@ -56,6 +59,10 @@ type State struct {
 	// its memory checks (ipu-plan's retry of a plan that does not
 	// place); a resumed search keeps it.
 	Reserve int64 `json:"memory_reserve,omitempty"`
+	// Whole are the values (graph value indices, sorted) whose row
+	// layouts the start laid out whole instead of halved: the points'
+	// plans depend on it, so a resumed search keeps it.
+	Whole []int `json:"whole_rows,omitempty"`
 }
 
 // MaxShards bounds a sharded search's shard count.
@@ -167,6 +174,14 @@ func (s *State) Validate() error {
 			default:
 				return stateAt(dp+".stationary", "unknown operand %q", d.Stationary)
 			}
+		}
+	}
+	if len(s.Whole) > MaxVisited {
+		return stateAt("whole_rows", "%d values exceed %d", len(s.Whole), MaxVisited)
+	}
+	for i, v := range s.Whole {
+		if v < 0 || i > 0 && s.Whole[i-1] >= v {
+			return stateAt(fmt.Sprintf("whole_rows[%d]", i), "%d: values must be sorted, non-negative, once each", v)
 		}
 	}
 	if len(s.Visited) > MaxVisited {

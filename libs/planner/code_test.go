@@ -3,6 +3,7 @@ package planner
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"ipu.local/formats/plan"
@@ -60,4 +61,42 @@ func TestCheapestRefusedForCode(t *testing.T) {
 		}
 	}
 	pl.starting = false
+}
+
+// The state records the row layouts the start laid out whole, and a
+// resumed search keeps them (rowLayout then lays those rows out whole,
+// as the first run priced its points); a value beyond the model is
+// refused.
+func TestStateWholeRows(t *testing.T) {
+	g, p := load(t, "transformers/bert_small_layer_fp16/model"), arch.MustLookup("ipu21")
+	opt := Options{Tiles: 64, Seed: 1, MaxAttempts: 1, ModelFingerprint: "fp"}
+	_, s, _, err := Plan(g, p, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Whole != nil {
+		t.Fatalf("state whole rows %v, want none", s.Whole)
+	}
+	cg, _ := graph.Canonicalize(g)
+	sm := -1 // the softmax input
+	for _, n := range cg.Nodes {
+		if n.Op == "Softmax" {
+			sm = n.Inputs[0].Index
+		}
+	}
+	s.Whole = []int{sm}
+	resumed := opt
+	resumed.State = s
+	_, s2, _, err := Plan(g, p, resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s2.Whole, []int{sm}) {
+		t.Errorf("resumed: whole rows %v, want [%d] kept", s2.Whole, sm)
+	}
+	s2.Whole = []int{len(cg.Values)}
+	resumed.State = s2
+	if _, _, _, err := Plan(g, p, resumed); err == nil || !strings.Contains(err.Error(), "whole_rows") {
+		t.Errorf("error %v, want the value beyond the model refused", err)
+	}
 }

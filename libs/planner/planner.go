@@ -24,6 +24,7 @@ package planner
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -376,6 +377,12 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		if plan.ObjectiveOf(s.Objective) != objective {
 			return nil, nil, nil, fmt.Errorf("search state is for objective %s, not %s (resume it with --objective %[1]s)", plan.ObjectiveOf(s.Objective), objective)
 		}
+		for _, v := range s.Whole {
+			if v >= len(g.Values) {
+				return nil, nil, nil, fmt.Errorf("search state whole_rows: value %d is not one of the model's %d values", v, len(g.Values))
+			}
+			pl.whole[v] = true
+		}
 		cur, inc = point(s.Current.Decisions).clone(), point(s.Incumbent.Decisions).clone()
 		if err := pl.checkPoint(cur); err != nil {
 			return nil, nil, nil, fmt.Errorf("search state current: %w", err)
@@ -429,6 +436,16 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	s.SetPCG(pcg)
 	s.Current = plan.Point{Cycles: curR.total, Decisions: cur.clone()}
 	s.Incumbent = plan.Point{Cycles: incR.total, Decisions: inc.clone()}
+	s.Whole = s.Whole[:0]
+	for v, w := range pl.whole {
+		if w {
+			s.Whole = append(s.Whole, v)
+		}
+	}
+	slices.Sort(s.Whole)
+	if len(s.Whole) == 0 {
+		s.Whole = nil
+	}
 	s.Visited = s.Visited[:0]
 	for k := range visited {
 		s.Visited = append(s.Visited, k)
