@@ -60,7 +60,9 @@
 // does not place, a WARN says so and the search runs again with a
 // sixteenth, then an eighth, then a quarter of every tile's usable
 // memory kept free (the state records it as memory_reserve, which a
-// resumed search keeps). The linker's exchange scheduler (libs/sched) first
+// resumed search keeps). Row layouts the start lays out whole because a
+// tile's code would not fit them halved are recorded too (whole_rows),
+// so that a resumed search prices the same plans. The linker's exchange scheduler (libs/sched) first
 // schedules each exchange superstep without the supervisor's issue-slot
 // constraint, validates every transfer against it and reschedules only
 // the failing transfers and those planned after them on their tiles (or,
