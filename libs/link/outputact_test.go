@@ -67,19 +67,13 @@ func actModel(m, k, n int64, mid, op string, shared bool, attrs ...onnx.Attr) []
 // actKernels counts the sums of parts that apply an activation and the
 // Unary kernels of the activation node "act".
 func actKernels(steps []*prog.Superstep) (sums, unaries int) {
-	for _, s := range steps {
-		for _, ks := range s.Work {
-			for _, k := range ks {
-				if sp, ok := k.Params.(*codegen.SumParts); ok && sp.Act.On {
-					sums++
-				}
-				if _, ok := k.Params.(*codegen.Unary); ok && k.What == "act" {
-					unaries++
-				}
-			}
-		}
-	}
-	return sums, unaries
+	return countKernels(steps, func(k *prog.Kernel) bool {
+		sp, ok := k.Params.(*codegen.SumParts)
+		return ok && sp.Act.On
+	}, func(k *prog.Kernel) bool {
+		_, ok := k.Params.(*codegen.Unary)
+		return ok && k.What == "act"
+	})
 }
 
 // TestOutputAct: the plan folds the activation that is the only reader

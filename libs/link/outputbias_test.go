@@ -102,23 +102,36 @@ func TestMatMulOutputBias(t *testing.T) {
 // biasKernels counts the sums of parts that add a bias and the adds of
 // one after a result's cast (named by their Add node, "add...").
 func biasKernels(steps []*prog.Superstep) (sums, adds int) {
+	return countKernels(steps, func(k *prog.Kernel) bool {
+		if sp, ok := k.Params.(*codegen.SumParts); ok {
+			for _, f := range k.Fixes {
+				if f.Field == &sp.Bias {
+					return true
+				}
+			}
+		}
+		return false
+	}, func(k *prog.Kernel) bool {
+		_, ok := k.Params.(*codegen.Binary)
+		return ok && strings.HasPrefix(k.What, "add")
+	})
+}
+
+// countKernels counts the kernels of steps that first and second accept.
+func countKernels(steps []*prog.Superstep, first, second func(*prog.Kernel) bool) (a, b int) {
 	for _, s := range steps {
 		for _, ks := range s.Work {
 			for _, k := range ks {
-				if sp, ok := k.Params.(*codegen.SumParts); ok {
-					for _, f := range k.Fixes {
-						if f.Field == &sp.Bias {
-							sums++
-						}
-					}
+				if first(k) {
+					a++
 				}
-				if _, ok := k.Params.(*codegen.Binary); ok && strings.HasPrefix(k.What, "add") {
-					adds++
+				if second(k) {
+					b++
 				}
 			}
 		}
 	}
-	return sums, adds
+	return a, b
 }
 
 // TestOutputBiasKSplit: under k splits (row parts, column parts with a

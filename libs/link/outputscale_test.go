@@ -41,19 +41,13 @@ func outputScaleModel(batch []int64, m, k, n int64, c float32, first, also bool)
 // scaleKernels counts the casts that multiply by a folded factor and the
 // Muls after a result's cast or sum (named by their Mul node, "mul").
 func scaleKernels(steps []*prog.Superstep) (casts, muls int) {
-	for _, s := range steps {
-		for _, ks := range s.Work {
-			for _, k := range ks {
-				if c, ok := k.Params.(*codegen.Cast); ok && c.MulF16 != 0 {
-					casts++
-				}
-				if _, ok := k.Params.(*codegen.Binary); ok && k.What == "mul" {
-					muls++
-				}
-			}
-		}
-	}
-	return casts, muls
+	return countKernels(steps, func(k *prog.Kernel) bool {
+		c, ok := k.Params.(*codegen.Cast)
+		return ok && c.MulF16 != 0
+	}, func(k *prog.Kernel) bool {
+		_, ok := k.Params.(*codegen.Binary)
+		return ok && k.What == "mul"
+	})
 }
 
 // TestOutputScale: the plan folds a Mul by an FP16 constant that is its
