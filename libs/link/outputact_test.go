@@ -31,16 +31,24 @@ func f16Const(name string, dims []int64, scale float32) *onnx.Tensor {
 
 // actModel multiplies a [m, k] by b [k, n] (FP16), then, as mid says,
 // adds a bias vector ("bias"), multiplies by a constant ("scale") or
-// nothing (""), then applies the activation op (attrs, and for Clip
+// nothing (""), or multiplies FP32 operands and casts the result to
+// FP16 ("cast"), then applies the activation op (attrs, and for Clip
 // constant bounds as inputs). With shared, the activation's input is
 // also a graph output (no fold).
 func actModel(m, k, n int64, mid, op string, shared bool, attrs ...onnx.Attr) []byte {
 	b := onnx.NewModel(21)
-	b.AddInput("a", onnx.Float16, []int64{m, k})
-	b.AddInput("b", onnx.Float16, []int64{k, n})
+	in := onnx.Float16
+	if mid == "cast" {
+		in = onnx.Float
+	}
+	b.AddInput("a", in, []int64{m, k})
+	b.AddInput("b", in, []int64{k, n})
 	b.AddNode("MatMul", "mm", []string{"a", "b"}, []string{"m"})
 	x := "m"
 	switch mid {
+	case "cast":
+		b.AddNode("Cast", "cast", []string{"m"}, []string{"z"}, onnx.IntAttr("to", int64(onnx.Float16)))
+		x = "z"
 	case "bias":
 		b.AddInitializer(f16Const("c", []int64{n}, 0.5))
 		b.AddNode("Add", "add", []string{"m", "c"}, []string{"z"})
@@ -94,6 +102,8 @@ func TestOutputAct(t *testing.T) {
 		{"k8-cols-bias-gelu-tanh", actModel(16, 256, 100, "bias", "Gelu", false, onnx.StringAttr("approximate", "tanh")), plan.Split{B: 1, M: 1, N: 1, K: 8, Parts: "cols"}, true, true, false},
 		{"k3-m2-relu", actModel(20, 192, 40, "", "Relu", false), plan.Split{B: 1, M: 2, N: 1, K: 3}, true, true, false},
 		{"k2-clip", actModel(24, 128, 36, "bias", "Clip", false), plan.Split{B: 1, M: 1, N: 1, K: 2}, true, true, false},
+		{"k4-cast-tanh", actModel(24, 256, 40, "cast", "Tanh", false), plan.Split{B: 1, M: 1, N: 1, K: 4}, true, true, false},
+		{"k1-cast-hard-swish", actModel(24, 64, 40, "cast", "HardSwish", false), plan.Split{B: 1, M: 1, N: 2, K: 1}, true, false, true},
 		{"k2-scale-sigmoid", actModel(24, 128, 40, "scale", "Sigmoid", false), plan.Split{B: 1, M: 1, N: 1, K: 2}, true, false, true},
 		{"k1-bias-gelu", actModel(32, 64, 48, "bias", "Gelu", false), plan.Split{B: 1, M: 2, N: 3, K: 1}, true, false, true},
 		{"k1-leaky-relu", actModel(16, 64, 40, "", "LeakyRelu", false, onnx.FloatAttr("alpha", 0.1)), plan.Split{B: 1, M: 1, N: 2, K: 1}, true, false, true},
