@@ -169,3 +169,31 @@ func TestOutputActBits(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputActGemm: an FP16 Gemm's activation folds too (after the
+// Gemm's own bias, alpha and beta, which the result's epilogue applies
+// before its cast), over the search's splits; the numbers are the
+// reference's.
+func TestOutputActGemm(t *testing.T) {
+	b := onnx.NewModel(21)
+	b.AddInput("a", onnx.Float16, []int64{20, 96})
+	b.AddInput("b", onnx.Float16, []int64{96, 36})
+	b.AddInitializer(f16Const("c", []int64{36}, 0.5))
+	b.AddNode("Gemm", "g", []string{"a", "b", "c"}, []string{"m"}, onnx.FloatAttr("alpha", 0.5), onnx.FloatAttr("beta", 2))
+	b.AddNode("Gelu", "act", []string{"m"}, []string{"y"})
+	b.AddOutput("y", onnx.Float16, []int64{20, 36})
+	for _, tiles := range []int{1, 16, 1472} {
+		pl, o, st, g, err := planLinkN(t, b.Marshal(), tiles, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		folded := false
+		for _, s := range pl.Steps {
+			folded = folded || s.Name == "act" && s.Kernel == "folded"
+		}
+		if !folded {
+			t.Fatalf("%d tiles: the Gemm's activation is not folded", tiles)
+		}
+		checkVerdict(t, o, st, g, 1)
+	}
+}
