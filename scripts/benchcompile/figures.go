@@ -39,6 +39,7 @@ type figures struct {
 	// peak is the largest tile's memory (code, exchange code, constants
 	// and variables at their peak); capacity the usable bytes per tile.
 	peak, capacity int64
+	cycles         *breakdown // where the final_cycles go (nil: not measured)
 
 	plan, link, sim, ref time.Duration // wall times
 }
@@ -131,6 +132,14 @@ func (f *figures) measure(cfg config) error {
 	if err := f.compare(o, want, outs); err != nil {
 		return fmt.Errorf("compare outputs: %w", err)
 	}
+	b, err := measureBreakdown(pl, cfg.arch, st, res)
+	if err != nil {
+		return fmt.Errorf("breakdown: %w", err)
+	}
+	if b.total() != f.final {
+		return fmt.Errorf("breakdown: its parts add up to %d cycles, final_cycles is %d", b.total(), f.final)
+	}
+	f.cycles = &b
 	progress("done (host reference %s)", seconds(f.ref))
 	return nil
 }
@@ -235,6 +244,7 @@ func printFigures(w io.Writer, cfg config, rows []figures) {
 		fmt.Fprintln(w, e)
 	}
 	printObjectives(w, rows)
+	printBreakdown(w, rows)
 }
 
 // printObjectives compares, for each model and tile count planned under

@@ -4,8 +4,13 @@
 // the compute bound and their ratios against the targets, and checks the
 // simulated outputs against the host reference; then it times each phase
 // of the real pipeline (bin/ipu-plan, ipu-link, ipu-pack, ipu-load,
-// ipu-check) on a device file in a temporary directory. Every figure is
-// measured in this run; progress goes to stderr.
+// ipu-check) on a device file in a temporary directory. Under the table,
+// a line per row says where its device cycles go (breakdown.go): the
+// products, the k splits' sums, the other compute, the exchanges against
+// their lower bound and the syncs, and what is left with the products at
+// the compute bound and every exchange at its bound, the floor of that
+// row's final/bound without less other work. Every figure is measured in
+// this run; progress goes to stderr.
 //
 // Usage (from the repository root, after make build):
 //
