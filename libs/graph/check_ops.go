@@ -161,7 +161,7 @@ func (c *irCheck) checkGemm() ([]onnx.DataType, [][]int64, error) {
 		k2, nn = nn, k2
 	}
 	if k != k2 {
-		return fail(c.errf("input 1: shape %s does not match %s", ShapeString(b.Shape), ShapeString(a.Shape)))
+		return fail(c.errf("input 1: shape %s does not match %s: inner dimensions %d and %d differ%s", ShapeString(b.Shape), ShapeString(a.Shape), k, k2, gemmTransposes(at.TransA, at.TransB)))
 	}
 	out := []int64{m, nn}
 	if n.Inputs[2] != nil {

@@ -69,7 +69,7 @@ func TestCheckErrors(t *testing.T) {
 		{"axis", func(g *Graph) { g.Nodes[2].Attrs = &Softmax{Axis: 2} }, `nodes[2] ("sm"): axis 2 out of range [0,2) for rank 2`},
 		{"reshape", func(g *Graph) { g.Nodes[3].Attrs = &Reshape{Shape: []int64{9}} }, `nodes[3] ("rs"): cannot reshape [4,2] (8 elements) to [9] (9 elements)`},
 		{"output shape", func(g *Graph) { g.Values[2].Shape = []int64{4, 2} }, `nodes[0] ("mm"): output 0: "y" is float[4,2], the operator gives float[2,4]`},
-		{"matmul shapes", func(g *Graph) { g.Values[1].Shape = []int64{4, 3}; g.Values[1].Const.Dims = []int64{4, 3} }, `nodes[0] ("mm"): input 1: shape [4,3] does not match [2,3]`},
+		{"matmul shapes", func(g *Graph) { g.Values[1].Shape = []int64{4, 3}; g.Values[1].Const.Dims = []int64{4, 3} }, `nodes[0] ("mm"): input 1: shape [4,3] does not match [2,3]: inner dimensions 3 and 4 differ`},
 		{"operand type", func(g *Graph) {
 			g.Values[1].DType = onnx.Float8E4M3FN
 			g.Values[1].Const = &onnx.Tensor{Name: "w", DType: onnx.Float8E4M3FN, Dims: []int64{3, 4}, Raw: make([]byte, 12)}

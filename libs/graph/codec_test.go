@@ -188,7 +188,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"not float32", func(g *plan.Graph) { g.Nodes[0].Attrs[0].Floats = []float64{0.1} }, `graph.nodes[0] ("gemm"): attribute "alpha": 0.1 is not a float32 value`},
 		{"cast to uint8", func(g *plan.Graph) { g.Nodes[1].Attrs[1].Ints = []int64{2} }, `graph.nodes[1] ("cast"): cast to uint8 is not supported`},
 		{"cast to huge", func(g *plan.Graph) { g.Nodes[1].Attrs[1].Ints = []int64{1 << 40} }, `graph.nodes[1] ("cast"): attribute "to": 1099511627776 out of range`},
-		{"inner dims", func(g *plan.Graph) { g.Nodes[0].Attrs[3].Ints = []int64{1} }, `graph.nodes[0] ("gemm"): input 1: shape [3,4] does not match [2,3]`},
+		{"inner dims", func(g *plan.Graph) { g.Nodes[0].Attrs[3].Ints = []int64{1} }, `graph.nodes[0] ("gemm"): input 1: shape [3,4] does not match [2,3]: inner dimensions 3 and 4 differ (transB)`},
 		{"output shape", func(g *plan.Graph) { g.Values[3].Shape = []int64{4, 2} }, `graph.nodes[1] ("cast"): output 0: "h" is float16[4,2], the operator gives float16[2,4]`},
 		{"unsupported", func(g *plan.Graph) { g.Nodes[1].Op = "Conv"; g.Nodes[1].Attrs = nil }, `graph.nodes[1] ("cast"): unsupported operator Conv`},
 		{"gemm arity", func(g *plan.Graph) { g.Nodes[0].Inputs = g.Nodes[0].Inputs[:2] }, `graph.nodes[0] ("gemm"): 2 inputs, want 3`},

@@ -155,7 +155,7 @@ output s
 			addNode(m, "MatMul", "MatMul_3", l("a", "b"), l("y"))
 			output(m, "y")
 			return m
-		}, err: `node "MatMul_3" (MatMul) input 1: shape [5,6] does not match [3,4]`},
+		}, err: `node "MatMul_3" (MatMul) input 1: shape [5,6] does not match [3,4]: inner dimensions 4 and 5 differ`},
 		{name: "gemm", model: func() *onnx.Model {
 			m := newModel(13)
 			input(m, "a", onnx.Float, 3, 2)

@@ -156,7 +156,7 @@ func inferMatMul(c *nodeCtx) error {
 		if len(a.Shape) == 0 || len(b.Shape) == 0 {
 			return c.errf("%v", err)
 		}
-		return c.inErrf(1, "shape %s does not match %s", ShapeString(b.Shape), ShapeString(a.Shape))
+		return c.inErrf(1, "shape %s does not match %s: %v", ShapeString(b.Shape), ShapeString(a.Shape), err)
 	}
 	return c.one(a.DType, shape)
 }
@@ -192,6 +192,20 @@ func MatMulShape(a, b []int64) ([]int64, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// gemmTransposes names a Gemm's transposed operands for an error, or is
+// empty.
+func gemmTransposes(a, b bool) string {
+	switch {
+	case a && b:
+		return " (transA and transB)"
+	case a:
+		return " (transA)"
+	case b:
+		return " (transB)"
+	}
+	return ""
 }
 
 func inferGemm(c *nodeCtx) error {
@@ -241,7 +255,7 @@ func inferGemm(c *nodeCtx) error {
 		k2, n = n, k2
 	}
 	if k != k2 {
-		return c.inErrf(1, "shape %s does not match %s", ShapeString(b.Shape), ShapeString(a.Shape))
+		return c.inErrf(1, "shape %s does not match %s: inner dimensions %d and %d differ%s", ShapeString(b.Shape), ShapeString(a.Shape), k, k2, gemmTransposes(attrs.TransA, attrs.TransB))
 	}
 	out := []int64{m, n}
 	c.node.Inputs = []*Value{a, b, nil}
