@@ -69,6 +69,11 @@ type Options struct {
 	// MaxAttempts and the incumbent's cycles, before each attempt and
 	// once at the end (a progress bar; it must not change anything).
 	Progress func(done, total int, incumbent int64)
+	// StartProgress, when set, is told the products the analytic start
+	// has decided so far out of all, before the first and after each
+	// (the start may begin again from 0: with halved rows laid out
+	// whole, or narrow); like Progress, it must not change anything.
+	StartProgress func(decided, products int)
 }
 
 // Stats are the figures of the planner's log lines.
@@ -149,6 +154,8 @@ type planner struct {
 	siblingsBefore [][]int
 	// blocks holds the products' block pieces by split (blocks.go).
 	blocks pieceMemo
+	// startProgress is Options.StartProgress (nil: none).
+	startProgress func(decided, products int)
 }
 
 func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
@@ -401,6 +408,7 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		if s, err = newState(opt, p.Name, tiles); err != nil {
 			return nil, nil, nil, fmt.Errorf("search state rng: %w", err)
 		}
+		pl.startProgress = opt.StartProgress
 		cur, curR, err = pl.startFitting()
 		if err != nil {
 			return nil, nil, nil, err

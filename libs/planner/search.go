@@ -101,6 +101,7 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 	var bestR *result
 	decided := map[string]plan.Decision{} // by product class
 	for i, pr := range pl.products {
+		pl.reportStart(i)
 		bestR = nil
 		// A product like one decided before (a repeated layer) takes its
 		// split on its own tiles.
@@ -142,6 +143,7 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 		pl.decide(pt, i, best)
 		decided[pr.class()] = best
 	}
+	pl.reportStart(len(pl.products))
 	if bestR == nil || len(decided) < len(pl.products) {
 		// The last product copied a decision: price the whole point.
 		if len(pl.products) > 0 {
@@ -185,6 +187,13 @@ func (pl *planner) decide(pt point, i int, d plan.Decision) {
 			pt[k] = c
 			pl.placeRange(pt, k)
 		}
+	}
+}
+
+// reportStart tells Options.StartProgress the products decided.
+func (pl *planner) reportStart(decided int) {
+	if pl.startProgress != nil {
+		pl.startProgress(decided, len(pl.products))
 	}
 }
 

@@ -22,7 +22,8 @@
 // axis) is bound by --dim NAME=N or by the shapes of DIR/input_N.pb with
 // --input-shapes; left unbound it is an error naming the dimension. With
 // stderr on a terminal (--progress auto, the default) a progress bar shows
-// the search's attempts and the incumbent's cycles; logs never get one.
+// the products the search's start has decided, then its attempts and the
+// incumbent's cycles; logs never get one.
 //
 // It reads the model, builds its graph (an operator outside the supported
 // set stops it with `unsupported operator X (node "name")`), and runs the

@@ -176,7 +176,8 @@ func TestExitStatus(t *testing.T) {
 	}
 }
 
-// The search's progress bar: drawn with --progress always, never drawn
+// The search's progress bar, the start's products decided and then the
+// attempts: drawn with --progress always, never drawn
 // on a writer that is not a terminal (auto), so logs hold no carriage
 // return; a bad mode is a usage error.
 func TestProgress(t *testing.T) {
@@ -197,6 +198,9 @@ func TestProgress(t *testing.T) {
 		}
 		if c.bar && !strings.Contains(stderr.String(), "search: incumbent") {
 			t.Errorf("--progress %s: no bar in %q", c.mode, stderr.String())
+		}
+		if c.bar && !strings.Contains(stderr.String(), "search: start, 1 of 1 products decided") {
+			t.Errorf("--progress %s: no start progress in %q", c.mode, stderr.String())
 		}
 	}
 }

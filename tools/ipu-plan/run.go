@@ -213,6 +213,11 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	opt.Progress = func(done, total int, incumbent int64) {
 		bar.Set(done, fmt.Sprintf("search: incumbent %d cycles", incumbent))
 	}
+	// The start prices each product's candidates before the first attempt:
+	// most of a large model's search (the 12-layer encoder's 25 s of 26).
+	opt.StartProgress = func(decided, products int) {
+		bar.Set(0, fmt.Sprintf("search: start, %d of %d products decided", decided, products))
+	}
 	pl, state, st, err := planner.Plan(g, cfg.arch, opt)
 	bar.Finish()
 	if err != nil {
@@ -254,7 +259,7 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		// state is that objective's.
 		why, _, _ := strings.Cut(err.Error(), "\n")
 		log.Warn("the inference objective's plan does not link: planning under the device objective", slog.String("reason", why))
-		opt.Objective, opt.State, opt.Progress = plan.ObjectiveDevice, nil, nil
+		opt.Objective, opt.State, opt.Progress, opt.StartProgress = plan.ObjectiveDevice, nil, nil, nil
 		if pl, state, st, err = planner.Plan(g, cfg.arch, opt); err != nil {
 			return fmt.Errorf("%s: %w", cfg.model, err)
 		}
@@ -273,7 +278,7 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		}
 		why, _, _ := strings.Cut(err.Error(), "\n")
 		log.Warn("the plan does not place: searching again with memory kept free on every tile", slog.Int64("reserve_bytes", reserve), slog.String("reason", why))
-		opt.MemoryReserve, opt.State, opt.Progress = reserve, nil, nil
+		opt.MemoryReserve, opt.State, opt.Progress, opt.StartProgress = reserve, nil, nil, nil
 		p2, s2, st2, perr := planner.Plan(g, cfg.arch, opt)
 		if perr != nil {
 			// The model does not fit with that much kept free: the
