@@ -55,6 +55,26 @@ func ComputeCycles(s *prog.Superstep) (int64, error) {
 	return worst + prog.ProfileStoreCycles + s.Post + 1, nil
 }
 
+// Launches returns the cycles of each launch on tile t of compute
+// superstep s, its call included, as ComputeCycles counts them (each at
+// its phase after the ones before it), and the tile's end: s.Pre plus
+// their sum. ComputeCycles is the tiles' latest end plus the
+// superstep's own tail.
+func Launches(s *prog.Superstep, t int) ([]int64, int64, error) {
+	ks := s.Work[t]
+	out := make([]int64, len(ks))
+	at := s.Pre
+	for i, k := range ks {
+		c, err := k.CyclesAt(int(at % codegen.Slots))
+		if err != nil {
+			return nil, 0, fmt.Errorf("tile %d: %w", t, err)
+		}
+		out[i] = c + prog.LaunchCallCycles
+		at += out[i]
+	}
+	return out, at, nil
+}
+
 // Synthetic is synthetic, exported for tests.
 func Synthetic(p *arch.Preset, bufs []*prog.Buffer) func(r prog.Ref) uint32 {
 	return synthetic(p, bufs)

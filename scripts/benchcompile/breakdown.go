@@ -89,8 +89,8 @@ func measureBreakdown(pl *plan.Plan, p *arch.Preset, st *link.Stats, res *sim.Ru
 }
 
 // longestTileParts returns the cycles of the products' and the sums'
-// launches (each with its call, as cost.ComputeCycles counts them) on
-// the compute superstep's longest tile (the lowest such tile on a tie).
+// launches (each with its call: cost.Launches) on the compute
+// superstep's longest tile (the lowest such tile on a tie).
 func longestTileParts(s *prog.Superstep) (products, sums int64, err error) {
 	tiles := make([]int, 0, len(s.Work))
 	for t := range s.Work {
@@ -99,23 +99,21 @@ func longestTileParts(s *prog.Superstep) (products, sums int64, err error) {
 	slices.Sort(tiles)
 	worst := int64(-1)
 	for _, t := range tiles {
-		at, prod, sum := s.Pre, int64(0), int64(0)
-		for _, k := range s.Work[t] {
-			c, err := k.CyclesAt(int(at % codegen.Slots))
-			if err != nil {
-				return 0, 0, fmt.Errorf("tile %d: %w", t, err)
-			}
-			c += prog.LaunchCallCycles
+		cs, end, err := cost.Launches(s, t)
+		if err != nil {
+			return 0, 0, err
+		}
+		if end <= worst {
+			continue
+		}
+		worst, products, sums = end, 0, 0
+		for i, k := range s.Work[t] {
 			switch k.Params.(type) {
 			case *codegen.MatMul, *codegen.MatMulF32:
-				prod += c
+				products += cs[i]
 			case *codegen.SumParts:
-				sum += c
+				sums += cs[i]
 			}
-			at += c
-		}
-		if at > worst {
-			worst, products, sums = at, prod, sum
 		}
 	}
 	return products, sums, nil
