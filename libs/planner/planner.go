@@ -72,7 +72,8 @@ type Options struct {
 	// StartProgress, when set, is told the products the analytic start
 	// has decided so far out of all, before the first and after each
 	// (the start may begin again from 0: with halved rows laid out
-	// whole, or narrow); like Progress, it must not change anything.
+	// whole, or narrow; a search resumed from a state makes no start and
+	// never calls it); like Progress, it must not change anything.
 	StartProgress func(decided, products int)
 }
 
