@@ -156,6 +156,14 @@ output s
 			output(m, "y")
 			return m
 		}, err: `node "MatMul_3" (MatMul) input 1: shape [5,6] does not match [3,4]: inner dimensions 4 and 5 differ`},
+		{name: "matmul batch mismatch", model: func() *onnx.Model {
+			m := newModel(13)
+			input(m, "a", onnx.Float, 2, 3, 4)
+			input(m, "b", onnx.Float, 5, 4, 6)
+			addNode(m, "MatMul", "bmm", l("a", "b"), l("y"))
+			output(m, "y")
+			return m
+		}, err: `node "bmm" (MatMul) input 1: shape [5,4,6] does not match [2,3,4]: batch dimensions: shape [5] does not broadcast with [2]`},
 		{name: "gemm", model: func() *onnx.Model {
 			m := newModel(13)
 			input(m, "a", onnx.Float, 3, 2)

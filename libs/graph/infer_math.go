@@ -182,7 +182,7 @@ func MatMulShape(a, b []int64) ([]int64, error) {
 	}
 	batch, err := Broadcast(pa[:len(pa)-2], pb[:len(pb)-2])
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("batch dimensions: %w", err)
 	}
 	out := append([]int64{}, batch...)
 	if len(a) != 1 {
