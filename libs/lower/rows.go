@@ -75,6 +75,26 @@ func rowGeometry(g layout.Geometry, shape []int, axis int) (R, C, stride int, ok
 	return R, C, stride, true
 }
 
+// rowsStep is a row operator's step as rows lowers it: the kernel's
+// parameters so far and the tensors around it, with their storage.
+type rowsStep struct {
+	n        *graph.Node
+	p        codegen.Rows
+	axis     int
+	x, y     *layout.Tensor
+	xRefs    []prog.Ref
+	yRefs    []prog.Ref
+	vecs     [2]*layout.Tensor // LayerNorm's scale and bias
+	vecRefs  [2][]prog.Ref
+	f32Raw   [2][]byte         // FP16 constant scale and bias stored as FP32 (rowsSpread)
+	stats    [2]*layout.Tensor // LayerNorm's Mean and InvStdDev outputs
+	statRefs [2][]prog.Ref
+}
+
+func (r *rowsStep) reduces() bool {
+	return r.p.Op == codegen.ReduceSum || r.p.Op == codegen.ReduceMean
+}
+
 func (l *lowerer) rows(st *plan.Step, n *graph.Node) error {
 	ins, outs, err := l.ioTensors(st, n)
 	if err != nil {
@@ -98,12 +118,59 @@ func (l *lowerer) rows(st *plan.Step, n *graph.Node) error {
 	if red, ok := n.Attrs.(*graph.Reduce); ok && len(red.Axes) == 0 {
 		return l.copyStep(n, x, y)
 	}
-	p := codegen.Rows{InF16: xv.DType == onnx.Float16, OutF16: n.Outputs[0].DType == onnx.Float16, Workers: codegen.Slots}
-	var rounds int64
+	r := &rowsStep{n: n, axis: axis, x: x, y: y}
+	r.p = codegen.Rows{InF16: xv.DType == onnx.Float16, OutF16: n.Outputs[0].DType == onnx.Float16, Workers: codegen.Slots}
 	L := 1
 	for _, d := range x.Shape[axis:] {
 		L *= d
 	}
+	rounds := rowsOp(n, &r.p, L)
+	if r.xRefs, err = l.read(x); err != nil {
+		return err
+	}
+	spread := !wholeRowPieces(x, axis)
+	if r.p.Op == codegen.LayerNorm {
+		if err := l.rowsVectors(r, ins, spread); err != nil {
+			return err
+		}
+	}
+	if r.yRefs, err = l.write(y); err != nil {
+		return err
+	}
+	for k := 1; k < len(outs); k++ {
+		if outs[k] != nil {
+			r.stats[k-1] = outs[k]
+			if r.statRefs[k-1], err = l.write(outs[k]); err != nil {
+				return err
+			}
+		}
+	}
+	s := l.compute(n.Name)
+	pieces := x.Pieces
+	if spread {
+		// Rows spread over tiles (rowspread.go).
+		if r.reduces() || r.stats[0] != nil || r.stats[1] != nil || axis != len(x.Shape)-1 {
+			return l.notLowered(n, "rows spread over tiles with statistics outputs, along several axes or reduced")
+		}
+		if err := l.rowsSpread(n.Name, r.p, x, y, r.xRefs, r.yRefs, r.vecs, r.vecRefs, r.f32Raw); err != nil {
+			return err
+		}
+		pieces = nil
+	}
+	for i, pc := range pieces {
+		ks, err := l.rowsPiece(r, i)
+		if err != nil {
+			return err
+		}
+		s.Work[pc.Tile] = append(s.Work[pc.Tile], ks...)
+	}
+	l.rowsAccumulations(n, r.p.OutF16, L, rounds)
+	return nil
+}
+
+// rowsOp sets p's operation (and LayerNorm's epsilon) from n and returns
+// the roundings along a row of L elements that its output accumulates.
+func rowsOp(n *graph.Node, p *codegen.Rows, L int) (rounds int64) {
 	switch n.Op {
 	case "Softmax":
 		p.Op, rounds = codegen.Softmax, int64(L)+4
@@ -117,152 +184,134 @@ func (l *lowerer) rows(st *plan.Step, n *graph.Node) error {
 	case "ReduceMean":
 		p.Op, rounds = codegen.ReduceMean, int64(L)+2
 	}
-	xRefs, err := l.read(x)
-	if err != nil {
-		return err
-	}
-	// LayerNorm's scale and bias: the whole normalised shape on every tile
-	// of the input.
-	var vecs [2]*layout.Tensor
-	var vecRefs [2][]prog.Ref
-	spread := !wholeRowPieces(x, axis)
-	var f32Raw [2][]byte // FP16 constant scale and bias stored as FP32 (rowsSpread)
-	if p.Op == codegen.LayerNorm && spread {
-		f32Raw = fp16ConstVecs(n, x.Shape[len(x.Shape)-1])
-	}
-	f32Vecs := f32Raw[0] != nil
-	if p.Op == codegen.LayerNorm {
-		for k := 1; k < 3 && k < len(ins); k++ {
-			t := ins[k]
-			if t == nil {
-				if n.Inputs[k] != nil {
-					return l.stepErr("input %d has no tensor", k)
-				}
-				continue
-			}
-			if t.Kind != layout.RowMajor {
-				return l.stepErr("tensor %d (%q) is %s: LayerNormalization reads its scale and bias row-major", t.ID, t.Name, t.Kind)
-			}
-			if d := n.Inputs[k].DType; d != xv.DType {
-				return l.notLowered(n, "scale or bias of type %s with input of type %s", d, xv.DType)
-			}
-			vecs[k-1] = t
-			if f32Vecs {
-				continue // rowsSpread stores FP32 copies instead
-			}
-			if vecRefs[k-1], err = l.read(t); err != nil {
-				return err
-			}
-		}
-		p.ScaleF16 = xv.DType == onnx.Float16 && !f32Vecs
-	}
-	yRefs, err := l.write(y)
-	if err != nil {
-		return err
-	}
-	var stats [2]*layout.Tensor
-	var statRefs [2][]prog.Ref
-	for k := 1; k < len(outs); k++ {
-		if outs[k] != nil {
-			stats[k-1] = outs[k]
-			if statRefs[k-1], err = l.write(outs[k]); err != nil {
-				return err
-			}
-		}
-	}
-	s := l.compute(n.Name)
-	reduces := p.Op == codegen.ReduceSum || p.Op == codegen.ReduceMean
-	pieces := x.Pieces
+	return rounds
+}
+
+// rowsVectors reads LayerNorm's scale and bias: the whole normalised
+// shape on every tile of the input (rows spread over tiles with FP16
+// constants: FP32 copies that rowsSpread stores instead).
+func (l *lowerer) rowsVectors(r *rowsStep, ins []*layout.Tensor, spread bool) error {
+	n, xv := r.n, r.n.Inputs[0]
 	if spread {
-		// Rows spread over tiles (rowspread.go).
-		if reduces || stats[0] != nil || stats[1] != nil || axis != len(x.Shape)-1 {
-			return l.notLowered(n, "rows spread over tiles with statistics outputs, along several axes or reduced")
+		r.f32Raw = fp16ConstVecs(n, r.x.Shape[len(r.x.Shape)-1])
+	}
+	f32Vecs := r.f32Raw[0] != nil
+	for k := 1; k < 3 && k < len(ins); k++ {
+		t := ins[k]
+		if t == nil {
+			if n.Inputs[k] != nil {
+				return l.stepErr("input %d has no tensor", k)
+			}
+			continue
 		}
-		if err := l.rowsSpread(n.Name, p, x, y, xRefs, yRefs, vecs, vecRefs, f32Raw); err != nil {
+		if t.Kind != layout.RowMajor {
+			return l.stepErr("tensor %d (%q) is %s: LayerNormalization reads its scale and bias row-major", t.ID, t.Name, t.Kind)
+		}
+		if d := n.Inputs[k].DType; d != xv.DType {
+			return l.notLowered(n, "scale or bias of type %s with input of type %s", d, xv.DType)
+		}
+		r.vecs[k-1] = t
+		if f32Vecs {
+			continue // rowsSpread stores FP32 copies instead
+		}
+		var err error
+		if r.vecRefs[k-1], err = l.read(t); err != nil {
 			return err
 		}
-		pieces = nil
 	}
-	for i, pc := range pieces {
-		xg := x.Geometry(i)
-		R, C, xs, ok := rowGeometry(xg, x.Shape, axis)
+	r.p.ScaleF16 = xv.DType == onnx.Float16 && !f32Vecs
+	return nil
+}
+
+// rowsPiece returns the kernels of input piece i: its rows, the output
+// piece on its tile holding the same rows, LayerNorm's vectors and
+// statistics there, split over the workers (splitRows).
+func (l *lowerer) rowsPiece(r *rowsStep, i int) ([]*prog.Kernel, error) {
+	n, x, y, axis := r.n, r.x, r.y, r.axis
+	pc := x.Pieces[i]
+	R, C, xs, ok := rowGeometry(x.Geometry(i), x.Shape, axis)
+	if !ok {
+		return nil, l.stepErr("input tensor %d (%q): piece %s on tile %d does not hold whole rows of axes %d.. stored contiguously", x.ID, x.Name, pc.Box, pc.Tile, axis)
+	}
+	k := r.p
+	k.R, k.C, k.XStride = R, C, xs
+	kern := &prog.Kernel{What: n.Name, Params: &k}
+	kern.Fixes = append(kern.Fixes, prog.Fix{Field: &k.X, Ref: r.xRefs[i]})
+	// The output piece: the same rows.
+	ybox := pc.Box
+	if r.reduces() {
+		ybox = reducedBox(pc.Box, axis, y.Shape)
+	}
+	yi := pieceOn(y, pc.Tile, ybox)
+	if yi < 0 {
+		return nil, l.stepErr("output tensor %d (%q) has no piece %s on tile %d for input piece %s", y.ID, y.Name, ybox, pc.Tile, pc.Box)
+	}
+	yg := y.Geometry(yi)
+	if r.reduces() {
+		if yg.Elems != R && !(R == 1 && yg.Elems >= 1) || !denseRows(yg) {
+			return nil, l.stepErr("output tensor %d (%q): piece %s on tile %d does not store its %d values one after the other", y.ID, y.Name, ybox, pc.Tile, R)
+		}
+	} else {
+		_, _, ys, ok := rowGeometry(yg, y.Shape, axis)
 		if !ok {
-			return l.stepErr("input tensor %d (%q): piece %s on tile %d does not hold whole rows of axes %d.. stored contiguously", x.ID, x.Name, pc.Box, pc.Tile, axis)
+			return nil, l.stepErr("output tensor %d (%q): piece %s on tile %d does not store whole rows contiguously", y.ID, y.Name, ybox, pc.Tile)
 		}
-		k := p
-		k.R, k.C, k.XStride = R, C, xs
-		kern := &prog.Kernel{What: n.Name, Params: &k}
-		kern.Fixes = append(kern.Fixes, prog.Fix{Field: &k.X, Ref: xRefs[i]})
-		// The output piece: the same rows.
-		ybox := pc.Box
-		if reduces {
-			ybox = reducedBox(pc.Box, axis, y.Shape)
-		}
-		yi := pieceOn(y, pc.Tile, ybox)
-		if yi < 0 {
-			return l.stepErr("output tensor %d (%q) has no piece %s on tile %d for input piece %s", y.ID, y.Name, ybox, pc.Tile, pc.Box)
-		}
-		yg := y.Geometry(yi)
-		if reduces {
-			if yg.Elems != R && !(R == 1 && yg.Elems >= 1) || !denseRows(yg) {
-				return l.stepErr("output tensor %d (%q): piece %s on tile %d does not store its %d values one after the other", y.ID, y.Name, ybox, pc.Tile, R)
-			}
-		} else {
-			_, _, ys, ok := rowGeometry(yg, y.Shape, axis)
-			if !ok {
-				return l.stepErr("output tensor %d (%q): piece %s on tile %d does not store whole rows contiguously", y.ID, y.Name, ybox, pc.Tile)
-			}
-			k.YStride = ys
-		}
-		kern.Fixes = append(kern.Fixes, prog.Fix{Field: &k.Y, Ref: yRefs[yi], Write: true})
-		for v := 0; v < 2; v++ {
-			if vecs[v] == nil {
-				continue
-			}
-			j := pieceOn(vecs[v], pc.Tile, layout.Full(vecs[v].Shape))
-			if j < 0 {
-				return l.stepErr("tensor %d (%q) has no whole copy on tile %d, where LayerNormalization's rows are", vecs[v].ID, vecs[v].Name, pc.Tile)
-			}
-			f := &k.Scale
-			if v == 1 {
-				f = &k.Bias
-			}
-			kern.Fixes = append(kern.Fixes, prog.Fix{Field: f, Ref: vecRefs[v][j]})
-		}
-		for v := 0; v < 2; v++ {
-			if stats[v] == nil {
-				continue
-			}
-			sbox := reducedBox(pc.Box, axis, stats[v].Shape)
-			j := pieceOn(stats[v], pc.Tile, sbox)
-			if j < 0 || !denseRows(stats[v].Geometry(j)) {
-				return l.stepErr("tensor %d (%q) has no dense piece %s on tile %d", stats[v].ID, stats[v].Name, sbox, pc.Tile)
-			}
-			f := &k.Mean
-			if v == 1 {
-				f = &k.InvStdDev
-			}
-			kern.Fixes = append(kern.Fixes, prog.Fix{Field: f, Ref: statRefs[v][j], Write: true})
-		}
-		ks, err := l.splitRows(n, kern, &k)
-		if err != nil {
-			return err
-		}
-		for _, kk := range ks {
-			if _, err := kk.Cost(); err != nil {
-				return l.notLowered(n, "on tile %d: %v", pc.Tile, err)
-			}
-		}
-		s.Work[pc.Tile] = append(s.Work[pc.Tile], ks...)
+		k.YStride = ys
 	}
-	acc := l.acc[xv.Index]
+	kern.Fixes = append(kern.Fixes, prog.Fix{Field: &k.Y, Ref: r.yRefs[yi], Write: true})
+	for v, vec := range r.vecs {
+		if vec == nil {
+			continue
+		}
+		j := pieceOn(vec, pc.Tile, layout.Full(vec.Shape))
+		if j < 0 {
+			return nil, l.stepErr("tensor %d (%q) has no whole copy on tile %d, where LayerNormalization's rows are", vec.ID, vec.Name, pc.Tile)
+		}
+		f := &k.Scale
+		if v == 1 {
+			f = &k.Bias
+		}
+		kern.Fixes = append(kern.Fixes, prog.Fix{Field: f, Ref: r.vecRefs[v][j]})
+	}
+	for v, stat := range r.stats {
+		if stat == nil {
+			continue
+		}
+		sbox := reducedBox(pc.Box, axis, stat.Shape)
+		j := pieceOn(stat, pc.Tile, sbox)
+		if j < 0 || !denseRows(stat.Geometry(j)) {
+			return nil, l.stepErr("tensor %d (%q) has no dense piece %s on tile %d", stat.ID, stat.Name, sbox, pc.Tile)
+		}
+		f := &k.Mean
+		if v == 1 {
+			f = &k.InvStdDev
+		}
+		kern.Fixes = append(kern.Fixes, prog.Fix{Field: f, Ref: r.statRefs[v][j], Write: true})
+	}
+	ks, err := l.splitRows(n, kern, &k)
+	if err != nil {
+		return nil, err
+	}
+	for _, kk := range ks {
+		if _, err := kk.Cost(); err != nil {
+			return nil, l.notLowered(n, "on tile %d: %v", pc.Tile, err)
+		}
+	}
+	return ks, nil
+}
+
+// rowsAccumulations records the roundings n's outputs accumulate: the
+// most of its inputs' plus rounds along a row (and the FP16 rounding),
+// LayerNorm's Mean and InvStdDev theirs along a row of L elements.
+func (l *lowerer) rowsAccumulations(n *graph.Node, outF16 bool, L int, rounds int64) {
+	acc := l.acc[n.Inputs[0].Index]
 	for _, v := range n.Inputs[1:] {
 		if v != nil {
 			acc = max(acc, l.acc[v.Index])
 		}
 	}
 	f16 := int64(0)
-	if p.OutF16 {
+	if outF16 {
 		f16 = F16Rounding
 	}
 	l.acc[n.Outputs[0].Index] = acc + rounds + f16
@@ -272,7 +321,6 @@ func (l *lowerer) rows(st *plan.Step, n *graph.Node) error {
 	if len(n.Outputs) > 2 && n.Outputs[2] != nil {
 		l.acc[n.Outputs[2].Index] = acc + int64(2*L) + 5
 	}
-	return nil
 }
 
 // reducedBox is box with the axes from axis on reduced, in a shape that
