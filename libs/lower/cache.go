@@ -14,6 +14,8 @@ import (
 
 	"ipu.local/formats/obj"
 	"ipu.local/formats/plan"
+	"ipu.local/libs/graph"
+	"ipu.local/libs/layout"
 	"ipu.local/libs/prog"
 )
 
@@ -24,6 +26,8 @@ type StepCache struct {
 	valid map[string]bool
 	// bounds: merged exchange supersteps' bound cells (compact.go).
 	bounds map[string]*int64
+	// tensors: the layouts read last for the plan's tensors, by ID.
+	tensors map[int]cachedTensor
 	// Hits and Misses count the lookups, Evicted the fragments dropped.
 	Hits, Misses, Evicted int
 	// lowerings counts the lowerings through the cache; a fragment no
@@ -57,7 +61,65 @@ func (c *StepCache) evict() {
 
 // NewStepCache returns an empty cache.
 func NewStepCache() *StepCache {
-	return &StepCache{m: map[string]*fragment{}, valid: map[string]bool{}, bounds: map[string]*int64{}}
+	return &StepCache{m: map[string]*fragment{}, valid: map[string]bool{}, bounds: map[string]*int64{}, tensors: map[int]cachedTensor{}}
+}
+
+// cachedTensor is a layout that a lowering through the cache read from a
+// plan tensor and checked, on tiles tiles of graph g, and its key.
+type cachedTensor struct {
+	t     *layout.Tensor
+	key   string
+	g     *graph.Graph
+	tiles int
+}
+
+// tensor returns the layout read last for a plan tensor with pt's ID
+// and its key, when that tensor was pt's equal, on as many tiles of the
+// same graph (nil otherwise, and without a cache). The planner's points
+// share most of their tensors: reading them again was a tenth of
+// pricing one, and most of its allocations.
+func (c *StepCache) tensor(pt plan.Tensor, g *graph.Graph, tiles int) (*layout.Tensor, string) {
+	if c == nil {
+		return nil, ""
+	}
+	e, ok := c.tensors[pt.ID]
+	if !ok || e.g != g || e.tiles != tiles || !readAs(pt, e.t) {
+		return nil, ""
+	}
+	return e.t, e.key
+}
+
+// keepTensor keeps t, read and checked, as the layout of its plan
+// tensor (see tensor); the lowering does not change it.
+func (c *StepCache) keepTensor(t *layout.Tensor, key string, g *graph.Graph, tiles int) {
+	if c != nil {
+		c.tensors[t.ID] = cachedTensor{t: t, key: key, g: g, tiles: tiles}
+	}
+}
+
+// readAs reports whether plan tensor pt reads as layout t.
+func readAs(pt plan.Tensor, t *layout.Tensor) bool {
+	if pt.ID != t.ID || pt.Value != t.Value || pt.Name != t.Name || pt.Transposed != t.Transposed || pt.Pad != t.Pad ||
+		pt.Layout != t.Kind.String() || pt.Source != t.Source.String() || len(pt.Shape) != len(t.Shape) || len(pt.Pieces) != len(t.Pieces) {
+		return false
+	}
+	for d, n := range pt.Shape {
+		if n != int64(t.Shape[d]) {
+			return false
+		}
+	}
+	for k, pc := range pt.Pieces {
+		q := t.Pieces[k]
+		if pc.Tile != q.Tile || len(pc.Region) != len(q.Box) {
+			return false
+		}
+		for d, r := range pc.Region {
+			if r[0] != int64(q.Box[d].Lo) || r[1] != int64(q.Box[d].Hi) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // fragment is what one step added to a program.

@@ -227,59 +227,74 @@ func hasFP8(g *graph.Graph) bool {
 func (l *lowerer) readTensors() error {
 	l.keys = make([]string, len(l.pl.Tensors))
 	for i, pt := range l.pl.Tensors {
-		v := l.g.Values[pt.Value]
-		size := DeviceSize(v.DType)
-		if size < 1 {
-			return planErr("tensor %d (%q): element type %s has no size", i, pt.Name, v.DType)
-		}
-		t := &layout.Tensor{ID: pt.ID, Value: pt.Value, Name: pt.Name, Size: size, Transposed: pt.Transposed, Pad: pt.Pad}
-		k, ok := layout.ParseKind(pt.Layout)
-		if !ok {
-			return planErr("tensor %d (%q): unknown layout %q", i, pt.Name, pt.Layout)
-		}
-		t.Kind = k
-		src, ok := layout.ParseSource(pt.Source)
-		if !ok {
-			return planErr("tensor %d (%q): unknown source %q", i, pt.Name, pt.Source)
-		}
-		t.Source = src
-		if len(pt.Shape) > 0 {
-			t.Shape = make([]int, len(pt.Shape))
-		}
-		for d, n := range pt.Shape {
-			t.Shape[d] = int(n)
-		}
-		// The pieces' boxes share one array.
-		n := 0
-		for _, pc := range pt.Pieces {
-			n += len(pc.Region)
-		}
-		ranges := make([]layout.Range, n)
-		if len(pt.Pieces) > 0 {
-			t.Pieces = make([]layout.Piece, len(pt.Pieces))
-		}
-		for k, pc := range pt.Pieces {
-			box := layout.Box(ranges[:len(pc.Region):len(pc.Region)])
-			ranges = ranges[len(pc.Region):]
-			for d, r := range pc.Region {
-				box[d] = layout.Range{Lo: int(r[0]), Hi: int(r[1])}
-			}
-			t.Pieces[k] = layout.Piece{Tile: pc.Tile, Box: box}
-		}
-		if err := l.validate(i, t); err != nil {
-			return &PlanError{Msg: err.Error()}
-		}
-		switch {
-		case src == layout.FromHost && !hostRooted(v):
-			return planErr("tensor %d (%q): source host, but the value is not a graph input seen through data movement", i, pt.Name)
-		case src == layout.FromConst && !constRooted(v):
-			return planErr("tensor %d (%q): source const, but the value is not a constant seen through data movement", i, pt.Name)
+		t, err := l.readTensor(i, pt)
+		if err != nil {
+			return err
 		}
 		l.tensors = append(l.tensors, t)
 		l.byValue[pt.Value] = append(l.byValue[pt.Value], i)
 	}
 	l.refs = make([][]prog.Ref, len(l.tensors))
 	return nil
+}
+
+// readTensor converts and validates plan tensor i, pt, or takes the
+// layout that a lowering through the cache read for its equal.
+func (l *lowerer) readTensor(i int, pt plan.Tensor) (*layout.Tensor, error) {
+	v := l.g.Values[pt.Value]
+	size := DeviceSize(v.DType)
+	if size < 1 {
+		return nil, planErr("tensor %d (%q): element type %s has no size", i, pt.Name, v.DType)
+	}
+	if t, key := l.opt.Cache.tensor(pt, l.g, l.pl.Tiles); t != nil {
+		l.keys[i] = key // checked when it was read
+		return t, nil
+	}
+	t := &layout.Tensor{ID: pt.ID, Value: pt.Value, Name: pt.Name, Size: size, Transposed: pt.Transposed, Pad: pt.Pad}
+	k, ok := layout.ParseKind(pt.Layout)
+	if !ok {
+		return nil, planErr("tensor %d (%q): unknown layout %q", i, pt.Name, pt.Layout)
+	}
+	t.Kind = k
+	src, ok := layout.ParseSource(pt.Source)
+	if !ok {
+		return nil, planErr("tensor %d (%q): unknown source %q", i, pt.Name, pt.Source)
+	}
+	t.Source = src
+	if len(pt.Shape) > 0 {
+		t.Shape = make([]int, len(pt.Shape))
+	}
+	for d, n := range pt.Shape {
+		t.Shape[d] = int(n)
+	}
+	// The pieces' boxes share one array.
+	n := 0
+	for _, pc := range pt.Pieces {
+		n += len(pc.Region)
+	}
+	ranges := make([]layout.Range, n)
+	if len(pt.Pieces) > 0 {
+		t.Pieces = make([]layout.Piece, len(pt.Pieces))
+	}
+	for k, pc := range pt.Pieces {
+		box := layout.Box(ranges[:len(pc.Region):len(pc.Region)])
+		ranges = ranges[len(pc.Region):]
+		for d, r := range pc.Region {
+			box[d] = layout.Range{Lo: int(r[0]), Hi: int(r[1])}
+		}
+		t.Pieces[k] = layout.Piece{Tile: pc.Tile, Box: box}
+	}
+	if err := l.validate(i, t); err != nil {
+		return nil, &PlanError{Msg: err.Error()}
+	}
+	switch {
+	case src == layout.FromHost && !hostRooted(v):
+		return nil, planErr("tensor %d (%q): source host, but the value is not a graph input seen through data movement", i, pt.Name)
+	case src == layout.FromConst && !constRooted(v):
+		return nil, planErr("tensor %d (%q): source const, but the value is not a constant seen through data movement", i, pt.Name)
+	}
+	l.opt.Cache.keepTensor(t, l.keys[i], l.g, l.pl.Tiles)
+	return t, nil
 }
 
 // validate checks a tensor's mapping, once per layout with a step cache
