@@ -83,7 +83,7 @@ func (c *StepCache) tensor(pt plan.Tensor, g *graph.Graph, tiles int) (*layout.T
 		return nil, ""
 	}
 	e, ok := c.tensors[pt.ID]
-	if !ok || e.g != g || e.tiles != tiles || !readAs(pt, e.t) {
+	if !ok || e.g != g || e.tiles != tiles || !ReadsAs(pt, e.t) {
 		return nil, ""
 	}
 	return e.t, e.key
@@ -97,8 +97,9 @@ func (c *StepCache) keepTensor(t *layout.Tensor, key string, g *graph.Graph, til
 	}
 }
 
-// readAs reports whether plan tensor pt reads as layout t.
-func readAs(pt plan.Tensor, t *layout.Tensor) bool {
+// ReadsAs reports whether plan tensor pt reads as layout t: the same
+// tensor, value, layout and pieces (its element type is its value's).
+func ReadsAs(pt plan.Tensor, t *layout.Tensor) bool {
 	if pt.ID != t.ID || pt.Value != t.Value || pt.Name != t.Name || pt.Transposed != t.Transposed || pt.Pad != t.Pad ||
 		pt.Layout != t.Kind.String() || pt.Source != t.Source.String() || len(pt.Shape) != len(t.Shape) || len(pt.Pieces) != len(t.Pieces) {
 		return false

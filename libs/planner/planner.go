@@ -125,6 +125,8 @@ type planner struct {
 	// (program.go): a point with the same program takes its price.
 	programs map[programPrint]pricing
 	steps    []*lower.StepCache // lowered steps, across points: one per worker
+	// memos are the plan tensors of each worker's last plans (tensorMemo).
+	memos []tensorMemo
 	// sideBySide records the start's sibling groups side by side.
 	sideBySide []SideBySide
 	evals      int             // points priced
@@ -163,6 +165,7 @@ func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
 	pl := &planner{g: g, p: p, tiles: tiles, prod: map[int]*product{}, folded: map[int]*graph.Node{}, cache: map[string]*result{}, programs: map[programPrint]pricing{}, counted: map[string]bool{}, whole: map[int]bool{}, encoded: graph.Encode(g)}
 	for range searchWorkers() {
 		pl.steps = append(pl.steps, lower.NewStepCache())
+		pl.memos = append(pl.memos, tensorMemo{})
 	}
 	uses := map[*graph.Value]int{}
 	for _, n := range g.Nodes {
@@ -299,40 +302,61 @@ func (pl *planner) computeBound() int64 {
 	return b
 }
 
-// plan converts a builder's tensors and steps into a plan.
-func (b *builder) plan(pl *planner, pt point) *plan.Plan {
+// plan converts a builder's tensors and steps into a plan, taking the
+// tensors that read as the same layouts from memo (nil: none).
+func (b *builder) plan(pl *planner, pt point, memo tensorMemo) *plan.Plan {
 	out := &plan.Plan{Format: plan.Format, Arch: pl.p.Name, Tiles: pl.tiles, Graph: pl.encoded, Tensors: make([]plan.Tensor, 0, len(b.tensors)),
 		Supersteps: plan.Compact, Packs: plan.StagedPacks}
 	for _, t := range b.tensors {
-		pt := plan.Tensor{ID: t.ID, Value: t.Value, Name: t.Name, DType: pl.g.Values[t.Value].DType.String(), Transposed: t.Transposed,
-			Layout: t.Kind.String(), Pad: t.Pad, Source: t.Source.String()}
-		if len(t.Shape) > 0 {
-			pt.Shape = make([]int64, len(t.Shape))
+		if prev, ok := memo[t.ID]; ok && lower.ReadsAs(prev, t) {
+			out.Tensors = append(out.Tensors, prev)
+			continue
 		}
-		for i, d := range t.Shape {
-			pt.Shape[i] = int64(d)
-		}
-		// The pieces' regions share one array.
-		n := 0
-		for _, p := range t.Pieces {
-			n += len(p.Box)
-		}
-		regs := make([][2]int64, n)
-		if len(t.Pieces) > 0 {
-			pt.Pieces = make([]plan.Piece, len(t.Pieces))
-		}
-		for k, p := range t.Pieces {
-			reg := regs[:len(p.Box):len(p.Box)]
-			regs = regs[len(p.Box):]
-			for i, r := range p.Box {
-				reg[i] = [2]int64{int64(r.Lo), int64(r.Hi)}
-			}
-			pt.Pieces[k] = plan.Piece{Tile: p.Tile, Region: reg}
+		pt := planTensor(pl, t)
+		if memo != nil {
+			memo[t.ID] = pt
 		}
 		out.Tensors = append(out.Tensors, pt)
 	}
 	out.Steps = append(out.Steps, b.steps...)
 	return out
+}
+
+// tensorMemo holds, by ID, the plan tensors of a worker's last plans.
+// The search's points share most of their tensors: a plan takes the
+// ones that read as its own layouts again, their arrays shared (plans
+// never change them), instead of a copy of every piece, which was a
+// tenth of the BERT-base layer search's allocations.
+type tensorMemo map[int]plan.Tensor
+
+// planTensor is layout t as a plan tensor.
+func planTensor(pl *planner, t *layout.Tensor) plan.Tensor {
+	pt := plan.Tensor{ID: t.ID, Value: t.Value, Name: t.Name, DType: pl.g.Values[t.Value].DType.String(), Transposed: t.Transposed,
+		Layout: t.Kind.String(), Pad: t.Pad, Source: t.Source.String()}
+	if len(t.Shape) > 0 {
+		pt.Shape = make([]int64, len(t.Shape))
+	}
+	for i, d := range t.Shape {
+		pt.Shape[i] = int64(d)
+	}
+	// The pieces' regions share one array.
+	n := 0
+	for _, p := range t.Pieces {
+		n += len(p.Box)
+	}
+	regs := make([][2]int64, n)
+	if len(t.Pieces) > 0 {
+		pt.Pieces = make([]plan.Piece, len(t.Pieces))
+	}
+	for k, p := range t.Pieces {
+		reg := regs[:len(p.Box):len(p.Box)]
+		regs = regs[len(p.Box):]
+		for i, r := range p.Box {
+			reg[i] = [2]int64{int64(r.Lo), int64(r.Hi)}
+		}
+		pt.Pieces[k] = plan.Piece{Tile: p.Tile, Region: reg}
+	}
+	return pt
 }
 
 // Plan maps g onto p's tiles. It returns the plan, the search state to
@@ -519,7 +543,7 @@ func (pl *planner) planOf(pt point) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.plan(pl, pt), nil
+	return b.plan(pl, pt, nil), nil
 }
 
 // chooseOrder keeps the incumbent's supersteps compacted (the search
@@ -644,7 +668,7 @@ func Build(g *graph.Graph, p *arch.Preset, tiles int, decisions []plan.Decision)
 	if err != nil {
 		return nil, err
 	}
-	out := b.plan(pl, pt)
+	out := b.plan(pl, pt, nil)
 	out.Cost.ComputeBound = pl.computeBound()
 	out.Cost.Estimated = true
 	if err := out.Validate(); err != nil {

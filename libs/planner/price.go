@@ -162,9 +162,9 @@ func (pl *planner) uncached(pts []point, rs []*result) []int {
 func (pl *planner) buildAll(pts []point, todo []int) ([]builtPoint, []pricing) {
 	pcs := make([]pricing, len(pts))
 	built := make([]builtPoint, len(pts))
-	par.For(len(todo), len(pl.steps), func(_, j int) {
+	par.For(len(todo), len(pl.steps), func(w, j int) {
 		i := todo[j]
-		built[i], pcs[i].err = pl.buildPoint(pts[i])
+		built[i], pcs[i].err = pl.buildPointWith(pts[i], pl.memos[w])
 	})
 	return built, pcs
 }
@@ -222,12 +222,15 @@ type builtPoint struct {
 }
 
 // buildPoint builds pt's plan.
-func (pl *planner) buildPoint(pt point) (builtPoint, error) {
+func (pl *planner) buildPoint(pt point) (builtPoint, error) { return pl.buildPointWith(pt, nil) }
+
+// buildPointWith builds pt's plan with a worker's tensor memo.
+func (pl *planner) buildPointWith(pt point, memo tensorMemo) (builtPoint, error) {
 	b, err := pl.build(pt)
 	if err != nil {
 		return builtPoint{}, err
 	}
-	p := b.plan(pl, pt)
+	p := b.plan(pl, pt, memo)
 	return builtPoint{pt: pt, b: b, plan: p, print: printOf(p)}, nil
 }
 
