@@ -189,26 +189,10 @@ func planModel(log *slog.Logger, cfg config) error {
 
 // planPackage is the plan_package phase.
 func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint string) error {
-	opt := planner.Options{
-		Tiles: cfg.tiles, Seed: cfg.seed, MaxAttempts: cfg.attempts, Shard: cfg.shard, Shards: cfg.shards, Objective: cfg.objective,
-		ModelPath: recordedPath(cfg.model), ModelFingerprint: fingerprint,
-		// The incumbent is linked below: its exact cycles replace the
-		// search's estimate, which the log line compares them with.
-		SearchEstimate: true,
+	opt, err := searchOptions(log, cfg, fingerprint)
+	if err != nil {
+		return err
 	}
-	if cfg.state != "" {
-		s, err := loadState(cfg.state)
-		if err != nil {
-			return err
-		}
-		// Only a state really read is announced: a missing file is a
-		// fresh search, and says nothing.
-		if s != nil {
-			opt.State = s
-			log.Info("loaded mid-plan search state", trace.Bare("path", cfg.state), slog.Int("attempts", s.Attempts))
-		}
-	}
-
 	bar := progress.New(cfg.progress, cfg.progressOut, cfg.attempts, "search")
 	opt.Progress = func(done, total int, incumbent int64) {
 		bar.Set(done, fmt.Sprintf("search: incumbent %d cycles", incumbent))
@@ -226,6 +210,60 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		}
 		return fmt.Errorf("%s: %w", cfg.model, err)
 	}
+	logSearch(log, st)
+	s := searched{pl, state, st}
+	linked, err := validateSearched(log, cfg, g, opt, &s)
+	if err != nil {
+		return err
+	}
+	encoded, err := recordValidation(log, cfg, s, linked)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(cfg.out, encoded); err != nil {
+		return fmt.Errorf("write %s: %w", cfg.out, err)
+	}
+	if cfg.state != "" && !cfg.merge {
+		sd, err := plan.MarshalState(s.state)
+		if err != nil {
+			return fmt.Errorf("encode search state: %w", err)
+		}
+		if err := atomicfile.Write(cfg.state, sd); err != nil {
+			return fmt.Errorf("write %s: %w", cfg.state, err)
+		}
+		log.Info("saved mid-plan search state", trace.Bare("path", cfg.state),
+			slog.Int("attempts", s.state.Attempts), slog.Int("bytes", len(sd)))
+	}
+	return nil
+}
+
+// searchOptions returns the search's options from the command line and
+// its state file, when one is read.
+func searchOptions(log *slog.Logger, cfg config, fingerprint string) (planner.Options, error) {
+	opt := planner.Options{
+		Tiles: cfg.tiles, Seed: cfg.seed, MaxAttempts: cfg.attempts, Shard: cfg.shard, Shards: cfg.shards, Objective: cfg.objective,
+		ModelPath: recordedPath(cfg.model), ModelFingerprint: fingerprint,
+		// The incumbent is linked below: its exact cycles replace the
+		// search's estimate, which the log line compares them with.
+		SearchEstimate: true,
+	}
+	if cfg.state != "" {
+		s, err := loadState(cfg.state)
+		if err != nil {
+			return opt, err
+		}
+		// Only a state really read is announced: a missing file is a
+		// fresh search, and says nothing.
+		if s != nil {
+			opt.State = s
+			log.Info("loaded mid-plan search state", trace.Bare("path", cfg.state), slog.Int("attempts", s.Attempts))
+		}
+	}
+	return opt, nil
+}
+
+// logSearch logs the search's figures.
+func logSearch(log *slog.Logger, st *planner.Stats) {
 	for _, r := range st.Rewrites {
 		log.Debug("rewrote node", slog.String("node", r.Node), slog.String("change", r.What))
 	}
@@ -241,17 +279,28 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		slog.Int("geometry_fragments_per_tile", st.GeometryFragmentsPerTile),
 		slog.Int("fragment_limit", st.FragmentLimit))
 	log.Info("eliminated unread FP8 cast input padding clears", slog.Int("removed", st.PaddingClearsRemoved))
+}
 
-	// Validate the incumbent by lowering it as ipu-link will: the exact
-	// final_cycles replace the estimate. The link's exchange scheduler
-	// validates its fast schedules' instruction alignment and repairs
-	// them; its figures are this step's lines.
+// searched is a search's plan, state and figures.
+type searched struct {
+	pl    *plan.Plan
+	state *plan.State
+	st    *planner.Stats
+}
+
+// validateSearched validates the incumbent by lowering it as ipu-link
+// will: the exact final_cycles replace the estimate. The link's exchange
+// scheduler validates its fast schedules' instruction alignment and
+// repairs them; its figures are this step's lines. A plan that does not
+// link is searched again (under the device objective, or with memory
+// kept free), s then the new search's.
+func validateSearched(log *slog.Logger, cfg config, g *graph.Graph, opt planner.Options, s *searched) (*link.Stats, error) {
 	var saved []plan.Exchange
 	if opt.State != nil {
 		saved = opt.State.Exchanges
 	}
-	linked, err := validateLink(log, cfg, pl, saved)
-	if err != nil && plan.ObjectiveOf(state.Objective) == plan.ObjectiveInference && !cfg.merge {
+	linked, err := validateLink(log, cfg, s.pl, saved)
+	if err != nil && plan.ObjectiveOf(s.state.Objective) == plan.ObjectiveInference && !cfg.merge {
 		// The search's memory check counts a tile's bytes, not the free
 		// ranges the linker places in: a point it takes may not link. The
 		// device objective's search is the one before the host link's
@@ -260,10 +309,10 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 		why, _, _ := strings.Cut(err.Error(), "\n")
 		log.Warn("the inference objective's plan does not link: planning under the device objective", slog.String("reason", why))
 		opt.Objective, opt.State, opt.Progress, opt.StartProgress = plan.ObjectiveDevice, nil, nil, nil
-		if pl, state, st, err = planner.Plan(g, cfg.arch, opt); err != nil {
-			return fmt.Errorf("%s: %w", cfg.model, err)
+		if s.pl, s.state, s.st, err = planner.Plan(g, cfg.arch, opt); err != nil {
+			return nil, fmt.Errorf("%s: %w", cfg.model, err)
 		}
-		linked, err = validateLink(log, cfg, pl, nil)
+		linked, err = validateLink(log, cfg, s.pl, nil)
 	}
 	// A plan whose buffers find no room searches again with part of
 	// every tile kept free: its placement has more room than its search.
@@ -273,7 +322,7 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 			break
 		}
 		reserve := int64(cfg.arch.UsableMemory().Size()) / frac
-		if reserve <= state.Reserve { // a resumed state's reserve is the search's
+		if reserve <= s.state.Reserve { // a resumed state's reserve is the search's
 			continue
 		}
 		why, _, _ := strings.Cut(err.Error(), "\n")
@@ -287,12 +336,16 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 			log.Warn("no plan keeps that memory free", slog.Int64("reserve_bytes", reserve), slog.String("reason", perrWhy))
 			break
 		}
-		pl, state, st = p2, s2, st2
-		linked, err = validateLink(log, cfg, pl, nil)
+		s.pl, s.state, s.st = p2, s2, st2
+		linked, err = validateLink(log, cfg, s.pl, nil)
 	}
-	if err != nil {
-		return err
-	}
+	return linked, err
+}
+
+// recordValidation puts the validation link's figures and schedules in
+// the plan and the state, and returns the plan's encoding.
+func recordValidation(log *slog.Logger, cfg config, s searched, linked *link.Stats) ([]byte, error) {
+	pl, state := s.pl, s.state
 	logAlignment(log, linked)
 	if linked.StagedPacks {
 		pl.Packs = plan.StagedPacks // what the validation link did: ipu-link need not try again
@@ -311,25 +364,10 @@ func planPackage(log *slog.Logger, cfg config, g *graph.Graph, fingerprint strin
 	pl.Schedules = plan.PackSchedules(linked.Saved)
 	encoded, err := plan.Marshal(pl)
 	if err != nil {
-		return fmt.Errorf("encode plan: %w", err)
+		return nil, fmt.Errorf("encode plan: %w", err)
 	}
-	log.Info("validated search incumbent", slog.Int64("cycles", pl.Cost.FinalCycles), slog.Bool("resuming", st.Resuming))
-
-	if err := atomicfile.Write(cfg.out, encoded); err != nil {
-		return fmt.Errorf("write %s: %w", cfg.out, err)
-	}
-	if cfg.state != "" && !cfg.merge {
-		sd, err := plan.MarshalState(state)
-		if err != nil {
-			return fmt.Errorf("encode search state: %w", err)
-		}
-		if err := atomicfile.Write(cfg.state, sd); err != nil {
-			return fmt.Errorf("write %s: %w", cfg.state, err)
-		}
-		log.Info("saved mid-plan search state", trace.Bare("path", cfg.state),
-			slog.Int("attempts", state.Attempts), slog.Int("bytes", len(sd)))
-	}
-	return nil
+	log.Info("validated search incumbent", slog.Int64("cycles", pl.Cost.FinalCycles), slog.Bool("resuming", s.st.Resuming))
+	return encoded, nil
 }
 
 // loadState reads the search state file; a file that does not exist yet
