@@ -362,21 +362,8 @@ func planTensor(pl *planner, t *layout.Tensor) plan.Tensor {
 // Plan maps g onto p's tiles. It returns the plan, the search state to
 // save, and the figures of the planner's log lines.
 func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State, *Stats, error) {
-	tiles := opt.Tiles
-	if tiles == 0 {
-		tiles = p.Tiles
-	}
-	if tiles < 1 || tiles > p.Tiles {
-		return nil, nil, nil, fmt.Errorf("tiles %d out of range [1, %d] of %s", tiles, p.Tiles, p.Name)
-	}
-	if opt.MaxAttempts < 0 {
-		return nil, nil, nil, fmt.Errorf("max attempts %d is negative", opt.MaxAttempts)
-	}
-	if err := checkShard(opt.Shard, opt.Shards); err != nil {
-		return nil, nil, nil, err
-	}
-	opt.Shard, opt.Shards = shardOf(opt.Shard, opt.Shards)
-	if err := plan.CheckObjective(opt.Objective); err != nil {
+	tiles, err := checkOptions(p, &opt)
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	objective := plan.ObjectiveOf(opt.Objective)
@@ -386,7 +373,8 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		return nil, nil, nil, err
 	}
 	pl.device = objective == plan.ObjectiveDevice
-	if opt.State != nil && opt.State.Attempts+len(opt.State.Incumbent.Decisions) > 0 {
+	resuming := opt.State != nil && opt.State.Attempts+len(opt.State.Incumbent.Decisions) > 0
+	if resuming {
 		opt.MemoryReserve = opt.State.Reserve // a resumed search keeps its reserve
 	}
 	if opt.MemoryReserve < 0 || opt.MemoryReserve >= int64(p.UsableMemory().Size()) {
@@ -395,38 +383,11 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	pl.reserve(opt.MemoryReserve)
 	st := &Stats{FragmentLimit: sched.FragmentLimit(p), Rewrites: rewrites}
 	var s *plan.State
-	var cur, inc point
-	var curR, incR *result
-	if opt.State != nil && opt.State.Attempts+len(opt.State.Incumbent.Decisions) > 0 {
+	var w walk
+	if resuming {
 		s = opt.State
-		if s.Model != opt.ModelFingerprint || s.Arch != p.Name || s.Tiles != tiles || s.Seed != opt.Seed {
-			return nil, nil, nil, fmt.Errorf("search state is for model %.12s arch %s tiles %d seed %d, not model %.12s arch %s tiles %d seed %d",
-				s.Model, s.Arch, s.Tiles, s.Seed, opt.ModelFingerprint, p.Name, tiles, opt.Seed)
-		}
-		if s.Shard != opt.Shard || s.Shards != opt.Shards {
-			return nil, nil, nil, fmt.Errorf("search state is for shard %d/%d, not %d/%d", s.Shard, s.Shards, opt.Shard, opt.Shards)
-		}
-		if plan.ObjectiveOf(s.Objective) != objective {
-			return nil, nil, nil, fmt.Errorf("search state is for objective %s, not %s (resume it with --objective %[1]s)", plan.ObjectiveOf(s.Objective), objective)
-		}
-		for _, v := range s.Whole {
-			if v >= len(g.Values) {
-				return nil, nil, nil, fmt.Errorf("search state whole_rows: value %d is not one of the model's %d values", v, len(g.Values))
-			}
-			pl.whole[v] = true
-		}
-		cur, inc = point(s.Current.Decisions).clone(), point(s.Incumbent.Decisions).clone()
-		if err := pl.checkPoint(cur); err != nil {
-			return nil, nil, nil, fmt.Errorf("search state current: %w", err)
-		}
-		if err := pl.checkPoint(inc); err != nil {
-			return nil, nil, nil, fmt.Errorf("search state incumbent: %w", err)
-		}
-		if curR, err = pl.evalFit(cur); err != nil {
-			return nil, nil, nil, fmt.Errorf("search state current: %w", err)
-		}
-		if incR, err = pl.evalFit(inc); err != nil {
-			return nil, nil, nil, fmt.Errorf("search state incumbent: %w", err)
+		if w, err = pl.resume(s, opt, objective); err != nil {
+			return nil, nil, nil, err
 		}
 		st.Resuming = true
 	} else {
@@ -434,24 +395,21 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 			return nil, nil, nil, fmt.Errorf("search state rng: %w", err)
 		}
 		pl.startProgress = opt.StartProgress
-		cur, curR, err = pl.startFitting()
-		if err != nil {
+		if w.cur, w.curR, err = pl.startFitting(); err != nil {
 			return nil, nil, nil, err
 		}
-		inc, incR = cur.clone(), curR
-		s.Visited = []string{cur.key()}
+		w.inc, w.incR = w.cur.clone(), w.curR
+		s.Visited = []string{w.cur.key()}
 		st.Evaluated++
 	}
-	pcg, err := s.PCG()
-	if err != nil {
+	if w.pcg, err = s.PCG(); err != nil {
 		return nil, nil, nil, fmt.Errorf("search state rng: %w", err)
 	}
-	rng := rand.New(pcg)
-	visited := map[string]bool{}
+	w.rng = rand.New(w.pcg)
+	w.visited = map[string]bool{}
 	for _, k := range s.Visited {
-		visited[k] = true
+		w.visited[k] = true
 	}
-	w := walk{cur: cur, curR: curR, inc: inc, incR: incR, visited: visited, pcg: pcg, rng: rng}
 	for a := 0; a < opt.MaxAttempts; {
 		n, err := pl.attempts(&w, a, opt, st)
 		if err != nil {
@@ -459,19 +417,92 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		}
 		a += n
 	}
-	cur, curR, inc, incR = w.cur, w.curR, w.inc, w.incR
 	if opt.Progress != nil {
-		opt.Progress(opt.MaxAttempts, opt.MaxAttempts, incR.total)
+		opt.Progress(opt.MaxAttempts, opt.MaxAttempts, w.incR.total)
 	}
 	st.Attempts = opt.MaxAttempts
 	s.Attempts += opt.MaxAttempts
+	pl.saveWalk(s, &w)
+	out, err := pl.finish(w.inc, w.incR, opt, s.Attempts, objective)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pl.stats(w.incR, st)
+	st.Evaluated = pl.evals
+	return out, s, st, nil
+}
+
+// checkOptions checks opt's tiles, attempts, shard and objective, sets
+// its shard to the one searched, and returns the tiles planned on.
+func checkOptions(p *arch.Preset, opt *Options) (int, error) {
+	tiles := opt.Tiles
+	if tiles == 0 {
+		tiles = p.Tiles
+	}
+	if tiles < 1 || tiles > p.Tiles {
+		return 0, fmt.Errorf("tiles %d out of range [1, %d] of %s", tiles, p.Tiles, p.Name)
+	}
+	if opt.MaxAttempts < 0 {
+		return 0, fmt.Errorf("max attempts %d is negative", opt.MaxAttempts)
+	}
+	if err := checkShard(opt.Shard, opt.Shards); err != nil {
+		return 0, err
+	}
+	opt.Shard, opt.Shards = shardOf(opt.Shard, opt.Shards)
+	if err := plan.CheckObjective(opt.Objective); err != nil {
+		return 0, err
+	}
+	return tiles, nil
+}
+
+// resume checks a saved search state against this search and returns
+// its walk's current point and incumbent, priced.
+func (pl *planner) resume(s *plan.State, opt Options, objective string) (walk, error) {
+	var w walk
+	if s.Model != opt.ModelFingerprint || s.Arch != pl.p.Name || s.Tiles != pl.tiles || s.Seed != opt.Seed {
+		return w, fmt.Errorf("search state is for model %.12s arch %s tiles %d seed %d, not model %.12s arch %s tiles %d seed %d",
+			s.Model, s.Arch, s.Tiles, s.Seed, opt.ModelFingerprint, pl.p.Name, pl.tiles, opt.Seed)
+	}
+	if s.Shard != opt.Shard || s.Shards != opt.Shards {
+		return w, fmt.Errorf("search state is for shard %d/%d, not %d/%d", s.Shard, s.Shards, opt.Shard, opt.Shards)
+	}
+	if plan.ObjectiveOf(s.Objective) != objective {
+		return w, fmt.Errorf("search state is for objective %s, not %s (resume it with --objective %[1]s)", plan.ObjectiveOf(s.Objective), objective)
+	}
+	for _, v := range s.Whole {
+		if v >= len(pl.g.Values) {
+			return w, fmt.Errorf("search state whole_rows: value %d is not one of the model's %d values", v, len(pl.g.Values))
+		}
+		pl.whole[v] = true
+	}
+	w.cur, w.inc = point(s.Current.Decisions).clone(), point(s.Incumbent.Decisions).clone()
+	if err := pl.checkPoint(w.cur); err != nil {
+		return w, fmt.Errorf("search state current: %w", err)
+	}
+	if err := pl.checkPoint(w.inc); err != nil {
+		return w, fmt.Errorf("search state incumbent: %w", err)
+	}
+	var err error
+	if w.curR, err = pl.evalFit(w.cur); err != nil {
+		return w, fmt.Errorf("search state current: %w", err)
+	}
+	if w.incR, err = pl.evalFit(w.inc); err != nil {
+		return w, fmt.Errorf("search state incumbent: %w", err)
+	}
+	return w, nil
+}
+
+// saveWalk records the walk in state s: its generator, current point,
+// incumbent and visited points (at most plan.MaxVisited), and the row
+// layouts kept whole.
+func (pl *planner) saveWalk(s *plan.State, w *walk) {
 	s.Validated = 0 // the caller's validation link sets it
-	s.SetPCG(pcg)
-	s.Current = plan.Point{Cycles: curR.total, Decisions: cur.clone()}
-	s.Incumbent = plan.Point{Cycles: incR.total, Decisions: inc.clone()}
+	s.SetPCG(w.pcg)
+	s.Current = plan.Point{Cycles: w.curR.total, Decisions: w.cur.clone()}
+	s.Incumbent = plan.Point{Cycles: w.incR.total, Decisions: w.inc.clone()}
 	s.Whole = s.Whole[:0]
-	for v, w := range pl.whole {
-		if w {
+	for v, whole := range pl.whole {
+		if whole {
 			s.Whole = append(s.Whole, v)
 		}
 	}
@@ -480,20 +511,13 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 		s.Whole = nil
 	}
 	s.Visited = s.Visited[:0]
-	for k := range visited {
+	for k := range w.visited {
 		s.Visited = append(s.Visited, k)
 	}
 	sort.Strings(s.Visited)
 	if len(s.Visited) > plan.MaxVisited {
 		s.Visited = s.Visited[:plan.MaxVisited]
 	}
-	out, err := pl.finish(inc, incR, opt, s.Attempts, objective)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	pl.stats(incR, st)
-	st.Evaluated = pl.evals
-	return out, s, st, nil
 }
 
 // finish writes point pt's plan, priced r, after a search of attempts
