@@ -297,162 +297,207 @@ func (l *linker) supervisorWords(t int, workers func(k *prog.Kernel) int) int {
 // prepareTileCode emits each tile's kernels (placed addresses) and its
 // supervisor: startup hsync, then the supersteps, then the loop back.
 func (l *linker) prepareTileCode(*slog.Logger) error {
-	return l.eachTile(func(t int) error {
-		tl := l.tiles[t]
-		b := codegen.NewBuilder(l.p, l.p.Executable.Lo)
-		tl.b = b
-		// The tile's distinct kernels (by key; a key holding a NaN finds
-		// no other), each compiled once, then spliced into b in order,
-		// its arrays grown once.
-		type splice struct {
-			what string
-			kc   *kernelCode
+	return l.eachTile(l.tileCode)
+}
+
+// tileCode emits tile t's code: its distinct kernels, its host command
+// tables, the linked runtime and the supervisor program after it.
+func (l *linker) tileCode(t int) error {
+	tl := l.tiles[t]
+	b := codegen.NewBuilder(l.p, l.p.Executable.Lo)
+	tl.b = b
+	launches, err := l.spliceKernels(t, b)
+	if err != nil {
+		return err
+	}
+	// The host command tables (one per run of one direction of a host
+	// superstep), the linked runtime, and the supervisor program right
+	// after it (rt_start falls through into it).
+	tables := l.hostTables(t, b)
+	rt := l.placeRuntime(t, b)
+	if err := l.emitSupervisor(t, b, launches, tables, rt); err != nil {
+		return err
+	}
+	l.emitTables(t)
+	code, err := b.Finish()
+	if err != nil {
+		return fmt.Errorf("tile %d: %w", t, err)
+	}
+	a, _ := b.Addr(rt[rtStart])
+	tl.code, tl.entry = code, a
+	end := l.p.Executable.Lo + uint32(len(code))
+	if lo := l.lowestNI(t); end > lo {
+		return fmt.Errorf("tile %d: code [%#x, %#x) overlaps its non-interleaved buffers from %#x", t, l.p.Executable.Lo, end, lo)
+	}
+	return nil
+}
+
+// spliceKernels splices tile t's distinct kernels (by key; a key holding
+// a NaN finds no other) into b, each compiled once, its arrays grown
+// once, and returns each launch's kernel as spliced.
+func (l *linker) spliceKernels(t int, b *codegen.Builder) (map[*prog.Kernel]codegen.Kernel, error) {
+	tl := l.tiles[t]
+	type splice struct {
+		what string
+		kc   *kernelCode
+	}
+	var order []splice
+	var srcs []*codegen.Builder
+	keyed := map[*prog.Kernel]int{} // each launch's splice
+	spliced := map[any]int{}
+	for _, s := range l.prog.Steps {
+		for _, k := range s.Work[t] {
+			if _, ok := keyed[k]; ok {
+				continue
+			}
+			k.ApplyFixes()
+			key := k.Key()
+			if i, ok := spliced[key]; ok {
+				keyed[k] = i
+				continue
+			}
+			kc := l.kernelCode(key, k)
+			if kc.err != nil {
+				return nil, fmt.Errorf("tile %d: %w", t, kc.err)
+			}
+			spliced[key], keyed[k] = len(order), len(order)
+			order = append(order, splice{k.What, kc})
+			srcs = append(srcs, kc.b)
 		}
-		var order []splice
-		var srcs []*codegen.Builder
-		keyed := map[*prog.Kernel]int{} // each launch's splice
-		spliced := map[any]int{}
-		for _, s := range l.prog.Steps {
+	}
+	// Room for everything after the kernels too (the arrays grown by
+	// appending cost ipu-link seconds of copies on the 12-layer encoder,
+	// whose tiles hold tens of thousands of words of exchange code).
+	b.ReserveSplices(l.supervisorWords(t, func(k *prog.Kernel) int {
+		return order[keyed[k]].kc.k.Workers
+	}), srcs...)
+	entries := make([]codegen.Kernel, len(order))
+	for i, sp := range order {
+		entries[i] = sp.kc.k
+		entries[i].Entry = b.Splice(sp.kc.b)(sp.kc.k.Entry)
+		tl.kernels = append(tl.kernels, kernelSym{sp.what, entries[i].Entry})
+	}
+	launches := make(map[*prog.Kernel]codegen.Kernel, len(keyed))
+	for k, i := range keyed {
+		launches[k] = entries[i]
+	}
+	return launches, nil
+}
+
+// cmdTable is a host command table: n commands of one direction at at.
+type cmdTable struct {
+	at codegen.Label
+	n  int
+	in bool
+}
+
+// hostTables emits tile t's host command tables, one per run of one
+// direction of a host superstep, and returns them by superstep.
+func (l *linker) hostTables(t int, b *codegen.Builder) map[int][]cmdTable {
+	tl := l.tiles[t]
+	tables := map[int][]cmdTable{}
+	for i, s := range l.prog.Steps {
+		for _, run := range hostCmdRuns(s.Host[t]) {
+			at := b.Here()
+			if len(tl.layout) == 0 {
+				tl.layout = append(tl.layout, kernelSym{obj.HostCommandsSymbol, at})
+			}
+			for _, op := range run {
+				b.Word(op.Ref.Addr())
+				b.Word(uint32(op.Page)<<24 | op.Off)
+				b.Word(op.Bytes)
+			}
+			tables[i] = append(tables[i], cmdTable{at, len(run), run[0].In})
+		}
+	}
+	return tables
+}
+
+// placeRuntime emits tile t's linked runtime and returns its routines'
+// labels; the supervisor program follows.
+func (l *linker) placeRuntime(t int, b *codegen.Builder) map[string]codegen.Label {
+	tl := l.tiles[t]
+	rt := map[string]codegen.Label{}
+	for _, sy := range tl.rt.syms {
+		rt[sy.name] = b.Here()
+		tl.layout = append(tl.layout, kernelSym{sy.name, rt[sy.name]})
+		for _, w := range tl.rt.words[sy.off : sy.off+sy.size] {
+			b.Word(w)
+		}
+	}
+	tl.layout = append(tl.layout, kernelSym{rtMain, b.Here()})
+	return rt
+}
+
+// emitSupervisor emits tile t's supervisor program: per superstep its
+// host commands, kernel launches or exchange code and the sync, with
+// the branches' tests and jumps.
+func (l *linker) emitSupervisor(t int, b *codegen.Builder, launches map[*prog.Kernel]codegen.Kernel, tables map[int][]cmdTable, rt map[string]codegen.Label) error {
+	tl := l.tiles[t]
+	call := func(name string) {
+		l, ok := rt[name]
+		if !ok {
+			b.Fail(fmt.Errorf("tile %d: runtime routine %s is not linked", t, name))
+			return
+		}
+		b.Call(linkReg, l)
+	}
+	type labels struct{ els, end codegen.Label }
+	brLabels := map[*prog.Branch]labels{}
+	for _, br := range l.prog.Branches {
+		brLabels[br] = labels{b.Label(), b.Label()}
+	}
+	for i, s := range l.prog.Steps {
+		br, then := l.prog.Side(i)
+		if br != nil && then && i == br.Then[0] {
+			l.branchTest(b, t, br, brLabels[br].els)
+		}
+		if br != nil && !then && i == br.Else[0] {
+			b.Bind(brLabels[br].els)
+		}
+		switch s.Kind {
+		case obj.HostExchange:
+			for _, tb := range tables[i] {
+				b.LoadLabel(codegen.M4, tb.at)
+				b.LoadConst(codegen.M5, uint32(tb.n))
+				call(hostRoutine(tb.in))
+			}
+			if i == len(l.prog.Steps)-1 {
+				call(rtLoop) // never returns: hsync, then the program again
+			} else {
+				b.Emit(syncInst())
+			}
+		case obj.Compute:
 			for _, k := range s.Work[t] {
-				if _, ok := keyed[k]; ok {
-					continue
-				}
-				k.ApplyFixes()
-				key := k.Key()
-				if i, ok := spliced[key]; ok {
-					keyed[k] = i
-					continue
-				}
-				kc := l.kernelCode(key, k)
-				if kc.err != nil {
-					return fmt.Errorf("tile %d: %w", t, kc.err)
-				}
-				spliced[key], keyed[k] = len(order), len(order)
-				order = append(order, splice{k.What, kc})
-				srcs = append(srcs, kc.b)
+				e := launches[k]
+				b.LoadLabel(codegen.M1, e.Entry)
+				l.expandLaunch(b, t, e.Workers)
+			}
+			if err := l.emitProfileStore(b, i); err != nil {
+				return fmt.Errorf("tile %d: %w", t, err)
+			}
+			switch {
+			case br != nil && then && i == br.Then[1]-1:
+				// The then side's last superstep jumps past the else
+				// side to the sync the two share.
+				b.Br(brLabels[br].end)
+			case br != nil && !then && i == br.Else[1]-1:
+				b.Bind(brLabels[br].end)
+				b.Emit(syncInst())
+			default:
+				b.Emit(syncInst())
+			}
+		case obj.Exchange:
+			if tc := l.packed[i].Tile(t); tc != nil {
+				lo := b.Here()
+				tc.Emit(b, l.patchLabel(t, i))
+				tl.exPieces = append(tl.exPieces, [2]codegen.Label{lo, b.Here()})
+			} else {
+				b.Emit(syncInst())
 			}
 		}
-		// Room for everything after the kernels too (the arrays grown
-		// by appending cost ipu-link seconds of copies on the 12-layer
-		// encoder, whose tiles hold tens of thousands of words of
-		// exchange code).
-		b.ReserveSplices(l.supervisorWords(t, func(k *prog.Kernel) int {
-			return order[keyed[k]].kc.k.Workers
-		}), srcs...)
-		entries := make([]codegen.Kernel, len(order))
-		for i, sp := range order {
-			entries[i] = sp.kc.k
-			entries[i].Entry = b.Splice(sp.kc.b)(sp.kc.k.Entry)
-			tl.kernels = append(tl.kernels, kernelSym{sp.what, entries[i].Entry})
-		}
-		// The host command tables (one per run of one direction of a
-		// host superstep), the linked runtime, and the supervisor
-		// program right after it (rt_start falls through into it).
-		type cmdTable struct {
-			at codegen.Label
-			n  int
-			in bool
-		}
-		tables := map[int][]cmdTable{}
-		for i, s := range l.prog.Steps {
-			for _, run := range hostCmdRuns(s.Host[t]) {
-				at := b.Here()
-				if len(tl.layout) == 0 {
-					tl.layout = append(tl.layout, kernelSym{obj.HostCommandsSymbol, at})
-				}
-				for _, op := range run {
-					b.Word(op.Ref.Addr())
-					b.Word(uint32(op.Page)<<24 | op.Off)
-					b.Word(op.Bytes)
-				}
-				tables[i] = append(tables[i], cmdTable{at, len(run), run[0].In})
-			}
-		}
-		rt := map[string]codegen.Label{}
-		for _, sy := range tl.rt.syms {
-			rt[sy.name] = b.Here()
-			tl.layout = append(tl.layout, kernelSym{sy.name, rt[sy.name]})
-			for _, w := range tl.rt.words[sy.off : sy.off+sy.size] {
-				b.Word(w)
-			}
-		}
-		tl.layout = append(tl.layout, kernelSym{rtMain, b.Here()})
-		call := func(name string) {
-			l, ok := rt[name]
-			if !ok {
-				b.Fail(fmt.Errorf("tile %d: runtime routine %s is not linked", t, name))
-				return
-			}
-			b.Call(linkReg, l)
-		}
-		type labels struct{ els, end codegen.Label }
-		brLabels := map[*prog.Branch]labels{}
-		for _, br := range l.prog.Branches {
-			brLabels[br] = labels{b.Label(), b.Label()}
-		}
-		for i, s := range l.prog.Steps {
-			br, then := l.prog.Side(i)
-			if br != nil && then && i == br.Then[0] {
-				l.branchTest(b, t, br, brLabels[br].els)
-			}
-			if br != nil && !then && i == br.Else[0] {
-				b.Bind(brLabels[br].els)
-			}
-			switch s.Kind {
-			case obj.HostExchange:
-				for _, tb := range tables[i] {
-					b.LoadLabel(codegen.M4, tb.at)
-					b.LoadConst(codegen.M5, uint32(tb.n))
-					call(hostRoutine(tb.in))
-				}
-				if i == len(l.prog.Steps)-1 {
-					call(rtLoop) // never returns: hsync, then the program again
-				} else {
-					b.Emit(syncInst())
-				}
-			case obj.Compute:
-				for _, k := range s.Work[t] {
-					e := entries[keyed[k]]
-					b.LoadLabel(codegen.M1, e.Entry)
-					l.expandLaunch(b, t, e.Workers)
-				}
-				if err := l.emitProfileStore(b, i); err != nil {
-					return fmt.Errorf("tile %d: %w", t, err)
-				}
-				switch {
-				case br != nil && then && i == br.Then[1]-1:
-					// The then side's last superstep jumps past the else
-					// side to the sync the two share.
-					b.Br(brLabels[br].end)
-				case br != nil && !then && i == br.Else[1]-1:
-					b.Bind(brLabels[br].end)
-					b.Emit(syncInst())
-				default:
-					b.Emit(syncInst())
-				}
-			case obj.Exchange:
-				if tc := l.packed[i].Tile(t); tc != nil {
-					lo := b.Here()
-					tc.Emit(b, l.patchLabel(t, i))
-					tl.exPieces = append(tl.exPieces, [2]codegen.Label{lo, b.Here()})
-				} else {
-					b.Emit(syncInst())
-				}
-			}
-		}
-		l.emitTables(t)
-		code, err := b.Finish()
-		if err != nil {
-			return fmt.Errorf("tile %d: %w", t, err)
-		}
-		a, _ := b.Addr(rt[rtStart])
-		tl.code, tl.entry = code, a
-		end := l.p.Executable.Lo + uint32(len(code))
-		if lo := l.lowestNI(t); end > lo {
-			return fmt.Errorf("tile %d: code [%#x, %#x) overlaps its non-interleaved buffers from %#x", t, l.p.Executable.Lo, end, lo)
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // branchTest emits a branch's test on tile t: load the condition word
