@@ -125,121 +125,151 @@ func (l *linker) lowerExchanges(log *slog.Logger) error {
 	for _, tl := range l.tiles {
 		tl.exCode = 0 // the bound of size_tile_code gives way to the code
 	}
+	x := l.exchangePatterns()
+	l.scheduleExchanges(log, x)
+	for i, s := range l.prog.Steps {
+		if s.Kind != obj.Exchange {
+			continue
+		}
+		if x.errs[i] != nil {
+			return x.errs[i]
+		}
+		l.accountExchange(log, x, i)
+	}
+	if !l.noSave {
+		l.saveSchedules(x.xss, x.from)
+	}
+	l.packExchanges(log)
+	return nil
+}
+
+// exchanges is the exchange supersteps' transfers by superstep, grouped
+// by pattern, and how each was scheduled.
+type exchanges struct {
+	xss [][]sched.Transfer
+	// from: the superstep whose schedule i reuses (i: none); leaders
+	// the first of each pattern, followers the others.
+	from               []int
+	leaders, followers []int
+	// errs: each superstep's error; refused, why a schedule it might
+	// have reused was not; fromState, whether its schedule is the
+	// search state's; aligns, the alignment figures of one scheduled
+	// here.
+	errs, refused []error
+	fromState     []bool
+	aligns        []*sched.AlignStats
+}
+
+// exchangePatterns groups the exchange supersteps by pattern.
+func (l *linker) exchangePatterns() *exchanges {
 	n := len(l.prog.Steps)
-	xss := make([][]sched.Transfer, n)
-	from := make([]int, n) // the superstep whose schedule i reuses; i: none
+	x := &exchanges{xss: make([][]sched.Transfer, n), from: make([]int, n),
+		errs: make([]error, n), refused: make([]error, n), fromState: make([]bool, n), aligns: make([]*sched.AlignStats, n)}
 	first := map[string]int{}
-	var leaders, followers []int
 	for i, s := range l.prog.Steps {
 		if s.Kind != obj.Exchange {
 			continue
 		}
 		xs := make([]sched.Transfer, len(s.Xfers))
-		for k, x := range s.Xfers {
-			xs[k] = x.Sched()
+		for k, t := range s.Xfers {
+			xs[k] = t.Sched()
 		}
-		xss[i], from[i] = xs, i
+		x.xss[i], x.from[i] = xs, i
 		if l.noReuse || len(xs) == 0 {
-			leaders = append(leaders, i)
+			x.leaders = append(x.leaders, i)
 			continue
 		}
 		key := sched.PatternKey(xs)
 		if j, ok := first[key]; ok {
-			from[i] = j
-			followers = append(followers, i)
+			x.from[i] = j
+			x.followers = append(x.followers, i)
 			continue
 		}
 		first[key] = i
-		leaders = append(leaders, i)
+		x.leaders = append(x.leaders, i)
 	}
-	errs := make([]error, n)
-	refused := make([]error, n)
+	return x
+}
+
+// scheduleExchanges schedules the exchange supersteps. The phases are
+// independent: the first of each pattern is scheduled and validated
+// side by side with the others, the most transfers first (so that no
+// big one starts last, alone), then the others are relocated side by
+// side. A schedule of the search state's pattern is relocated instead.
+func (l *linker) scheduleExchanges(log *slog.Logger, x *exchanges) {
 	saved := l.savedByPattern(log)
-	fromState := make([]bool, n)
-	aligns := make([]*sched.AlignStats, n) // supersteps scheduled here
 	schedule := func(i int) error {
-		if sv, ok := saved[sched.PatternKey(xss[i])]; ok && !l.noReuse {
-			sp, err := sched.Relocate(sv.plan, sv.phase, xss[i])
+		if sv, ok := saved[sched.PatternKey(x.xss[i])]; ok && !l.noReuse {
+			sp, err := sched.Relocate(sv.plan, sv.phase, x.xss[i])
 			if err == nil {
-				err = sched.Validate(l.p, xss[i], sp)
+				err = sched.Validate(l.p, x.xss[i], sp)
 			}
 			if err == nil {
-				l.exch[i], fromState[i] = sp, true
+				l.exch[i], x.fromState[i] = sp, true
 				return nil
 			}
-			refused[i] = err
+			x.refused[i] = err
 		}
-		sp, al, err := sched.ScheduleStats(l.p, xss[i], sched.Options{})
+		sp, al, err := sched.ScheduleStats(l.p, x.xss[i], sched.Options{})
 		if err == nil {
-			err = sched.Validate(l.p, xss[i], sp)
-			aligns[i] = &al
+			err = sched.Validate(l.p, x.xss[i], sp)
+			x.aligns[i] = &al
 		}
 		l.exch[i] = sp
 		return err
 	}
-	// The phases are independent: schedule and validate the first of
-	// each pattern side by side, the most transfers first (so that no
-	// big one starts last, alone), then relocate the others side by
-	// side, then log and account for them in program order.
-	sort.SliceStable(leaders, func(a, b int) bool { return len(xss[leaders[a]]) > len(xss[leaders[b]]) })
+	leaders := x.leaders
+	sort.SliceStable(leaders, func(a, b int) bool { return len(x.xss[leaders[a]]) > len(x.xss[leaders[b]]) })
 	l.parallel(leaders, func(i int) {
 		if err := schedule(i); err != nil {
-			errs[i] = fmt.Errorf("superstep %d (%s): %w", i, l.prog.Steps[i].Name, err)
+			x.errs[i] = fmt.Errorf("superstep %d (%s): %w", i, l.prog.Steps[i].Name, err)
 		}
 	})
-	l.parallel(followers, func(i int) {
-		j := from[i]
-		if errs[j] != nil {
-			from[i] = i // reported at j, which comes first
+	l.parallel(x.followers, func(i int) {
+		j := x.from[i]
+		if x.errs[j] != nil {
+			x.from[i] = i // reported at j, which comes first
 			return
 		}
-		sp, err := sched.Relocate(l.exch[j], xss[j], xss[i])
+		sp, err := sched.Relocate(l.exch[j], x.xss[j], x.xss[i])
 		if err == nil {
-			err = sched.Validate(l.p, xss[i], sp)
+			err = sched.Validate(l.p, x.xss[i], sp)
 		}
 		if err == nil {
 			l.exch[i] = sp
 			return
 		}
-		refused[i], from[i] = err, i
+		x.refused[i], x.from[i] = err, i
 		if err := schedule(i); err != nil {
-			errs[i] = fmt.Errorf("superstep %d (%s): %w", i, l.prog.Steps[i].Name, err)
+			x.errs[i] = fmt.Errorf("superstep %d (%s): %w", i, l.prog.Steps[i].Name, err)
 		}
 	})
-	for i, s := range l.prog.Steps {
-		if s.Kind != obj.Exchange {
-			continue
-		}
-		if errs[i] != nil {
-			return errs[i]
-		}
-		sp := l.exch[i]
-		switch {
-		case fromState[i]:
-			l.st.FromState++
-			log.Info("reused exchange optimization after validating relocated rows", slog.Int("phase", i))
-			log.Debug("reused a search state's exchange schedule", slog.Int("phase", i), slog.Int("transfers", len(s.Xfers)), slog.Int64("cycles", sp.Makespan))
-		case from[i] != i:
-			l.st.ReusedExchanges++
-			log.Info("reused exchange optimization after validating relocated rows", slog.Int("phase", i))
-			log.Debug("reused an earlier superstep's exchange schedule", slog.Int("phase", i), slog.Int("from", from[i]), slog.Int("transfers", len(s.Xfers)), slog.Int64("cycles", sp.Makespan))
-		case refused[i] != nil:
-			l.st.RefusedReuses++
-			log.Debug("scheduled exchange superstep again: its relocation was refused", slog.Int("phase", i), slog.String("reason", refused[i].Error()))
-		}
-		if a := aligns[i]; a != nil {
-			l.st.addAlign(*a)
-			log.Debug("validated exchange schedule instruction alignment", slog.Int("phase", i), slog.Int("transfers", a.Transfers),
-				slog.Int("failed", a.Failed), slog.Int("rescheduled", a.Rescheduled), slog.Int("rounds", a.Rounds), slog.Bool("success", a.Success))
-		}
-		s.Cycles = sp.Makespan
-		l.st.Transfers += len(s.Xfers)
+}
+
+// accountExchange logs how exchange superstep i was scheduled and
+// counts it in the link's figures; the superstep takes its makespan.
+func (l *linker) accountExchange(log *slog.Logger, x *exchanges, i int) {
+	s, sp := l.prog.Steps[i], l.exch[i]
+	switch {
+	case x.fromState[i]:
+		l.st.FromState++
+		log.Info("reused exchange optimization after validating relocated rows", slog.Int("phase", i))
+		log.Debug("reused a search state's exchange schedule", slog.Int("phase", i), slog.Int("transfers", len(s.Xfers)), slog.Int64("cycles", sp.Makespan))
+	case x.from[i] != i:
+		l.st.ReusedExchanges++
+		log.Info("reused exchange optimization after validating relocated rows", slog.Int("phase", i))
+		log.Debug("reused an earlier superstep's exchange schedule", slog.Int("phase", i), slog.Int("from", x.from[i]), slog.Int("transfers", len(s.Xfers)), slog.Int64("cycles", sp.Makespan))
+	case x.refused[i] != nil:
+		l.st.RefusedReuses++
+		log.Debug("scheduled exchange superstep again: its relocation was refused", slog.Int("phase", i), slog.String("reason", x.refused[i].Error()))
 	}
-	if !l.noSave {
-		l.saveSchedules(xss, from)
+	if a := x.aligns[i]; a != nil {
+		l.st.addAlign(*a)
+		log.Debug("validated exchange schedule instruction alignment", slog.Int("phase", i), slog.Int("transfers", a.Transfers),
+			slog.Int("failed", a.Failed), slog.Int("rescheduled", a.Rescheduled), slog.Int("rounds", a.Rounds), slog.Bool("success", a.Success))
 	}
-	l.packExchanges(log)
-	return nil
+	s.Cycles = sp.Makespan
+	l.st.Transfers += len(s.Xfers)
 }
 
 // savedSchedule is one of Options.Saved, decoded.
