@@ -342,11 +342,49 @@ func (l *lowerer) transpose(st *plan.Step, n *graph.Node) error {
 	if x.Size != 4 && x.Size != 2 {
 		return l.notLowered(n, "a transpose of %d-byte elements that moves the innermost axis", x.Size)
 	}
-	// Gather each output piece's source box to its tile, then permute. A
-	// box that a piece of x on the tile holds is permuted from there
-	// (direct: that piece's index, else -1).
-	stage := &layout.Tensor{ID: -1, Value: x.Value, Name: x.Name + ".staged", Size: x.Size, Shape: x.Shape, Kind: layout.RowMajor, Pad: layout.DefaultPad(x.Size), Source: layout.FromStep}
-	direct := make([]int, len(y.Pieces))
+	// Gather each output piece's source box to its tile, then permute.
+	stage, direct := transposeStage(x, y, perm)
+	runs, err := layout.PermuteRuns(x, stage, layout.Identity(len(x.Shape)))
+	if err != nil {
+		return l.stepErr("%v", err)
+	}
+	xRefs, err := l.read(x)
+	if err != nil {
+		return err
+	}
+	sRefs := l.stageRefs(n.Name+".staged", stage)
+	m, err := l.runMoves(x, stage, xRefs, sRefs, runs)
+	if err != nil {
+		return err
+	}
+	yRefs, err := l.write(y)
+	if err != nil {
+		return err
+	}
+	s := l.exchange(n.Name, m)
+	for i, p := range y.Pieces {
+		var sg layout.Geometry
+		var from prog.Ref
+		if j := direct[i]; j >= 0 {
+			sg, from = x.Geometry(j), xRefs[j]
+		} else {
+			si := pieceOn(stage, p.Tile, layout.PermuteBox(p.Box, perm, true))
+			sg, from = stage.Geometry(si), sRefs[si]
+		}
+		if err := l.transposeGathers(s, n, y, i, yRefs[i], sg, from, perm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// transposeStage returns the staging tensor of a transpose of x into y
+// by perm: on each output piece's tile, the box of x it permutes, unless
+// a piece of x on that tile holds it, whose index is then its direct
+// (else -1).
+func transposeStage(x, y *layout.Tensor, perm []int) (stage *layout.Tensor, direct []int) {
+	stage = &layout.Tensor{ID: -1, Value: x.Value, Name: x.Name + ".staged", Size: x.Size, Shape: x.Shape, Kind: layout.RowMajor, Pad: layout.DefaultPad(x.Size), Source: layout.FromStep}
+	direct = make([]int, len(y.Pieces))
 	for i, p := range y.Pieces {
 		b := layout.PermuteBox(p.Box, perm, true)
 		direct[i] = -1
@@ -361,74 +399,54 @@ func (l *lowerer) transpose(st *plan.Step, n *graph.Node) error {
 		}
 	}
 	stage.SortPieces()
-	runs, err := layout.PermuteRuns(x, stage, layout.Identity(len(x.Shape)))
-	if err != nil {
-		return l.stepErr("%v", err)
-	}
-	xRefs, err := l.read(x)
-	if err != nil {
-		return err
-	}
+	return stage, direct
+}
+
+// stageRefs allocates a staging tensor's pieces in one buffer (each
+// tile's at their offsets) and returns their storage.
+func (l *lowerer) stageRefs(name string, stage *layout.Tensor) []prog.Ref {
 	offs, per := stage.PieceOffsets()
 	most := 0
 	for _, b := range per {
 		most = max(most, b)
 	}
-	sRefs := make([]prog.Ref, len(stage.Pieces))
+	refs := make([]prog.Ref, len(stage.Pieces))
 	if len(stage.Pieces) > 0 {
-		sbuf := l.out.NewBuffer(n.Name+".staged", stage.Tiles(), most, 8, prog.AnyRegion)
-		for i := range sRefs {
-			sRefs[i] = prog.Ref{Buf: sbuf, Off: uint32(offs[i])}
+		buf := l.out.NewBuffer(name, stage.Tiles(), most, 8, prog.AnyRegion)
+		for i := range refs {
+			refs[i] = prog.Ref{Buf: buf, Off: uint32(offs[i])}
 		}
 	}
-	m, err := l.runMoves(x, stage, xRefs, sRefs, runs)
-	if err != nil {
-		return err
-	}
-	yRefs, err := l.write(y)
-	if err != nil {
-		return err
-	}
-	s := l.exchange(n.Name, m)
-	r := len(y.Shape)
-	for i, p := range y.Pieces {
-		yg := y.Geometry(i)
-		var sg layout.Geometry
-		var from prog.Ref
-		if j := direct[i]; j >= 0 {
-			sg, from = x.Geometry(j), xRefs[j]
-		} else {
-			si := pieceOn(stage, p.Tile, layout.PermuteBox(p.Box, perm, true))
-			sg, from = stage.Geometry(si), sRefs[si]
-		}
-		// Y rows along axis r-2, columns along r-1; outer axes launch by
-		// launch.
-		outerBox := append(p.Box[:r-2].Clone(), layout.Range{Lo: 0, Hi: 1}, layout.Range{Lo: 0, Hi: 1})
-		var gerr error
-		eachIndex(outerBox, func(idx []int) {
-			if gerr != nil {
-				return
-			}
-			yi := append(append([]int(nil), idx[:r-2]...), p.Box[r-2].Lo, p.Box[r-1].Lo)
-			xi := make([]int, r)
-			for k, pk := range perm {
-				xi[pk] = yi[k]
-			}
-			g := &codegen.Gather{Size: y.Size, R: p.Box[r-2].Len(), C: p.Box[r-1].Len(), YStride: yg.Strides[r-2],
-				RStride: sg.Strides[perm[r-2]], CStride: sg.Strides[perm[r-1]], Workers: codegen.Slots}
-			k := &prog.Kernel{What: n.Name + ".gather", Params: g, Fixes: []prog.Fix{
-				{Field: &g.X, Ref: from.Add(sg.Offset(xi) * x.Size)}, {Field: &g.Y, Ref: yRefs[i].Add(yg.Offset(yi) * y.Size), Write: true}}}
-			if _, err := k.Cost(); err != nil {
-				gerr = l.notLowered(n, "on tile %d: %v", p.Tile, err)
-				return
-			}
-			s.Work[p.Tile] = append(s.Work[p.Tile], k)
-		})
+	return refs
+}
+
+// transposeGathers adds to s the gathers that permute output piece i of
+// y from its source (geometry sg at from) by perm: Y's rows along axis
+// r-2, its columns along r-1, the outer axes launch by launch.
+func (l *lowerer) transposeGathers(s *prog.Superstep, n *graph.Node, y *layout.Tensor, i int, yRef prog.Ref, sg layout.Geometry, from prog.Ref, perm []int) error {
+	p, yg, r := y.Pieces[i], y.Geometry(i), len(y.Shape)
+	outerBox := append(p.Box[:r-2].Clone(), layout.Range{Lo: 0, Hi: 1}, layout.Range{Lo: 0, Hi: 1})
+	var gerr error
+	eachIndex(outerBox, func(idx []int) {
 		if gerr != nil {
-			return gerr
+			return
 		}
-	}
-	return nil
+		yi := append(append([]int(nil), idx[:r-2]...), p.Box[r-2].Lo, p.Box[r-1].Lo)
+		xi := make([]int, r)
+		for k, pk := range perm {
+			xi[pk] = yi[k]
+		}
+		g := &codegen.Gather{Size: y.Size, R: p.Box[r-2].Len(), C: p.Box[r-1].Len(), YStride: yg.Strides[r-2],
+			RStride: sg.Strides[perm[r-2]], CStride: sg.Strides[perm[r-1]], Workers: codegen.Slots}
+		k := &prog.Kernel{What: n.Name + ".gather", Params: g, Fixes: []prog.Fix{
+			{Field: &g.X, Ref: from.Add(sg.Offset(xi) * sg.Size)}, {Field: &g.Y, Ref: yRef.Add(yg.Offset(yi) * y.Size), Write: true}}}
+		if _, err := k.Cost(); err != nil {
+			gerr = l.notLowered(n, "on tile %d: %v", p.Tile, err)
+			return
+		}
+		s.Work[p.Tile] = append(s.Work[p.Tile], k)
+	})
+	return gerr
 }
 
 // reshape lowers Reshape, Flatten, Identity, Squeeze and Unsqueeze: a
