@@ -36,25 +36,9 @@ func (l *lowerer) runMoves(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref,
 // after m's on each tile).
 func (l *lowerer) addMoves(m *moves, src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref, runs []layout.Run) error {
 	size := src.Size
-	type local struct {
-		from, to prog.Ref
-		bytes    int
-	}
-	locals := map[int][]local{}
-	// Element copies, by tile; remote ones read staging (set below).
-	type elems struct {
-		from, to prog.Ref
-		n        int
-		src      int // the source tile when it is another
-	}
-	gathers := map[int][]elems{}
-	// The source words remote element runs need, by destination tile,
-	// source tile and buffer.
-	type wkey struct {
-		dst, src int
-		buf      *prog.Buffer
-	}
-	words := map[wkey][][2]uint32{}
+	locals := map[int][]localRun{}
+	gathers := map[int][]elemRun{}
+	words := map[wordKey][][2]uint32{}
 	for _, r := range runs {
 		s, t := src.Pieces[r.Src].Tile, dst.Pieces[r.Dst].Tile
 		from, to := srcRefs[r.Src].Add(r.SrcOff*size), dstRefs[r.Dst].Add(r.DstOff*size)
@@ -63,10 +47,10 @@ func (l *lowerer) addMoves(m *moves, src, dst *layout.Tensor, srcRefs, dstRefs [
 			if size != 2 {
 				return l.notLowered(nil, "moving %d elements of %q from element %d of a piece on tile %d to tile %d: %d-byte elements not in whole aligned 32-bit words (tensor %d to tensor %d)", r.N, src.Name, r.SrcOff, s, t, size, src.ID, dst.ID)
 			}
-			e := elems{from: from, to: to, n: r.N, src: -1}
+			e := elemRun{from: from, to: to, n: r.N, src: -1}
 			if s != t {
 				e.src = s
-				k := wkey{t, s, from.Buf}
+				k := wordKey{t, s, from.Buf}
 				words[k] = append(words[k], [2]uint32{from.Off &^ 3, (from.Off + uint32(bytes) + 3) &^ 3})
 			} else if from == to {
 				continue
@@ -81,75 +65,110 @@ func (l *lowerer) addMoves(m *moves, src, dst *layout.Tensor, srcRefs, dstRefs [
 		if from == to {
 			continue
 		}
-		locals[t] = append(locals[t], local{from, to, bytes})
+		locals[t] = append(locals[t], localRun{from, to, bytes})
 	}
 	if len(words) > 0 {
-		// Merge each key's word ranges and give them staging offsets,
-		// the tiles' areas in one buffer at one address.
-		keys := make([]wkey, 0, len(words))
-		for k := range words {
-			keys = append(keys, k)
+		l.stageWords(m, dst.Name+".staged-words", words, gathers)
+	}
+	gatherKernels(m, "copy:"+dst.Name, size, gathers)
+	copyKernels(m, "copy:"+dst.Name, locals)
+	return nil
+}
+
+// localRun is a run of whole aligned words within a tile.
+type localRun struct {
+	from, to prog.Ref
+	bytes    int
+}
+
+// elemRun is a run of 2-byte elements not in whole aligned words, copied
+// on its destination tile; from another tile (src, else -1), from the
+// words staged there (stageWords).
+type elemRun struct {
+	from, to prog.Ref
+	n        int
+	src      int
+}
+
+// wordKey keys the source words remote element runs need: by
+// destination tile, source tile and buffer.
+type wordKey struct {
+	dst, src int
+	buf      *prog.Buffer
+}
+
+// stageWords moves the source words remote element runs need (words,
+// by key, as byte ranges) to their destination tiles: each key's ranges
+// merged, the tiles' areas in one buffer at one address. The runs of
+// gathers then read them there.
+func (l *lowerer) stageWords(m *moves, name string, words map[wordKey][][2]uint32, gathers map[int][]elemRun) {
+	keys := make([]wordKey, 0, len(words))
+	for k := range words {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.dst != b.dst {
+			return a.dst < b.dst
 		}
-		sort.Slice(keys, func(i, j int) bool {
-			a, b := keys[i], keys[j]
-			if a.dst != b.dst {
-				return a.dst < b.dst
-			}
-			if a.src != b.src {
-				return a.src < b.src
-			}
-			return a.buf.ID < b.buf.ID
-		})
-		type span struct {
-			lo, hi uint32 // source bytes
-			at     int    // staging offset
+		if a.src != b.src {
+			return a.src < b.src
 		}
-		spans := map[wkey][]span{}
-		used := map[int]int{}
-		for _, k := range keys {
-			ws := words[k]
-			sort.Slice(ws, func(i, j int) bool { return ws[i][0] < ws[j][0] })
-			var ss []span
-			for _, w := range ws {
-				if n := len(ss); n > 0 && w[0] <= ss[n-1].hi {
-					ss[n-1].hi = max(ss[n-1].hi, w[1])
-					continue
-				}
-				ss = append(ss, span{lo: w[0], hi: w[1]})
+		return a.buf.ID < b.buf.ID
+	})
+	type span struct {
+		lo, hi uint32 // source bytes
+		at     int    // staging offset
+	}
+	spans := map[wordKey][]span{}
+	used := map[int]int{}
+	for _, k := range keys {
+		ws := words[k]
+		sort.Slice(ws, func(i, j int) bool { return ws[i][0] < ws[j][0] })
+		var ss []span
+		for _, w := range ws {
+			if n := len(ss); n > 0 && w[0] <= ss[n-1].hi {
+				ss[n-1].hi = max(ss[n-1].hi, w[1])
+				continue
 			}
-			for i := range ss {
-				ss[i].at = used[k.dst]
-				used[k.dst] += int(ss[i].hi - ss[i].lo)
-			}
-			spans[k] = ss
+			ss = append(ss, span{lo: w[0], hi: w[1]})
 		}
-		most := 0
-		tiles := make([]int, 0, len(used))
-		for t, n := range used {
-			most = max(most, n)
-			tiles = append(tiles, t)
+		for i := range ss {
+			ss[i].at = used[k.dst]
+			used[k.dst] += int(ss[i].hi - ss[i].lo)
 		}
-		sort.Ints(tiles)
-		stage := l.out.NewBuffer(dst.Name+".staged-words", tiles, most, 8, prog.AnyRegion)
-		for _, k := range keys {
-			for _, sp := range spans[k] {
-				m.xfers = append(m.xfers, prog.Transfer{Src: k.src, Dst: k.dst, DstN: 1, Words: int(sp.hi-sp.lo) / 4,
-					From: prog.Ref{Buf: k.buf, Off: sp.lo}, To: prog.Ref{Buf: stage, Off: uint32(sp.at)}})
-			}
-		}
-		for t, es := range gathers {
-			for i, e := range es {
-				if e.src < 0 {
-					continue
-				}
-				ss := spans[wkey{t, e.src, e.from.Buf}]
-				j := sort.Search(len(ss), func(j int) bool { return ss[j].hi > e.from.Off })
-				es[i].from = prog.Ref{Buf: stage, Off: uint32(ss[j].at) + e.from.Off - ss[j].lo}
-			}
+		spans[k] = ss
+	}
+	most := 0
+	tiles := make([]int, 0, len(used))
+	for t, n := range used {
+		most = max(most, n)
+		tiles = append(tiles, t)
+	}
+	sort.Ints(tiles)
+	stage := l.out.NewBuffer(name, tiles, most, 8, prog.AnyRegion)
+	for _, k := range keys {
+		for _, sp := range spans[k] {
+			m.xfers = append(m.xfers, prog.Transfer{Src: k.src, Dst: k.dst, DstN: 1, Words: int(sp.hi-sp.lo) / 4,
+				From: prog.Ref{Buf: k.buf, Off: sp.lo}, To: prog.Ref{Buf: stage, Off: uint32(sp.at)}})
 		}
 	}
-	// Element runs: one Gather per regular sequence (equal lengths,
-	// constant strides on both sides, within one buffer each).
+	for t, es := range gathers {
+		for i, e := range es {
+			if e.src < 0 {
+				continue
+			}
+			ss := spans[wordKey{t, e.src, e.from.Buf}]
+			j := sort.Search(len(ss), func(j int) bool { return ss[j].hi > e.from.Off })
+			es[i].from = prog.Ref{Buf: stage, Off: uint32(ss[j].at) + e.from.Off - ss[j].lo}
+		}
+	}
+}
+
+// gatherKernels adds the element runs' Gathers, by tile in tile order:
+// one per regular sequence (equal lengths, constant strides on both
+// sides, within one buffer each).
+func gatherKernels(m *moves, what string, size int, gathers map[int][]elemRun) {
 	gts := make([]int, 0, len(gathers))
 	for t := range gathers {
 		gts = append(gts, t)
@@ -176,13 +195,17 @@ func (l *lowerer) addMoves(m *moves, src, dst *layout.Tensor, srcRefs, dstRefs [
 				ds, dd = es[i].n*size, es[i].n*size
 			}
 			g := &codegen.Gather{Size: size, R: rows, C: es[i].n, YStride: dd / size, RStride: ds / size, CStride: 1, Workers: codegen.Slots}
-			m.copies[t] = append(m.copies[t], &prog.Kernel{What: "copy:" + dst.Name, Params: g,
+			m.copies[t] = append(m.copies[t], &prog.Kernel{What: what, Params: g,
 				Fixes: []prog.Fix{{Field: &g.X, Ref: es[i].from}, {Field: &g.Y, Ref: es[i].to, Write: true}}})
 			i = j
 		}
 	}
-	// Local runs: one copy kernel per regular sequence (equal lengths,
-	// constant strides on both sides, within one buffer each).
+}
+
+// copyKernels adds the local runs' copies: one Copy per regular sequence
+// (equal lengths, constant strides on both sides, within one buffer
+// each).
+func copyKernels(m *moves, what string, locals map[int][]localRun) {
 	for t, ls := range locals {
 		for i := 0; i < len(ls); {
 			j := i + 1
@@ -200,12 +223,11 @@ func (l *lowerer) addMoves(m *moves, src, dst *layout.Tensor, srcRefs, dstRefs [
 				ds, dd = ls[i].bytes, ls[i].bytes
 			}
 			p := &codegen.Copy{R: rows, W: ls[i].bytes / 4, XStride: ds / 4, YStride: dd / 4, Workers: codegen.Slots}
-			m.copies[t] = append(m.copies[t], &prog.Kernel{What: "copy:" + dst.Name, Params: p,
+			m.copies[t] = append(m.copies[t], &prog.Kernel{What: what, Params: p,
 				Fixes: []prog.Fix{{Field: &p.X, Ref: ls[i].from}, {Field: &p.Y, Ref: ls[i].to, Write: true}}})
 			i = j
 		}
 	}
-	return nil
 }
 
 // relayout lowers an inserted re-layout step: values from tensors to
