@@ -510,40 +510,24 @@ func matmulKernel(n *graph.Node, ps *productShape, tb layout.TileBlock, kp int, 
 // one pass over the part fewer).
 func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout.TileBlock, cRef func(layout.TileBlock, int) prog.Ref, final *prog.Superstep, sums map[[2]int]*prog.Kernel) error {
 	y := ps.y
-	f16 := l.g.Values[y.Value].DType == onnx.Float16
-	var yRefs []prog.Ref
-	if f16 {
+	e := &epilogue{n: n, ps: ps, final: final, sums: sums, f16: l.g.Values[y.Value].DType == onnx.Float16}
+	if e.f16 {
 		var err error
-		if yRefs, err = l.write(y); err != nil {
+		if e.yRefs, err = l.write(y); err != nil {
 			return err
 		}
 	} else {
 		if l.refs[y.ID] != nil {
 			return planErr("tensor %d (%q) is written twice", y.ID, y.Name)
 		}
-		yRefs = make([]prog.Ref, len(y.Pieces))
+		e.yRefs = make([]prog.Ref, len(y.Pieces))
 	}
-	var bias []prog.Ref
 	if ps.c != nil && ps.beta != 0 {
 		var err error
-		if bias, err = l.read(ps.c); err != nil {
+		if e.bias, err = l.read(ps.c); err != nil {
 			return err
 		}
 	}
-	// The folded Add's bias, per FP16 part: added by the part's sum, or
-	// after its cast.
-	type biasPart struct {
-		sum *prog.Kernel // nil: after the cast
-		y   prog.Ref
-		blk biasBlock
-	}
-	var biasParts []biasPart
-	// The folded activation's parts that no sum applies it to.
-	type actPart struct {
-		tile, n int
-		y       prog.Ref
-	}
-	var actParts []actPart
 	r := len(y.Shape)
 	for _, tb := range blocks {
 		if tb.P0 == tb.P1 {
@@ -556,65 +540,119 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 				box = append(box, layout.Range{Lo: i, Hi: i + 1})
 			}
 			box = append(box, layout.Range{Lo: tb.M0 + tb.P0, Hi: tb.M0 + tb.P1}, layout.Range{Lo: tb.N0 + tb.Q0, Hi: tb.N0 + tb.Q1})
-			yi := pieceOn(y, tb.Tile, box)
-			part := cRef(tb, b).Add(at)
-			rows := tb.P1 - tb.P0
-			if ps.alpha != 1 {
-				p := &codegen.Binary{Op: codegen.Mul, N: rows * np, B: codegen.Operand{Const: true, Value: ps.alpha}, Workers: codegen.Slots}
-				final.Work[tb.Tile] = append(final.Work[tb.Tile], &prog.Kernel{What: n.Name + ".alpha", Params: p,
-					Fixes: []prog.Fix{{Field: &p.A.Addr, Ref: part}, {Field: &p.Y, Ref: part, Write: true}}})
-			}
-			if bias != nil {
-				if err := l.addBias(n, ps, final, tb.Tile, box, part, np, bias); err != nil {
-					return err
-				}
-			}
-			var fused *prog.Kernel
-			if sum := sums[[2]int{tb.Tile, b}]; f16 && sum != nil && ps.alpha == 1 && bias == nil {
-				fuseCast(sum, yRefs[yi])
-				fused = sum
-				if ps.oscale != nil {
-					scaleF16(ps.oscale.Name, final, tb.Tile, yRefs[yi], ps.scale, rows*np)
-				}
-			} else if f16 {
-				// The folded Mul's factor, in the cast's pass.
-				p := &codegen.Cast{Kind: codegen.F32ToF16, N: rows * np, MulF16: ps.scale, Workers: codegen.Slots}
-				final.Work[tb.Tile] = append(final.Work[tb.Tile], &prog.Kernel{What: n.Name + ".cast-out", Params: p,
-					Fixes: []prog.Fix{{Field: &p.X, Ref: part}, {Field: &p.Y, Ref: yRefs[yi], Write: true}}})
-			} else {
-				yRefs[yi] = part
-			}
-			if ps.obias != nil && f16 {
-				c0, nc := biasCols(box)
-				biasParts = append(biasParts, biasPart{fused, yRefs[yi], biasBlock{tile: tb.Tile, rows: rows, pitch: np, c0: c0, nc: nc}})
-			}
-			if ps.oact != nil && f16 {
-				if fused != nil && ps.oscale == nil {
-					fuseAct(fused, ps.act)
-				} else {
-					actParts = append(actParts, actPart{tb.Tile, rows * np, yRefs[yi]})
-				}
+			if err := l.partEpilogue(e, tb, b, box, cRef(tb, b).Add(at), np); err != nil {
+				return err
 			}
 		}
 	}
-	if len(biasParts) > 0 {
-		blks := make([]biasBlock, len(biasParts))
-		for i, bp := range biasParts {
-			blks[i] = bp.blk
-		}
-		refs := l.biasBuffer(ps.obias.Name+".bias", ps.bias, blks)
-		for i, bp := range biasParts {
-			if bp.sum != nil {
-				fuseBias(bp.sum, refs[i])
-			} else {
-				addBiasF16(ps.obias.Name, final, bp.blk.tile, bp.y, refs[i], bp.blk.rows, bp.blk.pitch)
-			}
-		}
-	}
-	for _, a := range actParts {
+	l.foldedBiases(e)
+	for _, a := range e.actParts {
 		actF16(ps.oact.Name, final, a.tile, a.y, ps.act, a.n)
 	}
-	l.refs[y.ID] = yRefs
+	l.refs[y.ID] = e.yRefs
+	l.productResultAcc(n, ps, e.f16)
+	return nil
+}
+
+// epilogue is a product's result as productResult makes it: the result
+// tensor's storage (yRefs), the Gemm's bias operand's, and the parts
+// the folded Add's bias and the folded activation are still to reach.
+type epilogue struct {
+	n     *graph.Node
+	ps    *productShape
+	final *prog.Superstep
+	sums  map[[2]int]*prog.Kernel
+	f16   bool
+	yRefs []prog.Ref
+	bias  []prog.Ref
+	// The folded Add's bias, per FP16 part: added by the part's sum, or
+	// after its cast.
+	biasParts []biasPart
+	// The folded activation's parts that no sum applies it to.
+	actParts []actPart
+}
+
+type biasPart struct {
+	sum *prog.Kernel // nil: after the cast
+	y   prog.Ref
+	blk biasBlock
+}
+
+type actPart struct {
+	tile, n int
+	y       prog.Ref
+}
+
+// partEpilogue applies the epilogue to the result part of block tb's
+// batch index b (box, at part, np columns apart): alpha, the Gemm's
+// bias, the FP16 cast (fused into the part's sum when nothing comes
+// between), and notes the part for the folded bias and activation.
+func (l *lowerer) partEpilogue(e *epilogue, tb layout.TileBlock, b int, box layout.Box, part prog.Ref, np int) error {
+	n, ps, final := e.n, e.ps, e.final
+	yi := pieceOn(ps.y, tb.Tile, box)
+	rows := tb.P1 - tb.P0
+	if ps.alpha != 1 {
+		p := &codegen.Binary{Op: codegen.Mul, N: rows * np, B: codegen.Operand{Const: true, Value: ps.alpha}, Workers: codegen.Slots}
+		final.Work[tb.Tile] = append(final.Work[tb.Tile], &prog.Kernel{What: n.Name + ".alpha", Params: p,
+			Fixes: []prog.Fix{{Field: &p.A.Addr, Ref: part}, {Field: &p.Y, Ref: part, Write: true}}})
+	}
+	if e.bias != nil {
+		if err := l.addBias(n, ps, final, tb.Tile, box, part, np, e.bias); err != nil {
+			return err
+		}
+	}
+	var fused *prog.Kernel
+	if sum := e.sums[[2]int{tb.Tile, b}]; e.f16 && sum != nil && ps.alpha == 1 && e.bias == nil {
+		fuseCast(sum, e.yRefs[yi])
+		fused = sum
+		if ps.oscale != nil {
+			scaleF16(ps.oscale.Name, final, tb.Tile, e.yRefs[yi], ps.scale, rows*np)
+		}
+	} else if e.f16 {
+		// The folded Mul's factor, in the cast's pass.
+		p := &codegen.Cast{Kind: codegen.F32ToF16, N: rows * np, MulF16: ps.scale, Workers: codegen.Slots}
+		final.Work[tb.Tile] = append(final.Work[tb.Tile], &prog.Kernel{What: n.Name + ".cast-out", Params: p,
+			Fixes: []prog.Fix{{Field: &p.X, Ref: part}, {Field: &p.Y, Ref: e.yRefs[yi], Write: true}}})
+	} else {
+		e.yRefs[yi] = part
+	}
+	if ps.obias != nil && e.f16 {
+		c0, nc := biasCols(box)
+		e.biasParts = append(e.biasParts, biasPart{fused, e.yRefs[yi], biasBlock{tile: tb.Tile, rows: rows, pitch: np, c0: c0, nc: nc}})
+	}
+	if ps.oact != nil && e.f16 {
+		if fused != nil && ps.oscale == nil {
+			fuseAct(fused, ps.act)
+		} else {
+			e.actParts = append(e.actParts, actPart{tb.Tile, rows * np, e.yRefs[yi]})
+		}
+	}
+	return nil
+}
+
+// foldedBiases adds the folded Add's bias to its parts: in their sums,
+// or after their casts.
+func (l *lowerer) foldedBiases(e *epilogue) {
+	if len(e.biasParts) == 0 {
+		return
+	}
+	blks := make([]biasBlock, len(e.biasParts))
+	for i, bp := range e.biasParts {
+		blks[i] = bp.blk
+	}
+	refs := l.biasBuffer(e.ps.obias.Name+".bias", e.ps.bias, blks)
+	for i, bp := range e.biasParts {
+		if bp.sum != nil {
+			fuseBias(bp.sum, refs[i])
+		} else {
+			addBiasF16(e.ps.obias.Name, e.final, bp.blk.tile, bp.y, refs[i], bp.blk.rows, bp.blk.pitch)
+		}
+	}
+}
+
+// productResultAcc records the roundings the product's result and the
+// folded Add, Mul and activation accumulate.
+func (l *lowerer) productResultAcc(n *graph.Node, ps *productShape, f16 bool) {
 	acc := l.productAcc(n, ps, f16)
 	if ps.obias != nil {
 		// The Add: FP16 operands, one FP16 rounding (f16v4add).
@@ -631,8 +669,7 @@ func (l *lowerer) productResult(n *graph.Node, ps *productShape, blocks []layout
 		l.acc[ps.oact.Inputs[0].Index] = acc
 		acc += unaryRoundings[ps.act.Op] + F16Rounding
 	}
-	l.acc[y.Value] = acc
-	return nil
+	l.acc[ps.y.Value] = acc
 }
 
 // productAcc is the rounding count of a product's result: the operands'
