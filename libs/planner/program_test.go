@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"bytes"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -158,6 +160,57 @@ func TestCachedPriceIsExact(t *testing.T) {
 	}
 	if priced < 6 || steps.Hits == 0 || steps.Evicted == 0 {
 		t.Fatalf("%d points priced, %d cache hits, %d fragments evicted", priced, steps.Hits, steps.Evicted)
+	}
+}
+
+// TestTensorMemoPlans: a plan built with a worker's tensor memo, warmed
+// on the points before it, encodes byte for byte as the one built
+// afresh, and takes the tensors that did not change from the memo.
+func TestTensorMemoPlans(t *testing.T) {
+	g, _ := graph.Canonicalize(load(t, "shared/torch_attention/model"))
+	pl, err := newPlanner(g, arch.MustLookup("ipu21"), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt, _, err := pl.start(pl.wide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	memo := tensorMemo{}
+	rng := rand.New(rand.NewPCG(7, 11))
+	built, taken := 0, 0
+	for range 12 {
+		nb := pl.move(pt, rng)
+		before := maps.Clone(memo)
+		bp, err := pl.buildPointWith(nb, memo)
+		if err != nil {
+			continue
+		}
+		fresh, err := pl.planOf(nb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := plan.Marshal(bp.plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := plan.Marshal(fresh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Fatalf("point %d: the plan built with the memo differs from the one built afresh", built)
+		}
+		for _, tn := range bp.plan.Tensors {
+			if prev, ok := before[tn.ID]; ok && len(tn.Pieces) > 0 && &prev.Pieces[0] == &tn.Pieces[0] {
+				taken++
+			}
+		}
+		built++
+		pt = nb
+	}
+	if built < 6 || taken == 0 {
+		t.Fatalf("%d plans built, %d tensors taken from the memo", built, taken)
 	}
 }
 
