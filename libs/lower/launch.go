@@ -47,28 +47,7 @@ func launches(out layout.Geometry, outRef prog.Ref, outShape []int, ins []operan
 	for d := range ext {
 		ext[d] = out.Box[d].Len()
 	}
-	na := 1 + len(ins)
-	strides := make([][]int, na)
-	base := make([]int, na)
-	strides[0] = append([]int(nil), out.Strides...)
-	for k, in := range ins {
-		s := make([]int, r)
-		if in.shape == nil && !in.konst && len(in.geo.Box) == len(outShape) {
-			in.shape = outShape // nil: the output's (a rank-0 value keeps its empty shape)
-		}
-		if !in.konst {
-			off := r - len(in.shape)
-			lo := make([]int, len(in.shape))
-			for d := range in.shape {
-				lo[d] = in.geo.Box[d].Lo
-				if in.shape[d] == outShape[off+d] {
-					s[off+d] = in.geo.Strides[d]
-				}
-			}
-			base[k+1] = in.geo.Offset(lo)
-		}
-		strides[k+1] = s
-	}
+	strides, base := arrayStrides(out, outShape, ins)
 	// The axes that count (extent above 1), and the last axis, innermost
 	// last.
 	var axes []int
@@ -89,76 +68,21 @@ func launches(out layout.Geometry, outRef prog.Ref, outShape []int, ins []operan
 			}
 		}
 	}
-	inner := axes[len(axes)-1]
-	if strides[0][inner] != 1 {
-		return nil, fmt.Errorf("output rows are not contiguous")
+	g, err := rowsOf(axes, ext, strides)
+	if err != nil {
+		return nil, err
 	}
-	N := ext[inner]
-	perRow := make([]bool, na)
-	for a := 1; a < na; a++ {
-		switch strides[a][inner] {
-		case 1:
-		case 0:
-			perRow[a] = true
-		default:
-			return nil, fmt.Errorf("input %d is not contiguous along the output's rows", a-1)
-		}
-	}
-	// Merge outer axes into the row while every array stays contiguous
-	// (or constant along it).
-	k := len(axes) - 2
-	for ; k >= 0; k-- {
-		d := axes[k]
-		ok := true
-		for a := 0; a < na && ok; a++ {
-			if perRow[a] {
-				ok = strides[a][d] == 0
-			} else {
-				ok = strides[a][d] == N
-			}
-		}
-		if !ok {
-			break
-		}
-		N *= ext[d]
-	}
-	// The next axis gives the rows; outer axes merge while regular.
-	R := 1
-	rowStride := make([]int, na)
-	rowAxes := 0
-	if k >= 0 {
-		d := axes[k]
-		R = ext[d]
-		for a := range rowStride {
-			rowStride[a] = strides[a][d]
-		}
-		rowAxes = 1
-		for k--; k >= 0; k-- {
-			d := axes[k]
-			ok := true
-			for a := 0; a < na && ok; a++ {
-				ok = strides[a][d] == rowStride[a]*R
-			}
-			if !ok {
-				break
-			}
-			R *= ext[d]
-			rowAxes++
-		}
-	}
-	_ = rowAxes
-	outer := axes[:k+1]
 	var out2 []launch
-	idx := make([]int, len(outer))
+	idx := make([]int, len(g.outer))
 	for {
-		l := launch{R: R, N: N, arrays: make([]array, na)}
-		for a := 0; a < na; a++ {
+		l := launch{R: g.R, N: g.N, arrays: make([]array, len(strides))}
+		for a := range strides {
 			off := base[a]
-			for i, d := range outer {
+			for i, d := range g.outer {
 				off += idx[i] * strides[a][d]
 			}
 			if a == 0 {
-				l.arrays[0] = array{ref: outRef.Add(off * out.Size), stride: rowStride[0]}
+				l.arrays[0] = array{ref: outRef.Add(off * out.Size), stride: g.rowStride[0]}
 				continue
 			}
 			in := ins[a-1]
@@ -166,13 +90,13 @@ func launches(out layout.Geometry, outRef prog.Ref, outShape []int, ins []operan
 				l.arrays[a] = array{konst: true, value: in.value}
 				continue
 			}
-			l.arrays[a] = array{ref: in.ref.Add(off * in.geo.Size), stride: rowStride[a], perRow: perRow[a]}
+			l.arrays[a] = array{ref: in.ref.Add(off * in.geo.Size), stride: g.rowStride[a], perRow: g.perRow[a]}
 		}
 		out2 = append(out2, l)
 		i := len(idx) - 1
 		for i >= 0 {
 			idx[i]++
-			if idx[i] < ext[outer[i]] {
+			if idx[i] < ext[g.outer[i]] {
 				break
 			}
 			idx[i] = 0
@@ -183,6 +107,104 @@ func launches(out layout.Geometry, outRef prog.Ref, outShape []int, ins []operan
 		}
 	}
 	return out2, nil
+}
+
+// arrayStrides returns, per array (the output, then the inputs), its
+// element strides along the output's axes (0 along a broadcast axis)
+// and the offset of its first element.
+func arrayStrides(out layout.Geometry, outShape []int, ins []operand) (strides [][]int, base []int) {
+	r := len(out.Box)
+	strides = make([][]int, 1+len(ins))
+	base = make([]int, 1+len(ins))
+	strides[0] = append([]int(nil), out.Strides...)
+	for k, in := range ins {
+		s := make([]int, r)
+		if in.shape == nil && !in.konst && len(in.geo.Box) == len(outShape) {
+			in.shape = outShape // nil: the output's (a rank-0 value keeps its empty shape)
+		}
+		if !in.konst {
+			off := r - len(in.shape)
+			lo := make([]int, len(in.shape))
+			for d := range in.shape {
+				lo[d] = in.geo.Box[d].Lo
+				if in.shape[d] == outShape[off+d] {
+					s[off+d] = in.geo.Strides[d]
+				}
+			}
+			base[k+1] = in.geo.Offset(lo)
+		}
+		strides[k+1] = s
+	}
+	return strides, base
+}
+
+// launchRows is the launches' common shape: R rows of N elements, each
+// array's row stride and whether it is read one element per row, and
+// the outer axes the launches walk.
+type launchRows struct {
+	R, N      int
+	rowStride []int
+	perRow    []bool
+	outer     []int
+}
+
+// rowsOf merges the axes that count (axes, innermost last, of extents
+// ext) into the launches' rows: the innermost, with the outer axes
+// merged into it while every array stays contiguous (or constant) along
+// it; then the next axis gives the rows, the outer axes merged into it
+// while regular; the rest are walked.
+func rowsOf(axes, ext []int, strides [][]int) (launchRows, error) {
+	na := len(strides)
+	inner := axes[len(axes)-1]
+	if strides[0][inner] != 1 {
+		return launchRows{}, fmt.Errorf("output rows are not contiguous")
+	}
+	g := launchRows{R: 1, N: ext[inner], rowStride: make([]int, na), perRow: make([]bool, na)}
+	for a := 1; a < na; a++ {
+		switch strides[a][inner] {
+		case 1:
+		case 0:
+			g.perRow[a] = true
+		default:
+			return launchRows{}, fmt.Errorf("input %d is not contiguous along the output's rows", a-1)
+		}
+	}
+	k := len(axes) - 2
+	for ; k >= 0; k-- {
+		d := axes[k]
+		ok := true
+		for a := 0; a < na && ok; a++ {
+			if g.perRow[a] {
+				ok = strides[a][d] == 0
+			} else {
+				ok = strides[a][d] == g.N
+			}
+		}
+		if !ok {
+			break
+		}
+		g.N *= ext[d]
+	}
+	if k >= 0 {
+		d := axes[k]
+		g.R = ext[d]
+		for a := range g.rowStride {
+			g.rowStride[a] = strides[a][d]
+		}
+		for k--; k >= 0; k-- {
+			d := axes[k]
+			ok := true
+			for a := 0; a < na && ok; a++ {
+				ok = strides[a][d] == g.rowStride[a]*g.R
+			}
+			if !ok {
+				break
+			}
+			g.R *= ext[d]
+		}
+	}
+	g.outer = axes[:k+1]
+	return g, nil
 }
 
 // kernelMaker builds one launch's kernel.
