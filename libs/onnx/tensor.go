@@ -202,101 +202,116 @@ type span struct {
 // raw_data shares data's bytes (capped, so that appending to Raw copies):
 // the caller must not change data while the tensor is in use.
 func ReadTensor(data []byte) (*Tensor, error) {
-	t := &Tensor{}
-	var (
-		rawOff  = -1
-		raw     []byte
-		typed   = map[protowire.Number][]span{}
-		firstAt = map[protowire.Number]int{}
-	)
+	f := &tensorFields{t: &Tensor{}, rawOff: -1, typed: map[protowire.Number][]span{}, firstAt: map[protowire.Number]int{}}
 	for off := 0; off < len(data); {
 		num, typ, n := protowire.ConsumeTag(data[off:])
 		if n < 0 {
 			return nil, &FormatError{Off: off, Msg: "bad field tag: " + protowire.ParseError(n).Error()}
 		}
-		fieldOff := off
-		off += n
-		rest := data[off:]
-		switch num {
-		case fieldDims:
-			vals, n, err := consumeVarints(rest, typ, off, "dims")
-			if err != nil {
-				return nil, err
-			}
-			for _, v := range vals {
-				d := int64(v)
-				if d < 0 {
-					return nil, &FormatError{Off: fieldOff, Field: "dims", Msg: fmt.Sprintf("negative dimension %d", d)}
-				}
-				t.Dims = append(t.Dims, d)
-			}
-			off += n
-			continue
-		case fieldDataType:
-			if typ != protowire.VarintType {
-				return nil, wireTypeError(fieldOff, "data_type", typ)
-			}
-			v, n := protowire.ConsumeVarint(rest)
-			if n < 0 {
-				return nil, &FormatError{Off: off, Field: "data_type", Msg: protowire.ParseError(n).Error()}
-			}
-			t.DType = DataType(int32(v))
-			off += n
-			continue
-		case fieldName:
-			if typ != protowire.BytesType {
-				return nil, wireTypeError(fieldOff, "name", typ)
-			}
-			v, n := protowire.ConsumeBytes(rest)
-			if n < 0 {
-				return nil, &FormatError{Off: off, Field: "name", Msg: protowire.ParseError(n).Error()}
-			}
-			t.Name = string(v)
-			off += n
-			continue
-		case fieldRawData:
-			if typ != protowire.BytesType {
-				return nil, wireTypeError(fieldOff, "raw_data", typ)
-			}
-			v, n := protowire.ConsumeBytes(rest)
-			if n < 0 {
-				return nil, &FormatError{Off: off, Field: "raw_data", Msg: protowire.ParseError(n).Error()}
-			}
-			raw, rawOff = v, fieldOff
-			off += n
-			continue
-		case fieldFloatData, fieldInt32Data, fieldInt64Data, fieldDoubleData, fieldUint64Data:
-			sp, n, err := consumeSpan(rest, num, typ, off)
-			if err != nil {
-				return nil, err
-			}
-			if _, ok := firstAt[num]; !ok {
-				firstAt[num] = fieldOff
-			}
-			typed[num] = append(typed[num], sp)
-			off += n
-			continue
-		case fieldSegment:
-			return nil, &FormatError{Off: fieldOff, Field: "segment", Msg: "segmented tensors are not supported"}
-		case fieldStringData:
-			return nil, &FormatError{Off: fieldOff, Field: "string_data", Msg: "string tensors are not supported"}
-		case fieldExternalData:
-			return nil, &FormatError{Off: fieldOff, Field: "external_data", Msg: "external data is not supported"}
-		case fieldDataLocation:
-			if typ == protowire.VarintType {
-				v, n := protowire.ConsumeVarint(rest)
-				if n >= 0 && v != 0 {
-					return nil, &FormatError{Off: fieldOff, Field: "data_location", Msg: "external data is not supported"}
-				}
-			}
+		n, err := f.consume(num, typ, data, off, off+n)
+		if err != nil {
+			return nil, err
 		}
-		n = protowire.ConsumeFieldValue(num, typ, rest)
-		if n < 0 {
-			return nil, &FormatError{Off: off, Field: fmt.Sprintf("%d", int32(num)), Msg: protowire.ParseError(n).Error()}
-		}
-		off += n
+		off = n
 	}
+	return f.tensor(len(data))
+}
 
+// tensorFields is a TensorProto's fields as ReadTensor scans them: the
+// tensor's dims, type and name, its raw_data (at rawOff, -1: none) and
+// its typed data fields' spans, with the offset of each one's first.
+type tensorFields struct {
+	t       *Tensor
+	rawOff  int
+	raw     []byte
+	typed   map[protowire.Number][]span
+	firstAt map[protowire.Number]int
+}
+
+// consume reads the field with number num and wire type typ whose tag
+// is at fieldOff in data and its value at off, and returns the offset
+// after it.
+func (f *tensorFields) consume(num protowire.Number, typ protowire.Type, data []byte, fieldOff, off int) (int, error) {
+	t, rest := f.t, data[off:]
+	switch num {
+	case fieldDims:
+		vals, n, err := consumeVarints(rest, typ, off, "dims")
+		if err != nil {
+			return 0, err
+		}
+		for _, v := range vals {
+			d := int64(v)
+			if d < 0 {
+				return 0, &FormatError{Off: fieldOff, Field: "dims", Msg: fmt.Sprintf("negative dimension %d", d)}
+			}
+			t.Dims = append(t.Dims, d)
+		}
+		return off + n, nil
+	case fieldDataType:
+		if typ != protowire.VarintType {
+			return 0, wireTypeError(fieldOff, "data_type", typ)
+		}
+		v, n := protowire.ConsumeVarint(rest)
+		if n < 0 {
+			return 0, &FormatError{Off: off, Field: "data_type", Msg: protowire.ParseError(n).Error()}
+		}
+		t.DType = DataType(int32(v))
+		return off + n, nil
+	case fieldName:
+		if typ != protowire.BytesType {
+			return 0, wireTypeError(fieldOff, "name", typ)
+		}
+		v, n := protowire.ConsumeBytes(rest)
+		if n < 0 {
+			return 0, &FormatError{Off: off, Field: "name", Msg: protowire.ParseError(n).Error()}
+		}
+		t.Name = string(v)
+		return off + n, nil
+	case fieldRawData:
+		if typ != protowire.BytesType {
+			return 0, wireTypeError(fieldOff, "raw_data", typ)
+		}
+		v, n := protowire.ConsumeBytes(rest)
+		if n < 0 {
+			return 0, &FormatError{Off: off, Field: "raw_data", Msg: protowire.ParseError(n).Error()}
+		}
+		f.raw, f.rawOff = v, fieldOff
+		return off + n, nil
+	case fieldFloatData, fieldInt32Data, fieldInt64Data, fieldDoubleData, fieldUint64Data:
+		sp, n, err := consumeSpan(rest, num, typ, off)
+		if err != nil {
+			return 0, err
+		}
+		if _, ok := f.firstAt[num]; !ok {
+			f.firstAt[num] = fieldOff
+		}
+		f.typed[num] = append(f.typed[num], sp)
+		return off + n, nil
+	case fieldSegment:
+		return 0, &FormatError{Off: fieldOff, Field: "segment", Msg: "segmented tensors are not supported"}
+	case fieldStringData:
+		return 0, &FormatError{Off: fieldOff, Field: "string_data", Msg: "string tensors are not supported"}
+	case fieldExternalData:
+		return 0, &FormatError{Off: fieldOff, Field: "external_data", Msg: "external data is not supported"}
+	case fieldDataLocation:
+		if typ == protowire.VarintType {
+			v, n := protowire.ConsumeVarint(rest)
+			if n >= 0 && v != 0 {
+				return 0, &FormatError{Off: fieldOff, Field: "data_location", Msg: "external data is not supported"}
+			}
+		}
+	}
+	n := protowire.ConsumeFieldValue(num, typ, rest)
+	if n < 0 {
+		return 0, &FormatError{Off: off, Field: fmt.Sprintf("%d", int32(num)), Msg: protowire.ParseError(n).Error()}
+	}
+	return off + n, nil
+}
+
+// tensor checks the scanned fields of a message of dataLen bytes and
+// returns the tensor with its data.
+func (f *tensorFields) tensor(dataLen int) (*Tensor, error) {
+	t, raw, rawOff := f.t, f.raw, f.rawOff
 	size := t.DType.ElemSize()
 	if size == 0 {
 		return nil, &FormatError{Off: 0, Field: "data_type", Msg: fmt.Sprintf("unsupported element type %v", t.DType)}
@@ -309,9 +324,8 @@ func ReadTensor(data []byte) (*Tensor, error) {
 	if !ok {
 		return nil, &FormatError{Off: 0, Field: "dims", Msg: fmt.Sprintf("byte size of %v %v overflows", t.Dims, t.DType)}
 	}
-
 	dataField, perElem, width := typedField(t.DType)
-	for num, at := range firstAt {
+	for num, at := range f.firstAt {
 		if num != dataField {
 			return nil, &FormatError{Off: at, Field: typedFieldNames[num], Msg: fmt.Sprintf("field does not hold %v elements", t.DType)}
 		}
@@ -325,15 +339,15 @@ func ReadTensor(data []byte) (*Tensor, error) {
 			return nil, &FormatError{Off: rawOff, Field: "raw_data", Msg: fmt.Sprintf("%d bytes, want %d for %d %v elements", len(raw), want, count, t.DType)}
 		}
 		t.Raw = raw[:len(raw):len(raw)] // shared: a model's weights are most of its file
-	case len(typed[dataField]) > 0:
+	case len(f.typed[dataField]) > 0:
 		name := typedFieldNames[dataField]
-		spans := typed[dataField]
+		spans := f.typed[dataField]
 		n := countValues(spans, dataField)
 		if n != count*int64(perElem) {
-			return nil, &FormatError{Off: firstAt[dataField], Field: name, Msg: fmt.Sprintf("%d values, want %d for %d %v elements", n, count*int64(perElem), count, t.DType)}
+			return nil, &FormatError{Off: f.firstAt[dataField], Field: name, Msg: fmt.Sprintf("%d values, want %d for %d %v elements", n, count*int64(perElem), count, t.DType)}
 		}
 		// n values each came from at least one input byte, so want is
-		// bounded by a small multiple of len(data).
+		// bounded by a small multiple of the message's length.
 		raw, err := typedToRaw(spans, dataField, name, width, int(want))
 		if err != nil {
 			return nil, err
@@ -341,14 +355,14 @@ func ReadTensor(data []byte) (*Tensor, error) {
 		t.Raw = raw
 	default:
 		if count != 0 {
-			return nil, &FormatError{Off: len(data), Field: "raw_data", Msg: fmt.Sprintf("no data for %d %v elements", count, t.DType)}
+			return nil, &FormatError{Off: dataLen, Field: "raw_data", Msg: fmt.Sprintf("no data for %d %v elements", count, t.DType)}
 		}
 		t.Raw = []byte{}
 	}
 	if t.DType == Bool {
 		field, off := "raw_data", rawOff
 		if rawOff < 0 {
-			field, off = typedFieldNames[dataField], firstAt[dataField]
+			field, off = typedFieldNames[dataField], f.firstAt[dataField]
 		}
 		if err := checkBools(t.Raw, field, off); err != nil {
 			return nil, err
