@@ -151,156 +151,190 @@ type stagePiece struct {
 	off int
 }
 
+// packJob is a pack step as packPieces lowers it: x's pieces packed
+// into y's blocks (gAx the group axis, w its group), each source piece's
+// box in y's coordinates (vbox), its staging panel, whether another tile
+// needs it and where it is packed when that is its own block (direct).
+type packJob struct {
+	x, y         *layout.Tensor
+	xRefs, yRefs []prog.Ref
+	base         codegen.Pack
+	transp       bool
+	gAx, w, esz  int
+	vbox         []layout.Box
+	ix           map[int][]int // y's pieces by tile
+	stage        []stagePiece
+	needed       []bool
+	direct       []prog.Ref
+	stageBuf     *prog.Buffer
+	m            *moves
+	s            *prog.Superstep
+}
+
 // packPieces emits the packs and transfers of a pack step.
 func (l *lowerer) packPieces(st *plan.Step, x, y *layout.Tensor, xRefs, yRefs []prog.Ref, base codegen.Pack, transp bool) error {
 	r := len(x.Shape)
-	gAx, w := r-2, layout.AGroup
+	j := &packJob{x: x, y: y, xRefs: xRefs, yRefs: yRefs, base: base, transp: transp, gAx: r - 2, w: layout.AGroup, esz: y.Size,
+		stage: make([]stagePiece, len(x.Pieces)), needed: make([]bool, len(x.Pieces)), vbox: make([]layout.Box, len(x.Pieces)), ix: map[int][]int{}}
 	if y.Kind == layout.BPanel {
-		gAx, w = r-1, layout.BGroup
+		j.gAx, j.w = r-1, layout.BGroup
 	}
-	esz := y.Size
-	// The staging panels: per source piece, its whole panel, allocated
-	// on the source tiles that send.
-	stage := make([]stagePiece, len(x.Pieces))
-	stageBytes := map[int]int{}
-	var sendTiles []int
-	needed := make([]bool, len(x.Pieces))
+	for k, p := range y.Pieces {
+		j.ix[p.Tile] = append(j.ix[p.Tile], k)
+	}
 	// Per source piece: the operand box it holds, in y's coordinates.
-	vbox := make([]layout.Box, len(x.Pieces))
-	ix := map[int][]int{} // y pieces by tile
-	for j, p := range y.Pieces {
-		ix[p.Tile] = append(ix[p.Tile], j)
-	}
 	for i, p := range x.Pieces {
 		b := p.Box.Clone()
 		if transp {
 			b[r-2], b[r-1] = b[r-1], b[r-2]
 		}
-		if b[gAx].Lo%w != 0 {
-			return l.stepErr("input tensor %d (%q): piece %s on tile %d starts its %s groups at %d, not a multiple of %d", x.ID, x.Name, p.Box, p.Tile, y.Kind, b[gAx].Lo, w)
+		if b[j.gAx].Lo%j.w != 0 {
+			return l.stepErr("input tensor %d (%q): piece %s on tile %d starts its %s groups at %d, not a multiple of %d", x.ID, x.Name, p.Box, p.Tile, y.Kind, b[j.gAx].Lo, j.w)
 		}
-		vbox[i] = b
+		j.vbox[i] = b
 	}
-	m := newMoves()
-	s := l.compute("pack:" + y.Name)
-	var stageBuf *prog.Buffer
-	// The transfers go straight into m.xfers, their sources at their
-	// staging offsets; the staging buffer, sized once every piece is
-	// known, is filled in after.
+	j.m = newMoves()
+	j.s = l.compute("pack:" + y.Name)
+	if err := l.packTransfers(j); err != nil {
+		return err
+	}
+	if err := l.packLocalParts(j); err != nil {
+		return err
+	}
+	for k := range y.Pieces {
+		l.zeroKPad(j.m, y.Name, y, k, yRefs[k])
+	}
+	if len(j.m.xfers) > 0 || len(j.m.copies) > 0 {
+		l.exchange("operands:"+y.Name, j.m)
+	}
+	return nil
+}
+
+// packTransfers adds the transfers of the source pieces' parts that
+// other tiles' blocks hold, each source panel packed into its own block
+// when that is where it is sent from (directPanels), else into a staging
+// buffer on its tile. The transfers go straight into the moves, their
+// sources at their staging offsets; the staging buffer, sized once every
+// piece is known, is filled in after.
+func (l *lowerer) packTransfers(j *packJob) error {
+	x, y := j.x, j.y
 	yix := layout.NewIndex(y.Pieces)
 	// The transfers counted first: a wide operand's are many, and
 	// growing them was most of this step's lowering.
 	n := 0
 	var memo panelRuns
 	for i, p := range x.Pieces {
-		stage[i].geo = y.GeometryOf(vbox[i])
+		j.stage[i].geo = y.GeometryOf(j.vbox[i])
 		memo.reset()
-		yix.Each(vbox[i], func(j int, inter layout.Box) {
-			if y.Pieces[j].Tile != p.Tile {
-				n += len(memo.runs(stage[i].geo, y, j, inter))
+		yix.Each(j.vbox[i], func(k int, inter layout.Box) {
+			if y.Pieces[k].Tile != p.Tile {
+				n += len(memo.runs(j.stage[i].geo, y, k, inter))
 			}
 		})
 	}
-	m.reserve(n)
-	direct := l.directPanels(x, y, yRefs, vbox, ix, stage, esz)
+	j.m.reserve(n)
+	j.direct = l.directPanels(x, y, j.yRefs, j.vbox, j.ix, j.stage, j.esz)
+	stageBytes := map[int]int{}
+	var sendTiles []int
 	for i, p := range x.Pieces {
-		vg := stage[i].geo
+		vg := j.stage[i].geo
 		off := stageBytes[p.Tile] // the piece's staging offset, if it sends
 		from := prog.Ref{Off: uint32(off)}
-		if direct[i].Buf != nil {
-			from = direct[i]
+		if j.direct[i].Buf != nil {
+			from = j.direct[i]
 		}
 		var rerr error
 		memo.reset()
-		yix.Each(vbox[i], func(j int, inter layout.Box) {
-			q := y.Pieces[j]
+		yix.Each(j.vbox[i], func(k int, inter layout.Box) {
+			q := y.Pieces[k]
 			if rerr != nil || q.Tile == p.Tile {
 				return // a tile's own part is packed or copied into its block below
 			}
-			needed[i] = true
-			for _, ru := range memo.runs(vg, y, j, inter) {
-				bytes := ru.N * esz
-				to := yRefs[j].Add(ru.DstOff * esz)
-				if bytes%4 != 0 || (ru.SrcOff*esz)%4 != 0 || to.Off%4 != 0 {
+			j.needed[i] = true
+			for _, ru := range memo.runs(vg, y, k, inter) {
+				bytes := ru.N * j.esz
+				to := j.yRefs[k].Add(ru.DstOff * j.esz)
+				if bytes%4 != 0 || (ru.SrcOff*j.esz)%4 != 0 || to.Off%4 != 0 {
 					rerr = l.notLowered(nil, "a run of %d %s elements of %q is not whole aligned 32-bit words", ru.N, y.Kind, y.Name)
 					return
 				}
-				m.xfers = append(m.xfers, prog.Transfer{Src: p.Tile, Dst: q.Tile, DstN: 1, Words: bytes / 4,
-					From: from.Add(ru.SrcOff * esz), To: to})
+				j.m.xfers = append(j.m.xfers, prog.Transfer{Src: p.Tile, Dst: q.Tile, DstN: 1, Words: bytes / 4,
+					From: from.Add(ru.SrcOff * j.esz), To: to})
 			}
 		})
 		if rerr != nil {
 			return rerr
 		}
-		if needed[i] && direct[i].Buf != nil {
+		if j.needed[i] && j.direct[i].Buf != nil {
 			// Packed into its own block, sent from there.
-			if err := l.packRect(s, y.Name+".pack", p.Tile, x, i, xRefs[i], vbox[i], direct[i], vg, base, transp); err != nil {
+			if err := l.packRect(j.s, y.Name+".pack", p.Tile, x, i, j.xRefs[i], j.vbox[i], j.direct[i], vg, j.base, j.transp); err != nil {
 				return err
 			}
 			continue
 		}
-		if needed[i] {
-			stage[i].off = off
+		if j.needed[i] {
+			j.stage[i].off = off
 			stageBytes[p.Tile] += vg.Bytes()
 			sendTiles = append(sendTiles, p.Tile)
 		}
 	}
-	if len(sendTiles) > 0 {
-		most := 0
-		for _, b := range stageBytes {
-			most = max(most, b)
-		}
-		buf := l.out.NewBuffer(y.Name+".staged", prog.TileSet(sendTiles), most, 8, prog.AnyRegion)
-		stageBuf = buf
-		for k := range m.xfers {
-			if m.xfers[k].From.Buf == nil {
-				m.xfers[k].From.Buf = buf
-			}
-		}
-		for i, p := range x.Pieces {
-			if !needed[i] || direct[i].Buf != nil {
-				continue
-			}
-			if err := l.packRect(s, y.Name+".pack", p.Tile, x, i, xRefs[i], vbox[i], prog.Ref{Buf: buf, Off: uint32(stage[i].off)}, stage[i].geo, base, transp); err != nil {
-				return err
-			}
+	if len(sendTiles) == 0 {
+		return nil
+	}
+	most := 0
+	for _, b := range stageBytes {
+		most = max(most, b)
+	}
+	buf := l.out.NewBuffer(y.Name+".staged", prog.TileSet(sendTiles), most, 8, prog.AnyRegion)
+	j.stageBuf = buf
+	for k := range j.m.xfers {
+		if j.m.xfers[k].From.Buf == nil {
+			j.m.xfers[k].From.Buf = buf
 		}
 	}
-	// Local parts: copied from the staging panel when the piece is staged
-	// anyway, else packed straight into the blocks.
 	for i, p := range x.Pieces {
-		for _, j := range ix[p.Tile] {
-			q := y.Pieces[j]
-			inter, ok := layout.Intersect(vbox[i], q.Box)
+		if !j.needed[i] || j.direct[i].Buf != nil {
+			continue
+		}
+		if err := l.packRect(j.s, y.Name+".pack", p.Tile, x, i, j.xRefs[i], j.vbox[i], prog.Ref{Buf: buf, Off: uint32(j.stage[i].off)}, j.stage[i].geo, j.base, j.transp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// packLocalParts fills each tile's blocks with the parts its own source
+// pieces hold: copied from the staging panel when the piece is staged
+// anyway, else packed straight into the blocks.
+func (l *lowerer) packLocalParts(j *packJob) error {
+	x, y := j.x, j.y
+	for i, p := range x.Pieces {
+		for _, k := range j.ix[p.Tile] {
+			q := y.Pieces[k]
+			inter, ok := layout.Intersect(j.vbox[i], q.Box)
 			if !ok {
 				continue
 			}
-			dg := y.Geometry(j)
-			if needed[i] && direct[i].Buf != nil {
+			dg := y.Geometry(k)
+			if j.needed[i] && j.direct[i].Buf != nil {
 				continue // packed there
 			}
-			if needed[i] {
-				for _, ru := range layout.PanelRunsOf(stage[i].geo, dg, inter) {
-					bytes := ru.N * esz
-					if bytes%4 != 0 || (ru.SrcOff*esz)%4 != 0 || (ru.DstOff*esz)%4 != 0 {
+			if j.needed[i] {
+				for _, ru := range layout.PanelRunsOf(j.stage[i].geo, dg, inter) {
+					bytes := ru.N * j.esz
+					if bytes%4 != 0 || (ru.SrcOff*j.esz)%4 != 0 || (ru.DstOff*j.esz)%4 != 0 {
 						return l.notLowered(nil, "a run of %d %s elements of %q is not whole aligned 32-bit words", ru.N, y.Kind, y.Name)
 					}
 					cp := &codegen.Copy{R: 1, W: bytes / 4, XStride: bytes / 4, YStride: bytes / 4, Workers: codegen.Slots}
-					m.copies[p.Tile] = append(m.copies[p.Tile], &prog.Kernel{What: y.Name + ".copy-local", Params: cp, Fixes: []prog.Fix{
-						{Field: &cp.X, Ref: prog.Ref{Buf: stageBuf, Off: uint32(stage[i].off + ru.SrcOff*esz)}}, {Field: &cp.Y, Ref: yRefs[j].Add(ru.DstOff * esz), Write: true}}})
+					j.m.copies[p.Tile] = append(j.m.copies[p.Tile], &prog.Kernel{What: y.Name + ".copy-local", Params: cp, Fixes: []prog.Fix{
+						{Field: &cp.X, Ref: prog.Ref{Buf: j.stageBuf, Off: uint32(j.stage[i].off + ru.SrcOff*j.esz)}}, {Field: &cp.Y, Ref: j.yRefs[k].Add(ru.DstOff * j.esz), Write: true}}})
 				}
 				continue
 			}
-			if err := l.packLocal(s, y.Name+".pack-local", p.Tile, x, i, xRefs[i], inter, yRefs[j], dg, base, transp, gAx, w); err != nil {
+			if err := l.packLocal(j.s, y.Name+".pack-local", p.Tile, x, i, j.xRefs[i], inter, j.yRefs[k], dg, j.base, j.transp, j.gAx, j.w); err != nil {
 				return err
 			}
 		}
-	}
-	for j := range y.Pieces {
-		l.zeroKPad(m, y.Name, y, j, yRefs[j])
-	}
-	if len(m.xfers) > 0 || len(m.copies) > 0 {
-		l.exchange("operands:"+y.Name, m)
 	}
 	return nil
 }
