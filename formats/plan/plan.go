@@ -514,8 +514,50 @@ func (p *Plan) validate() ([]Exchange, error) {
 }
 
 func (g *Graph) validate(path string) error {
+	if err := g.validateValues(path); err != nil {
+		return err
+	}
 	nv := len(g.Values)
-	seen := make(map[string]bool, nv)
+	for i, v := range g.Inputs {
+		if err := valueIndex(fmt.Sprintf("%s.inputs[%d]", path, i), v, nv, false); err != nil {
+			return err
+		}
+	}
+	if len(g.Outputs) == 0 {
+		return errAt(path+".outputs", "empty")
+	}
+	for i, v := range g.Outputs {
+		if err := valueIndex(fmt.Sprintf("%s.outputs[%d]", path, i), v, nv, false); err != nil {
+			return err
+		}
+	}
+	produced, err := g.validateNodes(path)
+	if err != nil {
+		return err
+	}
+	// Every node input must be defined before use: a graph input, a
+	// constant, or an earlier node's output.
+	isInput := make([]bool, nv)
+	for _, v := range g.Inputs {
+		isInput[v] = true
+	}
+	for i, n := range g.Nodes {
+		for k, v := range n.Inputs {
+			if v < 0 || isInput[v] || g.Values[v].Const != nil {
+				continue
+			}
+			if produced[v] == 0 || produced[v]-1 >= i {
+				return errAt(fmt.Sprintf("%s.nodes[%d].inputs[%d]", path, i, k), "value %d (%q) is not defined before the node", v, g.Values[v].Name)
+			}
+		}
+	}
+	return nil
+}
+
+// validateValues checks the graph's values: names once each, element
+// types, shapes within the limits, constants of their shape's bytes.
+func (g *Graph) validateValues(path string) error {
+	seen := make(map[string]bool, len(g.Values))
 	for i, v := range g.Values {
 		vp := fmt.Sprintf("%s.values[%d]", path, i)
 		if v.Name == "" {
@@ -546,90 +588,73 @@ func (g *Graph) validate(path string) error {
 			return errAt(vp+".const", "%d bytes, want %d (%d elements of %d bytes)", len(v.Const), n*int64(size), n, size)
 		}
 	}
-	idx := func(p string, i int, optional bool) error {
-		if optional && i == -1 {
-			return nil
-		}
-		if i < 0 || i >= nv {
-			return errAt(p, "value %d out of range [0, %d)", i, nv)
-		}
+	return nil
+}
+
+// valueIndex checks value index i at path p against nv values (-1 allowed
+// when optional).
+func valueIndex(p string, i, nv int, optional bool) error {
+	if optional && i == -1 {
 		return nil
 	}
-	for i, v := range g.Inputs {
-		if err := idx(fmt.Sprintf("%s.inputs[%d]", path, i), v, false); err != nil {
-			return err
-		}
+	if i < 0 || i >= nv {
+		return errAt(p, "value %d out of range [0, %d)", i, nv)
 	}
-	if len(g.Outputs) == 0 {
-		return errAt(path+".outputs", "empty")
-	}
-	for i, v := range g.Outputs {
-		if err := idx(fmt.Sprintf("%s.outputs[%d]", path, i), v, false); err != nil {
-			return err
-		}
-	}
-	produced := make([]int, nv) // node+1 that produces each value
+	return nil
+}
+
+// validateNodes checks the graph's nodes: their operators, value indices
+// (each value produced once, never a constant) and attributes (sorted,
+// once each, floats finite). It returns, by value, the node that
+// produces it plus one (0: none).
+func (g *Graph) validateNodes(path string) ([]int, error) {
+	nv := len(g.Values)
+	produced := make([]int, nv)
 	for i, n := range g.Nodes {
 		np := fmt.Sprintf("%s.nodes[%d]", path, i)
 		if n.Op == "" {
-			return errAt(np+".op", "empty")
+			return nil, errAt(np+".op", "empty")
 		}
 		for k, v := range n.Inputs {
-			if err := idx(fmt.Sprintf("%s.inputs[%d]", np, k), v, true); err != nil {
-				return err
+			if err := valueIndex(fmt.Sprintf("%s.inputs[%d]", np, k), v, nv, true); err != nil {
+				return nil, err
 			}
 		}
 		if len(n.Outputs) == 0 {
-			return errAt(np+".outputs", "empty")
+			return nil, errAt(np+".outputs", "empty")
 		}
 		for k, v := range n.Outputs {
 			op := fmt.Sprintf("%s.outputs[%d]", np, k)
-			if err := idx(op, v, k > 0); err != nil {
-				return err
+			if err := valueIndex(op, v, nv, k > 0); err != nil {
+				return nil, err
 			}
 			if v < 0 {
 				continue
 			}
 			if produced[v] != 0 {
-				return errAt(op, "value %d already produced by node %d", v, produced[v]-1)
+				return nil, errAt(op, "value %d already produced by node %d", v, produced[v]-1)
 			}
 			if g.Values[v].Const != nil {
-				return errAt(op, "value %d is a constant", v)
+				return nil, errAt(op, "value %d is a constant", v)
 			}
 			produced[v] = i + 1
 		}
 		for k, a := range n.Attrs {
 			ap := fmt.Sprintf("%s.attrs[%d]", np, k)
 			if a.Name == "" {
-				return errAt(ap+".name", "empty")
+				return nil, errAt(ap+".name", "empty")
 			}
 			if k > 0 && n.Attrs[k-1].Name >= a.Name {
-				return errAt(ap+".name", "%q not after %q (attributes are sorted, once each)", a.Name, n.Attrs[k-1].Name)
+				return nil, errAt(ap+".name", "%q not after %q (attributes are sorted, once each)", a.Name, n.Attrs[k-1].Name)
 			}
 			for _, f := range a.Floats {
 				if math.IsNaN(f) || math.IsInf(f, 0) {
-					return errAt(ap+".floats", "not finite")
+					return nil, errAt(ap+".floats", "not finite")
 				}
 			}
 		}
 	}
-	// Every node input must be defined before use: a graph input, a
-	// constant, or an earlier node's output.
-	isInput := make([]bool, nv)
-	for _, v := range g.Inputs {
-		isInput[v] = true
-	}
-	for i, n := range g.Nodes {
-		for k, v := range n.Inputs {
-			if v < 0 || isInput[v] || g.Values[v].Const != nil {
-				continue
-			}
-			if produced[v] == 0 || produced[v]-1 >= i {
-				return errAt(fmt.Sprintf("%s.nodes[%d].inputs[%d]", path, i, k), "value %d (%q) is not defined before the node", v, g.Values[v].Name)
-			}
-		}
-	}
-	return nil
+	return produced, nil
 }
 
 func equalShape(a, b []int64) bool {
