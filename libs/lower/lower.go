@@ -201,6 +201,7 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 		}
 		compact(l.out, l.parts, l.sums, bounds, l.alias)
 	}
+	l.out.Alias = l.alias
 	// Both passes act on casts to FP8 and packs of FP8 panels only, which
 	// a graph without FP8 values does not have: they are skipped, not run
 	// over every kernel (4% of pricing the BERT-base FP16 layer).

@@ -112,10 +112,11 @@ func mustPrint(t *testing.T, pl *planner, pt point) programPrint {
 
 // TestCachedPriceIsExact: a step cache replays steps lowered for other
 // points, whose kernels read the buffers those points' producers wrote;
-// compaction must still see each dependency (lower's replay aliases), so
-// a point priced with a cache warmed on other points costs what it
-// costs lowered afresh, superstep for superstep, also after the cache
-// dropped the fragments the walk left behind.
+// compaction and liveness must still see each dependency (lower's replay
+// aliases), so a point priced with a cache warmed on other points costs
+// what it costs lowered afresh, superstep for superstep, and its memory
+// check sees the same peaks, also after the cache dropped the fragments
+// the walk left behind.
 func TestCachedPriceIsExact(t *testing.T) {
 	g, _ := graph.Canonicalize(load(t, "shared/torch_attention/model"))
 	p := arch.MustLookup("ipu21")
@@ -154,6 +155,14 @@ func TestCachedPriceIsExact(t *testing.T) {
 		}
 		if !slices.Equal(a.Supersteps, b.Supersteps) {
 			t.Fatalf("cached lowering prices %v, fresh %v", a.Supersteps, b.Supersteps)
+		}
+		// The memory check's peaks too: a replayed step's kernels read
+		// the buffers its producers wrote when it was cached, which stand
+		// for this program's (prog.Program.Alias).
+		cached.Liveness()
+		fresh.Liveness()
+		if a, b := livePeaks(cached, pl.p.Tiles, liveChunk), livePeaks(fresh, pl.p.Tiles, liveChunk); !slices.Equal(a, b) {
+			t.Fatalf("point %d: the cached lowering's live peaks differ from the fresh one's", priced)
 		}
 		priced++
 		pt = nb

@@ -555,6 +555,23 @@ type Program struct {
 	// PadClearsRemoved counts the FP8 casts (packs) whose padding clears
 	// the padding-clear pass removed (libs/lower padclear.go).
 	PadClearsRemoved int
+	// Alias maps a buffer that steps replayed from a step cache read
+	// (or write) to the buffer of this program it stands for (libs/lower
+	// cache.go): Liveness counts an access to the one as one to the
+	// other. Nil without a cache.
+	Alias map[*Buffer]*Buffer
+}
+
+// canonical returns the buffer of p that b stands for (Alias).
+func (p *Program) canonical(b *Buffer) *Buffer {
+	for n := 0; p.Alias != nil && n < len(p.Alias); n++ {
+		a, ok := p.Alias[b]
+		if !ok {
+			break
+		}
+		b = a
+	}
+	return b
 }
 
 // NewBuffer adds a buffer of size bytes on tiles.
@@ -586,6 +603,9 @@ func (p *Program) Liveness() {
 		b.First, b.Last = -1, -1
 	}
 	touch := func(b *Buffer, i int) {
+		if p.Alias != nil {
+			b = p.canonical(b)
+		}
 		if b.First < 0 || i < b.First {
 			b.First = i
 		}
