@@ -602,10 +602,10 @@ func (p *Program) Liveness() {
 	for _, b := range p.Buffers {
 		b.First, b.Last = -1, -1
 	}
+	for a := range p.Alias {
+		a.First, a.Last = -1, -1
+	}
 	touch := func(b *Buffer, i int) {
-		if p.Alias != nil {
-			b = p.canonical(b)
-		}
 		if b.First < 0 || i < b.First {
 			b.First = i
 		}
@@ -629,6 +629,14 @@ func (p *Program) Liveness() {
 			for _, op := range ops {
 				touch(op.Ref.Buf, i)
 			}
+		}
+	}
+	// An alias's accesses are those of the buffer it stands for (min
+	// and max: in any order).
+	for a := range p.Alias {
+		if c := p.canonical(a); a.First >= 0 && c != a {
+			touch(c, a.First)
+			touch(c, a.Last)
 		}
 	}
 	for _, b := range p.Buffers {
