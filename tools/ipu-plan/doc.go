@@ -63,9 +63,10 @@
 // memory kept free (the state records it as memory_reserve, which a
 // resumed search keeps). Row layouts the start lays out whole because a
 // tile's code would not fit them halved are recorded too (whole_rows),
-// so that a resumed search prices the same plans. The linker's exchange scheduler (libs/sched) first
-// schedules each exchange superstep without the supervisor's issue-slot
-// constraint, validates every transfer against it and reschedules only
+// so that a resumed search prices the same plans. The linker's exchange
+// scheduler (libs/sched) first schedules each exchange superstep without
+// the supervisor's issue-slot constraint, validates every transfer
+// against it and reschedules only
 // the failing transfers and those planned after them on their tiles (or,
 // when those are nearly all of the superstep, takes its exact schedule);
 // the validation link's figures give "retrying exchange schedule with
