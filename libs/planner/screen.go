@@ -6,6 +6,7 @@ package planner
 // few priced in full.
 
 import (
+	"slices"
 	"sort"
 	"sync"
 
@@ -261,14 +262,67 @@ func (pl *planner) candidates(pr *product, wide bool) (grids []layout.Split, cut
 	}
 	cut, ok = pl.cut(pr, pl.tiles, best)
 	if len(out) == 0 {
-		// Nothing fits any budget: price the widest split, whose memory
-		// report says best why.
+		// Nothing fits any budget: price the splits that spread the
+		// constants most, then the widest split, whose memory report
+		// says best why none fits.
+		out = pl.frugalSplits(pr)
 		mu := layout.Units(pr.mm.M, max(layout.AGroup, pr.align))
 		nu := layout.Units(pr.mm.N, max(layout.BGroup, pr.nalign))
 		gm := min(mu, pl.tiles)
-		out = append(out, layout.Split{GB: 1, GM: gm, GN: max(1, min(nu, pl.tiles/gm)), GK: 1, Align: pr.align, NAlign: pr.nalign})
+		if w := (layout.Split{GB: 1, GM: gm, GN: max(1, min(nu, pl.tiles/gm)), GK: 1, Align: pr.align, NAlign: pr.nalign}); !slices.Contains(out, w) {
+			out = append(out, w)
+		}
 	}
 	return out, cut, ok
+}
+
+// frugalSplits returns the startKeep splits of pr over the planner's
+// tiles whose blocks fit the screen's share of a tile whatever their
+// constants, fewest constant bytes on a tile first, then by score. They
+// are the start's candidates for a product none of whose splits keeps
+// its constants within their share (screenN): a weight that is a large
+// part of all of them, on a few tiles (bert_layer_fp16's second FFN
+// weight, 512 KiB, on 6 tiles), where the widest split copies it whole
+// to every tile.
+func (pl *planner) frugalSplits(pr *product) []layout.Split {
+	type frugal struct {
+		s             layout.Split
+		consts, score int64
+	}
+	var fs []frugal
+	ra := max(layout.AGroup, pr.align)
+	ca := max(layout.BGroup, pr.nalign)
+	mu, nu := layout.Units(pr.mm.M, ra), layout.Units(pr.mm.N, ca)
+	usable := pl.usable * 3 / 4
+	budget := pl.tiles
+	for _, gb := range distinct(pr.mm.Batches(), budget) {
+		for gk := 1; gk <= min(64, pr.mm.K) && gb*gk <= budget; gk *= 2 {
+			for _, gm := range distinct(mu, budget/(gb*gk)) {
+				for _, gn := range distinct(nu, budget/(gb*gk*gm)) {
+					bl := blockOf(pr, gb, gm, gn, gk, mu, nu, ra, ca)
+					if bl.bytes(int64(pr.typ.Size())) > usable {
+						continue
+					}
+					c, ok := pl.score(pr, bl)
+					if !ok {
+						continue
+					}
+					fs = append(fs, frugal{withOrder(layout.Split{GB: gb, GM: gm, GN: gn, GK: gk, Align: pr.align, NAlign: pr.nalign}), bl.constBytes(pr), c})
+				}
+			}
+		}
+	}
+	sort.SliceStable(fs, func(i, j int) bool {
+		if fs[i].consts != fs[j].consts {
+			return fs[i].consts < fs[j].consts
+		}
+		return fs[i].score < fs[j].score
+	})
+	var out []layout.Split
+	for i := 0; i < len(fs) && i < startKeep; i++ {
+		out = append(out, fs[i].s)
+	}
+	return out
 }
 
 // roundRobin appends to out the first splits of lists, then their
