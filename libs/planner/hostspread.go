@@ -11,10 +11,8 @@ import (
 	"fmt"
 
 	"ipu.local/formats/plan"
-	"ipu.local/libs/arch"
 	"ipu.local/libs/layout"
 	"ipu.local/libs/lower"
-	"ipu.local/libs/prog"
 )
 
 // spreadHost returns the block tensor of a host operand delivered
@@ -62,38 +60,4 @@ func copied(blocks []layout.Piece, shape []int) bool {
 		}
 	}
 	return false
-}
-
-// RegionError is a point with a buffer larger than the memory region its
-// kernels need it in (a product's A blocks in non-interleaved memory):
-// no placement could hold it.
-type RegionError struct {
-	Buffer       string
-	Bytes, Limit int
-	Region       string
-}
-
-func (e *RegionError) Error() string {
-	return fmt.Sprintf("buffer %s of %d bytes does not fit in the %d bytes of %s memory", e.Buffer, e.Bytes, e.Limit, e.Region)
-}
-
-// fitsRegions checks every buffer bound to one memory region against
-// that region's size, as the linker's placement would.
-func fitsRegions(p *arch.Preset, pr *prog.Program) error {
-	for _, b := range pr.Buffers {
-		var limit int
-		var name string
-		switch b.Region {
-		case prog.NonInterleaved:
-			limit, name = int(p.NonInterleaved.Size()), "non-interleaved"
-		case prog.Interleaved:
-			limit, name = int(p.Interleaved.Size()), "interleaved"
-		default:
-			continue
-		}
-		if int(b.Size) > limit {
-			return &RegionError{Buffer: b.Name, Bytes: int(b.Size), Limit: limit, Region: name}
-		}
-	}
-	return nil
 }
