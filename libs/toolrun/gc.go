@@ -24,11 +24,29 @@ const SmallHeapGCPercentKey = "small_heap_gc_percent"
 // GOGC takes its GCPercentKey one for the rest of the run.
 const SmallHeapBytes = 256 << 20
 
-// smallHeap is SmallHeapBytes, which tests change (the monitor reads it
-// on the finalizer goroutine).
-var smallHeap atomic.Uint64
+// TinyHeapBytes is the live heap under which every tool runs at
+// tinyHeapGCPercent: a heap goal of at most 320 MB, below a small heap's
+// 768 MB at GOGC=200, for collections that cost a run over a small
+// model (qk-early's pipeline on 1472 tiles) 5% of its time.
+const TinyHeapBytes = 64 << 20
 
-func init() { smallHeap.Store(SmallHeapBytes) }
+// tinyHeapGCPercent is the GOGC under TinyHeapBytes.
+const tinyHeapGCPercent = 400
+
+// smallHeap and tinyHeap are SmallHeapBytes and TinyHeapBytes, which
+// tests change (the monitor reads them on the finalizer goroutine).
+var smallHeap, tinyHeap atomic.Uint64
+
+func init() {
+	smallHeap.Store(SmallHeapBytes)
+	tinyHeap.Store(TinyHeapBytes)
+}
+
+// gcTier is a GOGC that holds while the live heap is under a bound.
+type gcTier struct {
+	below *atomic.Uint64
+	pct   int
+}
 
 // The tools allocate much short-lived data (lowered programs, schedules)
 // over a heap of a few hundred MB: the collector's default pace spends a
@@ -36,25 +54,43 @@ func init() { smallHeap.Store(SmallHeapBytes) }
 // between collections (GOGC=400, or the tool's app.Metadata[GCPercentKey]),
 // under a soft limit of 4 GiB past which the collector runs as often as
 // it must; GOGC and GOMEMLIMIT in the environment take precedence. A
-// tool with a small-heap GOGC starts with it, and after each collection
-// that leaves SmallHeapBytes or more live, takes its own for good.
+// tool whose GOGC is lower starts at 400 while its live heap is under
+// TinyHeapBytes, then at its small-heap GOGC, if it has one, while the
+// live heap is under SmallHeapBytes; after each collection that leaves
+// a tier's bytes or more live, it takes the next tier's GOGC, or its own
+// for good.
 func tuneGC(app *cli.App) {
 	if os.Getenv("GOGC") == "" {
 		pct := 400
 		if v, ok := app.Metadata[GCPercentKey].(int); ok {
 			pct = v
 		}
+		var tiers []gcTier
+		if pct < tinyHeapGCPercent {
+			tiers = append(tiers, gcTier{&tinyHeap, tinyHeapGCPercent})
+		}
 		if small, ok := app.Metadata[SmallHeapGCPercentKey].(int); ok {
-			debug.SetGCPercent(small)
+			tiers = append(tiers, gcTier{&smallHeap, small})
+		}
+		debug.SetGCPercent(pct)
+		if len(tiers) > 0 {
+			debug.SetGCPercent(tiers[0].pct)
 			afterCollections(func() bool {
-				if liveHeap() < smallHeap.Load() {
-					return true
+				live := liveHeap()
+				passed := 0
+				for passed < len(tiers) && live >= tiers[passed].below.Load() {
+					passed++
 				}
-				debug.SetGCPercent(pct)
-				return false
+				if passed == len(tiers) {
+					debug.SetGCPercent(pct)
+					return false
+				}
+				if passed > 0 {
+					tiers = tiers[passed:]
+					debug.SetGCPercent(tiers[0].pct)
+				}
+				return true
 			})
-		} else {
-			debug.SetGCPercent(pct)
 		}
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {

@@ -49,23 +49,34 @@ func TestTuneGCSmallHeap(t *testing.T) {
 	old, oldLimit := gcPercent(), debug.SetMemoryLimit(-1)
 	t.Cleanup(func() {
 		smallHeap.Store(SmallHeapBytes)
+		tinyHeap.Store(TinyHeapBytes)
 		debug.SetGCPercent(old)
 		debug.SetMemoryLimit(oldLimit)
 	})
 	app := &cli.App{Metadata: map[string]any{GCPercentKey: 100, SmallHeapGCPercentKey: 200}}
 
-	// A live heap under the bound keeps the small-heap GOGC.
+	// A live heap under the tiny bound keeps GOGC=400.
+	tinyHeap.Store(1 << 62)
 	smallHeap.Store(1 << 62)
 	tuneGC(app)
-	if p := gcPercent(); p != 200 {
-		t.Fatalf("GOGC %d at the start, want 200", p)
+	if p := gcPercent(); p != 400 {
+		t.Fatalf("GOGC %d at the start, want 400", p)
 	}
 	runtime.GC()
 	time.Sleep(10 * time.Millisecond)
-	if p := gcPercent(); p != 200 {
-		t.Fatalf("GOGC %d after a collection under the bound, want 200", p)
+	if p := gcPercent(); p != 400 {
+		t.Fatalf("GOGC %d after a collection under the tiny bound, want 400", p)
 	}
-	// Past the bound, the tool's own, for good.
+	// Past it, the small-heap GOGC while under the small bound.
+	tinyHeap.Store(1)
+	collectUntil(t, func() bool { return gcPercent() == 200 })
+	tinyHeap.Store(1 << 62) // the tiers only go down
+	runtime.GC()
+	time.Sleep(10 * time.Millisecond)
+	if p := gcPercent(); p != 200 {
+		t.Fatalf("GOGC %d after a collection under the small bound, want 200", p)
+	}
+	// Past the small bound, the tool's own, for good.
 	smallHeap.Store(1)
 	collectUntil(t, func() bool { return gcPercent() == 100 })
 	smallHeap.Store(1 << 62)
@@ -73,12 +84,30 @@ func TestTuneGCSmallHeap(t *testing.T) {
 	runtime.GC()
 	time.Sleep(10 * time.Millisecond)
 	if p := gcPercent(); p != 150 {
-		t.Errorf("GOGC %d: the small-heap monitor still runs after switching", p)
+		t.Errorf("GOGC %d: the heap monitor still runs after switching", p)
 	}
 
-	// Without a small-heap GOGC, the tool's from the start.
+	// Both bounds passed at one collection: the tool's own at once.
+	tinyHeap.Store(1 << 62)
+	smallHeap.Store(1 << 62)
+	tuneGC(app)
+	tinyHeap.Store(1)
+	smallHeap.Store(1)
+	collectUntil(t, func() bool { return gcPercent() == 100 })
+
+	// Without a small-heap GOGC: 400 under the tiny bound, then the
+	// tool's.
+	tinyHeap.Store(1 << 62)
 	tuneGC(&cli.App{Metadata: map[string]any{GCPercentKey: 120}})
-	if p := gcPercent(); p != 120 {
-		t.Errorf("GOGC %d without a small-heap value, want 120", p)
+	if p := gcPercent(); p != 400 {
+		t.Errorf("GOGC %d at the start without a small-heap value, want 400", p)
+	}
+	tinyHeap.Store(1)
+	collectUntil(t, func() bool { return gcPercent() == 120 })
+
+	// A tool at 400 or more has no tiers.
+	tuneGC(&cli.App{Metadata: map[string]any{GCPercentKey: 500}})
+	if p := gcPercent(); p != 500 {
+		t.Errorf("GOGC %d for a tool at 500, want 500", p)
 	}
 }
