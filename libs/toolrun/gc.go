@@ -72,8 +72,9 @@ func tuneGC(app *cli.App) {
 		if small, ok := app.Metadata[SmallHeapGCPercentKey].(int); ok {
 			tiers = append(tiers, gcTier{&smallHeap, small})
 		}
-		debug.SetGCPercent(pct)
-		if len(tiers) > 0 {
+		if len(tiers) == 0 {
+			debug.SetGCPercent(pct)
+		} else {
 			debug.SetGCPercent(tiers[0].pct)
 			afterCollections(func() bool {
 				live := liveHeap()
