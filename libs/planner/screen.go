@@ -150,6 +150,26 @@ type scored struct {
 	score int64
 }
 
+// eachGrid calls f with each split of pr over at most budget tiles (its
+// batch, row and column block counts, each of its axis's distinct
+// block sizes, and its k block count, a power of two up to 64), in
+// order, block order set (withOrder), and its tiles' largest block.
+func eachGrid(pr *product, budget int, f func(sp layout.Split, bl block)) {
+	ra := max(layout.AGroup, pr.align)
+	ca := max(layout.BGroup, pr.nalign)
+	mu, nu := layout.Units(pr.mm.M, ra), layout.Units(pr.mm.N, ca)
+	for _, gb := range distinct(pr.mm.Batches(), budget) {
+		for gk := 1; gk <= min(64, pr.mm.K) && gb*gk <= budget; gk *= 2 {
+			for _, gm := range distinct(mu, budget/(gb*gk)) {
+				for _, gn := range distinct(nu, budget/(gb*gk*gm)) {
+					sp := withOrder(layout.Split{GB: gb, GM: gm, GN: gn, GK: gk, Align: pr.align, NAlign: pr.nalign})
+					f(sp, blockOf(pr, gb, gm, gn, gk, mu, nu, ra, ca))
+				}
+			}
+		}
+	}
+}
+
 // screen ranks the splits of pr using at most budget tiles by the
 // product's compute cycles, a reduction estimate and the words each tile
 // receives, and returns the best few. Splits that copy a constant
@@ -164,38 +184,24 @@ func (pl *planner) screen(pr *product, budget, maxCopies int) []layout.Split {
 // returns the best score too (-1: no split).
 func (pl *planner) screenN(pr *product, budget, gnOnly, maxCopies int) ([]layout.Split, int64) {
 	var cs []scored
-	ra := max(layout.AGroup, pr.align)
-	ca := max(layout.BGroup, pr.nalign)
-	mu, nu := layout.Units(pr.mm.M, ra), layout.Units(pr.mm.N, ca)
 	constA, constB := isConst(pr.a.w), isConst(pr.b.w)
 	var spare []scored // splits that copy constants more than maxCopies times
-	for _, gb := range distinct(pr.mm.Batches(), budget) {
-		for gk := 1; gk <= min(64, pr.mm.K) && gb*gk <= budget; gk *= 2 {
-			for _, gm := range distinct(mu, budget/(gb*gk)) {
-				for _, gn := range distinct(nu, budget/(gb*gk*gm)) {
-					if gnOnly > 0 && gn != gnOnly {
-						continue
-					}
-					bl := blockOf(pr, gb, gm, gn, gk, mu, nu, ra, ca)
-					if !pl.fitsBlock(pr, bl) {
-						continue
-					}
-					c, ok := pl.score(pr, bl)
-					if !ok {
-						continue
-					}
-					sp := withOrder(layout.Split{GB: gb, GM: gm, GN: gn, GK: gk, Align: pr.align, NAlign: pr.nalign})
-					// Constants stay in the tile images for good: a split
-					// that copies a weight to many tiles fills them.
-					if maxCopies > 0 && (constA && gn > maxCopies || constB && gm > maxCopies) {
-						spare = append(spare, scored{sp, c})
-						continue
-					}
-					cs = append(cs, scored{sp, c})
-				}
-			}
+	eachGrid(pr, budget, func(sp layout.Split, bl block) {
+		if gnOnly > 0 && sp.GN != gnOnly || !pl.fitsBlock(pr, bl) {
+			return
 		}
-	}
+		c, ok := pl.score(pr, bl)
+		if !ok {
+			return
+		}
+		// Constants stay in the tile images for good: a split that
+		// copies a weight to many tiles fills them.
+		if maxCopies > 0 && (constA && sp.GN > maxCopies || constB && sp.GM > maxCopies) {
+			spare = append(spare, scored{sp, c})
+			return
+		}
+		cs = append(cs, scored{sp, c})
+	})
 	if len(cs) == 0 {
 		cs = spare
 	}
@@ -290,28 +296,15 @@ func (pl *planner) frugalSplits(pr *product) []layout.Split {
 		consts, score int64
 	}
 	var fs []frugal
-	ra := max(layout.AGroup, pr.align)
-	ca := max(layout.BGroup, pr.nalign)
-	mu, nu := layout.Units(pr.mm.M, ra), layout.Units(pr.mm.N, ca)
 	usable := pl.usable * 3 / 4
-	budget := pl.tiles
-	for _, gb := range distinct(pr.mm.Batches(), budget) {
-		for gk := 1; gk <= min(64, pr.mm.K) && gb*gk <= budget; gk *= 2 {
-			for _, gm := range distinct(mu, budget/(gb*gk)) {
-				for _, gn := range distinct(nu, budget/(gb*gk*gm)) {
-					bl := blockOf(pr, gb, gm, gn, gk, mu, nu, ra, ca)
-					if bl.bytes(int64(pr.typ.Size())) > usable {
-						continue
-					}
-					c, ok := pl.score(pr, bl)
-					if !ok {
-						continue
-					}
-					fs = append(fs, frugal{withOrder(layout.Split{GB: gb, GM: gm, GN: gn, GK: gk, Align: pr.align, NAlign: pr.nalign}), bl.constBytes(pr), c})
-				}
-			}
+	eachGrid(pr, pl.tiles, func(sp layout.Split, bl block) {
+		if bl.bytes(int64(pr.typ.Size())) > usable {
+			return
 		}
-	}
+		if c, ok := pl.score(pr, bl); ok {
+			fs = append(fs, frugal{sp, bl.constBytes(pr), c})
+		}
+	})
 	sort.SliceStable(fs, func(i, j int) bool {
 		if fs[i].consts != fs[j].consts {
 			return fs[i].consts < fs[j].consts
