@@ -124,7 +124,7 @@ func (b *builder) need(v *graph.Value, pieces []layout.Piece, pad int) (int, err
 	}
 	probe := &layout.Tensor{Pieces: append([]layout.Piece(nil), pieces...)}
 	probe.SortPieces()
-	if samePieces(b.tensors[h].Pieces, probe.Pieces) {
+	if home := b.tensors[h]; samePieces(home.Pieces, probe.Pieces) && (pad == home.Pad || !misalignedRows(home)) {
 		return h, nil
 	}
 	probe.Kind, probe.Pad, probe.Size = layout.RowMajor, pad, lower.DeviceSize(v.DType)
@@ -136,6 +136,32 @@ func (b *builder) need(v *graph.Value, pieces []layout.Piece, pad int) (int, err
 	b.steps = append(b.steps, plan.Step{Node: -1, Name: "relayout:" + v.Name, Kernel: "relayout", Inputs: []int{h}, Outputs: []int{t.ID}})
 	b.cache[key] = t.ID
 	return t.ID, nil
+}
+
+// misalignedRows reports whether a row-major tensor has a piece of more
+// than one row whose row pitch is no multiple of 8 bytes: the row and
+// stream kernels start every row they walk on an 8-byte boundary (a
+// keepdims=0 reduction's output, pad 1, 9 FP32 elements a row and two
+// rows on a tile). Rows of one element are read one value a row, from
+// any 4-byte boundary.
+func misalignedRows(t *layout.Tensor) bool {
+	if t.Kind != layout.RowMajor {
+		return false
+	}
+	for _, p := range t.Pieces {
+		r := len(p.Box)
+		if r < 2 {
+			continue
+		}
+		rows := 1
+		for _, x := range p.Box[:r-1] {
+			rows *= x.Len()
+		}
+		if n := p.Box[r-1].Len(); rows > 1 && n > 1 && layout.Pad(n, max(t.Pad, 1))*t.Size%8 != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func samePieces(a, b []layout.Piece) bool {
@@ -313,6 +339,9 @@ func (b *builder) elementwise(n *graph.Node) error {
 		ipad := layout.DefaultPad(lower.DeviceSize(v.DType))
 		if h, ok := b.home[v.Index]; ok {
 			ipad = b.tensors[h].Pad
+			if misalignedRows(b.tensors[h]) {
+				ipad = padFor(ipad, lower.DeviceSize(v.DType)) // a re-layout aligns its rows
+			}
 		}
 		id, err := b.need(v, want, ipad)
 		if err != nil {
