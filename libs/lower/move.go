@@ -30,72 +30,17 @@ var MoveOps = map[string]bool{"Concat": true, "Split": true, "Slice": true, "Exp
 
 // elemMaps returns the maps of a data-movement node.
 func elemMaps(n *graph.Node) ([]elemMap, error) {
-	x := n.Inputs[0]
-	xs := shapeInts(x.Shape)
-	y := n.Outputs[0]
-	ys := shapeInts(y.Shape)
+	xs := shapeInts(n.Inputs[0].Shape)
+	ys := shapeInts(n.Outputs[0].Shape)
 	switch a := n.Attrs.(type) {
 	case *graph.Concat:
-		var ms []elemMap
-		off := 0
-		for j, v := range n.Inputs {
-			if v == nil {
-				continue
-			}
-			d := int(v.Shape[a.Axis])
-			if d == 0 {
-				continue
-			}
-			cover := layout.Full(ys)
-			cover[a.Axis] = layout.Range{Lo: off, Hi: off + d}
-			o, ax := off, a.Axis
-			ms = append(ms, elemMap{in: j, cover: cover, at: func(out, in []int) {
-				copy(in, out)
-				in[ax] -= o
-			}})
-			off += d
-		}
-		return ms, nil
+		return concatMaps(n, a, ys), nil
 	case *graph.Split:
-		var ms []elemMap
-		off := 0
-		for k, v := range n.Outputs {
-			o, ax := off, a.Axis
-			off += int(a.Sizes[k])
-			if v == nil || a.Sizes[k] == 0 {
-				continue
-			}
-			ms = append(ms, elemMap{out: k, cover: layout.Full(shapeInts(v.Shape)), at: func(out, in []int) {
-				copy(in, out)
-				in[ax] += o
-			}})
-		}
-		return ms, nil
+		return splitMaps(n, a), nil
 	case *graph.Slice:
-		start := make([]int, len(xs))
-		step := make([]int, len(xs))
-		for d := range step {
-			step[d] = 1
-		}
-		for i, ax := range a.Axes {
-			start[ax], step[ax] = int(a.Starts[i]), int(a.Steps[i])
-		}
-		return []elemMap{{cover: layout.Full(ys), at: func(out, in []int) {
-			for d := range in {
-				in[d] = start[d] + step[d]*out[d]
-			}
-		}}}, nil
+		return []elemMap{sliceMap(a, xs, ys)}, nil
 	case *graph.Expand:
-		off := len(ys) - len(xs)
-		return []elemMap{{cover: layout.Full(ys), at: func(out, in []int) {
-			for d := range in {
-				if xs[d] == 1 {
-					in[d] = 0
-				} else {
-					in[d] = out[d+off]
-				}
-			}
-		}}}, nil
+		return []elemMap{expandMap(xs, ys)}, nil
 	case *graph.Tile:
 		return []elemMap{{cover: layout.Full(ys), at: func(out, in []int) {
 			for d := range in {
@@ -103,36 +48,124 @@ func elemMaps(n *graph.Node) ([]elemMap, error) {
 			}
 		}}}, nil
 	case *graph.Gather:
-		iv := n.Inputs[1]
-		if iv.Const == nil {
-			return nil, fmt.Errorf("indices %q are computed at run time", iv.Name)
-		}
-		idx, err := constIndices(iv)
+		m, err := gatherMap(n, a, xs, ys)
 		if err != nil {
 			return nil, err
 		}
-		ax, q := a.Axis, len(iv.Shape)
-		dim := xs[ax]
-		for i, v := range idx {
-			if v < -int64(dim) || v >= int64(dim) {
-				return nil, fmt.Errorf("input 1 (%q): index %d at position %d is outside [-%d, %d) of axis %d", iv.Name, v, i, dim, dim, ax)
-			}
-			if v < 0 {
-				idx[i] = v + int64(dim)
-			}
-		}
-		is := shapeInts(iv.Shape)
-		return []elemMap{{cover: layout.Full(ys), at: func(out, in []int) {
-			copy(in[:ax], out[:ax])
-			f := 0
-			for d := 0; d < q; d++ {
-				f = f*is[d] + out[ax+d]
-			}
-			in[ax] = int(idx[f])
-			copy(in[ax+1:], out[ax+q:])
-		}}}, nil
+		return []elemMap{m}, nil
 	}
 	return nil, fmt.Errorf("no element map for %s", n.Op)
+}
+
+// concatMaps maps each non-empty input of a Concat to its band of the
+// output along the axis.
+func concatMaps(n *graph.Node, a *graph.Concat, ys []int) []elemMap {
+	var ms []elemMap
+	off := 0
+	for j, v := range n.Inputs {
+		if v == nil {
+			continue
+		}
+		d := int(v.Shape[a.Axis])
+		if d == 0 {
+			continue
+		}
+		cover := layout.Full(ys)
+		cover[a.Axis] = layout.Range{Lo: off, Hi: off + d}
+		o, ax := off, a.Axis
+		ms = append(ms, elemMap{in: j, cover: cover, at: func(out, in []int) {
+			copy(in, out)
+			in[ax] -= o
+		}})
+		off += d
+	}
+	return ms
+}
+
+// splitMaps maps each non-empty output of a Split to its band of the
+// input along the axis.
+func splitMaps(n *graph.Node, a *graph.Split) []elemMap {
+	var ms []elemMap
+	off := 0
+	for k, v := range n.Outputs {
+		o, ax := off, a.Axis
+		off += int(a.Sizes[k])
+		if v == nil || a.Sizes[k] == 0 {
+			continue
+		}
+		ms = append(ms, elemMap{out: k, cover: layout.Full(shapeInts(v.Shape)), at: func(out, in []int) {
+			copy(in, out)
+			in[ax] += o
+		}})
+	}
+	return ms
+}
+
+// sliceMap maps a Slice's output to its input: start plus step times the
+// index on each sliced axis.
+func sliceMap(a *graph.Slice, xs, ys []int) elemMap {
+	start := make([]int, len(xs))
+	step := make([]int, len(xs))
+	for d := range step {
+		step[d] = 1
+	}
+	for i, ax := range a.Axes {
+		start[ax], step[ax] = int(a.Starts[i]), int(a.Steps[i])
+	}
+	return elemMap{cover: layout.Full(ys), at: func(out, in []int) {
+		for d := range in {
+			in[d] = start[d] + step[d]*out[d]
+		}
+	}}
+}
+
+// expandMap maps an Expand's output to its input, whose leading axes the
+// output adds and whose axes of 1 it broadcasts.
+func expandMap(xs, ys []int) elemMap {
+	off := len(ys) - len(xs)
+	return elemMap{cover: layout.Full(ys), at: func(out, in []int) {
+		for d := range in {
+			if xs[d] == 1 {
+				in[d] = 0
+			} else {
+				in[d] = out[d+off]
+			}
+		}
+	}}
+}
+
+// gatherMap maps a Gather with constant indices: the output's index axes
+// pick the input's index along the axis (negative indices counted from
+// its end); an index outside the axis is an error.
+func gatherMap(n *graph.Node, a *graph.Gather, xs, ys []int) (elemMap, error) {
+	iv := n.Inputs[1]
+	if iv.Const == nil {
+		return elemMap{}, fmt.Errorf("indices %q are computed at run time", iv.Name)
+	}
+	idx, err := constIndices(iv)
+	if err != nil {
+		return elemMap{}, err
+	}
+	ax, q := a.Axis, len(iv.Shape)
+	dim := xs[ax]
+	for i, v := range idx {
+		if v < -int64(dim) || v >= int64(dim) {
+			return elemMap{}, fmt.Errorf("input 1 (%q): index %d at position %d is outside [-%d, %d) of axis %d", iv.Name, v, i, dim, dim, ax)
+		}
+		if v < 0 {
+			idx[i] = v + int64(dim)
+		}
+	}
+	is := shapeInts(iv.Shape)
+	return elemMap{cover: layout.Full(ys), at: func(out, in []int) {
+		copy(in[:ax], out[:ax])
+		f := 0
+		for d := 0; d < q; d++ {
+			f = f*is[d] + out[ax+d]
+		}
+		in[ax] = int(idx[f])
+		copy(in[ax+1:], out[ax+q:])
+	}}, nil
 }
 
 // constIndices reads an int32 or int64 constant.
