@@ -405,28 +405,9 @@ func Write(w io.Writer, p *Profile) error {
 // Read decodes a profile written by Write (or by any Cap'n Proto writer
 // using profile.capnp) and validates it.
 func Read(data []byte) (*Profile, error) {
-	if len(data) == 0 {
-		return nil, errorf("", "empty file")
-	}
-	msg, err := capnp.Unmarshal(data)
+	root, err := readRoot(data)
 	if err != nil {
-		return nil, errorf("", "%s", oneLine(err))
-	}
-	// A correct reader visits each object once, so it never traverses
-	// more than the file holds; the margin covers the rounding of empty
-	// objects up to one word.
-	msg.ResetReadLimit(2*uint64(len(data)) + 1024)
-
-	rootPtr, err := msg.Root()
-	if err != nil {
-		return nil, errorf("", "root: %s", oneLine(err))
-	}
-	root := rootPtr.Struct()
-	if !root.IsValid() {
-		return nil, errorf("", "root is not a struct")
-	}
-	if v := root.Uint32(profVersionOff); v != Version {
-		return nil, errorf("version", "unsupported version %d (this reader knows version %d)", v, Version)
+		return nil, err
 	}
 	p := &Profile{
 		Tiles:        int(root.Uint32(profTilesOff)),
@@ -441,18 +422,64 @@ func Read(data []byte) (*Profile, error) {
 	if p.Fingerprint, err = readText(root, profFingerprintPtr); err != nil {
 		return nil, errorf("fingerprint", "%s", oneLine(err))
 	}
+	if p.Phases, err = readPhases(root); err != nil {
+		return nil, err
+	}
+	if p.Samples, err = readSamples(root); err != nil {
+		return nil, err
+	}
+	if p.Branches, err = readBranches(root); err != nil {
+		return nil, err
+	}
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
 
+// readRoot decodes the message, bounds its traversal and returns its
+// root struct, of this reader's version.
+func readRoot(data []byte) (capnp.Struct, error) {
+	if len(data) == 0 {
+		return capnp.Struct{}, errorf("", "empty file")
+	}
+	msg, err := capnp.Unmarshal(data)
+	if err != nil {
+		return capnp.Struct{}, errorf("", "%s", oneLine(err))
+	}
+	// A correct reader visits each object once, so it never traverses
+	// more than the file holds; the margin covers the rounding of empty
+	// objects up to one word.
+	msg.ResetReadLimit(2*uint64(len(data)) + 1024)
+
+	rootPtr, err := msg.Root()
+	if err != nil {
+		return capnp.Struct{}, errorf("", "root: %s", oneLine(err))
+	}
+	root := rootPtr.Struct()
+	if !root.IsValid() {
+		return capnp.Struct{}, errorf("", "root is not a struct")
+	}
+	if v := root.Uint32(profVersionOff); v != Version {
+		return capnp.Struct{}, errorf("version", "unsupported version %d (this reader knows version %d)", v, Version)
+	}
+	return root, nil
+}
+
+// readPhases reads the phases (nil when there are none).
+func readPhases(root capnp.Struct) ([]Phase, error) {
 	phases, err := readList(root, profPhasesPtr)
 	if err != nil {
 		return nil, errorf("phases", "%s", oneLine(err))
 	}
+	var out []Phase
 	if phases.Len() > 0 {
-		p.Phases = make([]Phase, phases.Len())
+		out = make([]Phase, phases.Len())
 	}
-	for i := range p.Phases {
+	for i := range out {
 		at := fmt.Sprintf("phases[%d]", i)
 		st := phases.Struct(i)
-		ph := &p.Phases[i]
+		ph := &out[i]
 		ph.Index = int(st.Uint32(phaseIndexOff))
 		ph.Kind = Kind(st.Uint16(phaseKindOff))
 		ph.Cycles = int64(st.Uint64(phaseCyclesOff))
@@ -474,27 +501,38 @@ func Read(data []byte) (*Profile, error) {
 			return nil, errorf(at+".tileCounters", "%s", oneLine(err))
 		}
 	}
+	return out, nil
+}
 
+// readSamples reads the PC samples (nil when there are none).
+func readSamples(root capnp.Struct) ([]Sample, error) {
 	samples, err := readList(root, profSamplesPtr)
 	if err != nil {
 		return nil, errorf("samples", "%s", oneLine(err))
 	}
+	var out []Sample
 	if samples.Len() > 0 {
-		p.Samples = make([]Sample, samples.Len())
+		out = make([]Sample, samples.Len())
 	}
-	for i := range p.Samples {
+	for i := range out {
 		st := samples.Struct(i)
-		p.Samples[i] = Sample{
+		out[i] = Sample{
 			Tile:  int(st.Uint32(sampleTileOff)),
 			Phase: int(st.Uint32(samplePhaseOff)),
 			Cycle: int64(st.Uint64(sampleCycleOff)),
 			PC:    st.Uint32(samplePCOff),
 		}
 	}
+	return out, nil
+}
+
+// readBranches reads the branches taken (nil when there are none).
+func readBranches(root capnp.Struct) ([]Branch, error) {
 	brs, err := readList(root, profBranchesPtr)
 	if err != nil {
 		return nil, errorf("branches", "%s", oneLine(err))
 	}
+	var out []Branch
 	for i := 0; i < brs.Len(); i++ {
 		st := brs.Struct(i)
 		b := Branch{ThenRan: st.Bit(branchThenRanBit), Cycles: int64(st.Uint64(branchCyclesOff))}
@@ -504,12 +542,9 @@ func Read(data []byte) (*Profile, error) {
 		if b.If, err = readText(st, branchIfPtr); err != nil {
 			return nil, errorf(fmt.Sprintf("branches[%d].ifName", i), "%s", oneLine(err))
 		}
-		p.Branches = append(p.Branches, b)
+		out = append(out, b)
 	}
-	if err := p.validate(); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return out, nil
 }
 
 // readText returns the text in pointer i ("" when null).
