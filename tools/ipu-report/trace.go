@@ -136,78 +136,113 @@ func (r *report) traceJSON() ([]byte, error) {
 	if r.in.preset.ClockHz <= 0 {
 		us = 1e6 / r.in.prof.ClockHz
 	}
-	at := func(c int64) float64 { return float64(c) * us }
-	var evs []event
-	meta := func(pid, tid int, what, name string, sort int) {
-		evs = append(evs, event{Name: what, Ph: "M", Pid: pid, Tid: tid, Args: map[string]any{"name": name}})
-		key := "sort_index"
-		evs = append(evs, event{Name: strings.Replace(what, "_name", "_sort_index", 1), Ph: "M", Pid: pid, Tid: tid, Args: map[string]any{key: sort}})
+	t := &traceEvents{us: us}
+	t.meta(pidTiles, 0, "process_name", "tiles", 0)
+	t.meta(pidNodes, 0, "process_name", "nodes", 1)
+	t.meta(pidSupersteps, 0, "process_name", "supersteps", 2)
+	r.tileTracks(t)
+	r.nodeTracks(t)
+	r.superstepTrack(t)
+	other, err := json.Marshal(map[string]any{
+		"arch": r.in.preset.Name, "clock_hz": r.in.preset.ClockHz, "tiles": r.in.prof.Tiles,
+		"total_cycles": r.totalCycles(), "fingerprint": r.in.prof.Fingerprint,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("trace.json: %w", err)
 	}
-	slice := func(pid, tid int, name, cat string, start, cycles int64, args map[string]any) {
-		d := at(cycles)
-		if args == nil {
-			args = map[string]any{}
-		}
-		args["cycles"] = cycles
-		evs = append(evs, event{Name: name, Cat: cat, Ph: "X", Ts: at(start), Dur: &d, Pid: pid, Tid: tid, Args: args})
+	return encodeTrace(other, t.evs)
+}
+
+// traceEvents collects a trace's events, cycles turned to microseconds.
+type traceEvents struct {
+	us  float64 // microseconds per cycle
+	evs []event
+}
+
+func (t *traceEvents) at(c int64) float64 { return float64(c) * t.us }
+
+// meta names a process or thread and sets its sort index.
+func (t *traceEvents) meta(pid, tid int, what, name string, sort int) {
+	t.evs = append(t.evs, event{Name: what, Ph: "M", Pid: pid, Tid: tid, Args: map[string]any{"name": name}})
+	key := "sort_index"
+	t.evs = append(t.evs, event{Name: strings.Replace(what, "_name", "_sort_index", 1), Ph: "M", Pid: pid, Tid: tid, Args: map[string]any{key: sort}})
+}
+
+// slice adds a complete event of cycles from start, its cycles in args.
+func (t *traceEvents) slice(pid, tid int, name, cat string, start, cycles int64, args map[string]any) {
+	d := t.at(cycles)
+	if args == nil {
+		args = map[string]any{}
 	}
+	args["cycles"] = cycles
+	t.evs = append(t.evs, event{Name: name, Cat: cat, Ph: "X", Ts: t.at(start), Dur: &d, Pid: pid, Tid: tid, Args: args})
+}
 
-	meta(pidTiles, 0, "process_name", "tiles", 0)
-	meta(pidNodes, 0, "process_name", "nodes", 1)
-	meta(pidSupersteps, 0, "process_name", "supersteps", 2)
-
+// tileTracks adds a thread per tile group: each superstep's longest tile
+// of the group, then its sync.
+func (r *report) tileTracks(t *traceEvents) {
 	groups, within := r.tileGroups()
 	for g, grp := range groups {
 		tid := g + 1
-		label := tilesLabel(grp.tiles)
-		if grp.idle {
-			label = fmt.Sprintf("idle %s", label)
-		}
-		if len(label) > 60 {
-			label = label[:57] + "..."
-		}
-		if len(grp.tiles) > 1 {
-			label = fmt.Sprintf("%s (x%d)", label, len(grp.tiles))
-			switch {
-			case grp.idle:
-			case within > 0:
-				label = fmt.Sprintf("%s within %d%%", label, within)
-			case within < 0:
-				label = fmt.Sprintf("%s band %d by cycles", label, g+1)
-			}
-		}
-		meta(pidTiles, tid, "thread_name", label, tid)
-		t := grp.tiles[0]
+		t.meta(pidTiles, tid, "thread_name", groupLabel(grp, g, within), tid)
+		first := grp.tiles[0]
 		for _, ph := range r.phases {
 			var c int64
 			for _, u := range grp.tiles {
 				c = max(c, ph.TileCycles[u])
 			}
 			if c > 0 {
-				args := map[string]any{"superstep": ph.Index, "count": len(grp.tiles), "tile": t}
-				if c != ph.TileCycles[t] {
-					args["tile_cycles"] = ph.TileCycles[t] // the first tile's; cycles are the group's longest
+				args := map[string]any{"superstep": ph.Index, "count": len(grp.tiles), "tile": first}
+				if c != ph.TileCycles[first] {
+					args["tile_cycles"] = ph.TileCycles[first] // the first tile's; cycles are the group's longest
 				}
-				if len(ph.ExchangeBytes) > t && ph.ExchangeBytes[t] > 0 {
-					args["exchange_bytes"] = ph.ExchangeBytes[t]
+				if len(ph.ExchangeBytes) > first && ph.ExchangeBytes[first] > 0 {
+					args["exchange_bytes"] = ph.ExchangeBytes[first]
 				}
-				slice(pidTiles, tid, ph.Kind.String()+" "+ph.Node, ph.Kind.String(), ph.Start, c, args)
+				t.slice(pidTiles, tid, ph.Kind.String()+" "+ph.Node, ph.Kind.String(), ph.Start, c, args)
 			}
 			if ph.SyncCycles > 0 {
-				slice(pidTiles, tid, "sync", "sync", ph.Start+ph.Cycles, ph.SyncCycles, map[string]any{"superstep": ph.Index, "count": len(grp.tiles)})
+				t.slice(pidTiles, tid, "sync", "sync", ph.Start+ph.Cycles, ph.SyncCycles, map[string]any{"superstep": ph.Index, "count": len(grp.tiles)})
 			}
 		}
 	}
+}
 
+// groupLabel names tile group g's thread: its tiles, idle or not, and
+// for several how alike they are (within a percentage, or a band of
+// cycles).
+func groupLabel(grp tileGroup, g, within int) string {
+	label := tilesLabel(grp.tiles)
+	if grp.idle {
+		label = fmt.Sprintf("idle %s", label)
+	}
+	if len(label) > 60 {
+		label = label[:57] + "..."
+	}
+	if len(grp.tiles) > 1 {
+		label = fmt.Sprintf("%s (x%d)", label, len(grp.tiles))
+		switch {
+		case grp.idle:
+		case within > 0:
+			label = fmt.Sprintf("%s within %d%%", label, within)
+		case within < 0:
+			label = fmt.Sprintf("%s band %d by cycles", label, g+1)
+		}
+	}
+	return label
+}
+
+// nodeTracks adds a thread per plan node with supersteps: a node's
+// consecutive supersteps make one slice.
+func (r *report) nodeTracks(t *traceEvents) {
 	nodeTid := map[string]int{}
 	for i, n := range r.nodes {
 		if n.Supersteps == 0 {
 			continue
 		}
 		nodeTid[n.Name] = i + 1
-		meta(pidNodes, i+1, "thread_name", n.Name, i+1)
+		t.meta(pidNodes, i+1, "thread_name", n.Name, i+1)
 	}
-	// A node's consecutive supersteps make one slice.
 	for i := 0; i < len(r.phases); {
 		j := i + 1
 		for j < len(r.phases) && r.phases[j].Row == r.phases[i].Row {
@@ -221,12 +256,16 @@ func (r *report) traceJSON() ([]byte, error) {
 				kinds = append(kinds, k)
 			}
 		}
-		slice(pidNodes, nodeTid[r.phases[i].Row], r.phases[i].Row, "node", r.phases[i].Start, cycles,
+		t.slice(pidNodes, nodeTid[r.phases[i].Row], r.phases[i].Row, "node", r.phases[i].Start, cycles,
 			map[string]any{"supersteps": j - i, "kinds": strings.Join(kinds, ",")})
 		i = j
 	}
+}
 
-	meta(pidSupersteps, 1, "thread_name", "BSP supersteps", 1)
+// superstepTrack adds the BSP supersteps' thread: a slice per superstep,
+// its sync included.
+func (r *report) superstepTrack(t *traceEvents) {
+	t.meta(pidSupersteps, 1, "thread_name", "BSP supersteps", 1)
 	for _, ph := range r.phases {
 		name := ph.Name
 		if name == "" {
@@ -243,17 +282,13 @@ func (r *report) traceJSON() ([]byte, error) {
 		if ph.Kind == profile.KindHost {
 			args["host_bytes"] = ph.HostBytes
 		}
-		slice(pidSupersteps, 1, name, ph.Kind.String(), ph.Start, ph.Cycles+ph.SyncCycles, args)
+		t.slice(pidSupersteps, 1, name, ph.Kind.String(), ph.Start, ph.Cycles+ph.SyncCycles, args)
 	}
+}
 
-	other, err := json.Marshal(map[string]any{
-		"arch": r.in.preset.Name, "clock_hz": r.in.preset.ClockHz, "tiles": r.in.prof.Tiles,
-		"total_cycles": r.totalCycles(), "fingerprint": r.in.prof.Fingerprint,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("trace.json: %w", err)
-	}
-	// One event a line: the file stays diffable and small.
+// encodeTrace writes the trace file: otherData, then one event a line,
+// so that the file stays diffable and small.
+func encodeTrace(other []byte, evs []event) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString("{\"displayTimeUnit\":\"ns\",\"otherData\":")
 	b.Write(other)
