@@ -124,7 +124,7 @@ func (b *builder) need(v *graph.Value, pieces []layout.Piece, pad int) (int, err
 	}
 	probe := &layout.Tensor{Pieces: append([]layout.Piece(nil), pieces...)}
 	probe.SortPieces()
-	if home := b.tensors[h]; samePieces(home.Pieces, probe.Pieces) && (pad == home.Pad || !misalignedRows(home)) {
+	if home := b.tensors[h]; samePieces(home.Pieces, probe.Pieces) && !realigns(home, pad) {
 		return h, nil
 	}
 	probe.Kind, probe.Pad, probe.Size = layout.RowMajor, pad, lower.DeviceSize(v.DType)
@@ -138,17 +138,14 @@ func (b *builder) need(v *graph.Value, pieces []layout.Piece, pad int) (int, err
 	return t.ID, nil
 }
 
-// misalignedRows reports whether a row-major tensor has a piece of more
-// than one row whose row pitch is no multiple of 8 bytes: the row and
-// stream kernels start every row they walk on an 8-byte boundary (a
-// keepdims=0 reduction's output, pad 1, 9 FP32 elements a row and two
-// rows on a tile). Rows of one element are read one value a row, from
-// any 4-byte boundary.
-func misalignedRows(t *layout.Tensor) bool {
-	if t.Kind != layout.RowMajor {
-		return false
-	}
-	for _, p := range t.Pieces {
+// misalignedRows reports whether a row-major tensor of pieces at pad,
+// of elements of size bytes, has a piece of more than one row whose row
+// pitch is no multiple of 8 bytes: the row and stream kernels start
+// every row they walk on an 8-byte boundary (a keepdims=0 reduction's
+// output, pad 1, 9 FP32 elements a row and two rows on a tile). Rows of
+// one element are read one value a row, from any boundary.
+func misalignedRows(pieces []layout.Piece, pad, size int) bool {
+	for _, p := range pieces {
 		r := len(p.Box)
 		if r < 2 {
 			continue
@@ -157,11 +154,18 @@ func misalignedRows(t *layout.Tensor) bool {
 		for _, x := range p.Box[:r-1] {
 			rows *= x.Len()
 		}
-		if n := p.Box[r-1].Len(); rows > 1 && n > 1 && layout.Pad(n, max(t.Pad, 1))*t.Size%8 != 0 {
+		if n := p.Box[r-1].Len(); rows > 1 && n > 1 && layout.Pad(n, max(pad, 1))*size%8 != 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// realigns reports whether a re-layout of t to pad would align rows
+// that t's own pad leaves misaligned (misalignedRows): then t does not
+// serve a reader asking for pad, although its pieces are the reader's.
+func realigns(t *layout.Tensor, pad int) bool {
+	return t.Kind == layout.RowMajor && pad != t.Pad && misalignedRows(t.Pieces, t.Pad, t.Size) && !misalignedRows(t.Pieces, pad, t.Size)
 }
 
 func samePieces(a, b []layout.Piece) bool {
@@ -338,8 +342,9 @@ func (b *builder) elementwise(n *graph.Node) error {
 		want := projected(y.Pieces, shapeOf(v), y.Shape)
 		ipad := layout.DefaultPad(lower.DeviceSize(v.DType))
 		if h, ok := b.home[v.Index]; ok {
-			ipad = b.tensors[h].Pad
-			if misalignedRows(b.tensors[h]) {
+			home := b.tensors[h]
+			ipad = home.Pad
+			if home.Kind == layout.RowMajor && misalignedRows(home.Pieces, home.Pad, home.Size) {
 				ipad = padFor(ipad, lower.DeviceSize(v.DType)) // a re-layout aligns its rows
 			}
 		}
