@@ -134,6 +134,12 @@ func torchCases() []torchCase {
 			Seq: 3, Hidden: 16, Vocab: 1000, Pos: posConst},
 		{Name: "temb_b2_s9_h32_fp16_op14", Family: torchEmbed, Opset: 14, DType: f16, Batch: 2,
 			Seq: 9, Hidden: 32, Vocab: 50, Pos: posInit},
+		// FP16 keepdims=0 reductions: their [batch, seq] outputs have rows
+		// of 7 and 3 halves, no multiple of 8 bytes.
+		{Name: "temb_b3_s7_h20_fp16_keepdims0_op14", Family: torchEmbed, Opset: 14, DType: f16, Batch: 3,
+			Seq: 7, Hidden: 20, Vocab: 33, Pos: posConst, KeepDims0: true},
+		{Name: "tmlp_b2_c5x3x12_fp16_keepdims0_op13", Family: torchMLP, Opset: 13, DType: f16, Batch: 2,
+			In: []int64{5, 3, 12}, Widths: []int64{20}, Classes: 4, Head: "softmax", KeepDims0: true},
 
 		// Attention layers.
 		{Name: "tattn_b2_s13_h40_n5_op14", Family: torchAttn, Opset: 14, DType: f32, Batch: 2,
@@ -184,6 +190,7 @@ var torchSmoke = []string{
 	"tgate_b1_c2x50_refine_skipped_op14",
 	"temb_b3_s5_h24_slice_op17",
 	"temb_b2_s9_h36_const_keepdims0_op14",
+	"temb_b3_s7_h20_fp16_keepdims0_op14",
 	"tattn_b2_s6_h20_n2_minmask_op14",
 	"tattn_b1_s9_h24_n3_tanh_op13",
 	"tattn_b2_s11_h24_n3_dynamic_op14",
