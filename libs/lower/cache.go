@@ -139,7 +139,11 @@ type fragment struct {
 	// lowered in the same program; replay records the rest as aliases,
 	// so that compaction sees the dependency (compact.go).
 	ins [][]prog.Ref
-	acc map[int]int64
+	// needs: what the step's lowering asked of its inputs' buffers (the
+	// AMP's B operand interleaved, its A operand not), which replay asks
+	// of the replaying program's buffers.
+	needs []bufferNeed
+	acc   map[int]int64
 	// used is the cache's lowering count when a lowering last used it.
 	used int
 	// appendedSum and stepSums (by steps, nil but for compute ones): the
@@ -253,10 +257,11 @@ func (l *lowerer) lowerCached(st *plan.Step) error {
 			before[t] = len(ks)
 		}
 	}
+	was := inputBuffers(ins)
 	if err := l.lowerStep(st); err != nil {
 		return err
 	}
-	f := &fragment{appended: map[int][]*prog.Kernel{}, acc: map[int]int64{}, name: st.Name, ins: ins, used: c.lowerings}
+	f := &fragment{appended: map[int][]*prog.Kernel{}, acc: map[int]int64{}, name: st.Name, ins: ins, used: c.lowerings, needs: needsOf(ins, was)}
 	if cur != nil {
 		for t, ks := range cur.Work {
 			if n := before[t]; len(ks) > n {
@@ -292,6 +297,74 @@ func (l *lowerer) lowerCached(st *plan.Step) error {
 	return nil
 }
 
+// bufferNeed is a change a step's lowering made to the buffer of input
+// In's ref Ref: its region (prog.AnyRegion: unchanged) and alignment.
+type bufferNeed struct {
+	In, Ref int
+	Region  prog.Region
+	Align   uint32
+}
+
+// inputBuffers returns the region and alignment of the buffer of each
+// input ref, in order.
+func inputBuffers(ins [][]prog.Ref) []prog.Buffer {
+	var out []prog.Buffer
+	for _, refs := range ins {
+		for _, r := range refs {
+			var b prog.Buffer
+			if r.Buf != nil {
+				b.Region, b.Align = r.Buf.Region, r.Buf.Align
+			}
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// needsOf lists the input buffers whose region or alignment the step's
+// lowering changed from was (inputBuffers before it).
+func needsOf(ins [][]prog.Ref, was []prog.Buffer) []bufferNeed {
+	var out []bufferNeed
+	i := 0
+	for k, refs := range ins {
+		for j, r := range refs {
+			w := was[i]
+			i++
+			if r.Buf == nil || r.Buf.Region == w.Region && r.Buf.Align == w.Align {
+				continue
+			}
+			n := bufferNeed{In: k, Ref: j, Region: prog.AnyRegion, Align: r.Buf.Align}
+			if r.Buf.Region != w.Region {
+				n.Region = r.Buf.Region
+			}
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// applyNeeds asks of the replaying program's input buffers what the
+// fragment's lowering asked of its own: a constant or host input is a
+// buffer of this program, which the replayed kernels read from the
+// region the step needs (the search's memory checks count the AMP's B
+// operands against the interleaved region).
+func (l *lowerer) applyNeeds(st *plan.Step, f *fragment) {
+	for _, n := range f.needs {
+		id := st.Inputs[n.In]
+		if id < 0 || n.Ref >= len(l.refs[id]) {
+			continue
+		}
+		b := l.refs[id][n.Ref].Buf
+		if b == nil {
+			continue
+		}
+		if n.Region != prog.AnyRegion {
+			b.Region = n.Region
+		}
+		b.Align = max(b.Align, n.Align)
+	}
+}
+
 // copyStep copies a superstep so that later steps appending kernels to a
 // replayed superstep do not change the cached one.
 func copyStep(s *prog.Superstep) *prog.Superstep {
@@ -318,6 +391,7 @@ func (l *lowerer) replay(st *plan.Step, f *fragment) {
 			}
 		}
 	}
+	l.applyNeeds(st, f)
 	var cur *prog.Superstep
 	if len(f.appended) > 0 {
 		cur = l.compute(f.name)

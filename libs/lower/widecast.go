@@ -77,7 +77,10 @@ func wideCasts(pr *prog.Program, p *arch.Preset) {
 	}
 	for _, k := range casts {
 		c := k.Params.(*codegen.Cast)
+		// A replayed cast's refs name the buffers of the lowering it was
+		// cached from: the program's own are the ones it stands for.
 		x, y := k.Fixes[0].Ref, k.Fixes[1].Ref
+		x.Buf, y.Buf = canonical(pr, x.Buf), canonical(pr, y.Buf)
 		wide := wideCastFits(*c, x, y) && roomy(x.Buf) && roomy(y.Buf)
 		if wide {
 			for _, b := range []*prog.Buffer{x.Buf, y.Buf} {
@@ -91,6 +94,14 @@ func wideCasts(pr *prog.Program, p *arch.Preset) {
 			k.ClearCost()
 		}
 	}
+}
+
+// canonical is pr's buffer that b stands for (nil stays nil).
+func canonical(pr *prog.Program, b *prog.Buffer) *prog.Buffer {
+	if b == nil {
+		return nil
+	}
+	return pr.Canonical(b)
 }
 
 // wideCastFits reports whether a cast's arrays meet Interleaved's

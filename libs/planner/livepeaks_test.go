@@ -51,7 +51,7 @@ func TestLivePeaks(t *testing.T) {
 			}
 		}
 		for _, entries := range []int{1, 3 * (steps + 2), 1 << 20} {
-			got := livePeaks(pr, n, entries)
+			got := livePeaks(pr, n, entries, nil)
 			for tile := range n {
 				if got[tile] != want[tile] {
 					t.Fatalf("trial %d, %d entries: tile %d peak %d, want %d", trial, entries, tile, got[tile], want[tile])

@@ -22,6 +22,27 @@ type MemoryError struct {
 	Worst  []TileBytes
 	// Largest names the worst tile's largest buffers.
 	Largest []string
+	// Interleaved, when not 0, is the interleaved region's usable bytes,
+	// and Worst the tiles whose buffers bound to it (the AMP's B operands
+	// and C blocks) exceed them: their constants and the peak of their
+	// variables.
+	Interleaved int64
+}
+
+// interleavedError is the message of an interleaved region's overflow.
+func (e *MemoryError) interleavedError() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "out of interleaved memory on %d tiles of %s (%d bytes per tile for the AMP's B operands and C blocks): ", e.Tiles, e.Arch, e.Interleaved)
+	for i, t := range e.Worst {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "tile %d needs %d (constants %d, variables %d at their peak)", t.Tile, t.Constants+t.Variables, t.Constants, t.Variables)
+	}
+	if len(e.Largest) > 0 {
+		fmt.Fprintf(&b, "; largest on tile %d: %s", e.Worst[0].Tile, strings.Join(e.Largest, ", "))
+	}
+	return b.String()
 }
 
 // TileBytes is one tile's data by category.
@@ -31,6 +52,9 @@ type TileBytes struct {
 }
 
 func (e *MemoryError) Error() string {
+	if e.Interleaved > 0 {
+		return e.interleavedError()
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "out of memory on %d tiles of %s (usable %d bytes per tile, %d of them for code): ", e.Tiles, e.Arch, e.Usable, codeAllowance)
 	for i, t := range e.Worst {
@@ -55,8 +79,9 @@ const liveChunk = 1 << 20
 // and Last supersteps: a sweep over the supersteps with each tile's bytes
 // starting and stopping to live (a buffer lives from First to Last; one
 // freed at a superstep another starts at is not live with it), over as
-// many tiles at a time as keep the sweep's array within entries.
-func livePeaks(pr *prog.Program, n, entries int) []int64 {
+// many tiles at a time as keep the sweep's array within entries. keep
+// (nil: every one) picks the buffers counted.
+func livePeaks(pr *prog.Program, n, entries int, keep func(*prog.Buffer) bool) []int64 {
 	peaks := make([]int64, n)
 	S := len(pr.Steps) + 2
 	chunk := max(1, min(n, entries/S))
@@ -65,7 +90,7 @@ func livePeaks(pr *prog.Program, n, entries int) []int64 {
 		hi := min(n, lo+chunk)
 		clear(diff)
 		for _, b := range pr.Buffers {
-			if b.Data != nil || b.Permanent {
+			if b.Data != nil || b.Permanent || keep != nil && !keep(b) {
 				continue
 			}
 			for _, t := range b.Tiles {
@@ -89,8 +114,11 @@ func livePeaks(pr *prog.Program, n, entries int) []int64 {
 
 // fits checks a program's memory: on every tile, the constants and the
 // largest set of variables live at once within the usable memory less
-// the code allowance. The linker's placement decides exactly.
-func fits(p *arch.Preset, tiles int, usable int64, pr *prog.Program) error {
+// the code allowance. The linker's placement decides exactly. When they
+// fit, il is what the buffers bound to the interleaved region need
+// beyond it (fitsInterleaved): the search ranks such a point after every
+// point that fits (result.cost), since no placement can link it.
+func fits(p *arch.Preset, tiles int, usable int64, pr *prog.Program) (il overflow, err error) {
 	pr.Liveness()
 	// By tile, dense (buffers' tiles are the plan's, never negative): maps
 	// by tile were a tenth of pricing a candidate on a full chip.
@@ -102,15 +130,19 @@ func fits(p *arch.Preset, tiles int, usable int64, pr *prog.Program) error {
 	}
 	per := make([]TileBytes, n)
 	used := make([]bool, n)
+	ilConst := make([]int64, n)
 	for _, b := range pr.Buffers {
 		for _, t := range b.Tiles {
 			used[t] = true
 			if b.Data != nil || b.Permanent {
 				per[t].Constants += int64(b.Size)
+				if b.Region == prog.Interleaved {
+					ilConst[t] += int64(b.Size)
+				}
 			}
 		}
 	}
-	for t, v := range livePeaks(pr, n, liveChunk) {
+	for t, v := range livePeaks(pr, n, liveChunk, nil) {
 		per[t].Variables = v
 	}
 	var over []TileBytes
@@ -121,9 +153,64 @@ func fits(p *arch.Preset, tiles int, usable int64, pr *prog.Program) error {
 		}
 	}
 	if len(over) == 0 {
-		// The bytes fit; a buffer larger than its region does not.
-		return fitsRegions(p, pr)
+		// The bytes fit; a buffer larger than its region does not, nor
+		// the interleaved buffers of a tile larger than that region.
+		if err := fitsRegions(p, pr); err != nil {
+			return overflow{}, err
+		}
+		return fitsInterleaved(p, tiles, pr, per, ilConst), nil
 	}
+	sortOver(over)
+	e := &MemoryError{Arch: p.Name, Tiles: tiles, Usable: usable, Worst: over[:min(len(over), 3)]}
+	e.Largest = largestOn(pr, over[0].Tile, nil)
+	return overflow{}, e
+}
+
+// overflow is what a point's buffers bound to the interleaved region
+// need beyond it: Bytes summed over the tiles (0: they fit), and the
+// error that says so.
+type overflow struct {
+	Bytes int64
+	Err   *MemoryError
+}
+
+// fitsInterleaved checks, on every tile, the buffers bound to the
+// interleaved region (the constants among them ilConst) against the
+// region below the runtime's reserve: no placement holds more. A tile
+// whose interleaved constants and every variable's peak (per) fit needs
+// no closer look; the others get the peak of their interleaved
+// variables.
+func fitsInterleaved(p *arch.Preset, tiles int, pr *prog.Program, per []TileBytes, ilConst []int64) overflow {
+	limit := int64(p.UsableMemory().Hi) - int64(p.Interleaved.Lo)
+	check := false
+	for t := range per {
+		if ilConst[t]+per[t].Variables > limit {
+			check = true
+			break
+		}
+	}
+	if !check {
+		return overflow{}
+	}
+	il := func(b *prog.Buffer) bool { return b.Region == prog.Interleaved }
+	var over []TileBytes
+	var sum int64
+	for t, v := range livePeaks(pr, len(per), liveChunk, il) {
+		if need := ilConst[t] + v; need > limit {
+			over = append(over, TileBytes{Tile: t, Constants: ilConst[t], Variables: v})
+			sum += need - limit
+		}
+	}
+	if len(over) == 0 {
+		return overflow{}
+	}
+	sortOver(over)
+	return overflow{Bytes: sum, Err: &MemoryError{Arch: p.Name, Tiles: tiles, Usable: limit, Worst: over[:min(len(over), 3)], Interleaved: limit,
+		Largest: largestOn(pr, over[0].Tile, il)}}
+}
+
+// sortOver orders the tiles over their memory, the fullest first.
+func sortOver(over []TileBytes) {
 	sort.Slice(over, func(i, j int) bool {
 		a, b := over[i].Constants+over[i].Variables, over[j].Constants+over[j].Variables
 		if a != b {
@@ -131,24 +218,32 @@ func fits(p *arch.Preset, tiles int, usable int64, pr *prog.Program) error {
 		}
 		return over[i].Tile < over[j].Tile
 	})
-	e := &MemoryError{Arch: p.Name, Tiles: tiles, Usable: usable, Worst: over[:min(len(over), 3)]}
-	var onWorst []*prog.Buffer
+}
+
+// largestOn names the four largest buffers on tile (of those keep
+// picks; nil: all), with their bytes and kind.
+func largestOn(pr *prog.Program, tile int, keep func(*prog.Buffer) bool) []string {
+	var on []*prog.Buffer
 	for _, b := range pr.Buffers {
+		if keep != nil && !keep(b) {
+			continue
+		}
 		for _, t := range b.Tiles {
-			if t == over[0].Tile {
-				onWorst = append(onWorst, b)
+			if t == tile {
+				on = append(on, b)
 			}
 		}
 	}
-	sort.SliceStable(onWorst, func(i, j int) bool { return onWorst[i].Size > onWorst[j].Size })
-	for _, b := range onWorst[:min(4, len(onWorst))] {
+	sort.SliceStable(on, func(i, j int) bool { return on[i].Size > on[j].Size })
+	var out []string
+	for _, b := range on[:min(4, len(on))] {
 		kind := "variable"
 		if b.Data != nil || b.Permanent {
 			kind = "constant"
 		}
-		e.Largest = append(e.Largest, fmt.Sprintf("%s %d bytes (%s)", b.Name, b.Size, kind))
+		out = append(out, fmt.Sprintf("%s %d bytes (%s)", b.Name, b.Size, kind))
 	}
-	return e
+	return out
 }
 
 // RegionError is a point with a buffer larger than the memory region its

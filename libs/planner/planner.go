@@ -271,12 +271,31 @@ type result struct {
 	padRemoved int // FP8 cast padding clears the lowering's pass removed
 	geo        geometry
 	mem        error // the point does not fit the tiles
+	// il is what the point's interleaved buffers need beyond that
+	// region, when their bytes fit the tiles (fits).
+	il overflow
 }
 
 // cost is what the search minimises: by default the device's cycles and
 // the host link's, since a layout the host must deliver copies of (a
 // replicated operand block) costs an inference its bytes over the link.
-func (r *result) cost() int64 { return r.obj }
+// A point whose interleaved buffers overflow that region cannot link:
+// it costs more than every point that can, and less the less it
+// overflows, so that a walk from such a start descends to one that fits.
+func (r *result) cost() int64 {
+	if r.il.Bytes == 0 {
+		return r.obj
+	}
+	return overflowCost + min(r.il.Bytes, maxOverflow)<<32 + min(r.obj, 1<<32-1)
+}
+
+// overflowCost is the least cost of a point that overflows interleaved
+// memory, and maxOverflow the most bytes its cost tells apart: the sum
+// stays below 2^63.
+const (
+	overflowCost = int64(1) << 61
+	maxOverflow  = int64(1) << 28
+)
 
 // ComputeBound is the graph's matrix work at the product rate on every
 // tile: the sum over products of MACs / (rate x tiles), rounded up.
@@ -422,6 +441,10 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	}
 	st.Attempts = opt.MaxAttempts
 	s.Attempts += opt.MaxAttempts
+	if w.incR.il.Err != nil {
+		// No point the search visited fits the interleaved region.
+		return nil, nil, nil, w.incR.il.Err
+	}
 	pl.saveWalk(s, &w)
 	out, err := pl.finish(w.inc, w.incR, opt, s.Attempts, objective)
 	if err != nil {

@@ -287,7 +287,7 @@ func (pl *planner) price(bp builtPoint, steps *lower.StepCache) (pc pricing) {
 	pc.expansion = t1.Sub(t0)
 	err = r.geo.check(sched.FragmentLimit(pl.p))
 	if err == nil {
-		err = fits(pl.p, pl.tiles, pl.usable, pr)
+		r.il, err = fits(pl.p, pl.tiles, pl.usable, pr)
 	}
 	pc.footprint = time.Since(t1)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"ipu.local/libs/cost"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/lower"
+	"ipu.local/libs/prog"
 )
 
 // TestProgramPrintFields fails when a plan type gains a field that
@@ -172,8 +173,16 @@ func cachedPriceIsExact(t *testing.T, model string, evicts bool) {
 		// for this program's (prog.Program.Alias).
 		cached.Liveness()
 		fresh.Liveness()
-		if a, b := livePeaks(cached, pl.p.Tiles, liveChunk), livePeaks(fresh, pl.p.Tiles, liveChunk); !slices.Equal(a, b) {
+		if a, b := livePeaks(cached, pl.p.Tiles, liveChunk, nil), livePeaks(fresh, pl.p.Tiles, liveChunk, nil); !slices.Equal(a, b) {
 			t.Fatalf("point %d: the cached lowering's live peaks differ from the fresh one's", priced)
+		}
+		// And the regions the kernels bind buffers to: a replayed product
+		// reads its B operand, a constant this program made, from
+		// interleaved memory as the fresh one does.
+		for _, r := range []prog.Region{prog.Interleaved, prog.NonInterleaved} {
+			if a, b := regionBytes(cached, r), regionBytes(fresh, r); !slices.Equal(a, b) {
+				t.Fatalf("point %d: region %d holds %v bytes by tile in the cached lowering, %v in the fresh one", priced, r, a, b)
+			}
 		}
 		priced++
 		pt = nb
@@ -182,6 +191,24 @@ func cachedPriceIsExact(t *testing.T, model string, evicts bool) {
 		t.Fatalf("%d points priced, %d cache hits, %d fragments evicted", priced, steps.Hits, steps.Evicted)
 	}
 	t.Logf("%d points priced, %d cache hits, %d fragments evicted, %d padding clears removed", priced, steps.Hits, steps.Evicted, cleared)
+}
+
+// regionBytes returns, by tile, the bytes of pr's buffers bound to
+// region r.
+func regionBytes(pr *prog.Program, r prog.Region) []int64 {
+	var out []int64
+	for _, b := range pr.Buffers {
+		if b.Region != r {
+			continue
+		}
+		for _, t := range b.Tiles {
+			for len(out) <= t {
+				out = append(out, 0)
+			}
+			out[t] += int64(b.Size)
+		}
+	}
+	return out
 }
 
 // TestTensorMemoPlans: a plan built with a worker's tensor memo, warmed

@@ -562,8 +562,8 @@ type Program struct {
 	Alias map[*Buffer]*Buffer
 }
 
-// canonical returns the buffer of p that b stands for (Alias).
-func (p *Program) canonical(b *Buffer) *Buffer {
+// Canonical returns the buffer of p that b stands for (Alias).
+func (p *Program) Canonical(b *Buffer) *Buffer {
 	for n := 0; p.Alias != nil && n < len(p.Alias); n++ {
 		a, ok := p.Alias[b]
 		if !ok {
@@ -634,7 +634,7 @@ func (p *Program) Liveness() {
 	// An alias's accesses are those of the buffer it stands for (min
 	// and max: in any order).
 	for a := range p.Alias {
-		if c := p.canonical(a); a.First >= 0 && c != a {
+		if c := p.Canonical(a); a.First >= 0 && c != a {
 			touch(c, a.First)
 			touch(c, a.Last)
 		}

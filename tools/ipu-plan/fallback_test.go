@@ -52,6 +52,42 @@ func TestFallbackToDevice(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a reserve places", func(t *testing.T) {
+		// The first two links (the inference objective's and the device
+		// objective's plans) do not place: the search runs again with a
+		// sixteenth kept free, that plan links, and the state keeps the
+		// reserve for a resumed search, which links at once.
+		calls := 0
+		validateLink = func(log *slog.Logger, cfg config, pl *plan.Plan, saved []plan.Exchange) (*link.Stats, error) {
+			if calls++; calls <= 2 {
+				return nil, &link.MemoryError{Tile: 3, Buffer: "b", Size: 2560, Region: "interleaved memory"}
+			}
+			return validateCompact(log, cfg, pl, saved)
+		}
+		dir := t.TempDir()
+		out, state := filepath.Join(dir, "r.plan"), filepath.Join(dir, "r.json")
+		var stdout, stderr bytes.Buffer
+		if status := run([]string{"ipu-plan", model, "-o", out, "--tiles", "64", "--max-attempts", "2", "--state", state}, &stdout, &stderr); status != 0 {
+			t.Fatalf("status %d:\n%s", status, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "the plan does not place: searching again with memory kept free on every tile reserve_bytes=39867 reason=\"tile 3: buffer b of 2560 bytes does not fit in interleaved memory") {
+			t.Errorf("no retry with a sixteenth kept free:\n%s", stderr.String())
+		}
+		data, err := os.ReadFile(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(data, []byte(`"memory_reserve": 39867`)) {
+			t.Errorf("the state keeps no reserve")
+		}
+		stderr.Reset()
+		if status := run([]string{"ipu-plan", model, "-o", filepath.Join(dir, "r2.plan"), "--tiles", "64", "--max-attempts", "2", "--state", state, "--objective", "device"}, &stdout, &stderr); status != 0 {
+			t.Fatalf("resumed: status %d:\n%s", status, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "loaded mid-plan search state") || strings.Contains(stderr.String(), "does not place") {
+			t.Errorf("the resumed search did not load the state or did not place:\n%s", stderr.String())
+		}
+	})
 	t.Run("no reserve places", func(t *testing.T) {
 		// Every link a placement failure: the search runs again with a
 		// sixteenth, an eighth and a quarter kept free, then fails with
