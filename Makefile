@@ -12,7 +12,7 @@ MODULES := formats libs tools scripts
 # the test cache cannot see; never trust a cached pass.
 GOFLAGS_TEST ?= -count=1
 
-.PHONY: gendata all build run report sweep test-slurm shard-quality test-browser deps-chromium run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-6 conformance-fp64 transformers transformer-models transformers-smoke transformers-odd transformer-odd-models torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run report sweep test-slurm shard-quality test-browser deps-chromium run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-6 conformance-few conformance-fp64 transformers transformer-models transformers-smoke transformers-odd transformer-odd-models torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -153,7 +153,7 @@ run-asm: build
 		--profile $(ART)/dot64/dot64.capnp $(ART)/dot64/dot64.ipuexe
 	$(BIN)/ipu-dump $(ART)/dot64/dot64.capnp | head -n 30
 
-test: vet fmt-check deps-capnp test-go conformance conformance-64 conformance-6 conformance-fp64 torch-smoke run-asm run test-browser test-slurm
+test: vet fmt-check deps-capnp test-go conformance conformance-64 conformance-6 conformance-few conformance-fp64 torch-smoke run-asm run test-browser test-slurm
 
 # The Go tests find their data through libs/repodata: $IPU_CONFORMANCE
 # and $IPU_MODELS when set, the shared folder beside the repository when
@@ -204,6 +204,14 @@ conformance-64: build
 # tiles, where a weight fills a tile (the planner's frugal splits).
 conformance-6: build
 	$(GO) run ./scripts/conformance --root $(MODELS_ROOT) --run '_fp16|torch_' --tiles 6
+
+# conformance-few: the layers and blocks on the fewest tiles they plan
+# on, where the weights fill interleaved memory: FP16 on 5 tiles (its
+# placement puts the buffers of no region in non-interleaved memory
+# first), FP32 on 10 (the search's region checks see the weights there).
+conformance-few: build
+	$(GO) run ./scripts/conformance --root $(MODELS_ROOT) --run '_fp16' --tiles 5
+	$(GO) run ./scripts/conformance --root $(MODELS_ROOT) --run 'bert_layer$$|gpt2_block$$' --tiles 10
 
 # conformance-fp64: the cases with DOUBLE tensors, which the default run
 # reports UNSUPPORTED, computed in FP32 (ipu-plan --downcast-fp64).

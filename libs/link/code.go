@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 
 	"ipu.local/formats/obj"
@@ -31,14 +32,8 @@ func hostInst(in bool) isa.Inst {
 // bound and reports the placement of the tile with the most code.
 func (l *linker) placeStorage(log *slog.Logger) error {
 	l.addProfileBuffer()
-	pl := &placer{p: l.p, tiles: map[int][]span{}, codeTop: map[int]uint32{}}
-	for t, tl := range l.tiles {
-		pl.codeTop[t] = l.p.Executable.Lo + uint32(tl.codeBytes())
-	}
-	if err := pl.placeAll(l.prog.Buffers); err != nil {
-		if me, ok := err.(*MemoryError); ok {
-			me.Report = "\n" + l.memoryReport(pl, 5)
-		}
+	pl, err := l.placeBuffers(log)
+	if err != nil {
 		return err
 	}
 	l.st.Memory = l.tileMemory(pl)
@@ -73,6 +68,43 @@ func (l *linker) placeStorage(log *slog.Logger) error {
 		slog.Int("generated_code_bytes", worst.gen), slog.Uint64("code_address", uint64(code)),
 		trace.Bare("available_ranges", rangesString(l.st.Available)))
 	return nil
+}
+
+// placeBuffers places the program's buffers by the first policy that
+// fits them all (lowPolicy's order): the buffers of no region go to the
+// interleaved region first; when a buffer finds no room that way, the
+// constants and then all of them go to the non-interleaved region
+// first, leaving the interleaved region to the buffers that need it
+// (the AMP's B operands and C blocks). A placement that fails every way
+// returns the first policy's error, with its memory report.
+func (l *linker) placeBuffers(log *slog.Logger) (*placer, error) {
+	var first *MemoryError
+	for low := lowNone; low < numLowPolicies; low++ {
+		for _, b := range l.prog.Buffers {
+			b.Addr, b.Placed = 0, false
+		}
+		pl := &placer{p: l.p, tiles: map[int][]span{}, codeTop: map[int]uint32{}, low: low}
+		for t, tl := range l.tiles {
+			pl.codeTop[t] = l.p.Executable.Lo + uint32(tl.codeBytes())
+		}
+		err := pl.placeAll(l.prog.Buffers)
+		if err == nil {
+			if first != nil {
+				why, _, _ := strings.Cut(first.Error(), "\n")
+				log.Info("placed the buffers of no region another way", slog.String("policy", low.String()), slog.String("reason", why))
+			}
+			return pl, nil
+		}
+		me, ok := err.(*MemoryError)
+		if !ok {
+			return nil, err
+		}
+		if first == nil {
+			me.Report = "\n" + l.memoryReport(pl, 5)
+			first = me
+		}
+	}
+	return nil, first
 }
 
 // free lists the memory that is free on every tile with a program:

@@ -43,6 +43,38 @@ type placer struct {
 	// its spans on its other tiles add nothing.
 	seen map[*prog.Buffer]int
 	call int
+	// low is the placement's policy for buffers of no region: which of
+	// them try the non-interleaved region first (placeLow).
+	low lowPolicy
+}
+
+// lowPolicy says which buffers of no region (prog.AnyRegion) a placement
+// puts in the non-interleaved region first, highest first below the A
+// operands, instead of at the interleaved region's bottom.
+type lowPolicy uint8
+
+const (
+	lowNone      lowPolicy = iota // none: every one interleaved first
+	lowConstants                  // the constants (data or permanent)
+	lowAll                        // every one
+	numLowPolicies
+)
+
+// lowPolicyNames name the policies in the placement's log line.
+var lowPolicyNames = [numLowPolicies]string{"interleaved first", "constants non-interleaved first", "non-interleaved first"}
+
+func (p lowPolicy) String() string { return lowPolicyNames[p] }
+
+// placeLow reports whether b, of no region, tries the non-interleaved
+// region first under the placer's policy.
+func (pl *placer) placeLow(b *prog.Buffer) bool {
+	switch pl.low {
+	case lowConstants:
+		return b.Data != nil || b.Permanent
+	case lowAll:
+		return true
+	}
+	return false
 }
 
 // MemoryError is a buffer that does not fit.
@@ -232,7 +264,11 @@ func (pl *placer) place(b *prog.Buffer) error {
 			at, ok = fitUp(busy, il.Lo, il.Hi, b.Size, b.Align, avoid)
 		}
 	default:
-		if at, ok = fitUp(busy, il.Lo, il.Hi, b.Size, b.Align, avoid); !ok {
+		if pl.placeLow(b) {
+			if at, ok = fitDown(busy, ni.Lo, ni.Hi, b.Size, b.Align); !ok {
+				at, ok = fitUp(busy, il.Lo, il.Hi, b.Size, b.Align, avoid)
+			}
+		} else if at, ok = fitUp(busy, il.Lo, il.Hi, b.Size, b.Align, avoid); !ok {
 			at, ok = fitDown(busy, ni.Lo, ni.Hi, b.Size, b.Align)
 		}
 	}

@@ -2,6 +2,7 @@ package link
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -57,5 +58,59 @@ func TestPlaceError(t *testing.T) {
 		if got := err.Error(); !strings.HasSuffix(got, tc.want) {
 			t.Errorf("%v %d bytes:\n got %s\nwant ...%s", tc.region, tc.size, got, tc.want)
 		}
+	}
+}
+
+// TestPlacePolicies: a placement that fails with the buffers of no
+// region in interleaved memory first places them in non-interleaved
+// memory first, the constants before the others, and says so; one that
+// fails every way returns the first way's error with its memory report.
+func TestPlacePolicies(t *testing.T) {
+	p := arch.MustLookup("ipu21")
+	const k = 1 << 10
+	// b is the AMP's interleaved operand of 300 KiB, live at supersteps
+	// 2 and 3; a buffer of no region of 150 KiB placed before it (it
+	// lives from superstep 0) leaves it too little of the 415 KiB of
+	// interleaved memory below the reserve.
+	for _, tc := range []struct {
+		name     string
+		anyConst bool   // the buffer of no region is a constant
+		anySize  uint32 // its bytes
+		policy   string // the policy that places them; "": none does
+	}{
+		{"constant", true, 150 * k, "constants non-interleaved first"},
+		{"variable", false, 150 * k, "non-interleaved first"},
+		{"too large", true, 250 * k, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &prog.Buffer{ID: 0, Name: "a", Tiles: []int{0}, Size: tc.anySize, Align: 16, Region: prog.AnyRegion, First: 0, Last: 9}
+			if tc.anyConst {
+				a.Permanent = true
+			}
+			b := &prog.Buffer{ID: 1, Name: "b", Tiles: []int{0}, Size: 300 * k, Align: 32, Region: prog.Interleaved, First: 2, Last: 3}
+			l := &linker{p: p, prog: &prog.Program{Buffers: []*prog.Buffer{a, b}}, tiles: map[int]*tile{}}
+			var logs strings.Builder
+			pl, err := l.placeBuffers(slog.New(slog.NewTextHandler(&logs, nil)))
+			if tc.policy == "" {
+				var me *MemoryError
+				if !errors.As(err, &me) || me.Buffer != "b" || !strings.Contains(err.Error(), "\n  tile 0: ") {
+					t.Fatalf("err %v, want b's MemoryError with the memory report", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !b.Placed || b.Addr < p.Interleaved.Lo || !a.Placed || a.Addr >= p.Interleaved.Lo {
+				t.Errorf("a at %#x, b at %#x: want a in non-interleaved memory, b in interleaved", a.Addr, b.Addr)
+			}
+			if len(pl.tiles[0]) != 2 {
+				t.Errorf("tile 0 has %d spans, want 2", len(pl.tiles[0]))
+			}
+			want := `msg="placed the buffers of no region another way" policy="` + tc.policy + `" reason="tile 0: buffer b of 307200 bytes does not fit in interleaved memory`
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("log:\n%s\nwant %s", logs.String(), want)
+			}
+		})
 	}
 }
