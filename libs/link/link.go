@@ -1,6 +1,7 @@
 package link
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -414,10 +415,11 @@ func (l *linker) compileKernels(*slog.Logger) error {
 					return fmt.Errorf("tile %d: %s: %w", t, k.What, err)
 				}
 				key := k.Key()
-				if keys[fixKey(k)] {
+				fk := fixKey(k, key)
+				if keys[fk] {
 					continue
 				}
-				keys[fixKey(k)] = true
+				keys[fk] = true
 				mu.Lock()
 				n, ok := lengths[key]
 				mu.Unlock()
@@ -439,21 +441,20 @@ func (l *linker) compileKernels(*slog.Logger) error {
 }
 
 // fixKey identifies a kernel before placement: its parameters' type and
-// shape with the buffers it touches (two launches with one fixKey are the
+// shape (key, its Key) with the buffers it touches (two launches with one fixKey are the
 // same code at the same addresses after placement).
-func fixKey(k *prog.Kernel) any {
-	type ref struct {
-		id  int
-		off uint32
-	}
-	rs := make([]ref, len(k.Fixes))
-	for i, f := range k.Fixes {
-		rs[i] = ref{f.Ref.Buf.ID, f.Ref.Off}
+func fixKey(k *prog.Kernel, key any) any {
+	// Each fix's buffer ID and offset as two varints (the list of them
+	// is one string, a comparable key).
+	refs := make([]byte, 0, 8*len(k.Fixes))
+	for _, f := range k.Fixes {
+		refs = binary.AppendVarint(refs, int64(f.Ref.Buf.ID))
+		refs = binary.AppendUvarint(refs, uint64(f.Ref.Off))
 	}
 	return struct {
 		key  any
 		refs string
-	}{k.Key(), fmt.Sprint(rs)}
+	}{key, string(refs)}
 }
 
 // maxInstrsPerExchangeEvent bounds the supervisor instructions sched
