@@ -261,7 +261,7 @@ func (l *lowerer) lowerCached(st *plan.Step) error {
 	if err := l.lowerStep(st); err != nil {
 		return err
 	}
-	f := &fragment{appended: map[int][]*prog.Kernel{}, acc: map[int]int64{}, name: st.Name, ins: ins, used: c.lowerings, needs: needsOf(ins, was)}
+	f := &fragment{appended: map[int][]*prog.Kernel{}, acc: map[int]int64{}, name: st.Name, ins: ins, used: c.lowerings, needs: needsOf(was)}
 	if cur != nil {
 		for t, ks := range cur.Work {
 			if n := before[t]; len(ks) > n {
@@ -305,17 +305,28 @@ type bufferNeed struct {
 	Align   uint32
 }
 
-// inputBuffers returns the region and alignment of the buffer of each
-// input ref, in order.
-func inputBuffers(ins [][]prog.Ref) []prog.Buffer {
-	var out []prog.Buffer
-	for _, refs := range ins {
-		for _, r := range refs {
-			var b prog.Buffer
-			if r.Buf != nil {
-				b.Region, b.Align = r.Buf.Region, r.Buf.Align
+// bufferState is an input buffer's region and alignment, and the input
+// ref (In, Ref) that names it first.
+type bufferState struct {
+	buf     *prog.Buffer
+	in, ref int
+	region  prog.Region
+	align   uint32
+}
+
+// inputBuffers returns the region and alignment of the input refs'
+// buffers, once for a run of refs in one buffer (a tensor's pieces
+// share its buffer).
+func inputBuffers(ins [][]prog.Ref) []bufferState {
+	var out []bufferState
+	for k, refs := range ins {
+		var last *prog.Buffer
+		for j, r := range refs {
+			if r.Buf == nil || r.Buf == last {
+				continue
 			}
-			out = append(out, b)
+			last = r.Buf
+			out = append(out, bufferState{buf: r.Buf, in: k, ref: j, region: r.Buf.Region, align: r.Buf.Align})
 		}
 	}
 	return out
@@ -323,22 +334,18 @@ func inputBuffers(ins [][]prog.Ref) []prog.Buffer {
 
 // needsOf lists the input buffers whose region or alignment the step's
 // lowering changed from was (inputBuffers before it).
-func needsOf(ins [][]prog.Ref, was []prog.Buffer) []bufferNeed {
+func needsOf(was []bufferState) []bufferNeed {
 	var out []bufferNeed
-	i := 0
-	for k, refs := range ins {
-		for j, r := range refs {
-			w := was[i]
-			i++
-			if r.Buf == nil || r.Buf.Region == w.Region && r.Buf.Align == w.Align {
-				continue
-			}
-			n := bufferNeed{In: k, Ref: j, Region: prog.AnyRegion, Align: r.Buf.Align}
-			if r.Buf.Region != w.Region {
-				n.Region = r.Buf.Region
-			}
-			out = append(out, n)
+	for _, w := range was {
+		b := w.buf
+		if b.Region == w.region && b.Align == w.align {
+			continue
 		}
+		n := bufferNeed{In: w.in, Ref: w.ref, Region: prog.AnyRegion, Align: b.Align}
+		if b.Region != w.region {
+			n.Region = b.Region
+		}
+		out = append(out, n)
 	}
 	return out
 }
