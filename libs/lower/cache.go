@@ -402,6 +402,15 @@ func (l *lowerer) replay(st *plan.Step, f *fragment) {
 	var cur *prog.Superstep
 	if len(f.appended) > 0 {
 		cur = l.compute(f.name)
+		if len(cur.Work) < len(f.appended) {
+			// A map sized for every tile at once: grown tile by tile,
+			// its rehashing was a twentieth of the search's replays.
+			w := make(map[int][]*prog.Kernel, len(cur.Work)+len(f.appended))
+			for t, ks := range cur.Work {
+				w[t] = ks
+			}
+			cur.Work = w
+		}
 		for t, ks := range f.appended {
 			cur.Work[t] = append(cur.Work[t], ks...)
 		}
