@@ -158,7 +158,10 @@ func (pl *planner) startFitting() (point, *result, error) {
 			if err != nil {
 				return cur, curR, err
 			}
-			return pl.placeSideBySide(cur, curR)
+			if cur, curR, err = pl.placeSideBySide(cur, curR); err != nil || curR.il.Bytes == 0 {
+				return cur, curR, err
+			}
+			return pl.spread(cur, curR)
 		}
 		for _, v := range ce.Rows {
 			pl.whole[v] = true
