@@ -14,6 +14,9 @@ package link
 // which grows up from the executable range's start. A buffer that must
 // not share memory elements with another (an A operand with its B) and
 // lands in interleaved memory avoids the other's 32 KiB element pairs.
+// When a buffer finds no room so, placement starts again with the
+// constants of no region, then every buffer of no region, in
+// non-interleaved memory first (lowPolicy, placeBuffers).
 
 import (
 	"fmt"

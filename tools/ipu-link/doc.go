@@ -15,8 +15,11 @@
 // constants. It logs the seed's link phases (compile_runtime,
 // plan_kernels, compile_kernels, link_runtime, size_tile_code,
 // place_storage, lower_exchanges, optimize_exchange_placement,
-// prepare_tile_code, emit_tile_code) with elapsed_ms and success, the
-// placement lines (optimize_exchange_placement's: the repeat loops'
+// prepare_tile_code, emit_tile_code) with elapsed_ms and success,
+// `placed the buffers of no region another way policy= reason=` when
+// place_storage placed them in non-interleaved memory first because a
+// buffer found no room the first way, the placement lines
+// (optimize_exchange_placement's: the repeat loops'
 // patch-table runs it stored once for several loops, moved_runs, and
 // the bytes that saved), and `costed final placed program final_cycles=...
 // final_exchange=...`: the cycles of the device program from its first
