@@ -55,7 +55,10 @@
 // ipu-link would refuse. The validated exchange schedules go into the
 // plan (exchange_schedules), and ipu-link relocates and validates them
 // instead of scheduling again. The search's memory check counts a tile's
-// bytes, not the free ranges the linker places buffers in: when the
+// bytes, and on each tile the bytes the AMP needs in interleaved memory
+// (a search that ends on no point within that region fails with "out of
+// interleaved memory on N tiles ..."), not the free ranges the linker
+// places buffers in: when the
 // inference objective's incumbent does not link, a WARN says why and
 // the search runs again under the device objective; when a plan still
 // does not place, a WARN says so and the search runs again with a
