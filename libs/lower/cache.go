@@ -141,9 +141,11 @@ type fragment struct {
 	ins [][]prog.Ref
 	// needs: what the step's lowering asked of its inputs' buffers (the
 	// AMP's B operand interleaved, its A operand not), which replay asks
-	// of the replaying program's buffers.
-	needs []bufferNeed
-	acc   map[int]int64
+	// of the replaying program's buffers; states: what it left its own
+	// buffers (bufs), which replay restores (asks.go).
+	needs  []bufferNeed
+	states []ownState
+	acc    map[int]int64
 	// used is the cache's lowering count when a lowering last used it.
 	used int
 	// appendedSum and stepSums (by steps, nil but for compute ones): the
@@ -257,11 +259,12 @@ func (l *lowerer) lowerCached(st *plan.Step) error {
 			before[t] = len(ks)
 		}
 	}
-	was := inputBuffers(ins)
+	nasks := len(l.asks)
 	if err := l.lowerStep(st); err != nil {
 		return err
 	}
-	f := &fragment{appended: map[int][]*prog.Kernel{}, acc: map[int]int64{}, name: st.Name, ins: ins, used: c.lowerings, needs: needsOf(was)}
+	f := &fragment{appended: map[int][]*prog.Kernel{}, acc: map[int]int64{}, name: st.Name, ins: ins, used: c.lowerings, needs: needsOf(l.asks[nasks:], ins)}
+	l.asks = l.asks[:nasks]
 	if cur != nil {
 		for t, ks := range cur.Work {
 			if n := before[t]; len(ks) > n {
@@ -285,6 +288,7 @@ func (l *lowerer) lowerCached(st *plan.Step) error {
 	f.appendedSum = &partSum{kernels: kernelCount(f.appended)}
 	f.register(l, cur, l.out.Steps[nsteps:])
 	f.bufs = append(f.bufs, l.out.Buffers[nbufs:]...)
+	f.states = ownStates(f.bufs)
 	for _, id := range st.Outputs {
 		if id < 0 {
 			f.outs = append(f.outs, nil)
@@ -295,81 +299,6 @@ func (l *lowerer) lowerCached(st *plan.Step) error {
 	}
 	c.m[key] = f
 	return nil
-}
-
-// bufferNeed is a change a step's lowering made to the buffer of input
-// In's ref Ref: its region (prog.AnyRegion: unchanged) and alignment.
-type bufferNeed struct {
-	In, Ref int
-	Region  prog.Region
-	Align   uint32
-}
-
-// bufferState is an input buffer's region and alignment, and the input
-// ref (In, Ref) that names it first.
-type bufferState struct {
-	buf     *prog.Buffer
-	in, ref int
-	region  prog.Region
-	align   uint32
-}
-
-// inputBuffers returns the region and alignment of the input refs'
-// buffers, once for a run of refs in one buffer (a tensor's pieces
-// share its buffer).
-func inputBuffers(ins [][]prog.Ref) []bufferState {
-	var out []bufferState
-	for k, refs := range ins {
-		var last *prog.Buffer
-		for j, r := range refs {
-			if r.Buf == nil || r.Buf == last {
-				continue
-			}
-			last = r.Buf
-			out = append(out, bufferState{buf: r.Buf, in: k, ref: j, region: r.Buf.Region, align: r.Buf.Align})
-		}
-	}
-	return out
-}
-
-// needsOf lists the input buffers whose region or alignment the step's
-// lowering changed from was (inputBuffers before it).
-func needsOf(was []bufferState) []bufferNeed {
-	var out []bufferNeed
-	for _, w := range was {
-		b := w.buf
-		if b.Region == w.region && b.Align == w.align {
-			continue
-		}
-		n := bufferNeed{In: w.in, Ref: w.ref, Region: prog.AnyRegion, Align: b.Align}
-		if b.Region != w.region {
-			n.Region = b.Region
-		}
-		out = append(out, n)
-	}
-	return out
-}
-
-// applyNeeds asks of the replaying program's input buffers what the
-// fragment's lowering asked of its own: a constant or host input is a
-// buffer of this program, which the replayed kernels read from the
-// region the step needs (the search's memory checks count the AMP's B
-// operands against the interleaved region).
-func (l *lowerer) applyNeeds(st *plan.Step, f *fragment) {
-	for _, n := range f.needs {
-		id := st.Inputs[n.In]
-		if id < 0 || n.Ref >= len(l.refs[id]) {
-			continue
-		}
-		b := l.refs[id][n.Ref].Buf
-		if b == nil {
-			continue
-		}
-		if n.Region != prog.AnyRegion {
-			b.Region = n.Region
-		}
-		b.Align = max(b.Align, n.Align)
-	}
 }
 
 // copyStep copies a superstep so that later steps appending kernels to a
@@ -398,7 +327,8 @@ func (l *lowerer) replay(st *plan.Step, f *fragment) {
 			}
 		}
 	}
-	l.applyNeeds(st, f)
+	restore(f.bufs, f.states)
+	l.applyNeeds(st, f.needs)
 	var cur *prog.Superstep
 	if len(f.appended) > 0 {
 		cur = l.compute(f.name)

@@ -107,6 +107,9 @@ type lowerer struct {
 	keep     map[*prog.Superstep]bool
 	branches []*branchPlan
 	step     *plan.Step // the step being lowered
+	// asks: what the steps asked of buffers (ask), which a step cache's
+	// fragment records for its inputs' buffers (cache.go).
+	asks []bufferAsk
 }
 
 // Options tune Lower.

@@ -316,18 +316,11 @@ func (l *lowerer) product(st *plan.Step, n *graph.Node) error {
 	}
 	// The AMP reads B from interleaved memory, 32-byte aligned, and A from
 	// another memory element.
-	bBuf := bRefs[0].Buf
-	bBuf.Region, bBuf.Align = prog.Interleaved, max(bBuf.Align, 32)
-	aBuf := aRefs[0].Buf
-	if aBuf.Region == prog.AnyRegion {
-		aBuf.Region = prog.NonInterleaved
-	}
 	// Whichever of the two the linker places second keeps out of the
 	// other's element pair.
-	if aBuf != bBuf {
-		aBuf.Apart = appendOnce(aBuf.Apart, bBuf)
-		bBuf.Apart = appendOnce(bBuf.Apart, aBuf)
-	}
+	bBuf, aBuf := bRefs[0].Buf, aRefs[0].Buf
+	l.ask(bufferAsk{buf: bBuf, region: prog.Interleaved, align: 32, apart: aBuf})
+	l.ask(bufferAsk{buf: aBuf, region: prog.NonInterleaved, weak: true, apart: bBuf})
 
 	blocks := s.Blocks(ps.mm, lo)
 	var mpMax, npMax, nbMax, partMax int
