@@ -27,6 +27,9 @@ type MemoryError struct {
 	// and C blocks) exceed them: their constants and the peak of their
 	// variables.
 	Interleaved int64
+	// Over is the bytes the tiles need beyond Usable, summed over the
+	// tiles (the start's measure of how far a point is from fitting).
+	Over int64
 }
 
 // interleavedError is the message of an interleaved region's overflow.
@@ -146,10 +149,12 @@ func fits(p *arch.Preset, tiles int, usable int64, pr *prog.Program) (il overflo
 		per[t].Variables = v
 	}
 	var over []TileBytes
+	var sum int64
 	for t := range per {
 		per[t].Tile = t
-		if used[t] && per[t].Constants+per[t].Variables+codeAllowance > usable {
+		if need := per[t].Constants + per[t].Variables + codeAllowance; used[t] && need > usable {
 			over = append(over, per[t])
+			sum += need - usable
 		}
 	}
 	if len(over) == 0 {
@@ -161,7 +166,7 @@ func fits(p *arch.Preset, tiles int, usable int64, pr *prog.Program) (il overflo
 		return fitsInterleaved(p, tiles, pr, per, ilConst), nil
 	}
 	sortOver(over)
-	e := &MemoryError{Arch: p.Name, Tiles: tiles, Usable: usable, Worst: over[:min(len(over), 3)]}
+	e := &MemoryError{Arch: p.Name, Tiles: tiles, Usable: usable, Worst: over[:min(len(over), 3)], Over: sum}
 	e.Largest = largestOn(pr, over[0].Tile, nil)
 	return overflow{}, e
 }

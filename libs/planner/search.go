@@ -131,10 +131,25 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 			}
 		}
 		if bestR == nil {
-			if firstErr == nil {
-				firstErr = fmt.Errorf("node %q: no split fits %d tiles", pr.node.Name, pl.tiles)
+			// No candidate fits the tiles' memory with the products after
+			// this one at their first candidates. A narrow start (the
+			// last) takes the one that comes closest, and lets those
+			// products' own decisions make room; a wide one gives way to
+			// a narrow one (startFitting).
+			var d plan.Decision
+			ok := false
+			if !wide {
+				if d, ok, err = pl.leastOver(pt, i, cands[i]); err != nil {
+					return nil, nil, err
+				}
 			}
-			return nil, nil, firstErr
+			if !ok {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("node %q: no split fits %d tiles", pr.node.Name, pl.tiles)
+				}
+				return nil, nil, firstErr
+			}
+			best = d
 		}
 		pl.decide(pt, i, best)
 		decided[pr.class()] = best
@@ -164,6 +179,40 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 		bestR = r
 	}
 	return pt, bestR, nil
+}
+
+// leastOver returns the decision of ds (priced for product i of pt by
+// cheapest) whose point overflows the tiles' memory by the fewest bytes
+// (MemoryError.Over), the first on a tie; false when none of them is
+// out of memory by bytes alone (not lowered, or over a region or the
+// code's range), since then there is nothing to descend on.
+func (pl *planner) leastOver(pt point, i int, ds []plan.Decision) (plan.Decision, bool, error) {
+	pts := make([]point, len(ds))
+	for j, d := range ds {
+		pts[j] = pt.clone()
+		pl.decide(pts[j], i, d)
+	}
+	rs, errs := pl.evalAll(pts)
+	var best plan.Decision
+	least := int64(-1)
+	for j, r := range rs {
+		if errs[j] != nil {
+			var nl *lower.NotLoweredError
+			if errors.As(errs[j], &nl) {
+				continue
+			}
+			return best, false, errs[j]
+		}
+		var me *MemoryError
+		if r == nil || !errors.As(r.mem, &me) || me.Over <= 0 {
+			continue
+		}
+		pl.count(pts[j])
+		if least < 0 || me.Over < least {
+			best, least = pts[j][i], me.Over
+		}
+	}
+	return best, least >= 0, nil
 }
 
 // decide sets product i of pt, and every later product of its class

@@ -383,3 +383,41 @@ func TestOddSizes(t *testing.T) {
 		t.Errorf("%d folders written, want s1 and s7", len(entries))
 	}
 }
+
+// The committed odd-shape case (testdata/models/transformers-odd, for
+// the planner's tests of tight memory) must be what the generator
+// writes.
+func TestCommittedOddCaseIsGenerated(t *testing.T) {
+	const name = "gpt2_s129_block_fp16"
+	dir := t.TempDir()
+	if err := runTransformers(dir, "s129", name, 0, false, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	committed := filepath.Join("..", "..", "testdata", "models", "transformers-odd")
+	entries, err := os.ReadDir(committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		if e.IsDir() {
+			got = append(got, e.Name())
+		}
+	}
+	if diff := cmp.Diff([]string{name}, got); diff != "" {
+		t.Errorf("testdata/models/transformers-odd cases mismatch (-want +got):\n%s", diff)
+	}
+	for _, f := range caseFiles {
+		gen, err := os.ReadFile(filepath.Join(dir, name, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		com, err := os.ReadFile(filepath.Join(committed, name, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(gen, com) {
+			t.Errorf("testdata/models/transformers-odd/%s/%s differs from the generator's output: regenerate it (cd scripts && go run ./genmodels -transformers -size s129 -case %s -out ../testdata/models/transformers-odd)", name, f, name)
+		}
+	}
+}
