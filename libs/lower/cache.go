@@ -10,6 +10,7 @@ package lower
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"ipu.local/formats/obj"
@@ -145,7 +146,12 @@ type fragment struct {
 	// buffers (bufs), which replay restores (asks.go).
 	needs  []bufferNeed
 	states []ownState
-	acc    map[int]int64
+	// zeros: the step's asks of the program's zeros, whose buffer was
+	// zero (its kernels read it): replay asks them of its program's,
+	// which stands for zero (an alias).
+	zeros []zeroAsk
+	zero  *prog.Buffer
+	acc   map[int]int64
 	// used is the cache's lowering count when a lowering last used it.
 	used int
 	// appendedSum and stepSums (by steps, nil but for compute ones): the
@@ -259,12 +265,16 @@ func (l *lowerer) lowerCached(st *plan.Step) error {
 			before[t] = len(ks)
 		}
 	}
-	nasks := len(l.asks)
+	nasks, nzeros := len(l.asks), len(l.zeroAsks)
 	if err := l.lowerStep(st); err != nil {
 		return err
 	}
 	f := &fragment{appended: map[int][]*prog.Kernel{}, acc: map[int]int64{}, name: st.Name, ins: ins, used: c.lowerings, needs: needsOf(l.asks[nasks:], ins)}
 	l.asks = l.asks[:nasks]
+	if len(l.zeroAsks) > nzeros {
+		f.zeros, f.zero = slices.Clone(l.zeroAsks[nzeros:]), l.zero
+	}
+	l.zeroAsks = l.zeroAsks[:nzeros]
 	if cur != nil {
 		for t, ks := range cur.Work {
 			if n := before[t]; len(ks) > n {
@@ -287,7 +297,11 @@ func (l *lowerer) lowerCached(st *plan.Step) error {
 	}
 	f.appendedSum = &partSum{kernels: kernelCount(f.appended)}
 	f.register(l, cur, l.out.Steps[nsteps:])
-	f.bufs = append(f.bufs, l.out.Buffers[nbufs:]...)
+	for _, b := range l.out.Buffers[nbufs:] {
+		if b != l.zero { // the program's, which the step may have made
+			f.bufs = append(f.bufs, b)
+		}
+	}
 	f.states = ownStates(f.bufs)
 	for _, id := range st.Outputs {
 		if id < 0 {
@@ -357,6 +371,15 @@ func (l *lowerer) replay(st *plan.Step, f *fragment) {
 	}
 	f.register(l, cur, l.out.Steps[nsteps:])
 	l.out.Buffers = append(l.out.Buffers, f.bufs...)
+	for _, z := range f.zeros {
+		l.zeroBuffer(z.t, z.n)
+	}
+	if f.zero != nil && f.zero != l.zero {
+		if l.alias == nil {
+			l.alias = map[*prog.Buffer]*prog.Buffer{}
+		}
+		l.alias[f.zero] = l.zero
+	}
 	for k, id := range st.Outputs {
 		if id >= 0 {
 			l.refs[id] = f.outs[k]

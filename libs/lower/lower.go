@@ -110,6 +110,8 @@ type lowerer struct {
 	// asks: what the steps asked of buffers (ask), which a step cache's
 	// fragment records for its inputs' buffers (cache.go).
 	asks []bufferAsk
+	// zeroAsks: the steps' asks of the zeros (zeros), likewise.
+	zeroAsks []zeroAsk
 }
 
 // Options tune Lower.

@@ -495,7 +495,21 @@ func (l *lowerer) zeroKPad(m *moves, what string, t *layout.Tensor, i int, ref p
 
 // zeros returns a buffer of at least n zero bytes on tile t: one buffer
 // of constant zeros for the whole program, on every tile that asks.
+// Lowering with a step cache, the ask is recorded for the step's
+// fragment, which a replay makes again of its program's buffer (the
+// buffer is the program's, not a step's: cache.go).
 func (l *lowerer) zeros(t, n int) *prog.Buffer {
+	if l.opt.Cache != nil {
+		l.zeroAsks = append(l.zeroAsks, zeroAsk{t, n})
+	}
+	return l.zeroBuffer(t, n)
+}
+
+// zeroAsk is a step's ask of the program's zeros: n bytes on tile t.
+type zeroAsk struct{ t, n int }
+
+// zeroBuffer is zeros without recording the ask.
+func (l *lowerer) zeroBuffer(t, n int) *prog.Buffer {
 	if l.zero == nil {
 		l.zero = l.out.NewBuffer("zeros", nil, 0, 16, prog.AnyRegion)
 		l.zero.Permanent = true

@@ -127,6 +127,12 @@ func TestCachedPriceIsExact(t *testing.T) {
 	// the cast's fragment holds: a product replayed or lowered afresh
 	// over it binds it to non-interleaved memory in this program only.
 	t.Run("qk-early@3", func(t *testing.T) { cachedPriceIsExact(t, "qk-early", 3, false) })
+	// Packs whose k padding copies from the program's constant zeros,
+	// a buffer every step asking for it shares.
+	t.Run("torch_mlp_ln", func(t *testing.T) { cachedPriceIsExact(t, "shared/torch_mlp_ln/model", 64, false) })
+	t.Run("gpt2_s129_block_fp16@13", func(t *testing.T) {
+		cachedPriceIsExact(t, "transformers-odd/gpt2_s129_block_fp16/model", 13, false)
+	})
 }
 
 func cachedPriceIsExact(t *testing.T, model string, tiles int, evicts bool) {
@@ -195,6 +201,11 @@ func cachedPriceIsExact(t *testing.T, model string, tiles int, evicts bool) {
 				t.Fatalf("point %d: region %d holds %v bytes by tile in the cached lowering, %v in the fresh one", priced, r, a, b)
 			}
 		}
+		// And the constants' bytes by tile: the program's zeros are one
+		// buffer, whichever steps were replayed.
+		if a, b := constBytes(cached), constBytes(fresh); !slices.Equal(a, b) {
+			t.Fatalf("point %d: constants of %v bytes by tile in the cached lowering, %v in the fresh one", priced, a, b)
+		}
 		priced++
 		pt = nb
 	}
@@ -210,6 +221,24 @@ func regionBytes(pr *prog.Program, r prog.Region) []int64 {
 	var out []int64
 	for _, b := range pr.Buffers {
 		if b.Region != r {
+			continue
+		}
+		for _, t := range b.Tiles {
+			for len(out) <= t {
+				out = append(out, 0)
+			}
+			out[t] += int64(b.Size)
+		}
+	}
+	return out
+}
+
+// constBytes returns, by tile, the bytes of pr's constants (buffers
+// with data, or permanent).
+func constBytes(pr *prog.Program) []int64 {
+	var out []int64
+	for _, b := range pr.Buffers {
+		if b.Data == nil && !b.Permanent {
 			continue
 		}
 		for _, t := range b.Tiles {
