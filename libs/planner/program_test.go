@@ -218,9 +218,14 @@ func cachedPriceIsExact(t *testing.T, model string, tiles int, evicts bool) {
 // regionBytes returns, by tile, the bytes of pr's buffers bound to
 // region r.
 func regionBytes(pr *prog.Program, r prog.Region) []int64 {
+	return bytesByTile(pr, func(b *prog.Buffer) bool { return b.Region == r })
+}
+
+// bytesByTile returns, by tile, the bytes of pr's buffers keep picks.
+func bytesByTile(pr *prog.Program, keep func(*prog.Buffer) bool) []int64 {
 	var out []int64
 	for _, b := range pr.Buffers {
-		if b.Region != r {
+		if !keep(b) {
 			continue
 		}
 		for _, t := range b.Tiles {
@@ -236,19 +241,7 @@ func regionBytes(pr *prog.Program, r prog.Region) []int64 {
 // constBytes returns, by tile, the bytes of pr's constants (buffers
 // with data, or permanent).
 func constBytes(pr *prog.Program) []int64 {
-	var out []int64
-	for _, b := range pr.Buffers {
-		if b.Data == nil && !b.Permanent {
-			continue
-		}
-		for _, t := range b.Tiles {
-			for len(out) <= t {
-				out = append(out, 0)
-			}
-			out[t] += int64(b.Size)
-		}
-	}
-	return out
+	return bytesByTile(pr, func(b *prog.Buffer) bool { return b.Data != nil || b.Permanent })
 }
 
 // TestTensorMemoPlans: a plan built with a worker's tensor memo, warmed

@@ -42,18 +42,8 @@ func TestCommittedTransformersAreGenerated(t *testing.T) {
 	for _, c := range cases {
 		want = append(want, c.Name)
 	}
-	entries, err := os.ReadDir(committed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range entries {
-		if e.IsDir() {
-			got = append(got, e.Name())
-		}
-	}
 	slices.Sort(want)
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, caseDirs(t, committed)); diff != "" {
 		t.Errorf("testdata/models/transformers cases mismatch (-want +got):\n%s", diff)
 	}
 	for _, c := range cases {
@@ -61,20 +51,43 @@ func TestCommittedTransformersAreGenerated(t *testing.T) {
 			if !bytes.Equal(c.model(), c.model()) {
 				t.Fatal("two runs of the generator differ")
 			}
-			for _, f := range caseFiles {
-				gen, err := os.ReadFile(filepath.Join(dir, c.Name, f))
-				if err != nil {
-					t.Fatal(err)
-				}
-				com, err := os.ReadFile(filepath.Join(committed, c.Name, f))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(gen, com) {
-					t.Errorf("testdata/models/transformers/%s/%s differs from the generator's output: regenerate it (cd scripts && go run ./genmodels -transformers -size small -out ../testdata/models/transformers)", c.Name, f)
-				}
-			}
+			sameCase(t, dir, committed, c.Name, "cd scripts && go run ./genmodels -transformers -size small -out ../testdata/models/transformers")
 		})
+	}
+}
+
+// caseDirs lists the case folders of dir, in order.
+func caseDirs(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// sameCase checks that the committed case's files equal the generator's
+// (gen/name against committed/name); regen says how to write them again.
+func sameCase(t *testing.T, gen, committed, name, regen string) {
+	t.Helper()
+	for _, f := range caseFiles {
+		g, err := os.ReadFile(filepath.Join(gen, name, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := os.ReadFile(filepath.Join(committed, name, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(g, c) {
+			t.Errorf("%s/%s differs from the generator's output: regenerate it (%s)", filepath.Join(committed, name), f, regen)
+		}
 	}
 }
 
@@ -394,30 +407,8 @@ func TestCommittedOddCaseIsGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	committed := filepath.Join("..", "..", "testdata", "models", "transformers-odd")
-	entries, err := os.ReadDir(committed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range entries {
-		if e.IsDir() {
-			got = append(got, e.Name())
-		}
-	}
-	if diff := cmp.Diff([]string{name}, got); diff != "" {
+	if diff := cmp.Diff([]string{name}, caseDirs(t, committed)); diff != "" {
 		t.Errorf("testdata/models/transformers-odd cases mismatch (-want +got):\n%s", diff)
 	}
-	for _, f := range caseFiles {
-		gen, err := os.ReadFile(filepath.Join(dir, name, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		com, err := os.ReadFile(filepath.Join(committed, name, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(gen, com) {
-			t.Errorf("testdata/models/transformers-odd/%s/%s differs from the generator's output: regenerate it (cd scripts && go run ./genmodels -transformers -size s129 -case %s -out ../testdata/models/transformers-odd)", name, f, name)
-		}
-	}
+	sameCase(t, dir, committed, name, "cd scripts && go run ./genmodels -transformers -size s129 -case "+name+" -out ../testdata/models/transformers-odd")
 }
