@@ -86,9 +86,11 @@ type MemoryError struct {
 	Buffer string
 	Size   uint32
 	// Free is the largest free range on the tile during the buffer's
-	// lifetime in the memory it may take (Region; "": either region).
-	Free   uint32
-	Region string
+	// lifetime in the memory it may take (Region; "": either region),
+	// and FreeAll the bytes free there in all: more than Free, the
+	// memory is there but in pieces.
+	Free, FreeAll uint32
+	Region        string
 	// Why says what kept the buffer out of a free range as large as it
 	// (its alignment, the windows of its AMP operands); "" when none is.
 	Why    string
@@ -103,7 +105,11 @@ func (e *MemoryError) Error() string {
 	if e.Why != "" {
 		why = ", but " + e.Why
 	}
-	return fmt.Sprintf("tile %d: buffer %s of %d bytes does not fit%s (largest free range %d bytes while it lives%s)%s", e.Tile, e.Buffer, e.Size, where, e.Free, why, e.Report)
+	all := ""
+	if e.FreeAll > e.Free {
+		all = fmt.Sprintf(" of %d free", e.FreeAll)
+	}
+	return fmt.Sprintf("tile %d: buffer %s of %d bytes does not fit%s (largest free range %d bytes%s while it lives%s)%s", e.Tile, e.Buffer, e.Size, where, e.Free, all, why, e.Report)
 }
 
 // fitError describes why b found no place: the largest free range in
@@ -117,6 +123,7 @@ func (pl *placer) fitError(b *prog.Buffer, busy [][2]uint32, il, ni arch.Range) 
 	}
 	for _, r := range ranges {
 		e.Free = max(e.Free, largestFree(busy, r))
+		e.FreeAll += freeIn(busy, r)
 	}
 	if e.Free >= b.Size {
 		e.Why = fmt.Sprintf("no start aligned to %d bytes", b.Align)
@@ -145,6 +152,21 @@ func largestFree(busy [][2]uint32, r arch.Range) uint32 {
 	}
 	if r.Hi > prev {
 		free = max(free, r.Hi-prev)
+	}
+	return free
+}
+
+// freeIn returns the bytes of [r.Lo, r.Hi) that no span of busy (sorted
+// and merged) covers.
+func freeIn(busy [][2]uint32, r arch.Range) uint32 {
+	if r.Hi <= r.Lo {
+		return 0
+	}
+	free := r.Hi - r.Lo
+	for _, s := range busy {
+		if lo, hi := max(s[0], r.Lo), min(s[1], r.Hi); hi > lo {
+			free -= hi - lo
+		}
 	}
 	return free
 }

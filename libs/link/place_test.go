@@ -11,9 +11,12 @@ import (
 )
 
 // A buffer that finds no place names the largest free range of the
-// memory it may take: an interleaved buffer's is the interleaved
-// region's, however large a free range the non-interleaved region has;
-// and when that range is large enough, what kept the buffer out of it.
+// memory it may take and, when that memory is in pieces, the bytes free
+// there in all: an interleaved buffer's is the interleaved region's,
+// however large a free range the non-interleaved region has; and when
+// that range is large enough, what kept the buffer out of it. A buffer
+// of either region that needs 80 KiB finds them, but 64 in one region
+// and 16 in the other.
 func TestPlaceError(t *testing.T) {
 	p := arch.MustLookup("ipu21")
 	il, top := p.Interleaved.Lo, p.UsableMemory().Hi
@@ -35,12 +38,12 @@ func TestPlaceError(t *testing.T) {
 		align  uint32
 		want   string // the error's text after the buffer's size; "": it fits
 	}{
-		{prog.Interleaved, 16 << 10, 16, "does not fit in interleaved memory (largest free range 12288 bytes while it lives)"},
+		{prog.Interleaved, 16 << 10, 16, "does not fit in interleaved memory (largest free range 12288 bytes of 16384 free while it lives)"},
 		{prog.Interleaved, 8 << 10, 16, ""},
-		{prog.Interleaved, 12 << 10, 8 << 10, "does not fit in interleaved memory (largest free range 12288 bytes while it lives, but no start aligned to 8192 bytes there)"},
+		{prog.Interleaved, 12 << 10, 8 << 10, "does not fit in interleaved memory (largest free range 12288 bytes of 16384 free while it lives, but no start aligned to 8192 bytes there)"},
 		{prog.AnyRegion, 16 << 10, 16, ""},
-		{prog.AnyRegion, 80 << 10, 16, "does not fit (largest free range 65536 bytes while it lives)"},
-		{prog.NonInterleaved, 80 << 10, 16, "does not fit (largest free range 65536 bytes while it lives)"},
+		{prog.AnyRegion, 80 << 10, 16, "does not fit (largest free range 65536 bytes of 81920 free while it lives)"},
+		{prog.NonInterleaved, 80 << 10, 16, "does not fit (largest free range 65536 bytes of 81920 free while it lives)"},
 	} {
 		pl := &placer{p: p, tiles: map[int][]span{0: append([]span(nil), spans...)}, codeTop: map[int]uint32{0: p.NonInterleaved.Lo}}
 		b := &prog.Buffer{Name: "b", Tiles: []int{0}, Size: tc.size, Align: tc.align, Region: tc.region, First: 2, Last: 3}
