@@ -209,12 +209,14 @@ conformance-6: build
 # on, where the weights fill interleaved memory: FP16 on 5 tiles (its
 # placement puts the buffers of no region in non-interleaved memory
 # first), FP32 on 8 (the search's region checks see the weights there,
-# and the start spreads them); and the odd-shape GPT-2 block on 9, whose
-# attention scores fill the tiles (the start makes room for them).
+# and the start spreads them); and the odd-shape GPT-2 block on 9 and 7,
+# whose attention scores fill the tiles (the start makes room for them,
+# on 7 with its products' lightest splits).
 conformance-few: build
 	$(GO) run ./scripts/conformance --root $(MODELS_ROOT) --run '_fp16' --tiles 5
 	$(GO) run ./scripts/conformance --root $(MODELS_ROOT) --run 'bert_layer$$|gpt2_block$$' --tiles 8
 	$(GO) run ./scripts/conformance --root testdata/models/transformers-odd --tiles 9
+	$(GO) run ./scripts/conformance --root testdata/models/transformers-odd --tiles 7
 
 # conformance-fp64: the cases with DOUBLE tensors, which the default run
 # reports UNSUPPORTED, computed in FP32 (ipu-plan --downcast-fp64).

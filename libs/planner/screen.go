@@ -318,6 +318,36 @@ func (pl *planner) frugalSplits(pr *product) []layout.Split {
 	return out
 }
 
+// lightSplits returns the startKeep splits of pr over the planner's
+// tiles whose blocks take the fewest bytes on a tile (block.bytes: the
+// operand blocks, the C block and its partials), then by score: the
+// start's last resort for a product whose activations, not its
+// constants, fill the tiles, since the screen ranks splits by cycles.
+func (pl *planner) lightSplits(pr *product) []layout.Split {
+	type light struct {
+		s            layout.Split
+		bytes, score int64
+	}
+	var ls []light
+	e := int64(pr.typ.Size())
+	eachGrid(pr, pl.tiles, func(sp layout.Split, bl block) {
+		if c, ok := pl.score(pr, bl); ok {
+			ls = append(ls, light{sp, bl.bytes(e), c})
+		}
+	})
+	sort.SliceStable(ls, func(i, j int) bool {
+		if ls[i].bytes != ls[j].bytes {
+			return ls[i].bytes < ls[j].bytes
+		}
+		return ls[i].score < ls[j].score
+	})
+	var out []layout.Split
+	for i := 0; i < len(ls) && i < startKeep; i++ {
+		out = append(out, ls[i].s)
+	}
+	return out
+}
+
 // roundRobin appends to out the first splits of lists, then their
 // second ones, and so on, skipping those seen, until out holds keep.
 func roundRobin(out []layout.Split, lists [][]layout.Split, keep int, seen map[layout.Split]bool) []layout.Split {

@@ -70,20 +70,11 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 	cands := make([][]plan.Decision, len(pl.products))
 	cuts := make([]*layout.Split, len(pl.products))
 	for i, pr := range pl.products {
-		orders, stats := pl.options(pr)
 		grids, cut, ok := pl.candidates(pr, wide)
 		if ok {
 			cuts[i] = &cut
 		}
-		for _, s := range grids {
-			for _, o := range orders {
-				for _, st := range stats {
-					d := decision(pr.idx, s, o, st)
-					d.Split.Parts = pr.defaultParts(d.Split.K)
-					cands[i] = append(cands[i], d)
-				}
-			}
-		}
+		cands[i] = pl.decisions(pr, grids)
 		if len(cands[i]) == 0 {
 			return nil, nil, fmt.Errorf("node %q: no split of %d products [%d,%d]x[%d,%d] fits the kernels", pr.node.Name, pr.mm.Batches(), pr.mm.M, pr.mm.K, pr.mm.K, pr.mm.N)
 		}
@@ -139,7 +130,7 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 			var d plan.Decision
 			ok := false
 			if !wide {
-				if d, ok, err = pl.leastOver(pt, i, cands[i]); err != nil {
+				if d, ok, err = pl.makeRoom(pt, i, cands[i]); err != nil {
 					return nil, nil, err
 				}
 			}
@@ -179,6 +170,51 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 		bestR = r
 	}
 	return pt, bestR, nil
+}
+
+// decisions returns pr's decisions for splits: each with every cast
+// order and stationary operand the product allows, its k parts the
+// default.
+func (pl *planner) decisions(pr *product, splits []layout.Split) []plan.Decision {
+	orders, stats := pl.options(pr)
+	var out []plan.Decision
+	for _, s := range splits {
+		for _, o := range orders {
+			for _, st := range stats {
+				d := decision(pr.idx, s, o, st)
+				d.Split.Parts = pr.defaultParts(d.Split.K)
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// makeRoom decides product i of pt when none of its candidates (cands)
+// fits the tiles' memory with the later products at their first
+// candidates: the cheapest of its lightest splits (lightSplits) that
+// fits, else, of all of them, the one that overflows the least
+// (leastOver); false when none is out of memory by bytes alone.
+func (pl *planner) makeRoom(pt point, i int, cands []plan.Decision) (plan.Decision, bool, error) {
+	pr := pl.products[i]
+	have := map[layout.Split]bool{}
+	for _, d := range cands {
+		have[withOrder(layout.Split{GB: d.Split.B, GM: d.Split.M, GN: d.Split.N, GK: d.Split.K, Align: d.Split.Align, NAlign: d.Split.NAlign})] = true
+	}
+	var splits []layout.Split
+	for _, s := range pl.lightSplits(pr) {
+		if !have[s] {
+			splits = append(splits, s)
+		}
+	}
+	light := pl.decisions(pr, splits)
+	if len(light) > 0 {
+		d, r, _, err := pl.cheapest(pt, i, light, noCeiling)
+		if err != nil || r != nil {
+			return d, r != nil, err
+		}
+	}
+	return pl.leastOver(pt, i, append(cands[:len(cands):len(cands)], light...))
 }
 
 // leastOver returns the decision of ds (priced for product i of pt by
