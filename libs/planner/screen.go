@@ -291,29 +291,38 @@ func (pl *planner) candidates(pr *product, wide bool) (grids []layout.Split, cut
 // weight, 512 KiB, on 6 tiles), where the widest split copies it whole
 // to every tile.
 func (pl *planner) frugalSplits(pr *product) []layout.Split {
-	type frugal struct {
-		s             layout.Split
-		consts, score int64
-	}
-	var fs []frugal
+	var rs []ranked
 	usable := pl.usable * 3 / 4
 	eachGrid(pr, pl.tiles, func(sp layout.Split, bl block) {
 		if bl.bytes(int64(pr.typ.Size())) > usable {
 			return
 		}
 		if c, ok := pl.score(pr, bl); ok {
-			fs = append(fs, frugal{sp, bl.constBytes(pr), c})
+			rs = append(rs, ranked{sp, bl.constBytes(pr), c})
 		}
 	})
-	sort.SliceStable(fs, func(i, j int) bool {
-		if fs[i].consts != fs[j].consts {
-			return fs[i].consts < fs[j].consts
+	return firstRanked(rs)
+}
+
+// ranked is a split, the measure the start ranks it by first and its
+// score.
+type ranked struct {
+	s          layout.Split
+	key, score int64
+}
+
+// firstRanked returns the startKeep splits of rs of the least key, then
+// the least score (stable).
+func firstRanked(rs []ranked) []layout.Split {
+	sort.SliceStable(rs, func(i, j int) bool {
+		if rs[i].key != rs[j].key {
+			return rs[i].key < rs[j].key
 		}
-		return fs[i].score < fs[j].score
+		return rs[i].score < rs[j].score
 	})
 	var out []layout.Split
-	for i := 0; i < len(fs) && i < startKeep; i++ {
-		out = append(out, fs[i].s)
+	for i := 0; i < len(rs) && i < startKeep; i++ {
+		out = append(out, rs[i].s)
 	}
 	return out
 }
@@ -324,28 +333,14 @@ func (pl *planner) frugalSplits(pr *product) []layout.Split {
 // start's last resort for a product whose activations, not its
 // constants, fill the tiles, since the screen ranks splits by cycles.
 func (pl *planner) lightSplits(pr *product) []layout.Split {
-	type light struct {
-		s            layout.Split
-		bytes, score int64
-	}
-	var ls []light
+	var rs []ranked
 	e := int64(pr.typ.Size())
 	eachGrid(pr, pl.tiles, func(sp layout.Split, bl block) {
 		if c, ok := pl.score(pr, bl); ok {
-			ls = append(ls, light{sp, bl.bytes(e), c})
+			rs = append(rs, ranked{sp, bl.bytes(e), c})
 		}
 	})
-	sort.SliceStable(ls, func(i, j int) bool {
-		if ls[i].bytes != ls[j].bytes {
-			return ls[i].bytes < ls[j].bytes
-		}
-		return ls[i].score < ls[j].score
-	})
-	var out []layout.Split
-	for i := 0; i < len(ls) && i < startKeep; i++ {
-		out = append(out, ls[i].s)
-	}
-	return out
+	return firstRanked(rs)
 }
 
 // roundRobin appends to out the first splits of lists, then their
