@@ -441,8 +441,8 @@ func (l *linker) compileKernels(*slog.Logger) error {
 }
 
 // fixKey identifies a kernel before placement: its parameters' type and
-// shape (key, its Key) with the buffers it touches (two launches with one fixKey are the
-// same code at the same addresses after placement).
+// shape (key, its Key) with the buffers it touches (two launches with
+// one fixKey are the same code at the same addresses after placement).
 func fixKey(k *prog.Kernel, key any) any {
 	// Each fix's buffer ID and offset as two varints (the list of them
 	// is one string, a comparable key).

@@ -197,13 +197,15 @@ func (pl *planner) decisions(pr *product, splits []layout.Split) []plan.Decision
 // (leastOver); false when none is out of memory by bytes alone.
 func (pl *planner) makeRoom(pt point, i int, cands []plan.Decision) (plan.Decision, bool, error) {
 	pr := pl.products[i]
-	have := map[layout.Split]bool{}
+	// A split by its block counts: the product's alignments and the
+	// block order (withOrder) follow from them.
+	have := map[[4]int]bool{}
 	for _, d := range cands {
-		have[withOrder(layout.Split{GB: d.Split.B, GM: d.Split.M, GN: d.Split.N, GK: d.Split.K, Align: d.Split.Align, NAlign: d.Split.NAlign})] = true
+		have[[4]int{d.Split.B, d.Split.M, d.Split.N, d.Split.K}] = true
 	}
 	var splits []layout.Split
 	for _, s := range pl.lightSplits(pr) {
-		if !have[s] {
+		if !have[[4]int{s.GB, s.GM, s.GN, s.GK}] {
 			splits = append(splits, s)
 		}
 	}
