@@ -4,7 +4,9 @@ import (
 	"container/heap"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"ipu.local/libs/onnx"
@@ -58,6 +60,10 @@ type builder struct {
 	// renamed, so that value names stay unique.
 	reserved, taken map[string]bool
 	downcast        map[string]bool
+	// bound says whether an input dimension the model leaves symbolic
+	// or unknown took a value (BuildOptions.Dims or InputShapes): the
+	// declared shapes of the other values may then be a trace's.
+	bound bool
 }
 
 // Build checks m against the supported operators and types and returns
@@ -85,6 +91,9 @@ func BuildWith(m *onnx.Model, opt BuildOptions) (*Graph, error) {
 	}
 	for name := range b.sc.sources {
 		b.reserved[name] = true
+	}
+	if err := b.checkDims(opt.Dims); err != nil {
+		return nil, err
 	}
 	if err := b.inputs(); err != nil {
 		return nil, err
@@ -266,9 +275,38 @@ func (b *builder) inputShape(in *onnx.ValueInfo) ([]int64, error) {
 		case v < 0:
 			return nil, fmt.Errorf("input %q: dimension %d is unknown; the device program needs static shapes (ipu-plan --input-shapes DIR)", in.Name, k)
 		}
+		if d.Value < 0 {
+			b.bound = true
+		}
 		shape[k] = v
 	}
 	return shape, nil
+}
+
+// checkDims refuses a binding (BuildOptions.Dims) no input uses: a
+// misspelt name would otherwise leave the dimension it meant unbound,
+// or change nothing.
+func (b *builder) checkDims(dims map[string]int64) error {
+	have := map[string]bool{}
+	var names []string
+	for _, in := range b.m.Graph.Inputs {
+		for _, d := range in.Shape {
+			if d.Param != "" && !have[d.Param] {
+				have[d.Param] = true
+				names = append(names, strconv.Quote(d.Param))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(dims)) {
+		if have[name] {
+			continue
+		}
+		if len(names) == 0 {
+			return fmt.Errorf("symbolic dimension %q is bound, but the model's inputs have no symbolic dimension", name)
+		}
+		return fmt.Errorf("symbolic dimension %q is bound, but no input of the model has it (theirs: %s)", name, strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // newValue makes a value of the current scope. A branch value whose name
@@ -507,14 +545,19 @@ func (b *builder) checkDeclared(what string, vi *onnx.ValueInfo, v *Value) error
 	for i := 0; !mismatch && i < len(vi.Shape); i++ {
 		mismatch = vi.Shape[i].Value >= 0 && vi.Shape[i].Value != v.Shape[i]
 	}
-	if mismatch {
-		dims := make([]string, len(vi.Shape))
-		for i, d := range vi.Shape {
-			dims[i] = d.String()
-		}
-		return fmt.Errorf("%s %q: shape %s, model declares [%s]", what, vi.Name, ShapeString(v.Shape), strings.Join(dims, ","))
+	if !mismatch {
+		return nil
 	}
-	return nil
+	dims := make([]string, len(vi.Shape))
+	for i, d := range vi.Shape {
+		dims[i] = d.String()
+	}
+	declaredShape := "[" + strings.Join(dims, ",") + "]"
+	if b.bound && len(vi.Shape) == len(v.Shape) {
+		b.g.Redeclared = append(b.g.Redeclared, Redeclared{What: what, Name: vi.Name, Shape: slices.Clone(v.Shape), Declared: declaredShape})
+		return nil
+	}
+	return fmt.Errorf("%s %q: shape %s, model declares %s", what, vi.Name, ShapeString(v.Shape), declaredShape)
 }
 
 // compact drops the values nothing reads (constants only folding used,

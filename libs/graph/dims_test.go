@@ -3,6 +3,8 @@ package graph
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"ipu.local/libs/onnx"
 )
 
@@ -53,5 +55,77 @@ func TestSymbolicDims(t *testing.T) {
 				t.Errorf("BuildWith changed the caller's Dims: %v", c.opt.Dims)
 			}
 		})
+	}
+}
+
+// tracedModel is what an exporter writes when only the inputs' batch is
+// dynamic: the output and a value_info keep the batch it traced at (2).
+func tracedModel(t *testing.T) *onnx.Model {
+	t.Helper()
+	b := onnx.NewModel(13)
+	b.AddInputInfo(onnx.ValueInfo{Name: "x", DType: onnx.Float, HasShape: true, Shape: []onnx.Dim{{Value: -1, Param: "batch_size"}, {Value: 3}}})
+	b.AddNode("Relu", "r", []string{"x"}, []string{"a"})
+	b.AddNode("Neg", "n", []string{"a"}, []string{"y"})
+	b.AddValueInfo("a", onnx.Float, []int64{2, 3})
+	b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float, HasShape: true, Shape: []onnx.Dim{{Value: 2}, {Value: 3}}})
+	m, err := onnx.ReadModel(b.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestTracedShapes: declared shapes that the bound batch contradicts are
+// listed in Graph.Redeclared and the graph takes the bound shapes; a rank
+// or element type that differs, or a shape that differs with nothing
+// bound, is still refused.
+func TestTracedShapes(t *testing.T) {
+	g, err := BuildWith(tracedModel(t), BuildOptions{Dims: map[string]int64{"batch_size": 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ShapeString(g.Outputs[0].Shape); got != "[5,3]" {
+		t.Errorf("output shape %s, want [5,3]", got)
+	}
+	want := []Redeclared{{What: "output", Name: "y", Shape: []int64{5, 3}, Declared: "[2,3]"}, {What: "value_info", Name: "a", Shape: []int64{5, 3}, Declared: "[2,3]"}}
+	if diff := cmp.Diff(want, g.Redeclared); diff != "" {
+		t.Errorf("Redeclared (-want +got):\n%s", diff)
+	}
+	// Bound to the traced batch, nothing is redeclared.
+	if g, err := BuildWith(tracedModel(t), BuildOptions{InputShapes: map[string][]int64{"x": {2, 3}}}); err != nil || len(g.Redeclared) != 0 {
+		t.Errorf("batch 2: %v, redeclared %v", err, g.Redeclared)
+	}
+
+	b := onnx.NewModel(13)
+	b.AddInput("x", onnx.Float, []int64{4, 3})
+	b.AddNode("Relu", "r", []string{"x"}, []string{"y"})
+	b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float, HasShape: true, Shape: []onnx.Dim{{Value: 2}, {Value: 3}}})
+	static, err := onnx.ReadModel(b.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BuildWith(static, BuildOptions{}); err == nil || err.Error() != `output "y": shape [4,3], model declares [2,3]` {
+		t.Errorf("static model: got %v", err)
+	}
+}
+
+// TestUnusedDims: a binding no input's dimension takes is refused, with
+// the names the inputs have.
+func TestUnusedDims(t *testing.T) {
+	_, err := BuildWith(dynModel(t), BuildOptions{Dims: map[string]int64{"batch": 2, "seq": 5, "btach": 2}})
+	if want := `symbolic dimension "btach" is bound, but no input of the model has it (theirs: "batch", "seq")`; err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+	b := onnx.NewModel(13)
+	b.AddInput("x", onnx.Float, []int64{4, 3})
+	b.AddNode("Relu", "r", []string{"x"}, []string{"y"})
+	b.AddOutput("y", onnx.Float, []int64{4, 3})
+	static, err := onnx.ReadModel(b.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = BuildWith(static, BuildOptions{Dims: map[string]int64{"batch": 1}})
+	if want := `symbolic dimension "batch" is bound, but the model's inputs have no symbolic dimension`; err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
 	}
 }

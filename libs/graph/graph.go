@@ -150,6 +150,22 @@ type Graph struct {
 	// targets, outputs) computed as float under
 	// BuildOptions.DowncastFP64, sorted.
 	Downcast []string
+	// Redeclared lists, in model order, the declared shapes that the
+	// bound symbolic input dimensions contradict: an exporter traces the
+	// outputs' and value_info's shapes at the sizes it ran, and declares
+	// them fixed unless told they vary. The graph keeps the shapes the
+	// bound inputs give (onnxruntime too runs such a model, with a
+	// warning).
+	Redeclared []Redeclared
+}
+
+// Redeclared is a value whose declared shape the bound input dimensions
+// contradict.
+type Redeclared struct {
+	What     string  // "output" or "value_info"
+	Name     string  // the value's name in the model
+	Shape    []int64 // its shape, from the bound inputs
+	Declared string  // the model's declared shape: [2,11,24]
 }
 
 // String returns a canonical multi-line dump of the graph, for tests and

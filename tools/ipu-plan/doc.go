@@ -20,7 +20,11 @@
 // plan's graph records them and ipu-check reads their double test data
 // rounded to float). A symbolic input dimension (an exporter's dynamic
 // axis) is bound by --dim NAME=N or by the shapes of DIR/input_N.pb with
-// --input-shapes; left unbound it is an error naming the dimension. With
+// --input-shapes; left unbound it is an error naming the dimension, and
+// so is a --dim name no input has. Declared output and value_info shapes
+// that the bound dimensions contradict (an exporter declares the shapes
+// it traced at, fixed, unless told they vary) get a WARN each, and the
+// plan takes the bound shapes, as onnxruntime runs such a model. With
 // stderr on a terminal (--progress auto, the default) a progress bar shows
 // the products the search's start has decided, then its attempts and the
 // incumbent's cycles; logs never get one.

@@ -170,6 +170,10 @@ func planModel(log *slog.Logger, cfg config) error {
 	for _, name := range g.Downcast {
 		build.Warn("computing a DOUBLE tensor in FP32 (--downcast-fp64)", slog.String("tensor", name))
 	}
+	for _, r := range g.Redeclared {
+		build.Warn("a declared shape contradicts the bound input dimensions; the plan takes the bound one",
+			slog.String("value", r.Name), slog.String("declared_as", r.What), slog.String("shape", graph.ShapeString(r.Shape)), slog.String("declared", r.Declared))
+	}
 	for _, r := range g.Folded {
 		build.Debug("folded node", slog.String("node", r.Node), slog.String("change", r.What))
 	}
