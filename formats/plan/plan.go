@@ -7,7 +7,8 @@
 //
 //	Plan {
 //		format   "ipu-plan/2"
-//		model    {path, fingerprint}     the .onnx it was made from (sha256 hex)
+//		model    {path, fingerprint}     the .onnx it was made from (sha256 hex; with
+//		                                 its external data, if any: onnx.FingerprintModel)
 //		arch     preset name; tiles: tile count; seed: the search seed
 //		graph    Graph: the model's graph, self-contained (values with
 //		         dtype, shape and constant data in base64; nodes with op,

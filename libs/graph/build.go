@@ -75,6 +75,9 @@ func BuildWith(m *onnx.Model, opt BuildOptions) (*Graph, error) {
 	if m == nil || m.Graph == nil {
 		return nil, fmt.Errorf("model has no graph")
 	}
+	if err := m.CheckLoaded(); err != nil {
+		return nil, err
+	}
 	opt.Dims = maps.Clone(opt.Dims) // bindings the inputs make go here
 	b := &builder{
 		m:        m,

@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -272,7 +273,8 @@ func (d *decoder) child(f field, name string) (*decoder, error) {
 
 // ReadModel decodes a serialized ModelProto and checks that it imports a
 // supported version of the default operator set. Its tensors share
-// data's bytes, as in ReadTensor.
+// data's bytes, as in ReadTensor; those whose data lies in other files
+// (Tensor.External) have none until LoadExternal.
 func ReadModel(data []byte) (*Model, error) {
 	m := &Model{Opsets: map[string]int64{}}
 	d := &decoder{msg: data, names: modelFields}
@@ -332,13 +334,17 @@ func ReadModel(data []byte) (*Model, error) {
 	return m, nil
 }
 
-// ReadModelFile reads and decodes an ONNX model file.
+// ReadModelFile reads and decodes an ONNX model file, and the data of
+// its tensors that lie in other files beside it (LoadExternal).
 func ReadModelFile(path string) (*Model, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	m, err := ReadModel(data)
+	if err == nil {
+		err = m.LoadExternal(filepath.Dir(path))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", path, err)
 	}
@@ -431,7 +437,7 @@ func readGraph(d *decoder, depth int) (*Graph, error) {
 // readTensorAt decodes a TensorProto nested in the model, moving the
 // offsets and field names of its errors to the model's frame.
 func readTensorAt(d *decoder) (*Tensor, error) {
-	t, err := ReadTensor(d.msg)
+	t, err := readTensor(d.msg)
 	if err != nil {
 		var fe *FormatError
 		if errors.As(err, &fe) {

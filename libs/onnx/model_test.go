@@ -347,6 +347,9 @@ func FuzzReadModel(f *testing.F) {
 			f.Add(data)
 		}
 	}
+	if data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "models", "mlp-external.onnx")); err == nil {
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ReadModel(data)
 		if err != nil {
@@ -357,6 +360,16 @@ func FuzzReadModel(f *testing.F) {
 		}
 		if m.Graph == nil {
 			t.Fatal("model without a graph")
+		}
+		// External data resolves in a folder holding a 64-byte file.
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "mlp-external.weights"), make([]byte, 64), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.LoadExternal(dir); err != nil && strings.Contains(err.Error(), "\n") {
+			t.Fatalf("multi-line error %q", err)
+		} else if err == nil && m.CheckLoaded() != nil {
+			t.Fatalf("loaded, but %v", m.CheckLoaded())
 		}
 		if v := m.Opset(""); v < MinOpset || v > MaxOpset {
 			t.Fatalf("accepted opset %d", v)

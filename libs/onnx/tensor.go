@@ -22,11 +22,14 @@
 //		double_data 10 repeated double  DOUBLE, COMPLEX128
 //		uint64_data 11 repeated uint64  UINT32, UINT64
 //		doc_string  12 ignored
-//		external_data 13, data_location 14 (EXTERNAL) rejected
+//		external_data 13 repeated StringStringEntryProto: location, offset,
+//		                 length, checksum (in a model only)
+//		data_location 14 DEFAULT or EXTERNAL (in a model only)
 //	}
 //
 // Whatever field holds the data, Tensor.Raw holds the elements in raw_data
-// form.
+// form; a model's tensor whose data lies in another file (External) has
+// none until Model.LoadExternal reads it.
 package onnx
 
 import (
@@ -119,6 +122,18 @@ type Tensor struct {
 	DType DataType
 	Dims  []int64
 	Raw   []byte // little-endian elements, len = NumElements * DType.ElemSize
+	// External, when not nil, says where the data lies outside the model
+	// file (external_data); Raw is nil until Model.LoadExternal reads it.
+	External *External
+}
+
+// External is where a tensor's raw_data-form bytes lie outside the
+// model file: Length bytes (the tensor's byte size) at Offset in the
+// file Location, a path relative to the model file's folder.
+type External struct {
+	Location       string
+	Offset, Length int64
+	Checksum       string // the SHA-1 hex the model gives, if any (not checked)
 }
 
 // FormatError reports malformed input at a byte offset.
@@ -202,7 +217,17 @@ type span struct {
 // raw_data shares data's bytes (capped, so that appending to Raw copies):
 // the caller must not change data while the tensor is in use.
 func ReadTensor(data []byte) (*Tensor, error) {
-	f := &tensorFields{t: &Tensor{}, rawOff: -1, typed: map[protowire.Number][]span{}, firstAt: map[protowire.Number]int{}}
+	t, err := readTensor(data)
+	if err == nil && t.External != nil {
+		return nil, &FormatError{Off: 0, Field: "data_location", Msg: "external data outside a model (a tensor file holds its data)"}
+	}
+	return t, err
+}
+
+// readTensor is ReadTensor for a model's tensor, whose data may lie in
+// another file (Tensor.External).
+func readTensor(data []byte) (*Tensor, error) {
+	f := &tensorFields{t: &Tensor{}, rawOff: -1, extOff: -1, locOff: -1, typed: map[protowire.Number][]span{}, firstAt: map[protowire.Number]int{}}
 	for off := 0; off < len(data); {
 		num, typ, n := protowire.ConsumeTag(data[off:])
 		if n < 0 {
@@ -226,6 +251,11 @@ type tensorFields struct {
 	raw     []byte
 	typed   map[protowire.Number][]span
 	firstAt map[protowire.Number]int
+	// ext holds the external_data entries by key (the first at extOff,
+	// -1: none); locOff is where data_location says EXTERNAL (-1: it
+	// does not).
+	ext            map[string]string
+	extOff, locOff int
 }
 
 // consume reads the field with number num and wire type typ whose tag
@@ -292,14 +322,34 @@ func (f *tensorFields) consume(num protowire.Number, typ protowire.Type, data []
 	case fieldStringData:
 		return 0, &FormatError{Off: fieldOff, Field: "string_data", Msg: "string tensors are not supported"}
 	case fieldExternalData:
-		return 0, &FormatError{Off: fieldOff, Field: "external_data", Msg: "external data is not supported"}
-	case fieldDataLocation:
-		if typ == protowire.VarintType {
-			v, n := protowire.ConsumeVarint(rest)
-			if n >= 0 && v != 0 {
-				return 0, &FormatError{Off: fieldOff, Field: "data_location", Msg: "external data is not supported"}
-			}
+		if typ != protowire.BytesType {
+			return 0, wireTypeError(fieldOff, "external_data", typ)
 		}
+		v, n := protowire.ConsumeBytes(rest)
+		if n < 0 {
+			return 0, &FormatError{Off: off, Field: "external_data", Msg: protowire.ParseError(n).Error()}
+		}
+		if err := f.externalEntry(v, fieldOff); err != nil {
+			return 0, err
+		}
+		return off + n, nil
+	case fieldDataLocation:
+		if typ != protowire.VarintType {
+			return 0, wireTypeError(fieldOff, "data_location", typ)
+		}
+		v, n := protowire.ConsumeVarint(rest)
+		if n < 0 {
+			return 0, &FormatError{Off: off, Field: "data_location", Msg: protowire.ParseError(n).Error()}
+		}
+		switch v {
+		case 0:
+			f.locOff = -1
+		case 1:
+			f.locOff = fieldOff
+		default:
+			return 0, &FormatError{Off: fieldOff, Field: "data_location", Msg: fmt.Sprintf("unknown location %d (want DEFAULT 0 or EXTERNAL 1)", v)}
+		}
+		return off + n, nil
 	}
 	n := protowire.ConsumeFieldValue(num, typ, rest)
 	if n < 0 {
@@ -309,7 +359,7 @@ func (f *tensorFields) consume(num protowire.Number, typ protowire.Type, data []
 }
 
 // tensor checks the scanned fields of a message of dataLen bytes and
-// returns the tensor with its data.
+// returns the tensor with its data, or with where it lies (external).
 func (f *tensorFields) tensor(dataLen int) (*Tensor, error) {
 	t, raw, rawOff := f.t, f.raw, f.rawOff
 	size := t.DType.ElemSize()
@@ -323,6 +373,9 @@ func (f *tensorFields) tensor(dataLen int) (*Tensor, error) {
 	want, ok := mulInt(count, int64(size))
 	if !ok {
 		return nil, &FormatError{Off: 0, Field: "dims", Msg: fmt.Sprintf("byte size of %v %v overflows", t.Dims, t.DType)}
+	}
+	if f.locOff >= 0 || f.extOff >= 0 {
+		return f.external(want)
 	}
 	dataField, perElem, width := typedField(t.DType)
 	for num, at := range f.firstAt {
@@ -624,7 +677,8 @@ func (t *Tensor) NumElements() int64 {
 
 // EncodeTensor serializes t as a TensorProto with raw_data: fields in
 // number order, dims packed, the same bytes onnx and onnxruntime write for
-// test data.
+// test data. A tensor with External set is written with its external_data
+// and data_location instead (its data is the caller's to write).
 func EncodeTensor(t *Tensor) []byte {
 	var b []byte
 	if len(t.Dims) > 0 {
@@ -640,6 +694,9 @@ func EncodeTensor(t *Tensor) []byte {
 	if t.Name != "" {
 		b = protowire.AppendTag(b, fieldName, protowire.BytesType)
 		b = protowire.AppendString(b, t.Name)
+	}
+	if e := t.External; e != nil {
+		return appendExternal(b, e)
 	}
 	b = protowire.AppendTag(b, fieldRawData, protowire.BytesType)
 	b = protowire.AppendBytes(b, t.Raw)

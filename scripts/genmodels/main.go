@@ -39,6 +39,10 @@
 // [-1/sqrt(fan_in), 1/sqrt(fan_in)), b uniform in [-0.5, 0.5), rounded to
 // float.
 //
+// mlp-external.onnx is mlp-small.onnx with w1 and w2 in the file
+// mlp-external.weights beside it (ONNX external data), as exporters write
+// large models.
+//
 // # Transformer cases
 //
 // With -transformers, genmodels writes transformer cases in the ONNX
@@ -243,7 +247,7 @@ func run(out string, seq, dim int) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	for _, m := range models(int64(seq), int64(dim)) {
+	for _, m := range append(models(int64(seq), int64(dim)), sideFiles()...) {
 		if err := atomicfile.Write(filepath.Join(out, m.file), m.build()); err != nil {
 			return err
 		}
@@ -314,11 +318,18 @@ type model struct {
 	build func() []byte
 }
 
+// sideFiles are the files the generator writes beside the models: the
+// external data of mlp-external.onnx.
+func sideFiles() []model {
+	return []model{{mlpExternalData, func() []byte { _, d := mlpExternal(); return d }}}
+}
+
 func models(seq, dim int64) []model {
 	return []model{
 		{"qk-early.onnx", func() []byte { return qkEarly(seq, dim) }},
 		{"matmul2048.onnx", matmul2048},
 		{"mlp-small.onnx", mlpSmall},
+		{"mlp-external.onnx", func() []byte { m, _ := mlpExternal(); return m }},
 	}
 }
 
@@ -367,6 +378,30 @@ const (
 )
 
 func mlpSmall() []byte {
+	w1, b1, w2 := mlpWeights()
+	return mlpModel(w1, b1, w2)
+}
+
+// mlpExternalData is the file beside mlp-external.onnx that holds its
+// weights.
+const mlpExternalData = "mlp-external.weights"
+
+// mlpExternal returns mlp-external.onnx, mlp-small with w1 and w2 in
+// another file (at offsets 0 and 32768, one after the other; b1 stays
+// inline, as onnx.save_model's size threshold keeps small tensors), and
+// that file.
+func mlpExternal() (model, data []byte) {
+	w1, b1, w2 := mlpWeights()
+	for _, t := range []*onnx.Tensor{w1, w2} {
+		t.External = &onnx.External{Location: mlpExternalData, Offset: int64(len(data)), Length: int64(len(t.Raw))}
+		data = append(data, t.Raw...)
+		t.Raw = nil
+	}
+	return mlpModel(w1, b1, w2), data
+}
+
+// mlpWeights returns mlp-small's initializers.
+func mlpWeights() (w1, b1, w2 *onnx.Tensor) {
 	r := rand.New(rand.NewPCG(mlpSeed, 1))
 	uniform32 := func(n int64, lo, hi float64) []float32 {
 		v := make([]float32, n)
@@ -377,10 +412,14 @@ func mlpSmall() []byte {
 	}
 	a1 := 1 / math.Sqrt(mlpIn)
 	a2 := 1 / math.Sqrt(mlpHidden)
-	w1 := onnx.NewFloat32("w1", []int64{mlpIn, mlpHidden}, uniform32(mlpIn*mlpHidden, -a1, a1))
-	b1 := onnx.NewFloat32("b1", []int64{mlpHidden}, uniform32(mlpHidden, -0.5, 0.5))
-	w2 := onnx.NewFloat32("w2", []int64{mlpHidden, mlpIn}, uniform32(mlpHidden*mlpIn, -a2, a2))
+	w1 = onnx.NewFloat32("w1", []int64{mlpIn, mlpHidden}, uniform32(mlpIn*mlpHidden, -a1, a1))
+	b1 = onnx.NewFloat32("b1", []int64{mlpHidden}, uniform32(mlpHidden, -0.5, 0.5))
+	w2 = onnx.NewFloat32("w2", []int64{mlpHidden, mlpIn}, uniform32(mlpHidden*mlpIn, -a2, a2))
+	return w1, b1, w2
+}
 
+// mlpModel is the mlp graph over its initializers.
+func mlpModel(w1, b1, w2 *onnx.Tensor) []byte {
 	b := newModel("mlp")
 	b.AddNode("MatMul", "h_MatMul", []string{"x", "w1"}, []string{"h"})
 	b.AddNode("Add", "hb_Add", []string{"h", "b1"}, []string{"hb"})

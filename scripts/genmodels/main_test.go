@@ -19,7 +19,7 @@ func TestCommittedModelsAreGenerated(t *testing.T) {
 	if err := run(dir, defaultSeq, defaultDim); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range models(defaultSeq, defaultDim) {
+	for _, m := range append(models(defaultSeq, defaultDim), sideFiles()...) {
 		t.Run(m.file, func(t *testing.T) {
 			got, err := os.ReadFile(filepath.Join(dir, m.file))
 			if err != nil {
@@ -92,6 +92,7 @@ output y
 	for _, m := range models(defaultSeq, defaultDim) {
 		all[m.file] = m.build
 	}
+	delete(all, "mlp-external.onnx") // TestExternalModel
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			g := buildGraph(t, all[tt.file]())
@@ -99,6 +100,40 @@ output y
 				t.Errorf("graph mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestExternalModel: mlp-external.onnx, read with its weights file, is
+// mlp-small.onnx: the same graph and constants.
+func TestExternalModel(t *testing.T) {
+	dir := t.TempDir()
+	model, data := mlpExternal()
+	path := filepath.Join(dir, "mlp-external.onnx")
+	if err := os.WriteFile(path, model, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, mlpExternalData), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := onnx.ReadModelFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.HasExternal() {
+		t.Fatal("no tensor of mlp-external.onnx lies in another file")
+	}
+	g, err := graph.Build(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := buildGraph(t, mlpSmall())
+	if diff := cmp.Diff(want.String(), g.String()); diff != "" {
+		t.Errorf("graph mismatch (-mlp-small +mlp-external):\n%s", diff)
+	}
+	for i, v := range want.Values {
+		if v.Const != nil && !bytes.Equal(v.Const.Raw, g.Values[i].Const.Raw) {
+			t.Errorf("constant %s differs", v.Name)
+		}
 	}
 }
 

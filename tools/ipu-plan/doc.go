@@ -29,7 +29,10 @@
 // the products the search's start has decided, then its attempts and the
 // incumbent's cycles; logs never get one.
 //
-// It reads the model, builds its graph (an operator outside the supported
+// It reads the model (and the data of tensors it keeps in other files,
+// ONNX external data: locations relative to the model's folder, which
+// may not leave it; the plan's fingerprint covers that data too), builds
+// its graph (an operator outside the supported
 // set stops it with `unsupported operator X (node "name")`), and runs the
 // planner's seeded search (libs/planner): an analytic start, then
 // --max-attempts local moves. With --state, the search continues from the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -66,7 +67,14 @@ func mergeAction(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("read model: %w", err)
 	}
-	best, err := pickShard(onnx.Fingerprint(data), model, args[1:])
+	m, err := onnx.ReadModel(data)
+	if err == nil {
+		err = m.LoadExternal(filepath.Dir(model))
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", model, err)
+	}
+	best, err := pickShard(onnx.FingerprintModel(data, m), model, args[1:])
 	if err != nil {
 		return err
 	}

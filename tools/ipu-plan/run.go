@@ -146,11 +146,14 @@ func planModel(log *slog.Logger, cfg config) error {
 		return fmt.Errorf("read model: %w", err)
 	}
 	toolrun.ExpectHeap(heapPerModelByte * int64(len(data)))
-	fingerprint := par.Background(func() string { return onnx.Fingerprint(data) })
 	m, err := onnx.ReadModel(data)
+	if err == nil {
+		err = m.LoadExternal(filepath.Dir(cfg.model))
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.model, err)
 	}
+	fingerprint := par.Background(func() string { return onnx.FingerprintModel(data, m) })
 	opt := graph.BuildOptions{DowncastFP64: cfg.downcast, Dims: cfg.dims}
 	if cfg.shapesDir != "" {
 		if opt.InputShapes, err = inputShapes(m, cfg.shapesDir); err != nil {
