@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"ipu.local/libs/onnx"
 )
 
 // SweepFile is a sweep file as written: the models and the grid of
@@ -130,15 +132,18 @@ func expand(sf SweepFile, base, name string) ([]Config, error) {
 				return nil, fmt.Errorf("sweep file %s: models[%d] data: %s", name, i, pathErr(err))
 			}
 		}
-		modelFP := sha256.Sum256(model)
+		modelFP, err := modelFingerprint(mp, model)
+		if err != nil {
+			return nil, fmt.Errorf("sweep file %s: models[%d]: %s", name, i, err)
+		}
 		for _, groups := range points {
 			args := slices.Concat(groups...)
 			c := Config{Model: m.Path, Data: m.Data, Args: args, Options: strings.Join(args, " "),
 				modelPath: mp, dataPath: dp}
-			c.ID = configID(m.Path, hex.EncodeToString(modelFP[:]), dataFP, args)
+			c.ID = configID(m.Path, modelFP, dataFP, args)
 			shards := []Config{c}
 			if search {
-				shards = searchShards(c, groups, sf.Shards, hex.EncodeToString(modelFP[:]), dataFP)
+				shards = searchShards(c, groups, sf.Shards, modelFP, dataFP)
 			}
 			for _, c := range shards {
 				if prev, ok := seen[c.ID]; ok {
@@ -271,6 +276,22 @@ func resolve(base, p string) string {
 		return abs
 	}
 	return p
+}
+
+// modelFingerprint is the fingerprint ipu-plan records for the model at
+// path, whose file holds data: its hash, and that of the data of its
+// tensors in other files (onnx.FingerprintModel), so that a changed
+// weights file changes the configurations' ids. A file ReadModel refuses
+// gets the hash of its bytes: ipu-plan reports the fault in each job.
+func modelFingerprint(path string, data []byte) (string, error) {
+	m, err := onnx.ReadModel(data)
+	if err != nil {
+		return onnx.Fingerprint(data), nil
+	}
+	if err := m.LoadExternal(filepath.Dir(path)); err != nil {
+		return "", err
+	}
+	return onnx.FingerprintModel(data, m), nil
 }
 
 // dirFingerprint hashes the relative paths and bytes of every regular
