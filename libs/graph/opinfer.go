@@ -52,6 +52,7 @@ func init() {
 		"Expand":         shapeExpand,
 		"Tile":           shapeTile,
 		"Where":          shapeWhere,
+		"Trilu":          shapeWhere, // built as Where(mask, x, 0)
 		"Equal":          shapeCompare,
 		"Greater":        shapeCompare,
 		"GreaterOrEqual": shapeCompare,

@@ -72,6 +72,7 @@ func init() {
 		"ConstantOfShape":    {9, inferConstantOfShape},
 		"Range":              {11, inferRange},
 		"Where":              {9, inferWhere},
+		"Trilu":              {14, inferTrilu},
 		"Equal":              {1, inferCompare},
 		"Greater":            {1, inferCompare},
 		"GreaterOrEqual":     {12, inferCompare},
