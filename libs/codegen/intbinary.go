@@ -15,14 +15,31 @@ type IntOp uint8
 // the int32 range faults the device (a load outside tile memory after
 // the worker's elements are written) instead of wrapping: an int64 value
 // the device cannot hold is an error, not a silent wrap.
+//
+// The comparisons store BOOL as the device holds it, the FP32 words 0.0
+// and 1.0 (0x3F800000): IntEq (A == B), IntNe (A != B), IntLess (A < B)
+// and IntLessEq (A <= B), signed. IntNonZero stores the int32 A != B as
+// 0 or 1 (a BOOL word against 0: a cast from BOOL to an integer). None
+// of them can overflow.
 const (
 	IntAdd IntOp = iota
 	IntSub
 	IntMul
+	IntEq
+	IntNe
+	IntLess
+	IntLessEq
+	IntNonZero
 	numIntOps
 )
 
-var intOpNames = [numIntOps]string{"add", "sub", "mul"}
+var intOpNames = [numIntOps]string{"add", "sub", "mul", "eq", "ne", "less", "lesseq", "nonzero"}
+
+// compares reports whether op stores a BOOL word.
+func (op IntOp) compares() bool { return op >= IntEq && op <= IntLessEq }
+
+// boolOne is BOOL's true as the device holds it: FP32 1.0.
+const boolOne = 0x3F800000
 
 func (op IntOp) String() string {
 	if op < numIntOps {
@@ -35,7 +52,7 @@ func (op IntOp) String() string {
 // B are arrays, Scalar (one element in memory) or Const (the int32 in
 // Value's bits: math.Float32frombits(uint32(v))); Y may be an array
 // operand (in place). Per element: the array loads (ldm), the operation,
-// the store, and the overflow test (3 issues: two signed compares and an
+// the store and, for Add, Sub and Mul, the overflow test (3 issues: two signed compares and an
 // or into the worker's overflow flag; Add: s < a differs from b < 0;
 // Sub: a < s differs from b < 0). Mul stores the low 32 bits (mul) and
 // tests the magnitudes' 64-bit product from 16-bit halves, branch-free
@@ -103,8 +120,11 @@ func (p IntBinary) stream() (*stream, error) {
 			}
 		}
 		b.Add(ibF, MZero, MZero)
-		if p.Op == IntMul {
+		switch {
+		case p.Op == IntMul:
 			b.LoadConst(ibMax, math.MaxInt32)
+		case p.Op.compares():
+			b.LoadConst(ibMax, boolOne)
 		}
 	}
 	s.body = func(b *Builder) {
@@ -118,6 +138,11 @@ func (p IntBinary) stream() (*stream, error) {
 			b.Mul(ibS, ibA, ibB)
 			b.StmP(ibS, sOut, 4)
 			mulOverflow(b)
+			return
+		}
+		if p.Op >= IntEq {
+			intCompare(b, p.Op)
+			b.StmP(ibS, sOut, 4)
 			return
 		}
 		switch p.Op {
@@ -144,6 +169,31 @@ func (p IntBinary) stream() (*stream, error) {
 		b.Ldm(ibT, MZero, 0) // an int32 overflow: fault outside tile memory
 	}
 	return s, nil
+}
+
+// intCompare sets $m9 to the comparison op of $m7 and $m8: a BOOL word
+// (the 0/1 of the compare made 0 or all ones, and with FP32 1.0 in
+// $m6), or, for IntNonZero, 0 or 1.
+func intCompare(b *Builder, op IntOp) {
+	r := func(op isa.Op, d, a, c MReg) { b.r(op, uint8(d), uint8(a), uint8(c)) }
+	switch op {
+	case IntEq, IntNe, IntNonZero:
+		r(isa.CMPEQ, ibS, ibA, ibB)
+	case IntLess:
+		r(isa.CMPLT, ibS, ibA, ibB)
+	case IntLessEq:
+		r(isa.CMPLT, ibS, ibB, ibA) // a <= b is not b < a
+	}
+	switch op {
+	case IntEq, IntLess:
+		b.Sub(ibS, MZero, ibS) // 1 -> all ones
+	case IntNe, IntLessEq:
+		b.Addi(ibS, ibS, -1) // 0 -> all ones, 1 -> 0
+	case IntNonZero:
+		b.i(isa.XORI, uint8(ibS), uint8(ibS), 1)
+		return
+	}
+	b.And(ibS, ibS, ibMax)
 }
 
 // mulOverflow ors into the flag whether a*b leaves int32.
@@ -204,9 +254,16 @@ func EmitIntBinary(b *Builder, p IntBinary) (Kernel, error) {
 	return s.emit(b)
 }
 
-// EmulateIntBinary returns op's int32 result and whether it is in range.
+// EmulateIntBinary returns op's int32 result (a comparison's BOOL word
+// as an int32) and whether it is in range.
 func EmulateIntBinary(op IntOp, a, b int32) (int32, bool) {
 	var r int64
+	truth := func(v bool) int64 {
+		if v {
+			return boolOne
+		}
+		return 0
+	}
 	switch op {
 	case IntAdd:
 		r = int64(a) + int64(b)
@@ -214,6 +271,18 @@ func EmulateIntBinary(op IntOp, a, b int32) (int32, bool) {
 		r = int64(a) - int64(b)
 	case IntMul:
 		r = int64(a) * int64(b)
+	case IntEq:
+		r = truth(a == b)
+	case IntNe:
+		r = truth(a != b)
+	case IntLess:
+		r = truth(a < b)
+	case IntLessEq:
+		r = truth(a <= b)
+	case IntNonZero:
+		if a != b {
+			r = 1
+		}
 	}
 	return int32(r), r >= math.MinInt32 && r <= math.MaxInt32
 }

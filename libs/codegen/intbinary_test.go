@@ -17,13 +17,18 @@ func TestIntBinary(t *testing.T) {
 	lo := tl.p.Memory.Lo
 	forms := []struct{ a, b string }{{"array", "array"}, {"scalar", "array"}, {"array", "const"}, {"array", "inplace"}}
 	i := 0
-	for _, op := range []IntOp{IntAdd, IntSub, IntMul} {
+	for _, op := range []IntOp{IntAdd, IntSub, IntMul, IntEq, IntNe, IntLess, IntLessEq, IntNonZero} {
 		for _, f := range forms {
 			for _, n := range []int{1, 2, 5, 13, 130} {
 				i++
 				p := IntBinary{Op: op, N: n, Workers: 1 + i%6, Y: ilBuf + 0x20000}
 				r := rng(int64(5000 + i))
 				val := func() int32 {
+					if op >= IntEq {
+						// few values, so that equal pairs come up, at
+						// the extremes too
+						return []int32{0, 1, -1, 2, math.MaxInt32, math.MinInt32, boolOne}[r.Intn(7)]
+					}
 					if op == IntMul {
 						// products near the int32 limits, both signs
 						switch r.Intn(4) {

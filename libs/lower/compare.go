@@ -45,6 +45,9 @@ func (l *lowerer) compare(st *plan.Step, n *graph.Node) error {
 	if len(n.Inputs) == 0 || n.Inputs[0] == nil {
 		return l.stepErr("no input")
 	}
+	if isInt(n.Inputs[0].DType) {
+		return l.intCompare(st, n)
+	}
 	typ, err := l.operandType(n, n.Inputs[0])
 	if err != nil {
 		return err
@@ -132,9 +135,14 @@ func (l *lowerer) cast(st *plan.Step, n *graph.Node) error {
 	if ins[0] == nil {
 		return l.stepErr("input 0 has no tensor")
 	}
-	if x.DType == a.To || x.DType == onnx.Bool && a.To == onnx.Float {
-		// BOOL is held as FP32 0.0 and 1.0: to float it is a copy.
+	if x.DType == a.To || x.DType == onnx.Bool && a.To == onnx.Float || isInt(x.DType) && isInt(a.To) {
+		// BOOL is held as FP32 0.0 and 1.0: to float it is a copy; int64
+		// is held as int32: between them too.
 		return l.copyStep(n, ins[0], outs[0])
+	}
+	if x.DType == onnx.Bool && isInt(a.To) {
+		// A BOOL word against 0: 0 or 1.
+		return l.intElementwise(st, n, codegen.IntNonZero, false)
 	}
 	if a.To == onnx.Bool {
 		return l.compare(st, n)

@@ -3,7 +3,9 @@ package lower
 // Int32 arithmetic (ONNX int32 and int64 tensors; int64 is held as int32
 // on the device): Add, Sub and Mul as codegen.IntBinary, one launch per row of
 // each elementwise launch (the kernel is one-dimensional), a result
-// outside int32 faulting the device.
+// outside int32 faulting the device; the comparisons of integers and the
+// casts from integers to BOOL (x != 0) and from BOOL to integers as its
+// comparison ops, to BOOL words and from them.
 
 import (
 	"ipu.local/formats/plan"
@@ -24,16 +26,59 @@ func (l *lowerer) intBinary(st *plan.Step, n *graph.Node) error {
 	if !ok || len(n.Inputs) != 2 {
 		return l.notLowered(n, "output %q of type %s: the device's integer kernels are Add, Sub and Mul of two inputs", n.Outputs[0].Name, n.Outputs[0].DType)
 	}
+	return l.intElementwise(st, n, op, false)
+}
+
+// intCompareOps are the comparisons of integers, as IntBinary ops, and
+// whether the operands swap (a > b is b < a).
+var intCompareOps = map[string]struct {
+	op   codegen.IntOp
+	swap bool
+}{
+	"Equal": {codegen.IntEq, false}, "Less": {codegen.IntLess, false}, "LessOrEqual": {codegen.IntLessEq, false},
+	"Greater": {codegen.IntLess, true}, "GreaterOrEqual": {codegen.IntLessEq, true},
+}
+
+// intCompare lowers a comparison of two integer inputs, or a cast of an
+// integer to BOOL (x != 0): exact, Accumulate 0.
+func (l *lowerer) intCompare(st *plan.Step, n *graph.Node) error {
+	if n.Op == "Cast" {
+		return l.intElementwise(st, n, codegen.IntNe, false)
+	}
+	c, ok := intCompareOps[n.Op]
+	if !ok {
+		return l.notLowered(n, "input %q of type %s (%s reads bool)", n.Inputs[0].Name, n.Inputs[0].DType, n.Op)
+	}
+	for _, v := range n.Inputs[1:] {
+		if !isInt(v.DType) {
+			return l.stepErr("inputs of types %s and %s", n.Inputs[0].DType, v.DType)
+		}
+	}
+	return l.intElementwise(st, n, c.op, c.swap)
+}
+
+// intElementwise lowers n as IntBinary op over its inputs (swapped when
+// swap), a node of one input (a cast) taking 0 as its second.
+func (l *lowerer) intElementwise(st *plan.Step, n *graph.Node, op codegen.IntOp, swap bool) error {
 	ins, outs, err := l.ioTensors(st, n)
 	if err != nil {
 		return err
 	}
 	imm := make([]operand, 2)
+	if len(ins) == 1 {
+		ins = append(ins, nil)
+		imm[1] = operand{konst: true, value: 0}
+	}
+	if len(ins) != 2 {
+		return l.stepErr("%d inputs, want 2", len(ins))
+	}
 	var refs [2][]prog.Ref
 	for k, t := range ins {
 		if t == nil {
-			if imm[k], err = l.wordImmediate(n, k); err != nil {
-				return err
+			if k < len(n.Inputs) {
+				if imm[k], err = l.wordImmediate(n, k); err != nil {
+					return err
+				}
 			}
 			continue
 		}
@@ -43,6 +88,14 @@ func (l *lowerer) intBinary(st *plan.Step, n *graph.Node) error {
 		if refs[k], err = l.read(t); err != nil {
 			return err
 		}
+	}
+	if swap {
+		ins[0], ins[1] = ins[1], ins[0]
+		imm[0], imm[1] = imm[1], imm[0]
+		refs[0], refs[1] = refs[1], refs[0]
+	}
+	if ins[0] == nil && ins[1] == nil {
+		return l.notLowered(n, "both inputs are immediates")
 	}
 	y := outs[0]
 	yRefs, err := l.write(y)
