@@ -73,6 +73,7 @@ func init() {
 		"Range":              {11, inferRange},
 		"Where":              {9, inferWhere},
 		"Trilu":              {14, inferTrilu},
+		"CumSum":             {11, inferCumSum},
 		"Equal":              {1, inferCompare},
 		"Greater":            {1, inferCompare},
 		"GreaterOrEqual":     {12, inferCompare},
