@@ -74,6 +74,8 @@ func init() {
 		"Where":              {9, inferWhere},
 		"Trilu":              {14, inferTrilu},
 		"CumSum":             {11, inferCumSum},
+		"Dropout":            {1, inferDropout},
+		"Reciprocal":         {1, inferReciprocal},
 		"Equal":              {1, inferCompare},
 		"Greater":            {1, inferCompare},
 		"GreaterOrEqual":     {12, inferCompare},

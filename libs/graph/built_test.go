@@ -1,0 +1,92 @@
+package graph
+
+import (
+	"strings"
+	"testing"
+
+	"ipu.local/libs/onnx"
+)
+
+// TestDropoutAndReciprocal: an inference Dropout is its input (its mask
+// trues), Reciprocal is Div(1, x) in x's type; training is refused.
+func TestDropoutAndReciprocal(t *testing.T) {
+	b := onnx.NewModel(13)
+	b.AddInput("x", onnx.Float, []int64{2, 3})
+	b.AddInput("h", onnx.Float16, []int64{4})
+	b.AddInitializer(onnx.NewFloat32("ratio", []int64{}, []float32{0.1}))
+	b.AddInitializer(onnx.NewBool("train", []int64{}, []bool{false}))
+	b.AddNode("Dropout", "drop", []string{"x", "ratio", "train"}, []string{"d", "mask"})
+	b.AddNode("Reciprocal", "rx", []string{"d"}, []string{"r"})
+	b.AddNode("Reciprocal", "rh", []string{"h"}, []string{"rh"})
+	b.AddOutput("r", onnx.Float, []int64{2, 3})
+	b.AddOutput("rh", onnx.Float16, []int64{4})
+	b.AddOutput("mask", onnx.Bool, []int64{2, 3})
+	m, err := onnx.ReadModel(b.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Build(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `graph "main" opset 13
+input x float[2,3]
+input h float16[4]
+const mask bool[2,3]
+const rx_one float[]
+const rh_one float16[]
+node "drop" Identity (x) -> d float[2,3]
+node "rx" Div (rx_one, d) -> r float[2,3]
+node "rh" Div (rh_one, h) -> rh float16[4]
+output r
+output rh
+output mask
+`
+	if got := g.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if string(g.Outputs[2].Const.Raw) != "\x01\x01\x01\x01\x01\x01" {
+		t.Errorf("mask %v", g.Outputs[2].Const.Raw)
+	}
+	for _, n := range g.Nodes[1:] {
+		if raw, want := n.Inputs[0].Const.Raw, map[string]string{"rx": "\x00\x00\x80\x3f", "rh": "\x00\x3c"}[n.Name]; string(raw) != want {
+			t.Errorf("%s: 1 is %x", n.Name, raw)
+		}
+	}
+
+	for _, c := range []struct {
+		name  string
+		opset int64
+		train []bool // nil: no training_mode input
+		attrs []onnx.Attr
+		want  string
+	}{
+		{"training mode", 13, []bool{true}, nil, `node "drop" (Dropout) input 2: training_mode is true: a training Dropout is not supported`},
+		{"is_test 0", 6, nil, nil, `node "drop" (Dropout): is_test 0: a training Dropout is not supported (inference needs is_test 1)`},
+		{"is_test 1", 6, nil, []onnx.Attr{onnx.IntAttr("is_test", 1)}, ``},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := onnx.NewModel(c.opset)
+			b.AddInput("x", onnx.Float, []int64{3})
+			ins := []string{"x"}
+			if c.train != nil {
+				b.AddInitializer(onnx.NewBool("train", []int64{}, c.train))
+				ins = append(ins, "", "train")
+			}
+			b.AddNode("Dropout", "drop", ins, []string{"y"}, c.attrs...)
+			b.AddOutput("y", onnx.Float, []int64{3})
+			m, err := onnx.ReadModel(b.Marshal())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Build(m)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if c.want == "" && got != "" || !strings.HasPrefix(got, c.want) {
+				t.Errorf("got %q\nwant %q", got, c.want)
+			}
+		})
+	}
+}
