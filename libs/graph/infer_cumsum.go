@@ -99,15 +99,8 @@ type scan struct {
 }
 
 // fresh returns a value name that neither the model nor the graph so
-// far holds: name, name_2, name_3, ...
-func (s *scan) fresh(name string) string {
-	b := s.c.b
-	unique := name
-	for i := 2; b.reserved[unique] || b.taken[unique]; i++ {
-		unique = fmt.Sprintf("%s_%d", name, i)
-	}
-	return unique
-}
+// far holds (freshName).
+func (s *scan) fresh(name string) string { return s.c.b.freshName(name) }
 
 // node builds one step node through the builder (inference and folding).
 func (s *scan) node(op, name string, inputs []string, out string, attrs ...onnx.Attr) error {

@@ -76,13 +76,18 @@ func inferTrilu(c *nodeCtx) error {
 }
 
 // freshConst makes a constant value of the current scope holding t,
-// named name or, when the model or an earlier value holds that name,
-// name_2, name_3, and so on.
+// named freshName(name).
 func (b *builder) freshConst(name string, t *onnx.Tensor) (*Value, error) {
+	t.Name = b.freshName(name)
+	return b.constValue(b.sc, t.Name, t)
+}
+
+// freshName returns a value name that neither the model nor the graph
+// so far holds: name, or name_2, name_3, and so on.
+func (b *builder) freshName(name string) string {
 	unique := name
 	for i := 2; b.reserved[unique] || b.taken[unique]; i++ {
 		unique = fmt.Sprintf("%s_%d", name, i)
 	}
-	t.Name = unique
-	return b.constValue(b.sc, unique, t)
+	return unique
 }

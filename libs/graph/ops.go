@@ -76,6 +76,7 @@ func init() {
 		"CumSum":             {11, inferCumSum},
 		"Dropout":            {1, inferDropout},
 		"Reciprocal":         {1, inferReciprocal},
+		"ScatterND":          {11, inferScatterND},
 		"Equal":              {1, inferCompare},
 		"Greater":            {1, inferCompare},
 		"GreaterOrEqual":     {12, inferCompare},
