@@ -21,14 +21,7 @@ func TestDropoutAndReciprocal(t *testing.T) {
 	b.AddOutput("r", onnx.Float, []int64{2, 3})
 	b.AddOutput("rh", onnx.Float16, []int64{4})
 	b.AddOutput("mask", onnx.Bool, []int64{2, 3})
-	m, err := onnx.ReadModel(b.Marshal())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := Build(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := buildOf(t, b)
 	want := `graph "main" opset 13
 input x float[2,3]
 input h float16[4]
@@ -75,11 +68,7 @@ output mask
 			}
 			b.AddNode("Dropout", "drop", ins, []string{"y"}, c.attrs...)
 			b.AddOutput("y", onnx.Float, []int64{3})
-			m, err := onnx.ReadModel(b.Marshal())
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = Build(m)
+			err := buildErr(t, b)
 			got := ""
 			if err != nil {
 				got = err.Error()

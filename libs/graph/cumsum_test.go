@@ -58,22 +58,7 @@ func TestCumSumFolds(t *testing.T) {
 					b.AddNode("CumSum", "cs", []string{"x", "axis"}, []string{"y"}, onnx.IntAttr("exclusive", b2i(mode[0])), onnx.IntAttr("reverse", b2i(mode[1])))
 					b.AddNode("Identity", "id", []string{"y"}, []string{"z"})
 					b.AddOutput("z", onnx.Int64, shape)
-					m, err := onnx.ReadModel(b.Marshal())
-					if err != nil {
-						t.Fatal(err)
-					}
-					g, err := Build(m)
-					if err != nil {
-						t.Fatal(err)
-					}
-					c := g.Outputs[0].Const
-					if c == nil {
-						t.Fatalf("not folded:\n%s", g)
-					}
-					got, err := c.Int64s()
-					if err != nil {
-						t.Fatal(err)
-					}
+					got := foldedInt64s(t, buildOf(t, b))
 					a := (axis + len(shape)) % len(shape)
 					if want := cumsumWant(x, shape, a, mode[0], mode[1]); fmt.Sprint(got) != fmt.Sprint(want) {
 						t.Errorf("got  %v\nwant %v", got, want)
@@ -92,14 +77,7 @@ func TestCumSumSteps(t *testing.T) {
 	b.AddInitializer(onnx.NewInt64("axis", []int64{}, []int64{1}))
 	b.AddNode("CumSum", "cs", []string{"x", "axis"}, []string{"y"})
 	b.AddOutput("y", onnx.Int64, []int64{2, 5})
-	m, err := onnx.ReadModel(b.Marshal())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := Build(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := buildOf(t, b)
 	var ops []string
 	for _, n := range g.Nodes {
 		ops = append(ops, n.Op)
@@ -140,14 +118,7 @@ func TestCumSumErrors(t *testing.T) {
 			}
 			b.AddNode("CumSum", "cs", []string{"x", "axis"}, []string{"y"})
 			b.AddOutput("y", dt, nil)
-			m, err := onnx.ReadModel(b.Marshal())
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = Build(m)
-			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), `node "cs" (CumSum)`) {
-				t.Errorf("got %v\nwant node \"cs\" (CumSum) ... %s", err, c.want)
-			}
+			checkNodeErr(t, buildErr(t, b), `node "cs" (CumSum)`, c.want)
 		})
 	}
 }

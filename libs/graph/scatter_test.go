@@ -2,7 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"ipu.local/libs/onnx"
@@ -59,18 +58,7 @@ func TestScatterNDFolds(t *testing.T) {
 			b.AddNode("ScatterND", "sc", []string{"data", "idx", "upd"}, []string{"y"})
 			b.AddNode("Identity", "id", []string{"y"}, []string{"z"})
 			b.AddOutput("z", onnx.Int64, c.shape)
-			m, err := onnx.ReadModel(b.Marshal())
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := Build(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g.Outputs[0].Const == nil {
-				t.Fatalf("not folded:\n%s", g)
-			}
-			got, _ := g.Outputs[0].Const.Int64s()
+			got := foldedInt64s(t, buildOf(t, b))
 			if want := scatterWant(data, c.shape, c.idx, q, upd); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("got  %v\nwant %v", got, want)
 			}
@@ -104,14 +92,7 @@ func TestScatterNDErrors(t *testing.T) {
 			}
 			b.AddNode("ScatterND", "sc", []string{"x", "idx", "upd"}, []string{"y"}, c.attrs...)
 			b.AddOutput("y", onnx.Float, nil)
-			m, err := onnx.ReadModel(b.Marshal())
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = Build(m)
-			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), `node "sc" (ScatterND)`) {
-				t.Errorf("got %v\nwant node \"sc\" (ScatterND) ... %s", err, c.want)
-			}
+			checkNodeErr(t, buildErr(t, b), `node "sc" (ScatterND)`, c.want)
 		})
 	}
 }

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"ipu.local/libs/onnx"
@@ -44,22 +43,7 @@ func TestTriluFolds(t *testing.T) {
 					b.AddNode("Trilu", "tri", []string{"x", "k"}, []string{"y"}, onnx.IntAttr("upper", upper))
 					b.AddNode("Identity", "id", []string{"y"}, []string{"z"})
 					b.AddOutput("z", onnx.Int64, shape)
-					m, err := onnx.ReadModel(b.Marshal())
-					if err != nil {
-						t.Fatal(err)
-					}
-					g, err := Build(m)
-					if err != nil {
-						t.Fatal(err)
-					}
-					c := g.Outputs[0].Const
-					if c == nil {
-						t.Fatalf("not folded:\n%s", g)
-					}
-					got, err := c.Int64s()
-					if err != nil {
-						t.Fatal(err)
-					}
+					got := foldedInt64s(t, buildOf(t, b))
 					want := triluWant(x, shape[len(shape)-2], shape[len(shape)-1], k, upper == 1)
 					if fmt.Sprint(got) != fmt.Sprint(want) {
 						t.Errorf("got  %v\nwant %v", got, want)
@@ -77,14 +61,7 @@ func TestTriluOnDevice(t *testing.T) {
 	b.AddInput("x", onnx.Float, []int64{2, 3, 4})
 	b.AddNode("Trilu", "tri", []string{"x"}, []string{"y"})
 	b.AddOutput("y", onnx.Float, []int64{2, 3, 4})
-	m, err := onnx.ReadModel(b.Marshal())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := Build(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := buildOf(t, b)
 	want := `graph "main" opset 14
 input x float[2,3,4]
 const tri_mask bool[3,4]
@@ -125,14 +102,7 @@ func TestTriluErrors(t *testing.T) {
 			}
 			b.AddNode("Trilu", "tri", []string{"x", "k"}, []string{"y"}, c.attrs...)
 			b.AddOutput("y", onnx.Float, nil)
-			m, err := onnx.ReadModel(b.Marshal())
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = Build(m)
-			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), `node "tri" (Trilu)`) {
-				t.Errorf("got %v\nwant node \"tri\" (Trilu) ... %s", err, c.want)
-			}
+			checkNodeErr(t, buildErr(t, b), `node "tri" (Trilu)`, c.want)
 		})
 	}
 }

@@ -41,15 +41,7 @@ func TestCumSum(t *testing.T) {
 	data := cumsumModel()
 	for _, tiles := range []int{1, 5, 64} {
 		t.Run(fmt.Sprint(tiles), func(t *testing.T) {
-			o, st, g, err := planLink(t, data, tiles)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ins := hostref.GenerateInputs(g, 5)
-			var in [][]byte
-			for _, v := range ins {
-				in = append(in, v.Raw)
-			}
+			o, st, g, ins, in := linkedInputs(t, data, tiles, 5)
 			// Token ids with padding (1) here and there.
 			for k := 0; k < 22; k++ {
 				v := uint64(k*7%5 + 1)

@@ -45,6 +45,23 @@ func checkVerdict(t *testing.T, o *obj.Object, st *Stats, g *graph.Graph, seed u
 	checkCyclesOnly(t, st, res)
 }
 
+// linkedInputs plans and links data on tiles, failing the test on an
+// error, and generates its inputs from seed: the object, the link's
+// figures, the graph, the inputs and their bytes (the tensors' own).
+func linkedInputs(t *testing.T, data []byte, tiles int, seed uint64) (*obj.Object, *Stats, *graph.Graph, []*onnx.Tensor, [][]byte) {
+	t.Helper()
+	o, st, g, err := planLink(t, data, tiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := hostref.GenerateInputs(g, seed)
+	raw := make([][]byte, len(ins))
+	for i, in := range ins {
+		raw[i] = in.Raw
+	}
+	return o, st, g, ins, raw
+}
+
 // runWithReference simulates a linked model on inputs generated from
 // seed and computes the host reference at device precision on the same
 // inputs.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"ipu.local/libs/hostref"
 	"ipu.local/libs/onnx"
 )
 
@@ -47,14 +46,7 @@ func TestIntCompare(t *testing.T) {
 	data := intCompareModel()
 	for _, tiles := range []int{1, 5, 64} {
 		t.Run(fmt.Sprint(tiles), func(t *testing.T) {
-			o, st, g, err := planLink(t, data, tiles)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var in [][]byte
-			for _, v := range hostref.GenerateInputs(g, 7) {
-				in = append(in, v.Raw)
-			}
+			o, st, _, _, in := linkedInputs(t, data, tiles, 7)
 			small := []int64{-2, 0, 3, 4, -1 << 31, 1<<31 - 1}
 			for k, size := range []int{8, 8, 4, 4} {
 				for p := 0; p*size < len(in[k]); p++ {

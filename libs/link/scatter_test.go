@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"ipu.local/libs/hostref"
 	"ipu.local/libs/onnx"
 )
 
@@ -52,14 +51,7 @@ func TestScatterND(t *testing.T) {
 	cases := []sc{{0, 1, 4, 4, []int64{1, 1, 6, 8}}, {2, 3, 1, 4, []int64{5, 4}}, {4, 5, 2, 2, []int64{2, 3, 5}}}
 	for _, tiles := range []int{1, 5, 64} {
 		t.Run(fmt.Sprint(tiles), func(t *testing.T) {
-			o, st, g, err := planLink(t, data, tiles)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var in [][]byte
-			for _, v := range hostref.GenerateInputs(g, 13) {
-				in = append(in, v.Raw)
-			}
+			o, st, _, _, in := linkedInputs(t, data, tiles, 13)
 			outs, res := runObject(t, o, in)
 			for k, c := range cases {
 				// int64 is 8 bytes on the host.

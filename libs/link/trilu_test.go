@@ -6,7 +6,6 @@ import (
 	"math"
 	"testing"
 
-	"ipu.local/libs/hostref"
 	"ipu.local/libs/onnx"
 )
 
@@ -44,15 +43,7 @@ func TestTrilu(t *testing.T) {
 	data := triluModel()
 	for _, tiles := range []int{1, 5, 64} {
 		t.Run(fmt.Sprint(tiles), func(t *testing.T) {
-			o, st, g, err := planLink(t, data, tiles)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ins := hostref.GenerateInputs(g, 3)
-			raw := make([][]byte, len(ins))
-			for i, in := range ins {
-				raw[i] = in.Raw
-			}
+			o, st, _, _, raw := linkedInputs(t, data, tiles, 3)
 			outs, res := runObject(t, o, raw)
 			// keep reports whether element p of a [..., m, n] stays.
 			keep := func(p, m, n, k int, upper bool) bool {
