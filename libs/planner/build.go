@@ -115,6 +115,19 @@ func (b *builder) external(v *graph.Value, kind layout.Kind, pad int, transposed
 // the home tensor when it is such, a host or const tensor, or a
 // re-layout of the home tensor.
 func (b *builder) need(v *graph.Value, pieces []layout.Piece, pad int) (int, error) {
+	return b.needAs(v, pieces, pad, false)
+}
+
+// needDense is need for a reader that walks each piece as one array
+// (a run-time Gather's indices): the home tensor serves only when its
+// pad leaves no gap between rows.
+func (b *builder) needDense(v *graph.Value, pieces []layout.Piece) (int, error) {
+	return b.needAs(v, pieces, 1, true)
+}
+
+// needAs is need, refusing, when dense, a home tensor whose rows have
+// gaps.
+func (b *builder) needAs(v *graph.Value, pieces []layout.Piece, pad int, dense bool) (int, error) {
 	if sourceOf(v) != layout.FromStep {
 		return b.external(v, layout.RowMajor, pad, false, pieces), nil
 	}
@@ -124,7 +137,7 @@ func (b *builder) need(v *graph.Value, pieces []layout.Piece, pad int) (int, err
 	}
 	probe := &layout.Tensor{Pieces: append([]layout.Piece(nil), pieces...)}
 	probe.SortPieces()
-	if home := b.tensors[h]; samePieces(home.Pieces, probe.Pieces) && !realigns(home, pad) {
+	if home := b.tensors[h]; samePieces(home.Pieces, probe.Pieces) && !realigns(home, pad) && !(dense && gaps(home)) {
 		return h, nil
 	}
 	probe.Kind, probe.Pad, probe.Size = layout.RowMajor, pad, lower.DeviceSize(v.DType)
@@ -166,6 +179,18 @@ func misalignedRows(pieces []layout.Piece, pad, size int) bool {
 // serve a reader asking for pad, although its pieces are the reader's.
 func realigns(t *layout.Tensor, pad int) bool {
 	return t.Kind == layout.RowMajor && pad != t.Pad && misalignedRows(t.Pieces, t.Pad, t.Size) && !misalignedRows(t.Pieces, pad, t.Size)
+}
+
+// gaps reports whether a piece of t has rows padded past their length.
+func gaps(t *layout.Tensor) bool {
+	for _, p := range t.Pieces {
+		if r := len(p.Box); r > 1 {
+			if n := p.Box[r-1].Len(); layout.Pad(n, max(t.Pad, 1)) != n {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func samePieces(a, b []layout.Piece) bool {

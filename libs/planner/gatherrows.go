@@ -74,7 +74,7 @@ func (b *builder) gatherRows(n *graph.Node) error {
 		return err
 	}
 	// The indices dense (pad 1): the kernel reads them as one array.
-	iid, err := b.need(idx, ins, 1)
+	iid, err := b.needDense(idx, ins)
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,7 @@ const (
 	posConst        // a Constant node int64 [1, S]
 	posRange        // Range(0, S, 1) then Unsqueeze(axes=[0])
 	posSlice        // Slice of a position_ids buffer [1, P] (Hugging Face's way)
+	posCumsum       // from input_ids, padding_idx 1 (RoBERTa's create_position_ids_from_input_ids)
 )
 
 // torchCase is one generated case.
@@ -83,6 +84,7 @@ type torchCase struct {
 	NoSubShape bool // torchGate: the branch outputs carry no shape
 	Refine     bool // torchGate: the branch's network reads the detector's last hidden features, not the input
 	Dynamic    bool // inputs declared with a symbolic batch dimension (torch.onnx.export's dynamic_axes)
+	Causal     bool // torchAttn, torchEmbedAttn: triu(full((S, S), lowest), diagonal=1) added to the scores
 }
 
 // torchCases are the cases of -torch, in the order they are written.
@@ -175,6 +177,13 @@ func torchCases() []torchCase {
 			Seq: 7, Hidden: 24, Heads: 2, FFN: 48, Vocab: 30, Pos: posSlice, IntMask: true},
 		{Name: "tgate_b1_c4x6_fp16_taken_op14", Family: torchGate, Opset: 14, DType: f16, Batch: 1,
 			In: []int64{4, 6}, Widths: []int64{16}, Taken: true},
+
+		// Decoder masks and RoBERTa's positions, as newer exporters write
+		// them: Trilu, CumSum and integer comparisons.
+		{Name: "tembattn_b2_s9_h32_n4_causal_cumsum_op14", Family: torchEmbedAttn, Opset: 14, DType: f32, Batch: 2,
+			Seq: 9, Hidden: 32, Heads: 4, FFN: 64, Vocab: 12, Pos: posCumsum, Causal: true},
+		{Name: "tattn_b1_s12_h24_n2_causal_fp16_op14", Family: torchAttn, Opset: 14, DType: f16, Batch: 1,
+			Seq: 12, Hidden: 24, Heads: 2, FFN: 48, Causal: true},
 	}
 }
 
@@ -198,6 +207,8 @@ var torchSmoke = []string{
 	"tembattn_b2_s10_h40_n5_op14",
 	"tembattn_b3_s7_h24_n2_intmask_op14",
 	"tattn_b4_s1_h16_n2_op14",
+	"tembattn_b2_s9_h32_n4_causal_cumsum_op14",
+	"tattn_b1_s12_h24_n2_causal_fp16_op14",
 }
 
 // seed is the case's PCG seed, a hash of its name.
@@ -672,6 +683,17 @@ func (t *torchBuilder) embeddings(batch int64) string {
 		pos = t.node(scope, "Slice", []string{"embeddings.position_ids",
 			t.constI(scope, []int64{1}, 0), t.constI(scope, []int64{1}, c.Seq),
 			t.constI(scope, []int64{1}, 1), t.constI(scope, []int64{1}, 1)})
+	case posCumsum:
+		// mask = input_ids.ne(1).int(); (torch.cumsum(mask, dim=1).type_as(mask)
+		// * mask).long() + 1
+		pad := t.constI(scope, nil, 1)
+		eq := t.node(scope, "Equal", []string{"input_ids", pad})
+		m := t.node(scope, "Cast", []string{t.node(scope, "Not", []string{eq})}, onnx.IntAttr("to", int64(onnx.Int32)))
+		cs := t.node(scope, "CumSum", []string{m, t.constI(scope, nil, 1)})
+		cs = t.node(scope, "Cast", []string{cs}, onnx.IntAttr("to", int64(onnx.Int32)))
+		inc := t.node(scope, "Mul", []string{cs, m})
+		inc = t.node(scope, "Cast", []string{inc}, onnx.IntAttr("to", int64(onnx.Int64)))
+		pos = t.node(scope, "Add", []string{inc, pad})
 	}
 	pe := t.node(scope+"/position_embeddings", "Gather", []string{pemb, pos})
 	e := t.node(scope, "Add", []string{we, pe})
@@ -717,6 +739,15 @@ func (t *torchBuilder) attention(scope, x, mask string) string {
 	v := heads("value", 0, 2, 1, 3)
 	sc := t.node(sa, "MatMul", []string{q, k})
 	sc = t.node(sa, "Div", []string{sc, t.constF(sa, math.Sqrt(float64(dh)))})
+	if c.Causal {
+		lowest := -math.MaxFloat32
+		if c.DType == onnx.Float16 {
+			lowest = -65504
+		}
+		ss := t.node(sa, "Concat", []string{seq, seq}, onnx.IntAttr("axis", 0))
+		full := t.node(sa, "ConstantOfShape", []string{ss}, onnx.TensorAttr("value", t.floatTensor("", []int64{1}, []float64{lowest})))
+		sc = t.node(sa, "Add", []string{sc, t.node(sa, "Trilu", []string{full, t.constI(sa, nil, 1)})})
+	}
 	var m4 string
 	if c.NegAxes {
 		m4 = t.unsqueeze(scope, mask, -3, -2)
