@@ -85,6 +85,7 @@ type torchCase struct {
 	Refine     bool // torchGate: the branch's network reads the detector's last hidden features, not the input
 	Dynamic    bool // inputs declared with a symbolic batch dimension (torch.onnx.export's dynamic_axes)
 	Causal     bool // torchAttn, torchEmbedAttn: triu(full((S, S), lowest), diagonal=1) added to the scores
+	HFMask     bool // with IntMask: the 4-D causal and padding mask as Hugging Face's newer models build it (hfMask)
 }
 
 // torchCases are the cases of -torch, in the order they are written.
@@ -184,6 +185,8 @@ func torchCases() []torchCase {
 			Seq: 9, Hidden: 32, Heads: 4, FFN: 64, Vocab: 12, Pos: posCumsum, Causal: true},
 		{Name: "tattn_b1_s12_h24_n2_causal_fp16_op14", Family: torchAttn, Opset: 14, DType: f16, Batch: 1,
 			Seq: 12, Hidden: 24, Heads: 2, FFN: 48, Causal: true},
+		{Name: "tembattn_b3_s8_h24_n2_hfmask_op14", Family: torchEmbedAttn, Opset: 14, DType: f32, Batch: 3,
+			Seq: 8, Hidden: 24, Heads: 2, FFN: 40, Vocab: 40, Pos: posRange, IntMask: true, HFMask: true},
 	}
 }
 
@@ -209,6 +212,7 @@ var torchSmoke = []string{
 	"tattn_b4_s1_h16_n2_op14",
 	"tembattn_b2_s9_h32_n4_causal_cumsum_op14",
 	"tattn_b1_s12_h24_n2_causal_fp16_op14",
+	"tembattn_b3_s8_h24_n2_hfmask_op14",
 }
 
 // seed is the case's PCG seed, a hash of its name.
@@ -748,6 +752,10 @@ func (t *torchBuilder) attention(scope, x, mask string) string {
 		full := t.node(sa, "ConstantOfShape", []string{ss}, onnx.TensorAttr("value", t.floatTensor("", []int64{1}, []float64{lowest})))
 		sc = t.node(sa, "Add", []string{sc, t.node(sa, "Trilu", []string{full, t.constI(sa, nil, 1)})})
 	}
+	if c.HFMask {
+		sc = t.node(sa, "Add", []string{sc, t.hfMask(scope, mask)})
+		return t.attentionRest(scope, sa, sc, v, mshape, x)
+	}
 	var m4 string
 	if c.NegAxes {
 		m4 = t.unsqueeze(scope, mask, -3, -2)
@@ -767,6 +775,13 @@ func (t *torchBuilder) attention(scope, x, mask string) string {
 	}
 	madd := t.node(scope, "Mul", []string{inv, t.constF(scope, big)})
 	sc = t.node(sa, "Add", []string{sc, madd})
+	return t.attentionRest(scope, sa, sc, v, mshape, x)
+}
+
+// attentionRest appends the softmax of the masked scores sc, the context
+// and the layer's output over x.
+func (t *torchBuilder) attentionRest(scope, sa, sc, v, mshape, x string) string {
+	c := t.c
 	p := t.node(sa, "Softmax", []string{sc}, onnx.IntAttr("axis", t.axis(-1, 4)))
 	ctx := t.node(sa, "MatMul", []string{p, v})
 	ctx = t.node(sa, "Transpose", []string{ctx}, onnx.IntsAttr("perm", 0, 2, 1, 3))
@@ -779,6 +794,46 @@ func (t *torchBuilder) attention(scope, x, mask string) string {
 	f = t.linear(scope+"/output/dense", f, c.FFN, c.Hidden)
 	r2 := t.node(scope+"/output", "Add", []string{f, ln})
 	return t.layerNorm(scope+"/output/LayerNorm", r2, 3, c.Hidden)
+}
+
+// hfMask appends the additive mask [B, 1, S, S] as transformers'
+// _prepare_4d_causal_attention_mask_with_cache_position builds it from
+// the int64 attention_mask [B, S], written as torch.onnx.export writes
+// it: full((S, S), lowest), triu(diagonal=1), times arange(S) >
+// cache_position (a Range against its Reshape to a column), expanded to
+// [B, 1, S, S]; then its [:, :, :, :S] slice plus the mask, == 0, filled
+// with lowest (Where) and assigned back (ScatterND with constant
+// indices).
+func (t *torchBuilder) hfMask(scope, mask string) string {
+	c := t.c
+	s, b := c.Seq, c.Batch
+	lowest := -math.MaxFloat32
+	if c.DType == onnx.Float16 {
+		lowest = -65504
+	}
+	full := t.node(scope, "ConstantOfShape", []string{t.constI(scope, []int64{2}, s, s)},
+		onnx.TensorAttr("value", t.floatTensor("", []int64{1}, []float64{lowest})))
+	cm := t.node(scope, "Trilu", []string{full, t.constI(scope, nil, 1)})
+	ar := t.node(scope, "Range", []string{t.constI(scope, nil, 0), t.constI(scope, nil, s), t.constI(scope, nil, 1)})
+	cp := t.node(scope, "Reshape", []string{ar, t.constI(scope, []int64{2}, -1, 1)})
+	gt := t.node(scope, "Greater", []string{ar, cp})
+	cm = t.node(scope, "Mul", []string{cm, t.node(scope, "Cast", []string{gt}, onnx.IntAttr("to", int64(c.DType)))})
+	cm = t.unsqueeze(scope, cm, 0, 1)
+	cm = t.node(scope, "Expand", []string{cm, t.constI(scope, []int64{4}, b, 1, s, s)})
+	am := t.node(scope, "Cast", []string{t.unsqueeze(scope, mask, 1, 2)}, onnx.IntAttr("to", int64(c.DType)))
+	sl := t.node(scope, "Slice", []string{cm, t.constI(scope, []int64{1}, 0), t.constI(scope, []int64{1}, s),
+		t.constI(scope, []int64{1}, 3), t.constI(scope, []int64{1}, 1)})
+	pad := t.node(scope, "Equal", []string{t.node(scope, "Add", []string{sl, am}), t.constF(scope, 0)})
+	filled := t.node(scope, "Where", []string{pad, t.constF(scope, lowest), sl})
+	idx := make([]int64, 0, b*s*s*4)
+	for i := range b {
+		for r := range s {
+			for k := range s {
+				idx = append(idx, i, 0, r, k)
+			}
+		}
+	}
+	return t.node(scope, "ScatterND", []string{cm, t.constI(scope, []int64{b, 1, s, s, 4}, idx...), filled})
 }
 
 // torchExpected evaluates the model on inputs with the host reference in
