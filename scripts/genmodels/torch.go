@@ -42,11 +42,11 @@ const (
 
 // Position id idioms of torchEmbed.
 const (
-	posInit  = iota // an int64 initializer [S]
-	posConst        // a Constant node int64 [1, S]
-	posRange        // Range(0, S, 1) then Unsqueeze(axes=[0])
-	posSlice        // Slice of a position_ids buffer [1, P] (Hugging Face's way)
-	posCumsum       // from input_ids, padding_idx 1 (RoBERTa's create_position_ids_from_input_ids)
+	posInit   = iota // an int64 initializer [S]
+	posConst         // a Constant node int64 [1, S]
+	posRange         // Range(0, S, 1) then Unsqueeze(axes=[0])
+	posSlice         // Slice of a position_ids buffer [1, P] (Hugging Face's way)
+	posCumsum        // from input_ids, padding_idx 1 (RoBERTa's create_position_ids_from_input_ids)
 )
 
 // torchCase is one generated case.
