@@ -77,6 +77,7 @@ func init() {
 		"Dropout":            {1, inferDropout},
 		"Reciprocal":         {1, inferReciprocal},
 		"ScatterND":          {11, inferScatterND},
+		"Einsum":             {12, inferEinsum},
 		"Equal":              {1, inferCompare},
 		"Greater":            {1, inferCompare},
 		"GreaterOrEqual":     {12, inferCompare},
