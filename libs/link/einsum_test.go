@@ -1,12 +1,14 @@
 package link
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strings"
 	"testing"
 
 	"ipu.local/libs/hostref"
+	"ipu.local/libs/numfmt"
 	"ipu.local/libs/onnx"
 )
 
@@ -68,46 +70,49 @@ func TestEinsum(t *testing.T) {
 	for _, c := range []struct {
 		eq     string
 		shapes [][]int64
+		fp16   bool
 	}{
-		{"bhqd,bhkd->bhqk", [][]int64{{2, 3, 5, 4}, {2, 3, 6, 4}}},
-		{"bhqk,bhkd->bqhd", [][]int64{{2, 3, 5, 6}, {2, 3, 6, 4}}},
-		{"bsh,oh->bso", [][]int64{{2, 7, 12}, {9, 12}}},
-		{"i,j->ij", [][]int64{{5}, {7}}},
-		{"ij->ji", [][]int64{{3, 8}}},
-		{"ijk,jk->i", [][]int64{{4, 3, 5}, {3, 5}}},
-		{"abc,cd->bd", [][]int64{{3, 4, 5}, {5, 2}}},
-		{"ij,ij->", [][]int64{{6, 5}, {6, 5}}},
+		{"bhqd,bhkd->bhqk", [][]int64{{2, 3, 5, 4}, {2, 3, 6, 4}}, false},
+		{"bhqk,bhkd->bqhd", [][]int64{{2, 3, 5, 6}, {2, 3, 6, 4}}, false},
+		{"bsh,oh->bso", [][]int64{{2, 7, 12}, {9, 12}}, false},
+		{"i,j->ij", [][]int64{{5}, {7}}, false},
+		{"ij->ji", [][]int64{{3, 8}}, false},
+		{"ijk,jk->i", [][]int64{{4, 3, 5}, {3, 5}}, false},
+		{"abc,cd->bd", [][]int64{{3, 4, 5}, {5, 2}}, false},
+		{"ij,ij->", [][]int64{{6, 5}, {6, 5}}, false},
+		{"bhqd,bhkd->bhqk", [][]int64{{1, 2, 9, 8}, {1, 2, 7, 8}}, true},
 	} {
-		t.Run(c.eq, func(t *testing.T) {
+		dt := onnx.Float
+		if c.fp16 {
+			dt = onnx.Float16
+		}
+		t.Run(fmt.Sprintf("%s/%v", c.eq, dt), func(t *testing.T) {
 			b := onnx.NewModel(13)
 			var names []string
 			for i, s := range c.shapes {
 				name := fmt.Sprintf("x%d", i)
-				b.AddInput(name, onnx.Float, s)
+				b.AddInput(name, dt, s)
 				names = append(names, name)
 			}
 			b.AddNode("Einsum", "es", names, []string{"y"}, onnx.StringAttr("equation", c.eq))
-			b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
+			b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: dt})
 			for _, tiles := range []int{1, 5} {
 				o, st, g, ins, _ := linkedInputs(t, b.Marshal(), tiles, 21)
 				checkVerdict(t, o, st, g, 21)
-				exact, err := hostref.Eval(g, ins, hostref.Options{Precision: hostref.FP64, Threads: 1})
+				exact, err := hostref.EvalValues(g, ins, hostref.Options{Precision: hostref.FP64, Threads: 1})
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := exact[0].Float64s()
-				if err != nil {
-					t.Fatal(err)
-				}
+				got := exact[g.Outputs[0].Index]
 				var ops [][]float64
 				for _, in := range ins {
-					v, err := in.Float32s()
-					if err != nil {
-						t.Fatal(err)
-					}
-					f := make([]float64, len(v))
-					for i, x := range v {
-						f[i] = float64(x)
+					f := make([]float64, in.NumElements())
+					for i := range f {
+						if c.fp16 {
+							f[i] = float64(math.Float32frombits(numfmt.F16ToF32(binary.LittleEndian.Uint16(in.Raw[2*i:]))))
+						} else {
+							f[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(in.Raw[4*i:])))
+						}
 					}
 					ops = append(ops, f)
 				}
