@@ -80,6 +80,8 @@ func TestEinsum(t *testing.T) {
 		{"ijk,jk->i", [][]int64{{4, 3, 5}, {3, 5}}, false},
 		{"abc,cd->bd", [][]int64{{3, 4, 5}, {5, 2}}, false},
 		{"ij,ij->", [][]int64{{6, 5}, {6, 5}}, false},
+		{"abc,cd->bda", [][]int64{{3, 4, 5}, {5, 2}}, false},
+		{"ijk->kij", [][]int64{{2, 3, 4}}, false},
 		{"bhqd,bhkd->bhqk", [][]int64{{1, 2, 9, 8}, {1, 2, 7, 8}}, true},
 	} {
 		dt := onnx.Float
