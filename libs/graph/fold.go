@@ -11,7 +11,7 @@ package graph
 //   - Cast between float, float16, bool, int32 and int64 (not to FP8; a
 //     float that does not fit the integer type leaves the node alone);
 //   - comparisons and logic: Equal, Greater, GreaterOrEqual, Less,
-//     LessOrEqual, Not, And, Or;
+//     LessOrEqual, Not, And, Or, Xor;
 //   - Add, Sub, Mul and Div on int32 and int64 (two's complement
 //     wrap-around; Div truncates toward zero, as onnxruntime does; a
 //     division by zero is an error) and on float (float32 arithmetic,
@@ -45,7 +45,7 @@ var foldable = map[string]bool{
 	"Transpose": true, "Gather": true, "Slice": true, "Split": true, "Concat": true,
 	"Expand": true, "Tile": true, "Where": true, "Cast": true,
 	"Equal": true, "Greater": true, "GreaterOrEqual": true, "Less": true, "LessOrEqual": true,
-	"Not": true, "And": true, "Or": true,
+	"Not": true, "And": true, "Or": true, "Xor": true,
 	"Add": true, "Sub": true, "Mul": true, "Div": true,
 }
 

@@ -143,6 +143,8 @@ func evalCompare(n *Node) ([]*onnx.Tensor, error) {
 			r = ai[ia[i]] != 0 && bi[ib[i]] != 0
 		case "Or":
 			r = ai[ia[i]] != 0 || bi[ib[i]] != 0
+		case "Xor":
+			r = (ai[ia[i]] != 0) != (bi[ib[i]] != 0)
 		}
 		if r {
 			out[i] = 1

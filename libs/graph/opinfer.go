@@ -59,6 +59,7 @@ func init() {
 		"Less":           shapeCompare,
 		"LessOrEqual":    shapeCompare,
 		"And":            shapeCompare,
+		"Xor":            shapeCompare,
 		"Or":             shapeCompare,
 		"Not":            shapeNot,
 		"Erf":            shapeFloatUnary,
@@ -279,7 +280,7 @@ func compareTypes(op string) func(onnx.DataType) bool {
 	switch op {
 	case "Equal":
 		return func(d onnx.DataType) bool { return isNumeric(d) || d == onnx.Bool }
-	case "And", "Or":
+	case "And", "Or", "Xor":
 		return isBool
 	}
 	return isNumeric

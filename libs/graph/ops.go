@@ -84,6 +84,7 @@ func init() {
 		"Less":               {1, inferCompare},
 		"LessOrEqual":        {12, inferCompare},
 		"And":                {1, inferCompare},
+		"Xor":                {1, inferCompare},
 		"Or":                 {1, inferCompare},
 		"Not":                {1, inferNot},
 		"If":                 {1, inferIf},
