@@ -19,8 +19,9 @@ type IntOp uint8
 // The comparisons store BOOL as the device holds it, the FP32 words 0.0
 // and 1.0 (0x3F800000): IntEq (A == B), IntNe (A != B), IntLess (A < B)
 // and IntLessEq (A <= B), signed. IntNonZero stores the int32 A != B as
-// 0 or 1 (a BOOL word against 0: a cast from BOOL to an integer). None
-// of them can overflow.
+// 0 or 1 (a BOOL word against 0: a cast from BOOL to an integer). IntMin
+// and IntMax store the signed minimum and maximum. None of them can
+// overflow.
 const (
 	IntAdd IntOp = iota
 	IntSub
@@ -30,10 +31,12 @@ const (
 	IntLess
 	IntLessEq
 	IntNonZero
+	IntMin
+	IntMax
 	numIntOps
 )
 
-var intOpNames = [numIntOps]string{"add", "sub", "mul", "eq", "ne", "less", "lesseq", "nonzero"}
+var intOpNames = [numIntOps]string{"add", "sub", "mul", "eq", "ne", "less", "lesseq", "nonzero", "min", "max"}
 
 // compares reports whether op stores a BOOL word.
 func (op IntOp) compares() bool { return op >= IntEq && op <= IntLessEq }
@@ -138,6 +141,16 @@ func (p IntBinary) stream() (*stream, error) {
 			b.Mul(ibS, ibA, ibB)
 			b.StmP(ibS, sOut, 4)
 			mulOverflow(b)
+			return
+		}
+		switch p.Op {
+		case IntMin, IntMax:
+			op := isa.MIN
+			if p.Op == IntMax {
+				op = isa.MAX
+			}
+			b.r(op, uint8(ibS), uint8(ibA), uint8(ibB))
+			b.StmP(ibS, sOut, 4)
 			return
 		}
 		if p.Op >= IntEq {
@@ -283,6 +296,10 @@ func EmulateIntBinary(op IntOp, a, b int32) (int32, bool) {
 		if a != b {
 			r = 1
 		}
+	case IntMin:
+		r = int64(min(a, b))
+	case IntMax:
+		r = int64(max(a, b))
 	}
 	return int32(r), r >= math.MinInt32 && r <= math.MaxInt32
 }

@@ -17,7 +17,7 @@ func TestIntBinary(t *testing.T) {
 	lo := tl.p.Memory.Lo
 	forms := []struct{ a, b string }{{"array", "array"}, {"scalar", "array"}, {"array", "const"}, {"array", "inplace"}}
 	i := 0
-	for _, op := range []IntOp{IntAdd, IntSub, IntMul, IntEq, IntNe, IntLess, IntLessEq, IntNonZero} {
+	for _, op := range []IntOp{IntAdd, IntSub, IntMul, IntEq, IntNe, IntLess, IntLessEq, IntNonZero, IntMin, IntMax} {
 		for _, f := range forms {
 			for _, n := range []int{1, 2, 5, 13, 130} {
 				i++

@@ -79,3 +79,21 @@ output mask
 		})
 	}
 }
+
+func TestArgMaxErrors(t *testing.T) {
+	for _, c := range []struct {
+		shape []int64
+		axis  int64
+		want  string
+	}{
+		{[]int64{}, 0, `input 0: "x" is a scalar: want rank 1 or more`},
+		{[]int64{3, 4}, 2, `axis 2 out of range for rank 2`},
+		{[]int64{3, 4}, -3, `axis -3 out of range for rank 2`},
+	} {
+		b := onnx.NewModel(13)
+		b.AddInput("x", onnx.Float, c.shape)
+		b.AddNode("ArgMax", "am", []string{"x"}, []string{"y"}, onnx.IntAttr("axis", c.axis))
+		b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Int64})
+		checkNodeErr(t, buildErr(t, b), `node "am" (ArgMax)`, c.want)
+	}
+}

@@ -11,7 +11,7 @@ package graph
 //   - Softmax and LogSoftmax (opset 13 and later) along an axis that is
 //     not the last: a Transpose swapping it with the last, the operator
 //     along the last axis, and the same Transpose back;
-//   - ReduceMax and ReduceMin (of a float type, over at least one axis):
+//   - ReduceMax and ReduceMin (of a float or integer type, over at least one axis):
 //     the reduced axes moved last and merged into one (Transpose, Reshape
 //     to [kept, L]), then halving: Max (Min) of the first and the last
 //     ceil(L/2) elements (Slices; the middle one of an odd L is read
@@ -368,7 +368,7 @@ func isExtreme(n *Node) bool {
 	}
 	a, ok := n.Attrs.(*Reduce)
 	d := n.Inputs[0].DType
-	return ok && len(a.Axes) > 0 && (d == onnx.Float || d == onnx.Float16)
+	return ok && len(a.Axes) > 0 && (d == onnx.Float || d == onnx.Float16 || d == onnx.Int32 || d == onnx.Int64)
 }
 
 // extremeTree rewrites a ReduceMax or ReduceMin as a tree of elementwise

@@ -92,15 +92,24 @@ func (c *irCheck) checkVariadic() ([]onnx.DataType, [][]int64, error) {
 	if err := c.arity(1, -1); err != nil {
 		return fail(err)
 	}
-	first, err := c.arith(0)
+	// Max and Min compare integers too (ArgMax's and the integer
+	// ReduceMax's trees).
+	operand := c.arith
+	if n.Op == "Max" || n.Op == "Min" {
+		operand = c.numeric
+	}
+	first, err := operand(0)
 	if err != nil {
 		return fail(err)
 	}
 	shapes := [][]int64{first.Shape}
 	for k := 1; k < len(n.Inputs); k++ {
-		v, err := c.arithSame(k, first)
+		v, err := operand(k)
 		if err != nil {
 			return fail(err)
+		}
+		if v.DType != first.DType {
+			return fail(c.errf("input %d: element type %v does not match %v", k, v.DType, first.DType))
 		}
 		shapes = append(shapes, v.Shape)
 	}

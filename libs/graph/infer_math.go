@@ -108,8 +108,13 @@ func inferVariadic(c *nodeCtx) error {
 		first  *Value
 		shapes [][]int64
 	)
+	// Max and Min compare integers too (opset 12 and later).
+	operand := c.arith
+	if (c.n.OpType == "Max" || c.n.OpType == "Min") && c.b.opset >= 12 {
+		operand = c.numeric
+	}
 	for i := range c.n.Inputs {
-		v, err := c.arith(i)
+		v, err := operand(i)
 		if err != nil {
 			return err
 		}

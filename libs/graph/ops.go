@@ -78,6 +78,8 @@ func init() {
 		"Reciprocal":         {1, inferReciprocal},
 		"ScatterND":          {11, inferScatterND},
 		"Einsum":             {12, inferEinsum},
+		"ArgMax":             {1, inferArgMax},
+		"ArgMin":             {1, inferArgMax},
 		"Equal":              {1, inferCompare},
 		"Greater":            {1, inferCompare},
 		"GreaterOrEqual":     {12, inferCompare},

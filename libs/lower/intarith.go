@@ -16,7 +16,8 @@ import (
 	"ipu.local/libs/prog"
 )
 
-var intOps = map[string]codegen.IntOp{"Add": codegen.IntAdd, "Sub": codegen.IntSub, "Mul": codegen.IntMul}
+var intOps = map[string]codegen.IntOp{"Add": codegen.IntAdd, "Sub": codegen.IntSub, "Mul": codegen.IntMul,
+	"Max": codegen.IntMax, "Min": codegen.IntMin}
 
 // isInt reports whether d is an integer type the device computes in.
 func isInt(d onnx.DataType) bool { return d == onnx.Int32 || d == onnx.Int64 }
@@ -24,7 +25,7 @@ func isInt(d onnx.DataType) bool { return d == onnx.Int32 || d == onnx.Int64 }
 func (l *lowerer) intBinary(st *plan.Step, n *graph.Node) error {
 	op, ok := intOps[n.Op]
 	if !ok || len(n.Inputs) != 2 {
-		return l.notLowered(n, "output %q of type %s: the device's integer kernels are Add, Sub and Mul of two inputs", n.Outputs[0].Name, n.Outputs[0].DType)
+		return l.notLowered(n, "output %q of type %s: the device's integer kernels are Add, Sub, Mul, Max and Min of two inputs", n.Outputs[0].Name, n.Outputs[0].DType)
 	}
 	return l.intElementwise(st, n, op, false)
 }
