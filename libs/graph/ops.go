@@ -80,6 +80,7 @@ func init() {
 		"Einsum":             {12, inferEinsum},
 		"ArgMax":             {1, inferArgMax},
 		"ArgMin":             {1, inferArgMax},
+		"Pad":                {2, inferPad},
 		"Equal":              {1, inferCompare},
 		"Greater":            {1, inferCompare},
 		"GreaterOrEqual":     {12, inferCompare},

@@ -80,3 +80,93 @@ func b2byte(v bool) byte {
 	}
 	return 0
 }
+
+// TestPad: constant-mode Pad of computed values, growing and cropping,
+// float with a fill value, float16, int64 with constant_value, and the
+// attribute form before opset 11, on 1 and 5 tiles, bit for bit against
+// the padding done here on the inputs' bytes.
+func TestPad(t *testing.T) {
+	type pc struct {
+		dt    onnx.DataType
+		shape []int64
+		pads  []int64
+		fill  []byte // one element
+	}
+	half := []byte{0x00, 0x38} // 0.5 in float16
+	cases := []pc{
+		{onnx.Float, []int64{2, 5, 3}, []int64{0, 1, -1, 0, -2, 2}, onnx.NewFloat32("", nil, []float32{0.5}).Raw},
+		{onnx.Float16, []int64{4, 6}, []int64{1, 0, 2, 3}, half},
+		{onnx.Int64, []int64{3, 4}, []int64{0, 2, 1, 0}, onnx.NewInt64("", nil, []int64{-7}).Raw},
+	}
+	for _, opset := range []int64{10, 13} {
+		b := onnx.NewModel(opset)
+		for i, c := range cases {
+			if opset < 11 && c.dt != onnx.Float {
+				continue
+			}
+			in, out := fmt.Sprintf("x%d", i), fmt.Sprintf("y%d", i)
+			b.AddInput(in, c.dt, c.shape)
+			if opset < 11 {
+				b.AddNode("Pad", fmt.Sprintf("p%d", i), []string{in}, []string{out}, onnx.IntsAttr("pads", c.pads...), onnx.FloatAttr("value", 0.5))
+			} else {
+				b.AddInitializer(onnx.NewInt64(in+"_pads", []int64{int64(len(c.pads))}, c.pads))
+				b.AddInitializer(&onnx.Tensor{Name: in + "_v", DType: c.dt, Raw: c.fill})
+				b.AddNode("Pad", fmt.Sprintf("p%d", i), []string{in, in + "_pads", in + "_v"}, []string{out})
+			}
+			b.AddOutputInfo(onnx.ValueInfo{Name: out, DType: c.dt})
+		}
+		data := b.Marshal()
+		for _, tiles := range []int{1, 5} {
+			t.Run(fmt.Sprintf("opset%d/%d", opset, tiles), func(t *testing.T) {
+				o, st, _, _, raw := linkedInputs(t, data, tiles, 31)
+				outs, res := runObject(t, o, raw)
+				k := 0
+				for _, c := range cases {
+					if opset < 11 && c.dt != onnx.Float {
+						continue
+					}
+					if string(outs[k]) != string(padBytes(raw[k], c.shape, c.pads, c.fill)) {
+						t.Errorf("%v %v: got %x\nwant %x", c.dt, c.pads, outs[k], padBytes(raw[k], c.shape, c.pads, c.fill))
+					}
+					k++
+				}
+				checkCyclesOnly(t, st, res)
+			})
+		}
+	}
+}
+
+// padBytes pads row-major x (elements of len(fill) bytes) by pads, as
+// Pad's constant mode defines it.
+func padBytes(x []byte, shape, pads []int64, fill []byte) []byte {
+	r, e := len(shape), int64(len(fill))
+	out := make([]int64, r)
+	n := int64(1)
+	for d := range out {
+		out[d] = shape[d] + pads[d] + pads[d+r]
+		n *= out[d]
+	}
+	var res []byte
+	for p := int64(0); p < n; p++ {
+		rem, src, inside := p, int64(0), true
+		idx := make([]int64, r)
+		for d := r - 1; d >= 0; d-- {
+			idx[d] = rem % out[d]
+			rem /= out[d]
+		}
+		for d := 0; d < r; d++ {
+			i := idx[d] - pads[d]
+			if i < 0 || i >= shape[d] {
+				inside = false
+				break
+			}
+			src = src*shape[d] + i
+		}
+		if inside {
+			res = append(res, x[src*e:(src+1)*e]...)
+		} else {
+			res = append(res, fill...)
+		}
+	}
+	return res
+}
