@@ -1,9 +1,14 @@
 package graph
 
-import "ipu.local/libs/onnx"
+import (
+	"math"
+
+	"ipu.local/libs/onnx"
+)
 
 // Operators built from others, each through the builder (inference and
-// folding): Dropout at inference is its input, Reciprocal is 1 / x.
+// folding): Dropout at inference is its input, Reciprocal is 1 / x,
+// IsNaN and IsInf are comparisons.
 
 // inferDropout builds an inference Dropout as Identity, and its optional
 // mask output as a constant of trues. Training is refused: before opset
@@ -78,4 +83,64 @@ func inferReciprocal(c *nodeCtx) error {
 	}
 	c.done = true
 	return nil
+}
+
+// inferIsNaN builds IsNaN as Not(Equal(x, x)): only a NaN differs from
+// itself.
+func inferIsNaN(c *nodeCtx) error {
+	if err := c.arity(1, 1); err != nil {
+		return err
+	}
+	if _, err := c.arith(0); err != nil {
+		return err
+	}
+	same := c.b.freshName(c.name + "/same")
+	if err := c.builtNode("Equal", c.name+"/same", []string{c.n.Inputs[0], c.n.Inputs[0]}, same); err != nil {
+		return err
+	}
+	return c.builtNode("Not", c.name, []string{same}, c.n.Outputs[0])
+}
+
+// inferIsInf builds IsInf as Equal against +Inf (detect_positive),
+// -Inf (detect_negative) or, both detected (the default), +Inf against
+// Abs(x); neither detected is all false.
+func inferIsInf(c *nodeCtx) error {
+	if err := c.arity(1, 1); err != nil {
+		return err
+	}
+	x, err := c.arith(0)
+	if err != nil {
+		return err
+	}
+	pos, err := c.attrBool("detect_positive", true)
+	if err != nil {
+		return err
+	}
+	neg, err := c.attrBool("detect_negative", true)
+	if err != nil {
+		return err
+	}
+	if !pos && !neg {
+		return c.constOutput(0, onnx.NewBool("", x.Shape, make([]bool, NumElements(x.Shape))))
+	}
+	inf := math.Inf(1)
+	if !pos {
+		inf = math.Inf(-1)
+	}
+	raw, err := floatFill(x.DType, inf)
+	if err != nil {
+		return c.errf("%v", err)
+	}
+	v, err := c.b.freshConst(c.name+"/inf", &onnx.Tensor{DType: x.DType, Dims: []int64{}, Raw: raw})
+	if err != nil {
+		return c.errf("%v", err)
+	}
+	src := c.n.Inputs[0]
+	if pos && neg {
+		src = c.b.freshName(c.name + "/abs")
+		if err := c.builtNode("Abs", c.name+"/abs", []string{c.n.Inputs[0]}, src); err != nil {
+			return err
+		}
+	}
+	return c.builtNode("Equal", c.name, []string{src, v.Name}, c.n.Outputs[0])
 }

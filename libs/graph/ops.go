@@ -81,6 +81,8 @@ func init() {
 		"ArgMax":             {1, inferArgMax},
 		"ArgMin":             {1, inferArgMax},
 		"Pad":                {2, inferPad},
+		"IsNaN":              {9, inferIsNaN},
+		"IsInf":              {10, inferIsInf},
 		"Equal":              {1, inferCompare},
 		"Greater":            {1, inferCompare},
 		"GreaterOrEqual":     {12, inferCompare},

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"ipu.local/libs/numfmt"
 	"ipu.local/libs/onnx"
 )
 
@@ -169,4 +170,61 @@ func padBytes(x []byte, shape, pads []int64, fill []byte) []byte {
 		}
 	}
 	return res
+}
+
+// TestIsNaNIsInf: IsNaN and IsInf (both signs, one, neither) of float
+// and float16 values holding NaNs and infinities of both signs, on 1 and
+// 5 tiles, against the classes computed here.
+func TestIsNaNIsInf(t *testing.T) {
+	b := onnx.NewModel(13)
+	b.AddInput("x", onnx.Float, []int64{3, 8})
+	b.AddInput("h", onnx.Float16, []int64{2, 8})
+	ops := []struct {
+		op       string
+		in       string
+		pos, neg int64
+	}{{"IsNaN", "x", 1, 1}, {"IsInf", "x", 1, 1}, {"IsInf", "x", 1, 0}, {"IsInf", "x", 0, 1}, {"IsInf", "x", 0, 0}, {"IsNaN", "h", 1, 1}, {"IsInf", "h", 1, 1}}
+	for i, o := range ops {
+		var attrs []onnx.Attr
+		if o.op == "IsInf" {
+			attrs = []onnx.Attr{onnx.IntAttr("detect_positive", o.pos), onnx.IntAttr("detect_negative", o.neg)}
+		}
+		b.AddNode(o.op, fmt.Sprintf("n%d", i), []string{o.in}, []string{fmt.Sprintf("y%d", i)}, attrs...)
+		b.AddOutputInfo(onnx.ValueInfo{Name: fmt.Sprintf("y%d", i), DType: onnx.Bool})
+	}
+	data := b.Marshal()
+	specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, -1.5, 3}
+	for _, tiles := range []int{1, 5} {
+		o, st, _, _, raw := linkedInputs(t, data, tiles, 37)
+		var xs, hs []float64
+		for p := 0; p < 24; p++ {
+			v := specials[(p*5)%len(specials)]
+			binary.LittleEndian.PutUint32(raw[0][4*p:], math.Float32bits(float32(v)))
+			xs = append(xs, v)
+		}
+		for p := 0; p < 16; p++ {
+			v := specials[(p*7+1)%len(specials)]
+			binary.LittleEndian.PutUint16(raw[1][2*p:], numfmt.F64ToF16(v))
+			hs = append(hs, v)
+		}
+		outs, res := runObject(t, o, raw)
+		for i, op := range ops {
+			vals := xs
+			if op.in == "h" {
+				vals = hs
+			}
+			var want []byte
+			for _, v := range vals {
+				r := math.IsNaN(v)
+				if op.op == "IsInf" {
+					r = op.pos == 1 && math.IsInf(v, 1) || op.neg == 1 && math.IsInf(v, -1)
+				}
+				want = append(want, b2byte(r))
+			}
+			if string(outs[i]) != string(want) {
+				t.Errorf("%d tiles: %s %s (%d, %d): got %x\nwant %x", tiles, op.op, op.in, op.pos, op.neg, outs[i], want)
+			}
+		}
+		checkCyclesOnly(t, st, res)
+	}
 }
