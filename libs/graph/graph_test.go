@@ -812,6 +812,46 @@ func checkGraph(t *testing.T, g *Graph) {
 
 // FuzzBuild checks that no model, however malformed, makes Build panic,
 // and that what it builds keeps the graph invariants.
+// builtOpsSeed is a model of the operators built from others (Trilu,
+// CumSum, ScatterND, Einsum, ArgMax, Pad, IsInf, Dropout, Reciprocal),
+// for FuzzBuild to mutate.
+func builtOpsSeed() []byte {
+	b := onnx.NewModel(18)
+	b.AddInput("x", onnx.Float, []int64{2, 3, 4})
+	b.AddInput("i", onnx.Int64, []int64{2, 5})
+	b.AddInitializer(onnx.NewInt64("one", nil, []int64{1}))
+	b.AddInitializer(onnx.NewInt64("idx", []int64{2, 1}, []int64{1, 0}))
+	b.AddInitializer(onnx.NewInt64("pads", []int64{6}, []int64{0, 1, -1, 0, 0, 2}))
+	b.AddNode("Trilu", "tri", []string{"x", "one"}, []string{"t"}, onnx.IntAttr("upper", 0))
+	b.AddNode("CumSum", "cs", []string{"i", "one"}, []string{"c"}, onnx.IntAttr("exclusive", 1))
+	b.AddNode("ScatterND", "sc", []string{"t", "idx", "t"}, []string{"s"})
+	b.AddNode("Einsum", "es", []string{"s", "x"}, []string{"e"}, onnx.StringAttr("equation", "bij,bkj->bik"))
+	b.AddNode("ArgMax", "am", []string{"e"}, []string{"a"}, onnx.IntAttr("axis", -1))
+	b.AddNode("Pad", "pad", []string{"x", "pads"}, []string{"p"})
+	b.AddNode("IsInf", "inf", []string{"p"}, []string{"f"})
+	b.AddNode("Dropout", "drop", []string{"x"}, []string{"d"})
+	b.AddNode("Reciprocal", "rc", []string{"d"}, []string{"r"})
+	for _, o := range []struct {
+		name string
+		dt   onnx.DataType
+	}{{"c", onnx.Int64}, {"a", onnx.Int64}, {"f", onnx.Bool}, {"r", onnx.Float}} {
+		b.AddOutputInfo(onnx.ValueInfo{Name: o.name, DType: o.dt})
+	}
+	return b.Marshal()
+}
+
+// TestBuiltOpsSeed keeps FuzzBuild's seed of built operators a model that
+// builds, so that the fuzzer starts from the operators' working paths.
+func TestBuiltOpsSeed(t *testing.T) {
+	m, err := onnx.ReadModel(builtOpsSeed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(m); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func FuzzBuild(f *testing.F) {
 	dir := conformanceDir(f)
 	for _, c := range []string{"ort/attention", "ort/layernorm_residual", "ort/qk_late_fp16", "onnx-pytorch/test_operator_mm", "onnx-pytorch/test_Softsign", "onnx-pytorch/test_operator_reduced_mean"} {
@@ -824,6 +864,7 @@ func FuzzBuild(f *testing.F) {
 			f.Add(data)
 		}
 	}
+	f.Add(builtOpsSeed())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := onnx.ReadModel(data)
 		if err != nil {
