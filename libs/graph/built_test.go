@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,17 +27,20 @@ func TestDropoutAndReciprocal(t *testing.T) {
 input x float[2,3]
 input h float16[4]
 const mask bool[2,3]
-const rx_one float[]
-const rh_one float16[]
+const rx/one float[]
+const rh/one float16[]
 node "drop" Identity (x) -> d float[2,3]
-node "rx" Div (rx_one, d) -> r float[2,3]
-node "rh" Div (rh_one, h) -> rh float16[4]
+node "rx" Div (rx/one, d) -> r float[2,3]
+node "rh" Div (rh/one, h) -> rh float16[4]
 output r
 output rh
 output mask
 `
 	if got := g.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if want := "[{drop inference Dropout as Identity} {rx Reciprocal as Div(1, x)} {rh Reciprocal as Div(1, x)}]"; fmt.Sprint(g.Built) != want {
+		t.Errorf("Built %v, want %s", g.Built, want)
 	}
 	if string(g.Outputs[2].Const.Raw) != "\x01\x01\x01\x01\x01\x01" {
 		t.Errorf("mask %v", g.Outputs[2].Const.Raw)

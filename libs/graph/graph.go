@@ -21,6 +21,13 @@
 //     its outputs become constants; so does Shape, whose input's shape is
 //     static, and an If on a constant condition is replaced by the nodes
 //     of the branch it takes. Graph.Folded lists what folding did;
+//   - operators that are other operators put together (Trilu, CumSum,
+//     ScatterND, Einsum, ArgMax and ArgMin, Pad, Dropout, Reciprocal,
+//     IsNaN, IsInf: built.go) become those operators' nodes, each built
+//     and folded in turn; Graph.Built lists them;
+//   - declared shapes that the bound symbolic input dimensions
+//     contradict (an exporter's traced sizes) give way to the bound
+//     shapes, listed in Graph.Redeclared;
 //   - legacy (opset < 7) broadcasting is accepted where it means what
 //     numpy broadcasting means, and refused otherwise.
 //
@@ -150,6 +157,9 @@ type Graph struct {
 	// targets, outputs) computed as float under
 	// BuildOptions.DowncastFP64, sorted.
 	Downcast []string
+	// Built lists the operators built from others (built.go), in model
+	// order, and what each became.
+	Built []Rewrite
 	// Redeclared lists, in model order, the declared shapes that the
 	// bound symbolic input dimensions contradict: an exporter traces the
 	// outputs' and value_info's shapes at the sizes it ran, and declares

@@ -1,10 +1,6 @@
 package graph
 
-import (
-	"fmt"
-
-	"ipu.local/libs/onnx"
-)
+import "ipu.local/libs/onnx"
 
 // inferArgMax builds ArgMax and ArgMin from operators the device has,
 // through the builder: the extreme along the axis (ReduceMax or
@@ -44,16 +40,19 @@ func inferArgMax(c *nodeCtx) error {
 		return err
 	}
 	L := x.Shape[a]
-	k := &argBuild{c: c, axis: a}
-	extreme := "ReduceMax"
+	extreme, other, pick := "ReduceMax", L, "ReduceMin"
 	if c.n.OpType == "ArgMin" {
 		extreme = "ReduceMin"
 	}
-	m, err := k.reduce(extreme, "extreme", c.n.Inputs[0], true, "")
+	if last {
+		other, pick = -1, "ReduceMax"
+	}
+	st := c.built("%s along axis %d as %s, Equal, Where over an arange and %s", c.n.OpType, a, extreme, pick)
+	m, err := st.reduce(extreme, c.n.Inputs[0], []int64{a}, true, "")
 	if err != nil {
 		return err
 	}
-	eq, err := k.step("Equal", "equal", []string{c.n.Inputs[0], m}, "")
+	eq, err := st.node("Equal", "equal", []string{c.n.Inputs[0], m}, "")
 	if err != nil {
 		return err
 	}
@@ -66,61 +65,18 @@ func inferArgMax(c *nodeCtx) error {
 		shape[d] = 1
 	}
 	shape[a] = L
-	ar, err := k.constant("arange", onnx.NewInt64("", shape, idx))
+	ar, err := st.constant("arange", onnx.NewInt64("", shape, idx))
 	if err != nil {
 		return err
 	}
-	other, pick := L, "ReduceMin"
-	if last {
-		other, pick = -1, "ReduceMax"
-	}
-	none, err := k.constant("none", onnx.NewInt64("", nil, []int64{other}))
+	none, err := st.constant("none", onnx.NewInt64("", nil, []int64{other}))
 	if err != nil {
 		return err
 	}
-	w, err := k.step("Where", "where", []string{eq, ar, none}, "")
+	w, err := st.node("Where", "where", []string{eq, ar, none}, "")
 	if err != nil {
 		return err
 	}
-	_, err = k.reduce(pick, "index", w, keep, c.n.Outputs[0])
+	_, err = st.reduce(pick, w, []int64{a}, keep, c.n.Outputs[0])
 	return err
-}
-
-// argBuild appends an ArgMax's steps.
-type argBuild struct {
-	c    *nodeCtx
-	axis int64
-}
-
-// step builds one node through the builder into out (a fresh name when
-// out is empty) and returns its output's name.
-func (k *argBuild) step(op, what string, ins []string, out string, attrs ...onnx.Attr) (string, error) {
-	name := fmt.Sprintf("%s/%s", k.c.name, what)
-	if out == "" {
-		out = k.c.b.freshName(name)
-	}
-	return out, k.c.builtNode(op, name, ins, out, attrs...)
-}
-
-// constant makes a constant and returns its name.
-func (k *argBuild) constant(what string, t *onnx.Tensor) (string, error) {
-	v, err := k.c.b.freshConst(fmt.Sprintf("%s/%s", k.c.name, what), t)
-	if err != nil {
-		return "", k.c.errf("%v", err)
-	}
-	return v.Name, nil
-}
-
-// reduce reduces x along the axis with op (ReduceMax or ReduceMin), its
-// axes an attribute or, from opset 18, an input.
-func (k *argBuild) reduce(op, what, x string, keep bool, out string) (string, error) {
-	keepdims := onnx.IntAttr("keepdims", b2i(keep))
-	if k.c.b.opset < 18 {
-		return k.step(op, what, []string{x}, out, onnx.IntsAttr("axes", k.axis), keepdims)
-	}
-	axes, err := k.constant("axes", onnx.NewInt64("", []int64{1}, []int64{k.axis}))
-	if err != nil {
-		return "", err
-	}
-	return k.step(op, what, []string{x, axes}, out, keepdims)
 }

@@ -1,14 +1,14 @@
 package graph
 
 import (
+	"fmt"
 	"math"
 
 	"ipu.local/libs/onnx"
 )
 
-// Operators built from others, each through the builder (inference and
-// folding): Dropout at inference is its input, Reciprocal is 1 / x,
-// IsNaN and IsInf are comparisons.
+// Operators built from others (built.go): Dropout at inference is its
+// input, Reciprocal is 1 / x, IsNaN and IsInf are comparisons.
 
 // inferDropout builds an inference Dropout as Identity, and its optional
 // mask output as a constant of trues. Training is refused: before opset
@@ -44,7 +44,7 @@ func inferDropout(c *nodeCtx) error {
 			return c.inErrf(2, "training_mode is true: a training Dropout is not supported")
 		}
 	}
-	if err := c.b.node(&onnx.Node{Name: c.name, OpType: "Identity", Inputs: c.n.Inputs[:1], Outputs: c.n.Outputs[:1]}); err != nil {
+	if err := c.built("inference Dropout as Identity").last("Identity", c.n.Inputs[:1]); err != nil {
 		return err
 	}
 	if len(c.n.Outputs) > 1 && c.n.Outputs[1] != "" {
@@ -56,7 +56,6 @@ func inferDropout(c *nodeCtx) error {
 			return err
 		}
 	}
-	c.done = true
 	return nil
 }
 
@@ -74,15 +73,12 @@ func inferReciprocal(c *nodeCtx) error {
 	if x.DType == onnx.Float16 {
 		one = &onnx.Tensor{DType: onnx.Float16, Dims: []int64{}, Raw: []byte{0x00, 0x3C}}
 	}
-	v, err := c.b.freshConst(c.name+"_one", one)
+	st := c.built("Reciprocal as Div(1, x)")
+	v, err := st.constant("one", one)
 	if err != nil {
-		return c.errf("%v", err)
-	}
-	if err := c.b.node(&onnx.Node{Name: c.name, OpType: "Div", Inputs: []string{v.Name, c.n.Inputs[0]}, Outputs: c.n.Outputs[:1]}); err != nil {
 		return err
 	}
-	c.done = true
-	return nil
+	return st.last("Div", []string{v, c.n.Inputs[0]})
 }
 
 // inferIsNaN builds IsNaN as Not(Equal(x, x)): only a NaN differs from
@@ -94,11 +90,12 @@ func inferIsNaN(c *nodeCtx) error {
 	if _, err := c.arith(0); err != nil {
 		return err
 	}
-	same := c.b.freshName(c.name + "/same")
-	if err := c.builtNode("Equal", c.name+"/same", []string{c.n.Inputs[0], c.n.Inputs[0]}, same); err != nil {
+	st := c.built("IsNaN as Not(Equal(x, x))")
+	same, err := st.node("Equal", "same", []string{c.n.Inputs[0], c.n.Inputs[0]}, "")
+	if err != nil {
 		return err
 	}
-	return c.builtNode("Not", c.name, []string{same}, c.n.Outputs[0])
+	return st.last("Not", []string{same})
 }
 
 // inferIsInf builds IsInf as Equal against +Inf (detect_positive),
@@ -131,16 +128,20 @@ func inferIsInf(c *nodeCtx) error {
 	if err != nil {
 		return c.errf("%v", err)
 	}
-	v, err := c.b.freshConst(c.name+"/inf", &onnx.Tensor{DType: x.DType, Dims: []int64{}, Raw: raw})
+	desc := fmt.Sprintf("Equal(x, %v)", inf)
+	if pos && neg {
+		desc = "Equal(Abs(x), +Inf)"
+	}
+	st := c.built("IsInf as %s", desc)
+	v, err := st.constant("inf", &onnx.Tensor{DType: x.DType, Dims: []int64{}, Raw: raw})
 	if err != nil {
-		return c.errf("%v", err)
+		return err
 	}
 	src := c.n.Inputs[0]
 	if pos && neg {
-		src = c.b.freshName(c.name + "/abs")
-		if err := c.builtNode("Abs", c.name+"/abs", []string{c.n.Inputs[0]}, src); err != nil {
+		if src, err = st.node("Abs", "abs", []string{src}, ""); err != nil {
 			return err
 		}
 	}
-	return c.builtNode("Equal", c.name, []string{src, v.Name}, c.n.Outputs[0])
+	return st.last("Equal", []string{src, v})
 }

@@ -52,7 +52,7 @@ func inferEinsum(c *nodeCtx) error {
 	if len(vals) == 2 && vals[0].DType != vals[1].DType {
 		return c.inErrf(1, "element type %v does not match %v", vals[1].DType, vals[0].DType)
 	}
-	w := &einsumBuild{c: c, size: size}
+	w := &einsumBuild{s: c.built("Einsum %q as ReduceSum, Transpose, Reshape and MatMul", eq), size: size}
 	// Each operand sums its own letters no one else names.
 	names, letters := append([]string(nil), c.n.Inputs...), append([]string(nil), e.in...)
 	for i := range letters {
@@ -92,7 +92,7 @@ func inferEinsum(c *nodeCtx) error {
 	if err != nil {
 		return err
 	}
-	p, err := w.step("MatMul", "product", []string{x, y})
+	p, err := w.s.node("MatMul", "product", []string{x, y}, "")
 	if err != nil {
 		return err
 	}
@@ -157,27 +157,8 @@ func parseEinsum(eq string, n int) (einsum, error) {
 
 // einsumBuild appends an Einsum's steps.
 type einsumBuild struct {
-	c    *nodeCtx
+	s    *steps
 	size map[byte]int64
-	n    int
-}
-
-// step builds one node of the Einsum through the builder and returns its
-// output's name (the Einsum's output when out is given).
-func (w *einsumBuild) step(op, what string, ins []string, attrs ...onnx.Attr) (string, error) {
-	w.n++
-	name := fmt.Sprintf("%s/%s%d", w.c.name, what, w.n)
-	out := w.c.b.freshName(name)
-	return out, w.c.builtNode(op, name, ins, out, attrs...)
-}
-
-// ints makes an int64 constant and returns its name.
-func (w *einsumBuild) ints(v ...int64) (string, error) {
-	t, err := w.c.b.freshConst(w.c.name+"/shape", onnx.NewInt64("", []int64{int64(len(v))}, v))
-	if err != nil {
-		return "", w.c.errf("%v", err)
-	}
-	return t.Name, nil
 }
 
 // sumAlone sums the letters of x (named letters) that keep does not
@@ -195,16 +176,7 @@ func (w *einsumBuild) sumAlone(x, letters, keep string) (string, string, error) 
 	if len(axes) == 0 {
 		return x, letters, nil
 	}
-	keepdims := onnx.IntAttr("keepdims", 0)
-	if w.c.b.opset < 13 {
-		y, err := w.step("ReduceSum", "sum", []string{x}, onnx.IntsAttr("axes", axes...), keepdims)
-		return y, left, err
-	}
-	ax, err := w.ints(axes...)
-	if err != nil {
-		return "", "", err
-	}
-	y, err := w.step("ReduceSum", "sum", []string{x, ax}, keepdims)
+	y, err := w.s.reduce("ReduceSum", x, axes, false, "")
 	return y, left, err
 }
 
@@ -217,7 +189,7 @@ func (w *einsumBuild) transpose(x, from, to string) (string, error) {
 	for k, l := range []byte(to) {
 		perm[k] = int64(strings.IndexByte(from, l))
 	}
-	return w.step("Transpose", "transpose", []string{x}, onnx.IntsAttr("perm", perm...))
+	return w.s.node("Transpose", "transpose", []string{x}, "", onnx.IntsAttr("perm", perm...))
 }
 
 // dims returns the sizes of letters.
@@ -240,25 +212,25 @@ func (w *einsumBuild) arrange(x, from, to string, groups []string) (string, erro
 	for k, g := range groups {
 		shape[k] = NumElements(w.dims(g))
 	}
-	s, err := w.ints(shape...)
+	s, err := w.s.ints("shape", shape...)
 	if err != nil {
 		return "", err
 	}
-	return w.step("Reshape", "reshape", []string{t, s})
+	return w.s.node("Reshape", "reshape", []string{t, s}, "")
 }
 
 // finish reshapes x to the dimensions of its letters and transposes them
 // to the output's, into the Einsum's output.
 func (w *einsumBuild) finish(x, letters, out string) error {
-	s, err := w.ints(w.dims(letters)...)
+	s, err := w.s.ints("shape", w.dims(letters)...)
 	if err != nil {
 		return err
 	}
-	if x, err = w.step("Reshape", "unflatten", []string{x, s}); err != nil {
+	if x, err = w.s.node("Reshape", "unflatten", []string{x, s}, ""); err != nil {
 		return err
 	}
 	if x, err = w.transpose(x, letters, out); err != nil {
 		return err
 	}
-	return w.c.builtNode("Identity", w.c.name, []string{x}, w.c.n.Outputs[0])
+	return w.s.last("Identity", []string{x})
 }

@@ -87,15 +87,22 @@ func inferPad(c *nodeCtx) error {
 	if len(pads) != 2*len(axes) {
 		return c.errf("pads %v: %d values, want %d (a begin and an end for each of %d axes)", pads, len(pads), 2*len(axes), len(axes))
 	}
-	p := &padBuild{c: c, dt: x.DType, fill: fill, shape: copyShape(x.Shape)}
+	for k, a := range axes {
+		for _, v := range []int64{pads[k], pads[k+len(axes)]} {
+			if v < -x.Shape[a] || v > MaxElements {
+				return c.errf("pads %v: %d out of range for axis %d of %d", pads, v, a, x.Shape[a])
+			}
+		}
+	}
+	st := c.built("Pad of %v as Slice and Concat", pads)
+	shape := copyShape(x.Shape)
 	cur := c.n.Inputs[0]
 	for k, a := range axes {
-		begin, end := pads[k], pads[k+len(axes)]
-		if cur, err = p.axis(cur, int(a), begin, end); err != nil {
+		if cur, err = st.pad(cur, shape, x.DType, fill, int(a), pads[k], pads[k+len(axes)]); err != nil {
 			return err
 		}
 	}
-	return c.builtNode("Identity", c.name, []string{cur}, c.n.Outputs[0])
+	return st.last("Identity", []string{cur})
 }
 
 // floatFill is v as one element of type d (float or float16).
@@ -107,86 +114,4 @@ func floatFill(d onnx.DataType, v float64) ([]byte, error) {
 		return binary.LittleEndian.AppendUint16(nil, numfmt.F64ToF16(v)), nil
 	}
 	return nil, fmt.Errorf("a value for %v elements", d)
-}
-
-// padBuild appends a Pad's steps, tracking the shape.
-type padBuild struct {
-	c     *nodeCtx
-	dt    onnx.DataType
-	fill  []byte
-	shape []int64
-	n     int
-}
-
-func (p *padBuild) name(what string) string {
-	p.n++
-	return fmt.Sprintf("%s/%s%d", p.c.name, what, p.n)
-}
-
-// constant makes a constant and returns its name.
-func (p *padBuild) constant(what string, t *onnx.Tensor) (string, error) {
-	v, err := p.c.b.freshConst(p.name(what), t)
-	if err != nil {
-		return "", p.c.errf("%v", err)
-	}
-	return v.Name, nil
-}
-
-// axis pads x along axis a by begin and end elements (negative: crops).
-func (p *padBuild) axis(x string, a int, begin, end int64) (string, error) {
-	d := p.shape[a]
-	if begin < 0 || end < 0 {
-		lo, hi := max(-begin, 0), d-max(-end, 0)
-		if lo > hi {
-			return "", p.c.errf("pads crop axis %d of %d by %d and %d", a, d, -min(begin, 0), -min(end, 0))
-		}
-		var names [3]string
-		for i, v := range []int64{lo, hi, int64(a)} {
-			var err error
-			if names[i], err = p.constant("crop", onnx.NewInt64("", []int64{1}, []int64{v})); err != nil {
-				return "", err
-			}
-		}
-		out := p.c.b.freshName(p.name("cropped"))
-		if err := p.c.builtNode("Slice", p.name("crop"), []string{x, names[0], names[1], names[2]}, out); err != nil {
-			return "", err
-		}
-		x, d = out, hi-lo
-		p.shape[a] = d
-		begin, end = max(begin, 0), max(end, 0)
-	}
-	if begin == 0 && end == 0 {
-		return x, nil
-	}
-	parts := []string{x}
-	for _, side := range []struct {
-		n     int64
-		first bool
-	}{{begin, true}, {end, false}} {
-		if side.n == 0 {
-			continue
-		}
-		s := copyShape(p.shape)
-		s[a] = side.n
-		n := NumElements(s)
-		if _, err := checkedElements(s); err != nil {
-			return "", p.c.errf("pads along axis %d: %v", a, err)
-		}
-		raw := make([]byte, 0, n*int64(len(p.fill)))
-		for i := int64(0); i < n; i++ {
-			raw = append(raw, p.fill...)
-		}
-		slab, err := p.constant("fill", &onnx.Tensor{DType: p.dt, Dims: s, Raw: raw})
-		if err != nil {
-			return "", err
-		}
-		if side.first {
-			parts = append([]string{slab}, parts...)
-		} else {
-			parts = append(parts, slab)
-		}
-	}
-	out := p.c.b.freshName(p.name("padded"))
-	p.shape[a] += begin + end
-	return out, p.c.builtNode("Concat", p.name("pad"), parts, out, onnx.IntAttr("axis", int64(a)))
 }

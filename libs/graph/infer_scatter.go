@@ -1,10 +1,6 @@
 package graph
 
-import (
-	"fmt"
-
-	"ipu.local/libs/onnx"
-)
+import "ipu.local/libs/onnx"
 
 // inferScatterND builds ScatterND (opset 11; reduction "none") with
 // constant indices, as exporters write a slice assignment (x[..., :n] =
@@ -72,59 +68,41 @@ func inferScatterND(c *nodeCtx) error {
 		}
 		rows[p] = n + k
 	}
+	st := c.built("ScatterND as a Gather of %d rows of %d elements over the data's and %d updates' rows", n, s, u)
 	if u == 0 || n == 0 || s == 0 {
-		return c.builtNode("Identity", c.name, []string{c.n.Inputs[0]}, c.n.Outputs[0])
+		return st.last("Identity", []string{c.n.Inputs[0]})
 	}
-	shape := func(name string, dims ...int64) (string, error) {
-		v, err := c.b.freshConst(name, onnx.NewInt64("", []int64{int64(len(dims))}, dims))
-		if err != nil {
-			return "", c.errf("%v", err)
-		}
-		return v.Name, nil
-	}
-	step := func(op, what string, ins []string, attrs ...onnx.Attr) (string, error) {
-		out := c.b.freshName(fmt.Sprintf("%s/%s", c.name, what))
-		return out, c.builtNode(op, fmt.Sprintf("%s/%s", c.name, what), ins, out, attrs...)
-	}
-	ds, err := shape(c.name+"/data_rows", n, s)
+	ds, err := st.ints("data_rows", n, s)
 	if err != nil {
 		return err
 	}
-	us, err := shape(c.name+"/update_rows", u, s)
+	us, err := st.ints("update_rows", u, s)
 	if err != nil {
 		return err
 	}
-	a, err := step("Reshape", "data", []string{c.n.Inputs[0], ds})
+	a, err := st.node("Reshape", "data", []string{c.n.Inputs[0], ds}, "")
 	if err != nil {
 		return err
 	}
-	b, err := step("Reshape", "updates", []string{c.n.Inputs[2], us})
+	b, err := st.node("Reshape", "updates", []string{c.n.Inputs[2], us}, "")
 	if err != nil {
 		return err
 	}
-	both, err := step("Concat", "rows", []string{a, b}, onnx.IntAttr("axis", 0))
+	both, err := st.node("Concat", "rows", []string{a, b}, "", onnx.IntAttr("axis", 0))
 	if err != nil {
 		return err
 	}
-	pick, err := c.b.freshConst(c.name+"/pick", onnx.NewInt64("", []int64{n}, rows))
-	if err != nil {
-		return c.errf("%v", err)
-	}
-	picked, err := step("Gather", "picked", []string{both, pick.Name}, onnx.IntAttr("axis", 0))
+	pick, err := st.constant("pick", onnx.NewInt64("", []int64{n}, rows))
 	if err != nil {
 		return err
 	}
-	back, err := shape(c.name+"/shape", x.Shape...)
+	picked, err := st.node("Gather", "picked", []string{both, pick}, "", onnx.IntAttr("axis", 0))
 	if err != nil {
 		return err
 	}
-	return c.builtNode("Reshape", c.name, []string{picked, back}, c.n.Outputs[0])
-}
-
-// builtNode builds one node of an operator built from others through
-// the builder (inference and folding), and marks the operator's own node
-// done.
-func (c *nodeCtx) builtNode(op, name string, inputs []string, out string, attrs ...onnx.Attr) error {
-	c.done = true
-	return c.b.node(&onnx.Node{Name: name, OpType: op, Inputs: inputs, Outputs: []string{out}, Attrs: attrs})
+	back, err := st.ints("shape", x.Shape...)
+	if err != nil {
+		return err
+	}
+	return st.last("Reshape", []string{picked, back})
 }

@@ -1,10 +1,6 @@
 package graph
 
-import (
-	"fmt"
-
-	"ipu.local/libs/onnx"
-)
+import "ipu.local/libs/onnx"
 
 // inferTrilu builds Trilu (opset 14) as Where(mask, x, 0): mask, a bool
 // constant over the input's last two axes [M, N], keeps the elements
@@ -62,32 +58,14 @@ func inferTrilu(c *nodeCtx) error {
 			}
 		}
 	}
-	keep, err := c.b.freshConst(c.name+"_mask", &onnx.Tensor{DType: onnx.Bool, Dims: []int64{m, n}, Raw: mask})
+	st := c.built("Trilu as Where over a constant mask %s", ShapeString([]int64{m, n}))
+	keep, err := st.constant("mask", &onnx.Tensor{DType: onnx.Bool, Dims: []int64{m, n}, Raw: mask})
 	if err != nil {
-		return c.errf("%v", err)
+		return err
 	}
-	zero, err := c.b.freshConst(c.name+"_zero", &onnx.Tensor{DType: x.DType, Dims: []int64{}, Raw: make([]byte, x.DType.ElemSize())})
+	zero, err := st.constant("zero", &onnx.Tensor{DType: x.DType, Dims: []int64{}, Raw: make([]byte, x.DType.ElemSize())})
 	if err != nil {
-		return c.errf("%v", err)
+		return err
 	}
-	c.node.Op = "Where"
-	c.node.Inputs = []*Value{keep, x, zero}
-	return c.finish()
-}
-
-// freshConst makes a constant value of the current scope holding t,
-// named freshName(name).
-func (b *builder) freshConst(name string, t *onnx.Tensor) (*Value, error) {
-	t.Name = b.freshName(name)
-	return b.constValue(b.sc, t.Name, t)
-}
-
-// freshName returns a value name that neither the model nor the graph
-// so far holds: name, or name_2, name_3, and so on.
-func (b *builder) freshName(name string) string {
-	unique := name
-	for i := 2; b.reserved[unique] || b.taken[unique]; i++ {
-		unique = fmt.Sprintf("%s_%d", name, i)
-	}
-	return unique
+	return st.last("Where", []string{keep, c.n.Inputs[0], zero})
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"ipu.local/libs/onnx"
@@ -98,6 +99,8 @@ func TestPadErrors(t *testing.T) {
 		{[]int64{0, 0, 0}, nil, `pads [0 0 0]: 3 values, want 4`},
 		{[]int64{0, 0, 0, 0}, []onnx.Attr{onnx.StringAttr("mode", "reflect")}, `mode "reflect" is not supported (only constant)`},
 		{[]int64{-2, 0, -2, 0}, nil, `pads crop axis 0 of 3 by 2 and 2`},
+		{[]int64{math.MinInt64, 0, 0, 0}, nil, `pads [-9223372036854775808 0 0 0]: -9223372036854775808 out of range for axis 0 of 3`},
+		{[]int64{0, 1 << 62, 0, 0}, nil, `: 4611686018427387904 out of range for axis 1 of 4`},
 	} {
 		b := onnx.NewModel(13)
 		b.AddInput("x", onnx.Float, []int64{3, 4})

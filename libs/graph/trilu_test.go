@@ -64,9 +64,9 @@ func TestTriluOnDevice(t *testing.T) {
 	g := buildOf(t, b)
 	want := `graph "main" opset 14
 input x float[2,3,4]
-const tri_mask bool[3,4]
-const tri_zero float[]
-node "tri" Where (tri_mask, x, tri_zero) -> y float[2,3,4]
+const tri/mask bool[3,4]
+const tri/zero float[]
+node "tri" Where (tri/mask, x, tri/zero) -> y float[2,3,4]
 output y
 `
 	if got := g.String(); got != want {
