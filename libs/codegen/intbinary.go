@@ -71,7 +71,8 @@ type IntBinary struct {
 
 // Registers: the operands in $m7 (A) and $m8 (B), the result in $m9,
 // scratch $m10 (Mul also $m0, $m1, $m13, $m14, and 2^31 - 1 in $m6: a
-// unit of 1 has no tail flag), the overflow flag $m12.
+// unit of 1 has no tail flag; the comparisons BOOL's 1.0 in $m6), the
+// overflow flag $m12 (0 for every op but Add, Sub and Mul).
 const (
 	ibA, ibB, ibS, ibT, ibF = M7, M8, M9, M10, M12
 	ibMax                   = M6

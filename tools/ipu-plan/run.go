@@ -180,7 +180,10 @@ func planModel(log *slog.Logger, cfg config) error {
 	for _, r := range g.Folded {
 		build.Debug("folded node", slog.String("node", r.Node), slog.String("change", r.What))
 	}
-	build.Debug("folded constants", slog.Int("nodes_before", len(g.Folded)+len(g.Nodes)), slog.Int("folded", len(g.Folded)), slog.Int("nodes_after", len(g.Nodes)))
+	for _, r := range g.Built {
+		build.Debug("built node from other operators", slog.String("node", r.Node), slog.String("as", r.What))
+	}
+	build.Debug("folded constants", slog.Int("nodes_before", len(m.Graph.Nodes)), slog.Int("folded", len(g.Folded)), slog.Int("nodes_after", len(g.Nodes)))
 	// The tile runtime (the supervisor's routines) for the architecture,
 	// once: the validation links below take it.
 	rph := trace.Phase(build, "compile_runtime")
