@@ -22,6 +22,12 @@ type IntOp uint8
 // 0 or 1 (a BOOL word against 0: a cast from BOOL to an integer). IntMin
 // and IntMax store the signed minimum and maximum. None of them can
 // overflow.
+//
+// IntTrunc reads A's word as FP32 and stores it truncated toward zero
+// (f32toi32; B is not read): ONNX Cast from float to int32 and int64.
+// An A that is NaN, infinite or outside [-2^31, 2^31) faults the device
+// as an overflow does: ONNX leaves a cast out of range undefined, and
+// an int64 the device cannot hold is an error, not a saturated value.
 const (
 	IntAdd IntOp = iota
 	IntSub
@@ -33,10 +39,19 @@ const (
 	IntNonZero
 	IntMin
 	IntMax
+	IntTrunc
 	numIntOps
 )
 
-var intOpNames = [numIntOps]string{"add", "sub", "mul", "eq", "ne", "less", "lesseq", "nonzero", "min", "max"}
+var intOpNames = [numIntOps]string{"add", "sub", "mul", "eq", "ne", "less", "lesseq", "nonzero", "min", "max", "trunc"}
+
+// IntTrunc's limits on A's bits: a positive FP32 at or above 2^31 (and
+// +Inf, +NaN) is an int32 above truncLimitPos, a negative one below
+// -2^31 (and -Inf, -NaN) a uint32 above truncLimitNeg (-2^31's bits).
+const (
+	truncLimitPos = 0x4EFFFFFF
+	truncLimitNeg = 0xCF000000
+)
 
 // compares reports whether op stores a BOOL word.
 func (op IntOp) compares() bool { return op >= IntEq && op <= IntLessEq }
@@ -60,7 +75,9 @@ func (op IntOp) String() string {
 // Sub: a < s differs from b < 0). Mul stores the low 32 bits (mul) and
 // tests the magnitudes' 64-bit product from 16-bit halves, branch-free
 // (29 more issues): |a|*|b| must be at most 2^31 - 1, or 2^31 when the
-// signs differ. Work is split over the workers as Binary's, unit 1.
+// signs differ. Trunc: mta, f32toi32, mfa, the store and the range test
+// (4 issues: two compares and two ors). Work is split over the workers
+// as Binary's, unit 1.
 type IntBinary struct {
 	Op      IntOp
 	N       int
@@ -71,11 +88,13 @@ type IntBinary struct {
 
 // Registers: the operands in $m7 (A) and $m8 (B), the result in $m9,
 // scratch $m10 (Mul also $m0, $m1, $m13, $m14, and 2^31 - 1 in $m6: a
-// unit of 1 has no tail flag; the comparisons BOOL's 1.0 in $m6), the
-// overflow flag $m12 (0 for every op but Add, Sub and Mul).
+// unit of 1 has no tail flag; the comparisons BOOL's 1.0 in $m6; Trunc
+// its limits in $m6 and $m11, scratch $m8 and $a0), the overflow flag
+// $m12 (0 for every op but Add, Sub, Mul and Trunc).
 const (
 	ibA, ibB, ibS, ibT, ibF = M7, M8, M9, M10, M12
 	ibMax                   = M6
+	ibLim                   = M11
 )
 
 func (p IntBinary) stream() (*stream, error) {
@@ -129,6 +148,9 @@ func (p IntBinary) stream() (*stream, error) {
 			b.LoadConst(ibMax, math.MaxInt32)
 		case p.Op.compares():
 			b.LoadConst(ibMax, boolOne)
+		case p.Op == IntTrunc:
+			b.LoadConst(ibMax, truncLimitPos)
+			b.LoadConst(ibLim, truncLimitNeg)
 		}
 	}
 	s.body = func(b *Builder) {
@@ -137,6 +159,10 @@ func (p IntBinary) stream() (*stream, error) {
 		}
 		if B.array() {
 			b.LdmP(ibB, bPtr, 4)
+		}
+		if p.Op == IntTrunc {
+			truncWord(b)
+			return
 		}
 		if p.Op == IntMul {
 			b.Mul(ibS, ibA, ibB)
@@ -208,6 +234,20 @@ func intCompare(b *Builder, op IntOp) {
 		return
 	}
 	b.And(ibS, ibS, ibMax)
+}
+
+// truncWord stores the FP32 in $m7 truncated to int32 and ors into the
+// flag whether it is out of range (7 issues).
+func truncWord(b *Builder) {
+	r := func(op isa.Op, d, a, c MReg) { b.r(op, uint8(d), uint8(a), uint8(c)) }
+	b.Mta(A0, ibA)
+	b.F1(isa.CVTFI, A0, A0)
+	b.Mfa(ibS, A0)
+	b.StmP(ibS, sOut, 4)
+	r(isa.CMPLT, ibT, ibMax, ibA)  // at or above 2^31, +Inf, +NaN
+	r(isa.CMPULT, ibB, ibLim, ibA) // below -2^31, -Inf, -NaN
+	b.Or(ibT, ibT, ibB)
+	b.Or(ibF, ibF, ibT)
 }
 
 // mulOverflow ors into the flag whether a*b leaves int32.
@@ -301,6 +341,12 @@ func EmulateIntBinary(op IntOp, a, b int32) (int32, bool) {
 		r = int64(min(a, b))
 	case IntMax:
 		r = int64(max(a, b))
+	case IntTrunc:
+		f := float64(math.Float32frombits(uint32(a)))
+		if f != f || f < math.MinInt32 || f >= 1<<31 {
+			return 0, false
+		}
+		r = int64(f) // toward zero, exact: |f| < 2^31
 	}
 	return int32(r), r >= math.MinInt32 && r <= math.MaxInt32
 }

@@ -101,3 +101,37 @@ func TestArgMaxErrors(t *testing.T) {
 		checkNodeErr(t, buildErr(t, b), `node "am" (ArgMax)`, c.want)
 	}
 }
+
+// TestCastNarrowFloatToInt: a cast from float16 or FP8 to an integer
+// goes through float (exact); from float it stays one cast. A float16
+// constant folds through both.
+func TestCastNarrowFloatToInt(t *testing.T) {
+	b := onnx.NewModel(19)
+	b.AddInput("h", onnx.Float16, []int64{4})
+	b.AddInput("x", onnx.Float, []int64{4})
+	b.AddInitializer(&onnx.Tensor{Name: "c", DType: onnx.Float16, Dims: []int64{2}, Raw: []byte{0x00, 0xC1, 0x66, 0x4E}}) // -2.5, 25.59
+	b.AddNode("Cast", "h8", []string{"h"}, []string{"h8"}, onnx.IntAttr("to", int64(onnx.Float8E4M3FN)))
+	b.AddNode("Cast", "hi", []string{"h"}, []string{"hi"}, onnx.IntAttr("to", int64(onnx.Int64)))
+	b.AddNode("Cast", "qi", []string{"h8"}, []string{"qi"}, onnx.IntAttr("to", int64(onnx.Int32)))
+	b.AddNode("Cast", "xi", []string{"x"}, []string{"xi"}, onnx.IntAttr("to", int64(onnx.Int32)))
+	b.AddNode("Cast", "ci", []string{"c"}, []string{"ci"}, onnx.IntAttr("to", int64(onnx.Int64)))
+	b.AddOutput("ci", onnx.Int64, []int64{2})
+	b.AddOutput("hi", onnx.Int64, []int64{4})
+	b.AddOutput("qi", onnx.Int32, []int64{4})
+	b.AddOutput("xi", onnx.Int32, []int64{4})
+	g := buildOf(t, b)
+	if got := foldedInt64s(t, g); fmt.Sprint(got) != "[-2 25]" {
+		t.Errorf("folded %v, want [-2 25]", got)
+	}
+	var casts []string
+	for _, n := range g.Nodes {
+		casts = append(casts, fmt.Sprintf("%s:%s->%s", n.Name, n.Inputs[0].DType, n.Outputs[0].DType))
+	}
+	want := "[h8:float16->float8e4m3fn hi/float1:float16->float hi:float->int64 qi/float1:float8e4m3fn->float qi:float->int32 xi:float->int32]"
+	if fmt.Sprint(casts) != want {
+		t.Errorf("casts %v\nwant %s", casts, want)
+	}
+	if len(g.Built) != 3 || g.Built[0].What != "Cast from float16 to int64 as Cast to float, then to int64" {
+		t.Errorf("Built %v", g.Built)
+	}
+}

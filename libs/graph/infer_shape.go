@@ -82,6 +82,16 @@ func inferCast(c *nodeCtx) error {
 	if err != nil {
 		return err
 	}
+	if (x.DType == onnx.Float16 || isFP8(x.DType)) && isInt(d) {
+		// The device truncates FP32 words: the value goes to float first
+		// (exact), then to the integer.
+		st := c.built("Cast from %s to %s as Cast to float, then to %s", x.DType, d, d)
+		f, err := st.node("Cast", "float", []string{c.n.Inputs[0]}, "", onnx.IntAttr("to", int64(onnx.Float)))
+		if err != nil {
+			return err
+		}
+		return st.last("Cast", []string{f}, onnx.IntAttr("to", int64(d)))
+	}
 	c.node.Inputs = []*Value{x}
 	c.node.Attrs = &Cast{To: d, Saturate: sat}
 	return c.one(d, copyShape(x.Shape))

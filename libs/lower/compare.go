@@ -147,6 +147,10 @@ func (l *lowerer) cast(st *plan.Step, n *graph.Node) error {
 	if a.To == onnx.Bool {
 		return l.compare(st, n)
 	}
+	if x.DType == onnx.Float && isInt(a.To) {
+		// Truncated toward zero; out of range faults (IntTrunc).
+		return l.intElementwise(st, n, codegen.IntTrunc, false)
+	}
 	if x.DType == onnx.Bool && a.To == onnx.Float16 {
 		if err := l.elementwise(st, n, ins, outs[0], castKernel(codegen.Cast{Kind: codegen.F32ToF16}), nil); err != nil {
 			return err
@@ -156,7 +160,7 @@ func (l *lowerer) cast(st *plan.Step, n *graph.Node) error {
 	}
 	kind, ok := castKind(x.DType, a.To)
 	if !ok {
-		return l.notLowered(n, "a cast from %s to %s (the cast kernels convert float to and from float16 and FP8, float16 to FP8, and int32 or int64 to float)", x.DType, a.To)
+		return l.notLowered(n, "a cast from %s to %s (the cast kernels convert float to and from float16 and FP8, float16 to FP8, and int32 or int64 to and from float)", x.DType, a.To)
 	}
 	c := codegen.Cast{Kind: kind, Saturate: a.Saturate}
 	switch kind {

@@ -5,7 +5,8 @@ package lower
 // each elementwise launch (the kernel is one-dimensional), a result
 // outside int32 faulting the device; the comparisons of integers and the
 // casts from integers to BOOL (x != 0) and from BOOL to integers as its
-// comparison ops, to BOOL words and from them.
+// comparison ops, to BOOL words and from them; the casts from float to
+// integers as its IntTrunc.
 
 import (
 	"ipu.local/formats/plan"
