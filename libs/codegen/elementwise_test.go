@@ -1,11 +1,14 @@
 package codegen
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"ipu.local/libs/numfmt"
 )
 
 // specials are placed at the start of some inputs: the bit-exact check
@@ -114,6 +117,9 @@ func TestUnary(t *testing.T) {
 		// <= 2u|x|/6 + u; times x, and the last rounding.
 		{Unary{Op: HardSwish}, -5, 5, func(x float64) float64 { return x * math.Max(0, math.Min(1, x/6+0.5)) },
 			func(x, y float64) float64 { ax := math.Abs(x); return ax*(2*u*ax/6+1.01*u) + 1.01*u*math.Abs(y) }},
+		{Unary{Op: Floor}, -40, 40, math.Floor, zero},
+		{Unary{Op: Ceil}, -40, 40, math.Ceil, zero},
+		{Unary{Op: Round}, -40, 40, math.RoundToEven, zero},
 	}
 	for ci, c := range cases {
 		for si, sh := range ewShapes {
@@ -254,3 +260,68 @@ func scalarOp(addr uint32, _ float32) Operand {
 	return Operand{Addr: addr, Scalar: true}
 }
 func constOp(_ uint32, v float32) Operand { return Operand{Const: true, Value: v} }
+
+// Floor, Ceil and Round bit for bit against Go's math (the definition)
+// at the values where a rounding goes wrong: halves, both signed zeros
+// and the zeros the sum rounds to, the ends of the 2^23 range where the
+// integers begin, subnormals, the largest values, NaNs and infinities,
+// and values of every magnitude, as FP32 and as FP16.
+func TestUnaryRounding(t *testing.T) {
+	tl := newTile()
+	var x []float32
+	for _, v := range []float64{0.5, 1.5, 2.5, 0.49999997, 0.50000006, 1, 0.25, 0.75, 0x1p23 - 0.5, 0x1p23 - 1.5, 0x1p23, 0x1p23 + 1,
+		0x1p22 + 0.5, 0x1p22 + 1.5, 0x1p24 + 2, 1e-40, 0x1p-126, 3.4e38, 65504, 1023.5, 1024.5, 2047.5, 0.99999994, 7.0000005} {
+		x = append(x, float32(v), float32(-v))
+	}
+	x = append(x, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+		math.Float32frombits(0x7FC00000), math.Float32frombits(0xFFC00123), math.Float32frombits(0x7F800001))
+	r := rng(77)
+	for len(x) < 601 {
+		x = append(x, float32(r.NormFloat64()*math.Ldexp(1, r.Intn(60)-30)))
+	}
+	for _, op := range []UnaryOp{Floor, Ceil, Round} {
+		def := map[UnaryOp]func(float64) float64{Floor: math.Floor, Ceil: math.Ceil, Round: math.RoundToEven}[op]
+		t.Run(op.String()+"/f32", func(t *testing.T) {
+			p := Unary{Op: op, N: len(x), Workers: 5, X: ilBuf, Y: ilBuf + 0x10000}
+			tl.putF32(p.X, x)
+			k, cycles := tl.runKernel(t, 1, func(b *Builder) (Kernel, error) { return EmitUnary(b, p) })
+			for i, g := range tl.getBits(p.Y, p.N) {
+				want := math.Float32bits(float32(def(float64(x[i]))))
+				if x[i] != x[i] {
+					want = math.Float32bits(x[i])
+				}
+				if g != want {
+					t.Errorf("%s(%g) (%#08x): got %#08x, want %#08x", op, x[i], math.Float32bits(x[i]), g, want)
+				}
+			}
+			checkCycles(t, k, cycles, 1)
+		})
+		t.Run(op.String()+"/f16", func(t *testing.T) {
+			h := make([]uint16, 0, 1<<16)
+			for c := 0; c < 1<<16; c++ {
+				if c&0x7C00 != 0x7C00 || c&0x3FF == 0 { // every code but the NaNs (as FP32 above)
+					h = append(h, uint16(c))
+				}
+			}
+			p := Unary{Op: op, Type: F16, N: len(h), Workers: 6, X: nonIlBuf, Y: nonIlBuf + 0x20000}
+			raw := make([]byte, 2*len(h))
+			for i, c := range h {
+				binary.LittleEndian.PutUint16(raw[2*i:], c)
+			}
+			tl.put(p.X, raw)
+			k, cycles := tl.runKernel(t, 2, func(b *Builder) (Kernel, error) { return EmitUnary(b, p) })
+			got := tl.get(p.Y, 2*len(h))
+			for i, c := range h {
+				v := numfmt.F16ToF64(c)
+				want := numfmt.F64ToF16(def(v))
+				if def(v) == 0 && math.Signbit(v) {
+					want = 0x8000
+				}
+				if g := binary.LittleEndian.Uint16(got[2*i:]); g != want {
+					t.Errorf("%s(%g) (%#04x): got %#04x, want %#04x", op, v, c, g, want)
+				}
+			}
+			checkCycles(t, k, cycles, 2)
+		})
+	}
+}

@@ -162,6 +162,12 @@ func EmulateUnary(p Unary, x float32) float32 {
 	case HardSwish:
 		h := imax(imin(iadd(imul(x, sixth), 0.5), 1), 0)
 		return imul(x, h)
+	case Floor, Ceil, Round:
+		if x != x {
+			return x // unchanged, payload and sign
+		}
+		f := map[UnaryOp]func(float64) float64{Floor: math.Floor, Ceil: math.Ceil, Round: math.RoundToEven}[p.Op]
+		return float32(f(float64(x))) // exact: an integer of x's magnitude at most
 	}
 	return fb(canonNaN)
 }

@@ -50,11 +50,14 @@ const (
 	Selu                       // e = exp(x); p = RN32(RN32(e * Alpha) - Alpha); y = RN32(Gamma * (x if 0 < x, else p))
 	HardSigmoid                // t = RN32(RN32(x * Alpha) + Beta); y = max(min(t, 1), +0) (f32min, f32max)
 	HardSwish                  // t = RN32(RN32(x * c) + 0.5), c = RN32(1/6); h = max(min(t, 1), +0); y = RN32(x * h)
+	Floor                      // y = floor(x), exact (see roundOps); NaN, Inf and |x| >= 2^23 pass through
+	Ceil                       // y = ceil(x) = -floor(-x)
+	Round                      // y = x rounded to the nearest integer, halves to even
 	numUnary
 )
 
 var unaryNames = [numUnary]string{"neg", "abs", "relu", "exp", "sqrt", "tanh", "sigmoid", "gelu-erf", "gelu-tanh", "pow", "clip",
-	"log", "erf", "softplus", "leaky-relu", "elu", "selu", "hard-sigmoid", "hard-swish"}
+	"log", "erf", "softplus", "leaky-relu", "elu", "selu", "hard-sigmoid", "hard-swish", "floor", "ceil", "round"}
 
 func (op UnaryOp) String() string {
 	if op < numUnary {
@@ -188,6 +191,10 @@ func (p Unary) setup(b *Builder) {
 		pairConst(b, ewK0, sixth)
 		pairConst(b, ewK1, 0.5)
 		pairConst(b, ewK2, 1)
+	case Floor, Ceil, Round:
+		b.LoadA(ewZero, 0)
+		pairConst(b, ewK0, 0x1p23)
+		pairConst(b, ewK1, 1)
 	}
 }
 
@@ -279,6 +286,45 @@ func (p Unary) compute(b *Builder, single bool) {
 		l.v(isa.V2MIN, A2, A2, ewK2)
 		l.v(isa.V2MAX, A2, A2, ewZero)
 		l.v(isa.V2MUL, A0, A0, A2)
+	case Floor, Ceil, Round:
+		p.rounding(l)
+	}
+}
+
+// rounding emits Floor, Ceil and Round (roundOps) on $a0:1, with 2^23 in
+// ewK0, 1.0 in ewK1 and scratch $a2:3, $a6:7 and $a12:13 (the masks;
+// the compares run on both lanes, the high one unused when single).
+//
+// For |x| < 2^23, m = +-2^23 with x's sign and r = RN32(RN32(x + m) - m)
+// is x rounded to an integer, halves to even: x + m lies where the FP32
+// spacing is 1, and its rounding is the only one (the subtraction is
+// exact). A zero r takes x's sign as x * 0 (the sum gives +0 for a
+// negative x). Floor is then r - 1 where x < r, else r; Ceil is
+// -floor(-x). NaN, infinities and |x| >= 2^23 (integers already) pass
+// through unchanged: only exact operations, compares and selects touch
+// a value, so the results are exact.
+func (p Unary) rounding(l lanes) {
+	if p.Op == Ceil {
+		l.v1(isa.V2NEG, A0, A0)
+	}
+	l.v(isa.V2CMPLT, A2, A0, ewZero)
+	l.v1(isa.V2NEG, A6, ewK0)
+	l.sel(A2, A2, A6, ewK0)
+	l.v(isa.V2ADD, A6, A0, A2)
+	l.v(isa.V2SUB, A6, A6, A2)
+	l.v(isa.V2MUL, A2, A0, ewZero)
+	l.v(isa.V2CMPEQ, ewK2, A6, ewZero)
+	l.sel(A6, ewK2, A2, A6)
+	if p.Op != Round {
+		l.v(isa.V2CMPLT, ewK2, A0, A6)
+		l.v(isa.V2SUB, A2, A6, ewK1)
+		l.sel(A6, ewK2, A2, A6)
+	}
+	l.v1(isa.V2ABS, A2, A0)
+	l.v(isa.V2CMPLT, A2, A2, ewK0)
+	l.sel(A0, A2, A6, A0)
+	if p.Op == Ceil {
+		l.v1(isa.V2NEG, A0, A0)
 	}
 }
 
@@ -360,6 +406,9 @@ func (p Unary) f16(s *stream) {
 //	selu        11         24          3+ConstLen(Alpha)+ConstLen(Gamma)
 //	hard-sigm.   6         14          6+ConstLen(Alpha)+ConstLen(Beta)
 //	hard-swish   7         16          10
+//	floor       16         34          7
+//	ceil        18         38          7
+//	round       13         28          7
 //
 // (ConstLen of the constants' FP32 bits, 1 below 2^20, else 2; FP16 clip:
 // of the FP16 pair h | h<<16.) The FP32 tail is the body on one element,

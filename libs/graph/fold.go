@@ -16,7 +16,9 @@ package graph
 //     wrap-around; Div truncates toward zero, as onnxruntime does; a
 //     division by zero is an error) and on float (float32 arithmetic,
 //     one rounding per operation, Div by the device's sequence: see
-//     div32), up to maxFoldFloats elements.
+//     div32), up to maxFoldFloats elements;
+//   - Floor, Ceil and Round on float (exact; a NaN keeps its bits, as on
+//     the device), up to maxFoldFloats elements.
 //
 // Other float math (float16 arithmetic, Sqrt, Exp, Erf, MatMul, ...)
 // stays on the device: the folder computes only what it can compute
@@ -47,6 +49,7 @@ var foldable = map[string]bool{
 	"Equal": true, "Greater": true, "GreaterOrEqual": true, "Less": true, "LessOrEqual": true,
 	"Not": true, "And": true, "Or": true, "Xor": true,
 	"Add": true, "Sub": true, "Mul": true, "Div": true,
+	"Floor": true, "Ceil": true, "Round": true,
 }
 
 // fold evaluates the node c built when its inputs are all constant, and
@@ -114,6 +117,8 @@ func evalNode(n *Node) ([]*onnx.Tensor, error) {
 		return []*onnx.Tensor{{Raw: out}}, nil
 	case "Add", "Sub", "Mul", "Div":
 		return evalArith(n)
+	case "Floor", "Ceil", "Round":
+		return evalRounding(n)
 	}
 	return evalCompare(n)
 }

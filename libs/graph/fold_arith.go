@@ -4,6 +4,7 @@ package graph
 // folds).
 
 import (
+	"encoding/binary"
 	"math"
 
 	"ipu.local/libs/numfmt"
@@ -208,4 +209,27 @@ func evalCast(n *Node) ([]*onnx.Tensor, error) {
 		raw[2*i], raw[2*i+1] = byte(h), byte(h>>8)
 	}
 	return one1(raw), nil
+}
+
+// roundings are the functions of Floor, Ceil and Round.
+var roundings = map[string]func(float64) float64{"Floor": math.Floor, "Ceil": math.Ceil, "Round": math.RoundToEven}
+
+// evalRounding folds Floor, Ceil and Round of a float constant: exact,
+// every float32 result an integer of at most x's magnitude (or x); a
+// NaN keeps its bits. Float16 stays on the device.
+func evalRounding(n *Node) ([]*onnx.Tensor, error) {
+	x := n.Inputs[0].Const
+	if x.DType != onnx.Float || len(x.Raw)/4 > maxFoldFloats {
+		return nil, errNoFold
+	}
+	f := roundings[n.Op]
+	out := make([]byte, len(x.Raw))
+	for i := 0; i+4 <= len(x.Raw); i += 4 {
+		w := binary.LittleEndian.Uint32(x.Raw[i:])
+		if v := math.Float32frombits(w); v == v {
+			w = math.Float32bits(float32(f(float64(v))))
+		}
+		binary.LittleEndian.PutUint32(out[i:], w)
+	}
+	return one1(out), nil
 }

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -241,5 +242,44 @@ func TestDiv32(t *testing.T) {
 	}
 	if got := div32(0, 0); got == got {
 		t.Errorf("div32(0, 0) = %g, want NaN", got)
+	}
+}
+
+// Floor, Ceil and Round of a float constant fold exactly (signed zeros,
+// halves to even, a NaN's bits kept); of float16 they stay on the
+// device.
+func TestFoldRounding(t *testing.T) {
+	x := []float32{-2.5, -0.5, -0.3, 0.5, 1.5, 2.5, 0x1p23 + 1, float32(math.Inf(-1))}
+	raw := make([]byte, 0, 4*(len(x)+1))
+	for _, v := range x {
+		raw = binary.LittleEndian.AppendUint32(raw, math.Float32bits(v))
+	}
+	raw = binary.LittleEndian.AppendUint32(raw, 0x7FA00001) // a signalling NaN
+	want := map[string][]float32{
+		"Floor": {-3, -1, -1, 0, 1, 2, 0x1p23 + 1, float32(math.Inf(-1))},
+		"Ceil":  {-2, float32(math.Copysign(0, -1)), float32(math.Copysign(0, -1)), 1, 2, 3, 0x1p23 + 1, float32(math.Inf(-1))},
+		"Round": {-2, float32(math.Copysign(0, -1)), float32(math.Copysign(0, -1)), 0, 2, 2, 0x1p23 + 1, float32(math.Inf(-1))},
+	}
+	for _, op := range []string{"Floor", "Ceil", "Round"} {
+		b := onnx.NewModel(13)
+		b.AddInput("h", onnx.Float16, []int64{2})
+		b.AddInitializer(&onnx.Tensor{Name: "c", DType: onnx.Float, Dims: []int64{9}, Raw: raw})
+		b.AddNode(op, "y", []string{"c"}, []string{"y"})
+		b.AddNode(op, "z", []string{"h"}, []string{"z"})
+		b.AddOutput("y", onnx.Float, []int64{9})
+		b.AddOutput("z", onnx.Float16, []int64{2})
+		g := buildOf(t, b)
+		c := g.Outputs[0].Const
+		if c == nil || len(g.Nodes) != 1 || g.Nodes[0].Op != op {
+			t.Fatalf("%s: not folded, or the float16 one folded:\n%s", op, g)
+		}
+		for i, w := range want[op] {
+			if got := binary.LittleEndian.Uint32(c.Raw[4*i:]); got != math.Float32bits(w) {
+				t.Errorf("%s(%g) = %#08x, want %#08x", op, x[i], got, math.Float32bits(w))
+			}
+		}
+		if got := binary.LittleEndian.Uint32(c.Raw[32:]); got != 0x7FA00001 {
+			t.Errorf("%s(NaN) = %#08x, want its bits", op, got)
+		}
 	}
 }

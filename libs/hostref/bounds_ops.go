@@ -116,7 +116,7 @@ func (bd *bounder) more(n *graph.Node, y []float64) ([][]float64, bool) {
 		}
 	case "Sum", "Mean":
 		bd.sum(n, y, e)
-	case "Erf", "Log", "Softplus", "HardSwish", "LeakyRelu", "Elu", "Selu", "HardSigmoid":
+	case "Erf", "Log", "Softplus", "HardSwish", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Floor", "Ceil", "Round":
 		bd.activation(n, x(0), ex(0), y, e)
 	case "If":
 		return bd.ifNode(n), true
@@ -228,6 +228,12 @@ func (bd *bounder) activation(n *graph.Node, x, ex, y, e []float64) {
 		switch n.Op {
 		case "Erf":
 			v = monotone(math.Erf, a, d, y[i]) + ct
+		case "Floor":
+			v = monotone(math.Floor, a, d, y[i]) // exact; a step where the interval crosses an integer
+		case "Ceil":
+			v = monotone(math.Ceil, a, d, y[i])
+		case "Round":
+			v = monotone(math.RoundToEven, a, d, y[i])
 		case "Log":
 			switch {
 			case a+d < 0:

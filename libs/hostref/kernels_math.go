@@ -1,7 +1,8 @@
 package hostref
 
 // The elementwise functions with or without attributes (Erf, Log,
-// Softplus, HardSwish, LeakyRelu, Elu, Selu, HardSigmoid), Sum and Mean,
+// Softplus, HardSwish, LeakyRelu, Elu, Selu, HardSigmoid, Floor, Ceil,
+// Round), Sum and Mean,
 // and ReduceMax and ReduceMin. Like the other float kernels, each
 // elementary operation rounds through ev.r (float32 under FP32 and
 // Device, nothing under FP64); maxima and minima are exact.
@@ -81,6 +82,12 @@ func (ev *evaluator) activation(n *graph.Node, in [][]float64) (out []data, ok b
 		}
 		alpha, beta := float64(a.Alpha), float64(a.Beta)
 		f = func(x float64) float64 { return math.Max(0, math.Min(1, r(r(alpha*x)+beta))) }
+	case "Floor":
+		f = math.Floor // exact, at every precision
+	case "Ceil":
+		f = math.Ceil
+	case "Round":
+		f = math.RoundToEven
 	case "Sum", "Mean":
 		y, err := ev.sum(n, in)
 		if err != nil {

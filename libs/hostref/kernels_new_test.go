@@ -379,6 +379,7 @@ func TestActivationKernels(t *testing.T) {
 		return g * a * (math.Exp(v) - 1)
 	}
 	big := f32("x", []int64{3}, -80, 100, 0)
+	halves := f32("x", []int64{3}, -2.5, 0.5, 1.5)
 	runKernelCases(t, []kcase{
 		run("Erf", []float64{math.Erf(-1), 0, math.Erf(2)}),
 		run("LeakyRelu", []float64{-0.25, 0, 2}, aF("alpha", 0.25)),
@@ -396,6 +397,9 @@ func TestActivationKernels(t *testing.T) {
 			want: []float64{0, math.Inf(-1), math.NaN()}, shape: []int64{3}, dtype: onnx.Float, tol: tol},
 		{name: "Clip with bounds", model: unaryModel(13, "Clip", x, []*onnx.Tensor{f32("lo", []int64{}, -0.5), f32("hi", []int64{}, 1)}),
 			in: []*onnx.Tensor{x}, want: []float64{-0.5, 0, 1}, shape: []int64{3}, dtype: onnx.Float},
+		{name: "Floor", model: unaryModel(13, "Floor", halves, nil), in: []*onnx.Tensor{halves}, want: []float64{-3, 0, 1}, shape: []int64{3}, dtype: onnx.Float},
+		{name: "Ceil", model: unaryModel(13, "Ceil", halves, nil), in: []*onnx.Tensor{halves}, want: []float64{-2, 1, 2}, shape: []int64{3}, dtype: onnx.Float},
+		{name: "Round", model: unaryModel(13, "Round", halves, nil), in: []*onnx.Tensor{halves}, want: []float64{-2, 0, 2}, shape: []int64{3}, dtype: onnx.Float},
 	})
 }
 
