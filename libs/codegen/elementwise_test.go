@@ -120,6 +120,12 @@ func TestUnary(t *testing.T) {
 		{Unary{Op: Floor}, -40, 40, math.Floor, zero},
 		{Unary{Op: Ceil}, -40, 40, math.Ceil, zero},
 		{Unary{Op: Round}, -40, 40, math.RoundToEven, zero},
+		{Unary{Op: Sign}, -4, 4, func(x float64) float64 {
+			if x == 0 {
+				return 0
+			}
+			return math.Copysign(1, x)
+		}, zero},
 	}
 	for ci, c := range cases {
 		for si, sh := range ewShapes {

@@ -162,6 +162,14 @@ func EmulateUnary(p Unary, x float32) float32 {
 	case HardSwish:
 		h := imax(imin(iadd(imul(x, sixth), 0.5), 1), 0)
 		return imul(x, h)
+	case Sign:
+		switch {
+		case 0 < x:
+			return 1
+		case x < 0:
+			return -1
+		}
+		return 0
 	case Floor, Ceil, Round:
 		if x != x {
 			return x // unchanged, payload and sign

@@ -53,11 +53,12 @@ const (
 	Floor                      // y = floor(x), exact (see roundOps); NaN, Inf and |x| >= 2^23 pass through
 	Ceil                       // y = ceil(x) = -floor(-x)
 	Round                      // y = x rounded to the nearest integer, halves to even
+	Sign                       // y = 1 if 0 < x, -1 if x < 0, else +0 (zeros and NaN: onnxruntime's)
 	numUnary
 )
 
 var unaryNames = [numUnary]string{"neg", "abs", "relu", "exp", "sqrt", "tanh", "sigmoid", "gelu-erf", "gelu-tanh", "pow", "clip",
-	"log", "erf", "softplus", "leaky-relu", "elu", "selu", "hard-sigmoid", "hard-swish", "floor", "ceil", "round"}
+	"log", "erf", "softplus", "leaky-relu", "elu", "selu", "hard-sigmoid", "hard-swish", "floor", "ceil", "round", "sign"}
 
 func (op UnaryOp) String() string {
 	if op < numUnary {
@@ -195,6 +196,9 @@ func (p Unary) setup(b *Builder) {
 		b.LoadA(ewZero, 0)
 		pairConst(b, ewK0, 0x1p23)
 		pairConst(b, ewK1, 1)
+	case Sign:
+		b.LoadA(ewZero, 0)
+		pairConst(b, ewK1, 1)
 	}
 }
 
@@ -288,6 +292,13 @@ func (p Unary) compute(b *Builder, single bool) {
 		l.v(isa.V2MUL, A0, A0, A2)
 	case Floor, Ceil, Round:
 		p.rounding(l)
+	case Sign:
+		// The masks in $a2:3 and $a6:7, -1 in $a12:13.
+		l.v(isa.V2CMPLT, A2, ewZero, A0)
+		l.v(isa.V2CMPLT, A6, A0, ewZero)
+		l.v1(isa.V2NEG, ewK2, ewK1)
+		l.sel(A6, A6, ewK2, ewZero)
+		l.sel(A0, A2, ewK1, A6)
 	}
 }
 
@@ -409,6 +420,7 @@ func (p Unary) f16(s *stream) {
 //	floor       16         34          7
 //	ceil        18         38          7
 //	round       13         28          7
+//	sign         7         16          4
 //
 // (ConstLen of the constants' FP32 bits, 1 below 2^20, else 2; FP16 clip:
 // of the FP16 pair h | h<<16.) The FP32 tail is the body on one element,

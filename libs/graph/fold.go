@@ -17,8 +17,8 @@ package graph
 //     division by zero is an error) and on float (float32 arithmetic,
 //     one rounding per operation, Div by the device's sequence: see
 //     div32), up to maxFoldFloats elements;
-//   - Floor, Ceil and Round on float (exact; a NaN keeps its bits, as on
-//     the device), up to maxFoldFloats elements.
+//   - Floor, Ceil, Round and Sign on float (exact; a NaN keeps its bits
+//     as on the device, Sign's is +0), up to maxFoldFloats elements.
 //
 // Other float math (float16 arithmetic, Sqrt, Exp, Erf, MatMul, ...)
 // stays on the device: the folder computes only what it can compute
@@ -49,7 +49,7 @@ var foldable = map[string]bool{
 	"Equal": true, "Greater": true, "GreaterOrEqual": true, "Less": true, "LessOrEqual": true,
 	"Not": true, "And": true, "Or": true, "Xor": true,
 	"Add": true, "Sub": true, "Mul": true, "Div": true,
-	"Floor": true, "Ceil": true, "Round": true,
+	"Floor": true, "Ceil": true, "Round": true, "Sign": true,
 }
 
 // fold evaluates the node c built when its inputs are all constant, and
@@ -117,7 +117,7 @@ func evalNode(n *Node) ([]*onnx.Tensor, error) {
 		return []*onnx.Tensor{{Raw: out}}, nil
 	case "Add", "Sub", "Mul", "Div":
 		return evalArith(n)
-	case "Floor", "Ceil", "Round":
+	case "Floor", "Ceil", "Round", "Sign":
 		return evalRounding(n)
 	}
 	return evalCompare(n)

@@ -211,12 +211,14 @@ func evalCast(n *Node) ([]*onnx.Tensor, error) {
 	return one1(raw), nil
 }
 
-// roundings are the functions of Floor, Ceil and Round.
-var roundings = map[string]func(float64) float64{"Floor": math.Floor, "Ceil": math.Ceil, "Round": math.RoundToEven}
+// roundings are the functions of Floor, Ceil, Round and Sign
+// (onnxruntime's: +0 for zeros).
+var roundings = map[string]func(float64) float64{"Floor": math.Floor, "Ceil": math.Ceil, "Round": math.RoundToEven,
+	"Sign": func(x float64) float64 { return float64(b2i(x > 0) - b2i(x < 0)) }}
 
-// evalRounding folds Floor, Ceil and Round of a float constant: exact,
-// every float32 result an integer of at most x's magnitude (or x); a
-// NaN keeps its bits. Float16 stays on the device.
+// evalRounding folds Floor, Ceil, Round and Sign of a float constant:
+// exact, every float32 result an integer of at most x's magnitude (or
+// x); a NaN keeps its bits (Sign's is +0). Float16 stays on the device.
 func evalRounding(n *Node) ([]*onnx.Tensor, error) {
 	x := n.Inputs[0].Const
 	if x.DType != onnx.Float || len(x.Raw)/4 > maxFoldFloats {
@@ -226,7 +228,7 @@ func evalRounding(n *Node) ([]*onnx.Tensor, error) {
 	out := make([]byte, len(x.Raw))
 	for i := 0; i+4 <= len(x.Raw); i += 4 {
 		w := binary.LittleEndian.Uint32(x.Raw[i:])
-		if v := math.Float32frombits(w); v == v {
+		if v := math.Float32frombits(w); v == v || n.Op == "Sign" {
 			w = math.Float32bits(float32(f(float64(v))))
 		}
 		binary.LittleEndian.PutUint32(out[i:], w)

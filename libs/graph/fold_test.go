@@ -245,9 +245,9 @@ func TestDiv32(t *testing.T) {
 	}
 }
 
-// Floor, Ceil and Round of a float constant fold exactly (signed zeros,
-// halves to even, a NaN's bits kept); of float16 they stay on the
-// device.
+// Floor, Ceil, Round and Sign of a float constant fold exactly (signed
+// zeros, halves to even, a NaN's bits kept but by Sign); of float16
+// they stay on the device.
 func TestFoldRounding(t *testing.T) {
 	x := []float32{-2.5, -0.5, -0.3, 0.5, 1.5, 2.5, 0x1p23 + 1, float32(math.Inf(-1))}
 	raw := make([]byte, 0, 4*(len(x)+1))
@@ -259,8 +259,9 @@ func TestFoldRounding(t *testing.T) {
 		"Floor": {-3, -1, -1, 0, 1, 2, 0x1p23 + 1, float32(math.Inf(-1))},
 		"Ceil":  {-2, float32(math.Copysign(0, -1)), float32(math.Copysign(0, -1)), 1, 2, 3, 0x1p23 + 1, float32(math.Inf(-1))},
 		"Round": {-2, float32(math.Copysign(0, -1)), float32(math.Copysign(0, -1)), 0, 2, 2, 0x1p23 + 1, float32(math.Inf(-1))},
+		"Sign":  {-1, -1, -1, 1, 1, 1, 1, -1},
 	}
-	for _, op := range []string{"Floor", "Ceil", "Round"} {
+	for _, op := range []string{"Floor", "Ceil", "Round", "Sign"} {
 		b := onnx.NewModel(13)
 		b.AddInput("h", onnx.Float16, []int64{2})
 		b.AddInitializer(&onnx.Tensor{Name: "c", DType: onnx.Float, Dims: []int64{9}, Raw: raw})
@@ -278,8 +279,12 @@ func TestFoldRounding(t *testing.T) {
 				t.Errorf("%s(%g) = %#08x, want %#08x", op, x[i], got, math.Float32bits(w))
 			}
 		}
-		if got := binary.LittleEndian.Uint32(c.Raw[32:]); got != 0x7FA00001 {
-			t.Errorf("%s(NaN) = %#08x, want its bits", op, got)
+		nan := uint32(0x7FA00001) // kept, but Sign's is +0
+		if op == "Sign" {
+			nan = 0
+		}
+		if got := binary.LittleEndian.Uint32(c.Raw[32:]); got != nan {
+			t.Errorf("%s(NaN) = %#08x, want %#08x", op, got, nan)
 		}
 	}
 }

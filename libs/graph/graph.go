@@ -95,7 +95,7 @@ type Node struct {
 	// *Tile, *LeakyRelu, *Elu, *Selu, *HardSigmoid, *If; nil for
 	// operators without attributes (the elementwise arithmetic, Where,
 	// Equal, Greater, GreaterOrEqual, Less, LessOrEqual, Not, And, Or,
-	// Erf, Log, Sum, Mean, Softplus, HardSwish, Floor, Ceil, Round,
+	// Erf, Log, Sum, Mean, Softplus, HardSwish, Floor, Ceil, Round, Sign,
 	// Identity). Shape,
 	// ConstantOfShape and Range always fold, and never appear as nodes.
 	Attrs any

@@ -69,6 +69,7 @@ func init() {
 		"Floor":          shapeFloatUnary,
 		"Ceil":           shapeFloatUnary,
 		"Round":          shapeFloatUnary,
+		"Sign":           shapeFloatUnary,
 		"LeakyRelu":      shapeActivation,
 		"Elu":            shapeActivation,
 		"Selu":           shapeActivation,

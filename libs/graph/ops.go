@@ -42,6 +42,7 @@ func init() {
 		"Floor":              {6, inferUnary},
 		"Ceil":               {6, inferUnary},
 		"Round":              {11, inferUnary},
+		"Sign":               {9, inferUnary},
 		"LeakyRelu":          {1, inferActivation},
 		"Elu":                {1, inferActivation},
 		"Selu":               {1, inferActivation},

@@ -2,7 +2,7 @@ package hostref
 
 // The elementwise functions with or without attributes (Erf, Log,
 // Softplus, HardSwish, LeakyRelu, Elu, Selu, HardSigmoid, Floor, Ceil,
-// Round), Sum and Mean,
+// Round, Sign), Sum and Mean,
 // and ReduceMax and ReduceMin. Like the other float kernels, each
 // elementary operation rounds through ev.r (float32 under FP32 and
 // Device, nothing under FP64); maxima and minima are exact.
@@ -88,6 +88,8 @@ func (ev *evaluator) activation(n *graph.Node, in [][]float64) (out []data, ok b
 		f = math.Ceil
 	case "Round":
 		f = math.RoundToEven
+	case "Sign":
+		f = sign
 	case "Sum", "Mean":
 		y, err := ev.sum(n, in)
 		if err != nil {
@@ -206,4 +208,16 @@ func (ev *evaluator) reduceExtreme(n *graph.Node, x data) ([]data, error) {
 		}
 	}
 	return []data{floatData(y)}, nil
+}
+
+// sign is onnxruntime's Sign: 1 above zero, -1 below, +0 for zeros and
+// NaN.
+func sign(x float64) float64 {
+	switch {
+	case x > 0:
+		return 1
+	case x < 0:
+		return -1
+	}
+	return 0
 }

@@ -400,6 +400,7 @@ func TestActivationKernels(t *testing.T) {
 		{name: "Floor", model: unaryModel(13, "Floor", halves, nil), in: []*onnx.Tensor{halves}, want: []float64{-3, 0, 1}, shape: []int64{3}, dtype: onnx.Float},
 		{name: "Ceil", model: unaryModel(13, "Ceil", halves, nil), in: []*onnx.Tensor{halves}, want: []float64{-2, 1, 2}, shape: []int64{3}, dtype: onnx.Float},
 		{name: "Round", model: unaryModel(13, "Round", halves, nil), in: []*onnx.Tensor{halves}, want: []float64{-2, 0, 2}, shape: []int64{3}, dtype: onnx.Float},
+		{name: "Sign", model: unaryModel(13, "Sign", x, nil), in: []*onnx.Tensor{x}, want: []float64{-1, 0, 1}, shape: []int64{3}, dtype: onnx.Float},
 	})
 }
 

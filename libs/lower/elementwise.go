@@ -28,7 +28,7 @@ var unaryOps = map[string]codegen.UnaryOp{
 	"Sigmoid": codegen.Sigmoid, "Exp": codegen.Exp, "Sqrt": codegen.Sqrt, "Clip": codegen.Clip, "Gelu": codegen.GeluErf,
 	"Log": codegen.Log, "Erf": codegen.Erf, "Softplus": codegen.Softplus, "LeakyRelu": codegen.LeakyRelu,
 	"Elu": codegen.Elu, "Selu": codegen.Selu, "HardSigmoid": codegen.HardSigmoid, "HardSwish": codegen.HardSwish,
-	"Floor": codegen.Floor, "Ceil": codegen.Ceil, "Round": codegen.Round,
+	"Floor": codegen.Floor, "Ceil": codegen.Ceil, "Round": codegen.Round, "Sign": codegen.Sign,
 }
 
 var binaryOps = map[string]codegen.BinaryOp{
@@ -52,8 +52,8 @@ var unaryRoundings = map[codegen.UnaryOp]int64{
 	// constant 1/6, *c, +0.5, x*h (4).
 	codegen.Log: 2, codegen.Erf: 2, codegen.Softplus: 6, codegen.LeakyRelu: 1,
 	codegen.Elu: 4, codegen.Selu: 5, codegen.HardSigmoid: 2, codegen.HardSwish: 4,
-	// Floor, Ceil and Round are exact.
-	codegen.Floor: 0, codegen.Ceil: 0, codegen.Round: 0,
+	// Floor, Ceil, Round and Sign are exact.
+	codegen.Floor: 0, codegen.Ceil: 0, codegen.Round: 0, codegen.Sign: 0,
 }
 
 // elementwise lowers a node whose output pieces each read the projected
