@@ -13,8 +13,9 @@ import (
 // fill value, a constant slab, is concatenated before and after
 // (Concat). pads (an attribute before opset 11, then a constant input),
 // the constant value (a constant scalar, 0 when omitted) and, from opset
-// 18, axes (a constant input) are read as the operator defines them; the
-// edge, reflect and wrap modes are refused in one line.
+// 18, axes (a constant input) are read as the operator defines them.
+// The edge, reflect and wrap modes are a Gather along each padded axis
+// with constant indices (padIndices), which crops too.
 func inferPad(c *nodeCtx) error {
 	if err := c.arity(1, 4); err != nil {
 		return err
@@ -30,8 +31,14 @@ func inferPad(c *nodeCtx) error {
 	if err != nil {
 		return c.errf("%v", err)
 	}
-	if mode != "constant" {
-		return c.errf("mode %q is not supported (only constant)", mode)
+	switch mode {
+	case "constant", "edge", "reflect":
+	case "wrap":
+		if c.b.opset < 19 {
+			return c.errf("mode \"wrap\" needs opset 19, the model imports %d", c.b.opset)
+		}
+	default:
+		return c.errf("mode %q is not one of constant, edge, reflect and wrap", mode)
 	}
 	r := len(x.Shape)
 	var pads []int64
@@ -94,6 +101,9 @@ func inferPad(c *nodeCtx) error {
 			}
 		}
 	}
+	if mode != "constant" {
+		return padGathers(c, x, mode, axes, pads)
+	}
 	st := c.built("Pad of %v as Slice and Concat", pads)
 	shape := copyShape(x.Shape)
 	cur := c.n.Inputs[0]
@@ -114,4 +124,66 @@ func floatFill(d onnx.DataType, v float64) ([]byte, error) {
 		return binary.LittleEndian.AppendUint16(nil, numfmt.F64ToF16(v)), nil
 	}
 	return nil, fmt.Errorf("a value for %v elements", d)
+}
+
+// padGathers builds Pad in edge, reflect or wrap mode: a Gather along
+// each padded axis with the constant indices padIndices gives.
+func padGathers(c *nodeCtx, x *Value, mode string, axes, pads []int64) error {
+	st := c.built("Pad of %v in %s mode as Gather", pads, mode)
+	cur := c.n.Inputs[0]
+	for k, a := range axes {
+		begin, end := pads[k], pads[k+len(axes)]
+		if begin == 0 && end == 0 {
+			continue
+		}
+		idx, err := padIndices(mode, x.Shape[a], begin, end)
+		if err != nil {
+			return c.errf("pads %v, axis %d of %d: %v", pads, a, x.Shape[a], err)
+		}
+		ind, err := st.ints("index", idx...)
+		if err != nil {
+			return err
+		}
+		if cur, err = st.node("Gather", "gather", []string{cur, ind}, "", onnx.IntAttr("axis", a)); err != nil {
+			return err
+		}
+	}
+	return st.last("Identity", []string{cur})
+}
+
+// padIndices returns, for each element of an axis of n elements padded
+// by begin and end, the input element it copies. A negative pad crops
+// first, as onnxruntime does; then, from the k elements kept, edge
+// repeats the border element, reflect mirrors about it (not repeating
+// it; each pad below k, as onnxruntime requires) and wrap continues
+// from the other end.
+func padIndices(mode string, n, begin, end int64) ([]int64, error) {
+	lo := max(-begin, 0)
+	k := n - lo - max(-end, 0)
+	b, e := max(begin, 0), max(end, 0)
+	switch {
+	case k <= 0:
+		return nil, fmt.Errorf("no element left to pad from")
+	case mode == "reflect" && (b >= k || e >= k):
+		return nil, fmt.Errorf("reflect pads must be below the axis' size")
+	}
+	idx := make([]int64, b+k+e)
+	for j := range idx {
+		i := int64(j) - b
+		switch mode {
+		case "edge":
+			i = min(max(i, 0), k-1)
+		case "reflect":
+			if i < 0 {
+				i = -i
+			}
+			if i >= k {
+				i = 2*(k-1) - i
+			}
+		case "wrap":
+			i = (i%k + k) % k
+		}
+		idx[j] = lo + i
+	}
+	return idx, nil
 }

@@ -228,3 +228,35 @@ func TestIsNaNIsInf(t *testing.T) {
 		checkCyclesOnly(t, st, res)
 	}
 }
+
+// TestPadModes: edge, reflect and wrap Pads of computed float, float16
+// and int64 values (Gathers with constant indices), growing and
+// cropping, on 1 and 5 tiles against the host reference: copies, bit
+// for bit.
+func TestPadModes(t *testing.T) {
+	b := onnx.NewModel(19)
+	for i, c := range []struct {
+		dt    onnx.DataType
+		shape []int64
+		mode  string
+		pads  []int64
+	}{
+		{onnx.Float, []int64{3, 5, 4}, "edge", []int64{1, 0, 2, 2, -1, 0}},
+		{onnx.Float, []int64{3, 5, 4}, "reflect", []int64{0, 3, -1, 2, 1, 2}},
+		{onnx.Float16, []int64{4, 6}, "wrap", []int64{5, -2, 1, 9}},
+		{onnx.Int64, []int64{2, 7}, "reflect", []int64{1, 6, 0, 2}},
+	} {
+		in, out := fmt.Sprintf("x%d", i), fmt.Sprintf("y%d", i)
+		b.AddInput(in, c.dt, c.shape)
+		b.AddInitializer(onnx.NewInt64(in+"_pads", []int64{int64(len(c.pads))}, c.pads))
+		b.AddNode("Pad", fmt.Sprintf("p%d", i), []string{in, in + "_pads"}, []string{out}, onnx.StringAttr("mode", c.mode))
+		b.AddOutputInfo(onnx.ValueInfo{Name: out, DType: c.dt})
+	}
+	data := b.Marshal()
+	for _, tiles := range []int{1, 5} {
+		t.Run(fmt.Sprint(tiles), func(t *testing.T) {
+			o, st, g, _, _ := linkedInputs(t, data, tiles, 41)
+			checkVerdict(t, o, st, g, 41)
+		})
+	}
+}
