@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
+	"ipu.local/libs/fmath"
 	"ipu.local/libs/numfmt"
 )
 
@@ -31,16 +32,16 @@ func fb(b uint32) float32 { return math.Float32frombits(b) }
 
 func rn32(x float64) float32 { return cf(float32(x)) }
 
-func iexp(x float32) float32  { return rn32(math.Exp(float64(x))) }
-func ilog(x float32) float32  { return rn32(math.Log(float64(x))) }
+func iexp(x float32) float32  { return cf(fmath.Exp(x)) }
+func ilog(x float32) float32  { return cf(fmath.Log(x)) }
 func isqrt(x float32) float32 { return rn32(math.Sqrt(float64(x))) }
-func itanh(x float32) float32 { return rn32(math.Tanh(float64(x))) }
-func ierf(x float32) float32  { return rn32(math.Erf(float64(x))) }
+func itanh(x float32) float32 { return cf(fmath.Tanh(x)) }
+func ierf(x float32) float32  { return cf(fmath.Erf(x)) }
 func ircp(x float32) float32  { return cf(1 / x) }
 func irsqrt(x float32) float32 {
 	return rn32(1 / math.Sqrt(float64(x)))
 }
-func ipow(x, y float32) float32 { return rn32(math.Pow(float64(x), float64(y))) }
+func ipow(x, y float32) float32 { return cf(fmath.Pow(x, y)) }
 
 // ifma is d + a*b as the device's f32fma: rounded once to FP32.
 func ifma(d, a, b float32) float32 {

@@ -321,6 +321,16 @@ func (ev *evaluator) r(x float64) float64 {
 	return float64(float32(x))
 }
 
+// fn is a device function of x: fmath's (the exact value rounded to
+// float32, the same bits on every host) under FP32 and Device, float64's
+// under FP64.
+func (ev *evaluator) fn(f32 func(float32) float32, f64 func(float64) float64, x float64) float64 {
+	if ev.opt.Precision == FP64 {
+		return f64(x)
+	}
+	return float64(f32(float32(x)))
+}
+
 // toType rounds an operator's results to the output's element type, in
 // place (float16 under FP32 and Device; FP8 values come only from casts
 // and data movement and are already exact).

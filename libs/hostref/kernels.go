@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"ipu.local/libs/fmath"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/numfmt"
 	"ipu.local/libs/onnx"
@@ -157,11 +158,11 @@ func (ev *evaluator) unary(op string, x []float64) []float64 {
 				v = 0
 			}
 		case "Tanh":
-			v = r(math.Tanh(a))
+			v = ev.fn(fmath.Tanh, math.Tanh, a)
 		case "Sigmoid":
-			v = r(1 / r(1+r(math.Exp(-a))))
+			v = r(1 / r(1+ev.fn(fmath.Exp, math.Exp, -a)))
 		case "Exp":
-			v = r(math.Exp(a))
+			v = ev.fn(fmath.Exp, math.Exp, a)
 		case "Sqrt":
 			v = r(math.Sqrt(a))
 		}
@@ -189,6 +190,9 @@ func (ev *evaluator) binary(n *graph.Node, a, b []float64) []float64 {
 			v = x / z
 		case "Pow":
 			v = math.Pow(x, z)
+			if ev.opt.Precision != FP64 {
+				v = float64(fmath.Pow(float32(x), float32(z)))
+			}
 		}
 		y[i] = ev.r(v)
 	}
@@ -314,14 +318,14 @@ func (ev *evaluator) softmax(n *graph.Node, x []float64) []float64 {
 		}
 		sum := 0.0
 		for j := 0; j < rs.n; j++ {
-			e := r(math.Exp(r(x[base+j*stride] - m)))
+			e := ev.fn(fmath.Exp, math.Exp, r(x[base+j*stride]-m))
 			if !logSoftmax {
 				y[base+j*stride] = e
 			}
 			sum = r(sum + e)
 		}
 		if logSoftmax {
-			ls := r(math.Log(sum))
+			ls := ev.fn(fmath.Log, math.Log, sum)
 			for j := 0; j < rs.n; j++ {
 				k := base + j*stride
 				y[k] = r(r(x[k]-m) - ls)
@@ -396,13 +400,13 @@ func (ev *evaluator) gelu(tanh bool, x []float64) []float64 {
 		for i, v := range x {
 			cube := r(r(v*v) * v)
 			inner := r(c0 * r(v+r(c1*cube)))
-			y[i] = r(r(0.5*v) * r(1+r(math.Tanh(inner))))
+			y[i] = r(r(0.5*v) * r(1+ev.fn(fmath.Tanh, math.Tanh, inner)))
 		}
 		return y
 	}
 	c := r(1 / math.Sqrt2)
 	for i, v := range x {
-		y[i] = r(r(0.5*v) * r(1+r(math.Erf(r(v*c)))))
+		y[i] = r(r(0.5*v) * r(1+ev.fn(fmath.Erf, math.Erf, r(v*c))))
 	}
 	return y
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 
+	"ipu.local/libs/fmath"
 	"ipu.local/libs/graph"
 )
 
@@ -21,17 +22,17 @@ func (ev *evaluator) activation(n *graph.Node, in [][]float64) (out []data, ok b
 	var f func(x float64) float64
 	switch n.Op {
 	case "Erf":
-		f = func(x float64) float64 { return r(math.Erf(x)) }
+		f = func(x float64) float64 { return ev.fn(fmath.Erf, math.Erf, x) }
 	case "Log":
-		f = func(x float64) float64 { return r(math.Log(x)) }
+		f = func(x float64) float64 { return ev.fn(fmath.Log, math.Log, x) }
 	case "Softplus":
 		// log(1 + exp(x)), in the form that neither overflows nor loses
 		// small results: x + log1p(exp(-x)) for x > 0.
 		f = func(x float64) float64 {
 			if x > 0 {
-				return r(x + r(math.Log1p(r(math.Exp(-x)))))
+				return r(x + r(math.Log1p(ev.fn(fmath.Exp, math.Exp, -x))))
 			}
-			return r(math.Log1p(r(math.Exp(x))))
+			return r(math.Log1p(ev.fn(fmath.Exp, math.Exp, x)))
 		}
 	case "HardSwish":
 		alpha := r(1.0 / 6)
@@ -61,7 +62,7 @@ func (ev *evaluator) activation(n *graph.Node, in [][]float64) (out []data, ok b
 			if x > 0 {
 				return x
 			}
-			return r(alpha * r(r(math.Exp(x))-1))
+			return r(alpha * r(ev.fn(fmath.Exp, math.Exp, x)-1))
 		}
 	case "Selu":
 		a, err := attrs[graph.Selu](n)
@@ -73,7 +74,7 @@ func (ev *evaluator) activation(n *graph.Node, in [][]float64) (out []data, ok b
 			if x > 0 {
 				return r(gamma * x)
 			}
-			return r(gamma * r(r(alpha*r(math.Exp(x)))-alpha))
+			return r(gamma * r(r(alpha*ev.fn(fmath.Exp, math.Exp, x))-alpha))
 		}
 	case "HardSigmoid":
 		a, err := attrs[graph.HardSigmoid](n)

@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 
+	"ipu.local/libs/fmath"
 	"ipu.local/libs/isa"
 	"ipu.local/libs/numfmt"
 )
@@ -91,9 +92,9 @@ func stepFloat(c *context, in *inst) bool {
 
 	// FP32 functions.
 	case isa.FEXP:
-		c.a[in.d&15] = bits32(float32(math.Exp(float64(f32(c.a[in.a&15])))))
+		c.a[in.d&15] = bits32(fmath.Exp(f32(c.a[in.a&15])))
 	case isa.FLOG:
-		c.a[in.d&15] = bits32(float32(math.Log(float64(f32(c.a[in.a&15])))))
+		c.a[in.d&15] = bits32(fmath.Log(f32(c.a[in.a&15])))
 	case isa.FRCP:
 		c.a[in.d&15] = bits32(1 / f32(c.a[in.a&15]))
 	case isa.FRSQRT:
@@ -101,22 +102,22 @@ func stepFloat(c *context, in *inst) bool {
 	case isa.FSQRT:
 		c.a[in.d&15] = bits32(float32(math.Sqrt(float64(f32(c.a[in.a&15])))))
 	case isa.FTANH:
-		c.a[in.d&15] = bits32(float32(math.Tanh(float64(f32(c.a[in.a&15])))))
+		c.a[in.d&15] = bits32(fmath.Tanh(f32(c.a[in.a&15])))
 	case isa.FERF:
-		c.a[in.d&15] = bits32(float32(math.Erf(float64(f32(c.a[in.a&15])))))
+		c.a[in.d&15] = bits32(fmath.Erf(f32(c.a[in.a&15])))
 	case isa.FABS:
 		c.a[in.d&15] = c.a[in.a&15] &^ 0x80000000
 	case isa.FNEG:
 		c.a[in.d&15] = c.a[in.a&15] ^ 0x80000000
 	case isa.FPOW:
-		c.a[in.d&15] = bits32(float32(math.Pow(float64(f32(c.a[in.a&15])), float64(f32(c.a[in.b&15])))))
+		c.a[in.d&15] = bits32(fmath.Pow(f32(c.a[in.a&15]), f32(c.a[in.b&15])))
 	case isa.V2EXP, isa.V2RCP, isa.V2ABS, isa.V2NEG:
 		d, a := in.d&15, in.a&15
 		for l := uint8(0); l < 2; l++ {
 			v := c.a[(a+l)&15]
 			switch in.op {
 			case isa.V2EXP:
-				v = bits32(float32(math.Exp(float64(f32(v)))))
+				v = bits32(fmath.Exp(f32(v)))
 			case isa.V2RCP:
 				v = bits32(1 / f32(v))
 			case isa.V2ABS:

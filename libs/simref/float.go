@@ -3,6 +3,7 @@ package simref
 import (
 	"math"
 
+	"ipu.local/libs/fmath"
 	"ipu.local/libs/isa"
 	"ipu.local/libs/numfmt"
 )
@@ -33,9 +34,9 @@ func scalarFloat(op isa.Op, d, a, b, c, a1 uint32) uint32 {
 		}
 		return c
 	case isa.FEXP:
-		return arith32(float32(math.Exp(float64(fa))))
+		return arith32(fmath.Exp(fa))
 	case isa.FLOG:
-		return arith32(float32(math.Log(float64(fa))))
+		return arith32(fmath.Log(fa))
 	case isa.FRCP:
 		return arith32(1 / fa)
 	case isa.FRSQRT:
@@ -43,15 +44,15 @@ func scalarFloat(op isa.Op, d, a, b, c, a1 uint32) uint32 {
 	case isa.FSQRT:
 		return arith32(float32(math.Sqrt(float64(fa))))
 	case isa.FTANH:
-		return arith32(float32(math.Tanh(float64(fa))))
+		return arith32(fmath.Tanh(fa))
 	case isa.FERF:
-		return arith32(float32(math.Erf(float64(fa))))
+		return arith32(fmath.Erf(fa))
 	case isa.FABS:
 		return a &^ (1 << 31)
 	case isa.FNEG:
 		return a ^ 1<<31
 	case isa.FPOW:
-		return arith32(float32(math.Pow(float64(fa), float64(fb))))
+		return arith32(fmath.Pow(fa, fb))
 	case isa.FSUM2:
 		return arith32(fa + f32from(a1))
 	case isa.H4SUMF:
