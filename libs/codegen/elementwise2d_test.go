@@ -697,7 +697,7 @@ func TestStreamFormulaF16(t *testing.T) {
 		{Unary{Op: LeakyRelu, Alpha: 0.01}, 12, 2 + 2}, {Unary{Op: Elu, Alpha: 1}, 22, 5 + 2},
 		{Unary{Op: Selu, Alpha: 1.67, Gamma: 1.05}, 24, 3 + 2 + 2}, {Unary{Op: HardSigmoid, Alpha: 0.2, Beta: 0}, 14, 6 + 2 + 1},
 		{Unary{Op: HardSwish}, 16, 10},
-		{Unary{Op: Floor}, 34, 7}, {Unary{Op: Ceil}, 38, 7}, {Unary{Op: Round}, 28, 7}, {Unary{Op: Sign}, 16, 4},
+		{Unary{Op: Floor}, 34, 7}, {Unary{Op: Ceil}, 38, 7}, {Unary{Op: Round}, 28, 7}, {Unary{Op: Sign}, 16, 4}, {Unary{Op: Sin}, 14, 0}, {Unary{Op: Cos}, 14, 0},
 	}
 	for _, c := range unary {
 		t.Run(c.p.Op.String(), func(t *testing.T) {

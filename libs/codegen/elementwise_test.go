@@ -120,6 +120,8 @@ func TestUnary(t *testing.T) {
 		{Unary{Op: Floor}, -40, 40, math.Floor, zero},
 		{Unary{Op: Ceil}, -40, 40, math.Ceil, zero},
 		{Unary{Op: Round}, -40, 40, math.RoundToEven, zero},
+		{Unary{Op: Sin}, -40, 40, math.Sin, func(x, y float64) float64 { return u }},
+		{Unary{Op: Cos}, -40, 40, math.Cos, func(x, y float64) float64 { return u }},
 		{Unary{Op: Sign}, -4, 4, func(x float64) float64 {
 			if x == 0 {
 				return 0

@@ -37,6 +37,8 @@ func ilog(x float32) float32  { return cf(fmath.Log(x)) }
 func isqrt(x float32) float32 { return rn32(math.Sqrt(float64(x))) }
 func itanh(x float32) float32 { return cf(fmath.Tanh(x)) }
 func ierf(x float32) float32  { return cf(fmath.Erf(x)) }
+func isin(x float32) float32  { return cf(fmath.Sin(x)) }
+func icos(x float32) float32  { return cf(fmath.Cos(x)) }
 func ircp(x float32) float32  { return cf(1 / x) }
 func irsqrt(x float32) float32 {
 	return rn32(1 / math.Sqrt(float64(x)))
@@ -139,6 +141,10 @@ func EmulateUnary(p Unary, x float32) float32 {
 		return ilog(x)
 	case Erf:
 		return ierf(x)
+	case Sin:
+		return isin(x)
+	case Cos:
+		return icos(x)
 	case Softplus:
 		e := iexp(ineg(iabs(x)))
 		return iadd(imax(x, 0), ilog(iadd(e, 1)))

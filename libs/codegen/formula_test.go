@@ -99,7 +99,7 @@ func TestStreamFormula(t *testing.T) {
 		{Unary{Op: LeakyRelu, Alpha: 0.01}, 5, 2 + 2}, {Unary{Op: Elu, Alpha: 1}, 10, 5 + 2},
 		{Unary{Op: Selu, Alpha: 1.67, Gamma: 1.05}, 11, 3 + 2 + 2}, {Unary{Op: HardSigmoid, Alpha: 0.2, Beta: 0}, 6, 6 + 2 + 1},
 		{Unary{Op: HardSwish}, 7, 10},
-		{Unary{Op: Floor}, 16, 7}, {Unary{Op: Ceil}, 18, 7}, {Unary{Op: Round}, 13, 7}, {Unary{Op: Sign}, 7, 4},
+		{Unary{Op: Floor}, 16, 7}, {Unary{Op: Ceil}, 18, 7}, {Unary{Op: Round}, 13, 7}, {Unary{Op: Sign}, 7, 4}, {Unary{Op: Sin}, 6, 0}, {Unary{Op: Cos}, 6, 0},
 	}
 	for _, c := range unary {
 		t.Run(c.p.Op.String(), func(t *testing.T) {

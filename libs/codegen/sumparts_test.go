@@ -157,7 +157,7 @@ func TestSumPartsActivation(t *testing.T) {
 		{Op: Neg}, {Op: Abs}, {Op: Relu}, {Op: Exp}, {Op: Sqrt}, {Op: Tanh}, {Op: Sigmoid}, {Op: GeluErf}, {Op: GeluTanh},
 		{Op: PowConst, Exponent: 2}, {Op: PowConst, Exponent: 3}, {Op: Clip, Min: -6, Max: 6}, {Op: Log}, {Op: Erf},
 		{Op: Softplus}, {Op: LeakyRelu, Alpha: 0.01}, {Op: Elu, Alpha: 1.5}, {Op: Selu, Alpha: 1.6732632, Gamma: 1.050701},
-		{Op: HardSigmoid, Alpha: 0.2, Beta: 0.5}, {Op: HardSwish}, {Op: Floor}, {Op: Ceil}, {Op: Round}, {Op: Sign},
+		{Op: HardSigmoid, Alpha: 0.2, Beta: 0.5}, {Op: HardSwish}, {Op: Floor}, {Op: Ceil}, {Op: Round}, {Op: Sign}, {Op: Sin}, {Op: Cos},
 	}
 	if len(acts) < int(numUnary) {
 		t.Fatalf("%d activations tested, %d unary operations", len(acts), numUnary)

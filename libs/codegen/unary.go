@@ -54,11 +54,13 @@ const (
 	Ceil                       // y = ceil(x) = -floor(-x)
 	Round                      // y = x rounded to the nearest integer, halves to even
 	Sign                       // y = 1 if 0 < x, -1 if x < 0, else +0 (zeros and NaN: onnxruntime's)
+	Sin                        // y = sin(x) (f32sin)
+	Cos                        // y = cos(x) (f32cos)
 	numUnary
 )
 
 var unaryNames = [numUnary]string{"neg", "abs", "relu", "exp", "sqrt", "tanh", "sigmoid", "gelu-erf", "gelu-tanh", "pow", "clip",
-	"log", "erf", "softplus", "leaky-relu", "elu", "selu", "hard-sigmoid", "hard-swish", "floor", "ceil", "round", "sign"}
+	"log", "erf", "softplus", "leaky-relu", "elu", "selu", "hard-sigmoid", "hard-swish", "floor", "ceil", "round", "sign", "sin", "cos"}
 
 func (op UnaryOp) String() string {
 	if op < numUnary {
@@ -251,6 +253,10 @@ func (p Unary) compute(b *Builder, single bool) {
 		l.v(isa.V2MIN, A0, A0, ewK1)
 	case Log:
 		l.each(isa.FLOG, A0, A0, 0, 0)
+	case Sin:
+		l.each(isa.FSIN, A0, A0, 0, 0)
+	case Cos:
+		l.each(isa.FCOS, A0, A0, 0, 0)
 	case Erf:
 		l.each(isa.FERF, A0, A0, 0, 0)
 	case Softplus:
@@ -411,6 +417,7 @@ func (p Unary) f16(s *stream) {
 //	pow (e=2)    3          8          0
 //	clip         4          4          ConstLen(Min)+ConstLen(Max)+2
 //	log, erf     6         14          0
+//	sin, cos     6         14          0
 //	softplus    15         32          4
 //	leaky-relu   5         12          2+ConstLen(Alpha)
 //	elu         10         22          5+ConstLen(Alpha)

@@ -96,7 +96,7 @@ type Node struct {
 	// operators without attributes (the elementwise arithmetic, Where,
 	// Equal, Greater, GreaterOrEqual, Less, LessOrEqual, Not, And, Or,
 	// Erf, Log, Sum, Mean, Softplus, HardSwish, Floor, Ceil, Round, Sign,
-	// Identity). Shape,
+	// Sin, Cos, Identity). Shape,
 	// ConstantOfShape and Range always fold, and never appear as nodes.
 	Attrs any
 	// Index is the node's position in Graph.Nodes (or in its Branch).

@@ -70,6 +70,8 @@ func init() {
 		"Ceil":           shapeFloatUnary,
 		"Round":          shapeFloatUnary,
 		"Sign":           shapeFloatUnary,
+		"Sin":            shapeFloatUnary,
+		"Cos":            shapeFloatUnary,
 		"LeakyRelu":      shapeActivation,
 		"Elu":            shapeActivation,
 		"Selu":           shapeActivation,

@@ -43,6 +43,8 @@ func init() {
 		"Ceil":               {6, inferUnary},
 		"Round":              {11, inferUnary},
 		"Sign":               {9, inferUnary},
+		"Sin":                {7, inferUnary},
+		"Cos":                {7, inferUnary},
 		"LeakyRelu":          {1, inferActivation},
 		"Elu":                {1, inferActivation},
 		"Selu":               {1, inferActivation},

@@ -116,7 +116,7 @@ func (bd *bounder) more(n *graph.Node, y []float64) ([][]float64, bool) {
 		}
 	case "Sum", "Mean":
 		bd.sum(n, y, e)
-	case "Erf", "Log", "Softplus", "HardSwish", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Floor", "Ceil", "Round", "Sign":
+	case "Erf", "Log", "Softplus", "HardSwish", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Floor", "Ceil", "Round", "Sign", "Sin", "Cos":
 		bd.activation(n, x(0), ex(0), y, e)
 	case "If":
 		return bd.ifNode(n), true
@@ -236,6 +236,9 @@ func (bd *bounder) activation(n *graph.Node, x, ex, y, e []float64) {
 			v = monotone(math.RoundToEven, a, d, y[i])
 		case "Sign":
 			v = monotone(sign, a, d, y[i])
+		case "Sin", "Cos":
+			// 1-Lipschitz, and the function's own error (|y| <= 1)
+			v = d + ct
 		case "Log":
 			switch {
 			case a+d < 0:

@@ -128,7 +128,7 @@ func checkKernelInputs(n *graph.Node, in []data) error {
 	case "Neg", "Abs", "Relu", "Tanh", "Sigmoid", "Exp", "Sqrt", "Pow", "Max", "Min", "Clip",
 		"MatMul", "Gemm", "Softmax", "LogSoftmax", "LayerNormalization", "Gelu", "ReduceMean", "ReduceSum",
 		"Erf", "Log", "Softplus", "HardSwish", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Sum", "Mean",
-		"Floor", "Ceil", "Round", "Sign":
+		"Floor", "Ceil", "Round", "Sign", "Sin", "Cos":
 		for i, d := range in {
 			if n.Inputs[i] != nil && d.f == nil {
 				return fmt.Errorf("node %q (%s) input %d: element type %v is not a float type", n.Name, n.Op, i, n.Inputs[i].DType)

@@ -2,7 +2,7 @@ package hostref
 
 // The elementwise functions with or without attributes (Erf, Log,
 // Softplus, HardSwish, LeakyRelu, Elu, Selu, HardSigmoid, Floor, Ceil,
-// Round, Sign), Sum and Mean,
+// Round, Sign, Sin, Cos), Sum and Mean,
 // and ReduceMax and ReduceMin. Like the other float kernels, each
 // elementary operation rounds through ev.r (float32 under FP32 and
 // Device, nothing under FP64); maxima and minima are exact.
@@ -91,6 +91,10 @@ func (ev *evaluator) activation(n *graph.Node, in [][]float64) (out []data, ok b
 		f = math.RoundToEven
 	case "Sign":
 		f = sign
+	case "Sin":
+		f = func(x float64) float64 { return ev.fn(fmath.Sin, math.Sin, x) }
+	case "Cos":
+		f = func(x float64) float64 { return ev.fn(fmath.Cos, math.Cos, x) }
 	case "Sum", "Mean":
 		y, err := ev.sum(n, in)
 		if err != nil {

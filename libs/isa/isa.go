@@ -234,6 +234,8 @@ const (
 	V2ABS  Op = 0x7B
 	V2NEG  Op = 0x7C
 	FPOW   Op = 0x7D
+	FSIN   Op = 0x7E
+	FCOS   Op = 0x7F
 
 	// Conversions.
 	CVTFH  Op = 0x80 // f32v2 -> f16v2
@@ -406,6 +408,8 @@ var table = []Info{
 	{V2ABS, "f32v2abs", FormR, []Kind{AD2, AA2}, 1, ClassFloat, Any, "d = |a| per lane"},
 	{V2NEG, "f32v2neg", FormR, []Kind{AD2, AA2}, 1, ClassFloat, Any, "d = -a per lane"},
 	{FPOW, "f32pow", FormR, []Kind{AD, AA, AB}, 4, ClassFloat, Any, "d = a^b, FP32 (from FP64 pow)"},
+	{FSIN, "f32sin", FormR, []Kind{AD, AA}, 2, ClassFloat, Any, "d = sin a"},
+	{FCOS, "f32cos", FormR, []Kind{AD, AA}, 2, ClassFloat, Any, "d = cos a"},
 
 	{CVTFH, "f32v2tof16", FormR, []Kind{AD, AA2}, 1, ClassConvert, Any, "d = two FP16 (low lane first) from f32v2 a, round to nearest even"},
 	{CVTHF, "f16v2tof32", FormR, []Kind{AD2, AA}, 1, ClassConvert, Any, "d = f32v2 from two FP16 in a (exact)"},

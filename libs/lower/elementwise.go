@@ -28,7 +28,7 @@ var unaryOps = map[string]codegen.UnaryOp{
 	"Sigmoid": codegen.Sigmoid, "Exp": codegen.Exp, "Sqrt": codegen.Sqrt, "Clip": codegen.Clip, "Gelu": codegen.GeluErf,
 	"Log": codegen.Log, "Erf": codegen.Erf, "Softplus": codegen.Softplus, "LeakyRelu": codegen.LeakyRelu,
 	"Elu": codegen.Elu, "Selu": codegen.Selu, "HardSigmoid": codegen.HardSigmoid, "HardSwish": codegen.HardSwish,
-	"Floor": codegen.Floor, "Ceil": codegen.Ceil, "Round": codegen.Round, "Sign": codegen.Sign,
+	"Floor": codegen.Floor, "Ceil": codegen.Ceil, "Round": codegen.Round, "Sign": codegen.Sign, "Sin": codegen.Sin, "Cos": codegen.Cos,
 }
 
 var binaryOps = map[string]codegen.BinaryOp{
@@ -54,6 +54,8 @@ var unaryRoundings = map[codegen.UnaryOp]int64{
 	codegen.Elu: 4, codegen.Selu: 5, codegen.HardSigmoid: 2, codegen.HardSwish: 4,
 	// Floor, Ceil, Round and Sign are exact.
 	codegen.Floor: 0, codegen.Ceil: 0, codegen.Round: 0, codegen.Sign: 0,
+	// sin, cos: one transcendental each.
+	codegen.Sin: 2, codegen.Cos: 2,
 }
 
 // elementwise lowers a node whose output pieces each read the projected

@@ -105,6 +105,10 @@ func stepFloat(c *context, in *inst) bool {
 		c.a[in.d&15] = bits32(fmath.Tanh(f32(c.a[in.a&15])))
 	case isa.FERF:
 		c.a[in.d&15] = bits32(fmath.Erf(f32(c.a[in.a&15])))
+	case isa.FSIN:
+		c.a[in.d&15] = bits32(fmath.Sin(f32(c.a[in.a&15])))
+	case isa.FCOS:
+		c.a[in.d&15] = bits32(fmath.Cos(f32(c.a[in.a&15])))
 	case isa.FABS:
 		c.a[in.d&15] = c.a[in.a&15] &^ 0x80000000
 	case isa.FNEG:

@@ -238,7 +238,7 @@ func (m *Machine) exec(ti, c int, cyc int64, in isa.Inst, host sim.Host, s *step
 		setA(x, d, getA(x, d)&0xffff|uint32(imm)<<16)
 
 	case isa.FADD, isa.FSUB, isa.FMUL, isa.FMA, isa.FMAX, isa.FMIN, isa.FCMPLT, isa.FSEL,
-		isa.FEXP, isa.FLOG, isa.FRCP, isa.FRSQRT, isa.FSQRT, isa.FTANH, isa.FERF, isa.FABS, isa.FNEG, isa.FPOW,
+		isa.FEXP, isa.FLOG, isa.FRCP, isa.FRSQRT, isa.FSQRT, isa.FTANH, isa.FERF, isa.FABS, isa.FNEG, isa.FPOW, isa.FSIN, isa.FCOS,
 		isa.FSUM2, isa.H4SUMF:
 		setA(x, d, scalarFloat(in.Op, getA(x, d), getA(x, a), getA(x, b), getA(x, cc), getA(x, a+1)))
 	case isa.V2ADD, isa.V2SUB, isa.V2MUL, isa.V2FMA, isa.V2MAX, isa.V2MIN, isa.V2CMPLT, isa.V2SEL, isa.V2CMPEQ,

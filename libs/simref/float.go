@@ -47,6 +47,10 @@ func scalarFloat(op isa.Op, d, a, b, c, a1 uint32) uint32 {
 		return arith32(fmath.Tanh(fa))
 	case isa.FERF:
 		return arith32(fmath.Erf(fa))
+	case isa.FSIN:
+		return arith32(fmath.Sin(fa))
+	case isa.FCOS:
+		return arith32(fmath.Cos(fa))
 	case isa.FABS:
 		return a &^ (1 << 31)
 	case isa.FNEG:
