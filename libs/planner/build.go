@@ -334,6 +334,13 @@ func (b *builder) elementwise(n *graph.Node) error {
 			t := b.tensors[h]
 			pieces = t.Pieces
 			pad = padFor(t.Pad, lower.DeviceSize(out.DType))
+			if r := len(out.Shape); r > 0 && out.Shape[r-1] == 1 && t.Kind == layout.RowMajor {
+				// Rows of one element (a keepdims reduction's [B, S, 1]):
+				// the input's pitch, so that both are dense and the
+				// kernel walks them as one row; a wider pitch would
+				// leave the input's rows unaligned for a 2-D launch.
+				pad = max(t.Pad, 1)
+			}
 			cut = b.cut[h]
 			break
 		}
