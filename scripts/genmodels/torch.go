@@ -38,6 +38,9 @@ const (
 	torchAttn
 	// torchEmbedAttn: torchEmbed then torchAttn.
 	torchEmbedAttn
+	// torchLlama: a LLaMA-style decoder layer (llama.go) over
+	// hidden_states with int64 position_ids.
+	torchLlama
 )
 
 // Position id idioms of torchEmbed.
@@ -187,6 +190,13 @@ func torchCases() []torchCase {
 			Seq: 12, Hidden: 24, Heads: 2, FFN: 48, Causal: true},
 		{Name: "tembattn_b3_s8_h24_n2_hfmask_op14", Family: torchEmbedAttn, Opset: 14, DType: f32, Batch: 3,
 			Seq: 8, Hidden: 24, Heads: 2, FFN: 40, Vocab: 40, Pos: posRange, IntMask: true, HFMask: true},
+
+		// LLaMA-style decoder layers: RMSNorm, rotary embeddings (Cos,
+		// Sin, rotate_half), SwiGLU.
+		{Name: "tllama_b2_s10_h32_n4_op14", Family: torchLlama, Opset: 14, DType: f32, Batch: 2,
+			Seq: 10, Hidden: 32, Heads: 4, FFN: 88},
+		{Name: "tllama_b1_s12_h48_n3_fp16_op17", Family: torchLlama, Opset: 17, DType: f16, Batch: 1,
+			Seq: 12, Hidden: 48, Heads: 3, FFN: 64},
 	}
 }
 
@@ -213,6 +223,8 @@ var torchSmoke = []string{
 	"tembattn_b2_s9_h32_n4_causal_cumsum_op14",
 	"tattn_b1_s12_h24_n2_causal_fp16_op14",
 	"tembattn_b3_s8_h24_n2_hfmask_op14",
+	"tllama_b2_s10_h32_n4_op14",
+	"tllama_b1_s12_h48_n3_fp16_op17",
 }
 
 // seed is the case's PCG seed, a hash of its name.
@@ -240,6 +252,10 @@ func (c torchCase) check() error {
 		}
 		if c.Family == torchMLP && c.Classes < 1 {
 			return fmt.Errorf("torch case %s: classes %d", c.Name, c.Classes)
+		}
+	case torchLlama:
+		if c.Seq < 1 || c.Heads < 1 || c.Hidden%(2*c.Heads) != 0 || c.FFN < 1 {
+			return fmt.Errorf("torch case %s: seq %d hidden %d heads %d ffn %d (an even head width)", c.Name, c.Seq, c.Hidden, c.Heads, c.FFN)
 		}
 	case torchEmbed, torchAttn, torchEmbedAttn:
 		if c.Seq < 1 || c.Hidden < 1 {
@@ -571,6 +587,18 @@ func (c torchCase) model() ([]byte, []*onnx.Tensor) {
 			x = t.attention("/encoder/layer.0", x, mask)
 		}
 		outs = append(outs, output{x, []int64{c.Batch, c.Seq, c.Hidden}})
+	case torchLlama:
+		floatInput("hidden_states", []int64{c.Batch, c.Seq, c.Hidden})
+		// positions as a generation step passes them: each sequence
+		// from its own offset
+		pos := make([]int64, c.Batch*c.Seq)
+		for i := range pos {
+			pos[i] = int64(i)%c.Seq + 5*(int64(i)/c.Seq)
+		}
+		dims := []int64{c.Batch, c.Seq}
+		addInput("position_ids", onnx.Int64, dims, onnx.NewInt64("position_ids", dims, pos))
+		y := t.llama("/model/layers.0", "hidden_states", "position_ids")
+		outs = append(outs, output{y, []int64{c.Batch, c.Seq, c.Hidden}})
 	case torchAttn:
 		floatInput("hidden_states", []int64{c.Batch, c.Seq, c.Hidden})
 		mask := t.maskInput(in, addInput)
