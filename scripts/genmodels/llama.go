@@ -89,15 +89,21 @@ func (t *torchBuilder) llama(scope, x, pos string) string {
 	dh := c.Hidden / c.Heads
 	sa := scope + "/self_attn"
 	h := t.rmsNorm(scope+"/input_layernorm", x, c.Hidden)
-	shape := t.constI(sa, []int64{4}, c.Batch, c.Seq, c.Heads, dh)
-	heads := func(name string) string {
-		p := t.project(sa+"/"+name, h, c.Hidden, c.Hidden)
-		r := t.node(sa, "Reshape", []string{p, shape})
+	kvh := c.KVHeads
+	if kvh == 0 {
+		kvh = c.Heads
+	}
+	heads := func(name string, n int64) string {
+		p := t.project(sa+"/"+name, h, c.Hidden, n*dh)
+		r := t.node(sa, "Reshape", []string{p, t.constI(sa, []int64{4}, c.Batch, c.Seq, n, dh)})
 		return t.node(sa, "Transpose", []string{r}, onnx.IntsAttr("perm", 0, 2, 1, 3))
 	}
-	q, k, v := heads("q_proj"), heads("k_proj"), heads("v_proj")
+	q, k, v := heads("q_proj", c.Heads), heads("k_proj", kvh), heads("v_proj", kvh)
 	cos, sin := t.rotary(scope+"/rotary_emb", pos, dh)
 	q, k = t.rope(sa, q, cos, sin, dh), t.rope(sa, k, cos, sin, dh)
+	if kvh != c.Heads {
+		k, v = t.repeatKV(sa, k, kvh, dh), t.repeatKV(sa, v, kvh, dh)
+	}
 	kt := t.node(sa, "Transpose", []string{k}, onnx.IntsAttr("perm", 0, 1, 3, 2))
 	sc := t.node(sa, "Div", []string{t.node(sa, "MatMul", []string{q, kt}), t.constF(sa, math.Sqrt(float64(dh)))})
 	lowest := -math.MaxFloat32
@@ -124,6 +130,16 @@ func (t *torchBuilder) llama(scope, x, pos string) string {
 	up := t.project(scope+"/mlp/up_proj", m, c.Hidden, c.FFN)
 	down := t.project(scope+"/mlp/down_proj", t.node(scope+"/mlp", "Mul", []string{silu, up}), c.FFN, c.Hidden)
 	return t.node(scope, "Add", []string{r, down})
+}
+
+// repeatKV appends transformers' repeat_kv on x [B, kvh, S, dh]:
+// x[:, :, None].expand(B, kvh, n_rep, S, dh).reshape(B, kvh*n_rep, S,
+// dh).
+func (t *torchBuilder) repeatKV(scope, x string, kvh, dh int64) string {
+	c := t.c
+	rep := c.Heads / kvh
+	e := t.node(scope, "Expand", []string{t.unsqueeze(scope, x, 2), t.constI(scope, []int64{5}, c.Batch, kvh, rep, c.Seq, dh)})
+	return t.node(scope, "Reshape", []string{e, t.constI(scope, []int64{4}, c.Batch, c.Heads, c.Seq, dh)})
 }
 
 // f32s rounds v to float32.

@@ -141,7 +141,8 @@
 // [0,2,1,3] then [0,1,3,2]), Div by a Constant, mask from
 // Unsqueeze/Sub/Mul(-10000 or the type's lowest), Softmax, residuals,
 // LayerNorm, FFN with GELU through Erf or Tanh; tembattn_* embeddings then
-// an attention layer; tllama_* LLaMA-style decoder layers (llama.go).
+// an attention layer; tllama_* LLaMA-style decoder layers (llama.go),
+// grouped-query attention among them.
 // Names are torch's (/scope/Op_N, scope.weight,
 // onnx::MatMul_N). Variations: odd sizes, batches above 1, keepdims=0
 // with Unsqueeze, positive and negative axes, FP16. Weights and inputs

@@ -72,23 +72,24 @@ type torchCase struct {
 	Pos                            int
 
 	// Idiom variations.
-	NativeLN   bool // LayerNormalization (torch's export at opset 17)
-	KeepDims0  bool // ReduceMean keepdims=0 then Unsqueeze(axes=[-1]): no fusion
-	PosAxes    bool // positive axes where torch writes -1 (reductions, Softmax, LayerNormalization)
-	NegAxes    bool // negative axes where torch writes positive ones (Flatten, the mask's Unsqueeze)
-	TanhGelu   bool // GELU(approximate="tanh") written out
-	SplitKT    bool // K to [B, h, dh, S] by two Transposes
-	MinMask    bool // the mask's large negative is the type's lowest value
-	IntMask    bool // the mask is int64 (Hugging Face's attention_mask), Cast to the float type after its Unsqueeze
-	IndexVecs  bool // Shape entries gathered by [1] indices (no Unsqueeze)
-	MinusOne   bool // the merge Reshape target is [B, S, -1]
-	BiasFirst  bool // Add(bias, MatMul) rather than Add(MatMul, bias)
-	Taken      bool // torchGate: the branch runs
-	NoSubShape bool // torchGate: the branch outputs carry no shape
-	Refine     bool // torchGate: the branch's network reads the detector's last hidden features, not the input
-	Dynamic    bool // inputs declared with a symbolic batch dimension (torch.onnx.export's dynamic_axes)
-	Causal     bool // torchAttn, torchEmbedAttn: triu(full((S, S), lowest), diagonal=1) added to the scores
-	HFMask     bool // with IntMask: the 4-D causal and padding mask as Hugging Face's newer models build it (hfMask)
+	NativeLN   bool  // LayerNormalization (torch's export at opset 17)
+	KeepDims0  bool  // ReduceMean keepdims=0 then Unsqueeze(axes=[-1]): no fusion
+	PosAxes    bool  // positive axes where torch writes -1 (reductions, Softmax, LayerNormalization)
+	NegAxes    bool  // negative axes where torch writes positive ones (Flatten, the mask's Unsqueeze)
+	TanhGelu   bool  // GELU(approximate="tanh") written out
+	SplitKT    bool  // K to [B, h, dh, S] by two Transposes
+	MinMask    bool  // the mask's large negative is the type's lowest value
+	IntMask    bool  // the mask is int64 (Hugging Face's attention_mask), Cast to the float type after its Unsqueeze
+	IndexVecs  bool  // Shape entries gathered by [1] indices (no Unsqueeze)
+	MinusOne   bool  // the merge Reshape target is [B, S, -1]
+	BiasFirst  bool  // Add(bias, MatMul) rather than Add(MatMul, bias)
+	Taken      bool  // torchGate: the branch runs
+	NoSubShape bool  // torchGate: the branch outputs carry no shape
+	Refine     bool  // torchGate: the branch's network reads the detector's last hidden features, not the input
+	Dynamic    bool  // inputs declared with a symbolic batch dimension (torch.onnx.export's dynamic_axes)
+	Causal     bool  // torchAttn, torchEmbedAttn: triu(full((S, S), lowest), diagonal=1) added to the scores
+	HFMask     bool  // with IntMask: the 4-D causal and padding mask as Hugging Face's newer models build it (hfMask)
+	KVHeads    int64 // torchLlama: key and value heads (grouped-query attention, repeat_kv); 0: Heads
 }
 
 // torchCases are the cases of -torch, in the order they are written.
@@ -197,6 +198,10 @@ func torchCases() []torchCase {
 			Seq: 10, Hidden: 32, Heads: 4, FFN: 88},
 		{Name: "tllama_b1_s12_h48_n3_fp16_op17", Family: torchLlama, Opset: 17, DType: f16, Batch: 1,
 			Seq: 12, Hidden: 48, Heads: 3, FFN: 64},
+		{Name: "tllama_b2_s9_h64_n8_kv2_op17", Family: torchLlama, Opset: 17, DType: f32, Batch: 2,
+			Seq: 9, Hidden: 64, Heads: 8, KVHeads: 2, FFN: 96},
+		{Name: "tllama_b3_s7_h20_n5_op14", Family: torchLlama, Opset: 14, DType: f32, Batch: 3,
+			Seq: 7, Hidden: 20, Heads: 5, FFN: 36},
 	}
 }
 
@@ -254,8 +259,8 @@ func (c torchCase) check() error {
 			return fmt.Errorf("torch case %s: classes %d", c.Name, c.Classes)
 		}
 	case torchLlama:
-		if c.Seq < 1 || c.Heads < 1 || c.Hidden%(2*c.Heads) != 0 || c.FFN < 1 {
-			return fmt.Errorf("torch case %s: seq %d hidden %d heads %d ffn %d (an even head width)", c.Name, c.Seq, c.Hidden, c.Heads, c.FFN)
+		if c.Seq < 1 || c.Heads < 1 || c.Hidden%(2*c.Heads) != 0 || c.FFN < 1 || c.KVHeads < 0 || c.KVHeads > 0 && c.Heads%c.KVHeads != 0 {
+			return fmt.Errorf("torch case %s: seq %d hidden %d heads %d (%d for keys and values) ffn %d (an even head width)", c.Name, c.Seq, c.Hidden, c.Heads, c.KVHeads, c.FFN)
 		}
 	case torchEmbed, torchAttn, torchEmbedAttn:
 		if c.Seq < 1 || c.Hidden < 1 {
