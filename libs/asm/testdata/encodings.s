@@ -291,6 +291,12 @@
 	f32pow $a1, $a2, $a3               // 7d123000
 	f32pow $azero, $azero, $azero      // 7dfff000
 	f32pow $a7, $a10, $a13             // 7d7ad000
+	f32sin $a1, $a2                    // 7e120000
+	f32sin $azero, $azero              // 7eff0000
+	f32sin $a7, $a10                   // 7e7a0000
+	f32cos $a1, $a2                    // 7f120000
+	f32cos $azero, $azero              // 7fff0000
+	f32cos $a7, $a10                   // 7f7a0000
 	f32v2tof16 $a1, $a0:1              // 80100000
 	f32v2tof16 $azero, $a14:15         // 80fe0000
 	f32v2tof16 $a7, $a8:9              // 80780000
@@ -387,7 +393,7 @@
 	addi $m1, $m2, -0x8000             // 10128000
 	LI $m0, 0x12345                    // 1a012345
 target:
-	li $m0, target                     // 1a04c5e4
+	li $m0, target                     // 1a04c5fc
 	br target                          // 200ffffe
 	brz $m3, target                    // 2103fffd
 	call $m4, after                    // 23400001
