@@ -24,10 +24,12 @@ type IntOp uint8
 // overflow.
 //
 // IntTrunc reads A's word as FP32 and stores it truncated toward zero
-// (f32toi32; B is not read): ONNX Cast from float to int32 and int64.
-// An A that is NaN, infinite or outside [-2^31, 2^31) faults the device
-// as an overflow does: ONNX leaves a cast out of range undefined, and
-// an int64 the device cannot hold is an error, not a saturated value.
+// (f32toi32; B is not read): ONNX Cast from float to int32 and int64,
+// which leaves values out of range undefined. As the instruction does, a
+// NaN gives 0 and values beyond int32 (infinities too) saturate to its
+// range. It does not fault: exporters cast values that the graph then
+// discards (T5's relative position buckets cast log(0) = -Inf to int64
+// and select them away).
 const (
 	IntAdd IntOp = iota
 	IntSub
@@ -44,14 +46,6 @@ const (
 )
 
 var intOpNames = [numIntOps]string{"add", "sub", "mul", "eq", "ne", "less", "lesseq", "nonzero", "min", "max", "trunc"}
-
-// IntTrunc's limits on A's bits: a positive FP32 at or above 2^31 (and
-// +Inf, +NaN) is an int32 above truncLimitPos, a negative one below
-// -2^31 (and -Inf, -NaN) a uint32 above truncLimitNeg (-2^31's bits).
-const (
-	truncLimitPos = 0x4EFFFFFF
-	truncLimitNeg = 0xCF000000
-)
 
 // compares reports whether op stores a BOOL word.
 func (op IntOp) compares() bool { return op >= IntEq && op <= IntLessEq }
@@ -75,8 +69,7 @@ func (op IntOp) String() string {
 // Sub: a < s differs from b < 0). Mul stores the low 32 bits (mul) and
 // tests the magnitudes' 64-bit product from 16-bit halves, branch-free
 // (29 more issues): |a|*|b| must be at most 2^31 - 1, or 2^31 when the
-// signs differ. Trunc: mta, f32toi32, mfa, the store and the range test
-// (4 issues: two compares and two ors). Work is split over the workers
+// signs differ. Trunc: mta, f32toi32, mfa and the store. Work is split over the workers
 // as Binary's, unit 1.
 type IntBinary struct {
 	Op      IntOp
@@ -89,12 +82,10 @@ type IntBinary struct {
 // Registers: the operands in $m7 (A) and $m8 (B), the result in $m9,
 // scratch $m10 (Mul also $m0, $m1, $m13, $m14, and 2^31 - 1 in $m6: a
 // unit of 1 has no tail flag; the comparisons BOOL's 1.0 in $m6; Trunc
-// its limits in $m6 and $m11, scratch $m8 and $a0), the overflow flag
-// $m12 (0 for every op but Add, Sub, Mul and Trunc).
+// $a0), the overflow flag $m12 (0 for every op but Add, Sub and Mul).
 const (
 	ibA, ibB, ibS, ibT, ibF = M7, M8, M9, M10, M12
 	ibMax                   = M6
-	ibLim                   = M11
 )
 
 func (p IntBinary) stream() (*stream, error) {
@@ -148,9 +139,6 @@ func (p IntBinary) stream() (*stream, error) {
 			b.LoadConst(ibMax, math.MaxInt32)
 		case p.Op.compares():
 			b.LoadConst(ibMax, boolOne)
-		case p.Op == IntTrunc:
-			b.LoadConst(ibMax, truncLimitPos)
-			b.LoadConst(ibLim, truncLimitNeg)
 		}
 	}
 	s.body = func(b *Builder) {
@@ -236,18 +224,12 @@ func intCompare(b *Builder, op IntOp) {
 	b.And(ibS, ibS, ibMax)
 }
 
-// truncWord stores the FP32 in $m7 truncated to int32 and ors into the
-// flag whether it is out of range (7 issues).
+// truncWord stores the FP32 in $m7 truncated to int32, saturating.
 func truncWord(b *Builder) {
-	r := func(op isa.Op, d, a, c MReg) { b.r(op, uint8(d), uint8(a), uint8(c)) }
 	b.Mta(A0, ibA)
 	b.F1(isa.CVTFI, A0, A0)
 	b.Mfa(ibS, A0)
 	b.StmP(ibS, sOut, 4)
-	r(isa.CMPLT, ibT, ibMax, ibA)  // at or above 2^31, +Inf, +NaN
-	r(isa.CMPULT, ibB, ibLim, ibA) // below -2^31, -Inf, -NaN
-	b.Or(ibT, ibT, ibB)
-	b.Or(ibF, ibF, ibT)
 }
 
 // mulOverflow ors into the flag whether a*b leaves int32.
@@ -342,11 +324,16 @@ func EmulateIntBinary(op IntOp, a, b int32) (int32, bool) {
 	case IntMax:
 		r = int64(max(a, b))
 	case IntTrunc:
-		f := float64(math.Float32frombits(uint32(a)))
-		if f != f || f < math.MinInt32 || f >= 1<<31 {
-			return 0, false
+		switch f := float64(math.Float32frombits(uint32(a))); {
+		case f != f:
+			r = 0
+		case f <= math.MinInt32:
+			r = math.MinInt32
+		case f >= math.MaxInt32:
+			r = math.MaxInt32
+		default:
+			r = int64(f) // toward zero
 		}
-		r = int64(f) // toward zero, exact: |f| < 2^31
 	}
 	return int32(r), r >= math.MinInt32 && r <= math.MaxInt32
 }

@@ -9,7 +9,8 @@ package graph
 //     maxFoldBytes per output: Identity, Reshape, Flatten, Squeeze, Unsqueeze, Transpose,
 //     Gather, Slice, Split, Concat, Expand, Tile, Where;
 //   - Cast between float, float16, bool, int32 and int64 (not to FP8; a
-//     float that does not fit the integer type leaves the node alone);
+//     float to an integer as the device casts it: a NaN 0, beyond int32
+//     saturated);
 //   - comparisons and logic: Equal, Greater, GreaterOrEqual, Less,
 //     LessOrEqual, Not, And, Or, Xor;
 //   - Add, Sub, Mul and Div on int32 and int64 (two's complement
@@ -18,9 +19,14 @@ package graph
 //     one rounding per operation, Div by the device's sequence: see
 //     div32), up to maxFoldFloats elements;
 //   - Floor, Ceil, Round and Sign on float (exact; a NaN keeps its bits
-//     as on the device, Sign's is +0), up to maxFoldFloats elements.
+//     as on the device, Sign's is +0), up to maxFoldFloats elements;
+//   - Exp, Log, Tanh, Erf, Sin, Cos and Sqrt on float as the device's
+//     instructions compute them (fmath: the exact value rounded once,
+//     the canonical NaN), Neg and Abs on float (the sign bit) and on
+//     integers (built as Sub and Max), Max and Min on integers, up to
+//     maxFoldFloats elements (fold_unary.go).
 //
-// Other float math (float16 arithmetic, Sqrt, Exp, Erf, MatMul, ...)
+// Other float math (float16 arithmetic, Sigmoid, Pow, MatMul, ...)
 // stays on the device: the folder computes only what it can compute
 // exactly as the device does, and what exporters write for shapes and
 // masks. Shape, ConstantOfShape, Range and If on a constant condition
@@ -50,6 +56,8 @@ var foldable = map[string]bool{
 	"Not": true, "And": true, "Or": true, "Xor": true,
 	"Add": true, "Sub": true, "Mul": true, "Div": true,
 	"Floor": true, "Ceil": true, "Round": true, "Sign": true,
+	"Exp": true, "Log": true, "Tanh": true, "Erf": true, "Sin": true, "Cos": true, "Sqrt": true,
+	"Neg": true, "Abs": true, "Max": true, "Min": true,
 }
 
 // fold evaluates the node c built when its inputs are all constant, and
@@ -119,6 +127,10 @@ func evalNode(n *Node) ([]*onnx.Tensor, error) {
 		return evalArith(n)
 	case "Floor", "Ceil", "Round", "Sign":
 		return evalRounding(n)
+	case "Max", "Min":
+		return evalMinMax(n)
+	case "Exp", "Log", "Tanh", "Erf", "Sin", "Cos", "Sqrt", "Neg", "Abs":
+		return evalUnary(n)
 	}
 	return evalCompare(n)
 }

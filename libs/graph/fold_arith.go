@@ -178,10 +178,8 @@ func evalCast(n *Node) ([]*onnx.Tensor, error) {
 					if f != 0 {
 						ints[i] = 1
 					}
-				case f != f || math.Abs(f) >= 1<<63 || (to == onnx.Int32 && math.Abs(f) >= 1<<31):
-					return nil, errNoFold
 				default:
-					ints[i] = int64(f)
+					ints[i] = truncInt32(f)
 				}
 			}
 		}
@@ -234,4 +232,19 @@ func evalRounding(n *Node) ([]*onnx.Tensor, error) {
 		binary.LittleEndian.PutUint32(out[i:], w)
 	}
 	return one1(out), nil
+}
+
+// truncInt32 is the device's cast of a float to an integer (f32toi32,
+// for int64 too, which it holds as int32): toward zero, a NaN 0, values
+// beyond int32 its nearest end.
+func truncInt32(f float64) int64 {
+	switch {
+	case f != f:
+		return 0
+	case f <= math.MinInt32:
+		return math.MinInt32
+	case f >= math.MaxInt32:
+		return math.MaxInt32
+	}
+	return int64(f)
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -196,19 +197,14 @@ const big float[1048577]
 node "Mul" Mul (big, big) -> y float[1048577]
 output y
 `},
-		{name: "transcendental", model: constModel(13, []*onnx.Tensor{f32("f", []int64{1}, 1)}, nd("Exp", l("f"), l("y"))), want: `
+		{name: "sigmoid", model: constModel(13, []*onnx.Tensor{f32("f", []int64{1}, 1)}, nd("Sigmoid", l("f"), l("y"))), want: `
 const f float[1]
-node "Exp" Exp (f) -> y float[1]
+node "Sigmoid" Sigmoid (f) -> y float[1]
 output y
 `},
 		{name: "cast to fp8", model: constModel(19, []*onnx.Tensor{f32("f", []int64{1}, 1)}, nd("Cast", l("f"), l("y"), aInt("to", int64(onnx.Float8E4M3FN)))), want: `
 const f float[1]
 node "Cast" Cast {To:float8e4m3fn Saturate:true} (f) -> y float8e4m3fn[1]
-output y
-`},
-		{name: "cast NaN to int", model: constModel(13, []*onnx.Tensor{f32("f", []int64{1}, float32(math.NaN()))}, nd("Cast", l("f"), l("y"), aInt("to", int64(onnx.Int64)))), want: `
-const f float[1]
-node "Cast" Cast {To:int64 Saturate:true} (f) -> y int64[1]
 output y
 `},
 		{name: "integer division by zero", model: constModel(13, []*onnx.Tensor{ints64("a", []int64{2}, 1, 2), ints64("z", []int64{2}, 1, 0)}, nd("Div", l("a", "z"), l("y"))),
@@ -285,6 +281,126 @@ func TestFoldRounding(t *testing.T) {
 		}
 		if got := binary.LittleEndian.Uint32(c.Raw[32:]); got != nan {
 			t.Errorf("%s(NaN) = %#08x, want %#08x", op, got, nan)
+		}
+	}
+}
+
+// TestT5BucketsFold: T5's relative position buckets (bidirectional, 32
+// buckets, max_distance 128) as torch exports them over 40 positions
+// fold to a constant: Abs of int64, Log of float, the cast of log(0) =
+// -Inf to int64 (saturated, then selected away), Min of int64. The
+// values are T5's, computed here in float32 as torch does.
+func TestT5BucketsFold(t *testing.T) {
+	const n, nb, me = 40, 16, 8 // positions, num_buckets/2, max_exact
+	pos := make([]int64, n)
+	for i := range pos {
+		pos[i] = int64(i)
+	}
+	b := onnx.NewModel(14)
+	b.AddInput("x", onnx.Float, []int64{1})
+	b.AddInitializer(onnx.NewInt64("q", []int64{n}, pos))
+	b.AddInitializer(onnx.NewInt64("one", []int64{1}, []int64{1}))
+	b.AddInitializer(onnx.NewInt64("zero", nil, []int64{0}))
+	b.AddInitializer(onnx.NewInt64("nb", nil, []int64{nb}))
+	b.AddInitializer(onnx.NewInt64("nb1", nil, []int64{nb - 1}))
+	b.AddInitializer(onnx.NewInt64("me", nil, []int64{me}))
+	b.AddInitializer(onnx.NewFloat32("mef", nil, []float32{me}))
+	b.AddInitializer(onnx.NewFloat32("ld", nil, []float32{float32(math.Log(128.0 / me))}))
+	b.AddInitializer(onnx.NewFloat32("sc", nil, []float32{nb - me}))
+	b.AddNode("Unsqueeze", "cq", []string{"q", "one"}, []string{"ctx"})
+	b.AddNode("Sub", "rel", []string{"q", "ctx"}, []string{"rel"}) // memory - context
+	b.AddNode("Greater", "gt", []string{"rel", "zero"}, []string{"gt"})
+	b.AddNode("Cast", "gtl", []string{"gt"}, []string{"gtl"}, onnx.IntAttr("to", int64(onnx.Int64)))
+	b.AddNode("Mul", "bk", []string{"gtl", "nb"}, []string{"bk"})
+	b.AddNode("Abs", "ab", []string{"rel"}, []string{"ab"})
+	b.AddNode("Less", "small", []string{"ab", "me"}, []string{"small"})
+	b.AddNode("Cast", "abf", []string{"ab"}, []string{"abf"}, onnx.IntAttr("to", int64(onnx.Float)))
+	b.AddNode("Div", "d1", []string{"abf", "mef"}, []string{"d1"})
+	b.AddNode("Log", "lg", []string{"d1"}, []string{"lg"})
+	b.AddNode("Div", "d2", []string{"lg", "ld"}, []string{"d2"})
+	b.AddNode("Mul", "m2", []string{"d2", "sc"}, []string{"m2"})
+	b.AddNode("Cast", "m2l", []string{"m2"}, []string{"m2l"}, onnx.IntAttr("to", int64(onnx.Int64)))
+	b.AddNode("Add", "large", []string{"me", "m2l"}, []string{"large"})
+	b.AddNode("Min", "lmin", []string{"large", "nb1"}, []string{"lmin"})
+	b.AddNode("Where", "w", []string{"small", "ab", "lmin"}, []string{"w"})
+	b.AddNode("Add", "buckets", []string{"bk", "w"}, []string{"buckets"})
+	b.AddOutput("buckets", onnx.Int64, []int64{n, n})
+	g := buildOf(t, b)
+	got := foldedInt64s(t, g)
+	ld := float32(math.Log(128.0 / me))
+	for c := 0; c < n; c++ {
+		for m := 0; m < n; m++ {
+			rel := m - c
+			bucket := 0
+			if rel > 0 {
+				bucket = nb
+			}
+			a := rel
+			if a < 0 {
+				a = -a
+			}
+			if a < me {
+				bucket += a
+			} else {
+				v := float32(math.Log(float64(float32(a)/me))) / ld * (nb - me)
+				bucket += min(me+int(v), nb-1)
+			}
+			if got[c*n+m] != int64(bucket) {
+				t.Fatalf("bucket [%d, %d] (relative %d) = %d, want %d", c, m, rel, got[c*n+m], bucket)
+			}
+		}
+	}
+}
+
+// Float functions of a float constant fold as the device computes them,
+// Abs and Neg of integers as Sub and Where; float16 stays on the device.
+func TestFoldUnary(t *testing.T) {
+	b := onnx.NewModel(14)
+	b.AddInput("h", onnx.Float16, []int64{2})
+	b.AddInitializer(onnx.NewFloat32("c", []int64{4}, []float32{-2, 0.5, 3, float32(math.Copysign(0, -1))}))
+	b.AddInitializer(onnx.NewInt64("i", []int64{3}, []int64{-7, 0, 9}))
+	var outs []string
+	for _, op := range []string{"Exp", "Log", "Tanh", "Erf", "Sin", "Cos", "Sqrt", "Neg", "Abs"} {
+		b.AddNode(op, "f"+op, []string{"c"}, []string{"f" + op})
+		outs = append(outs, "f"+op)
+	}
+	b.AddNode("Neg", "in", []string{"i"}, []string{"in"})
+	b.AddNode("Abs", "ia", []string{"i"}, []string{"ia"})
+	b.AddNode("Exp", "he", []string{"h"}, []string{"he"})
+	for _, o := range outs {
+		b.AddOutput(o, onnx.Float, []int64{4})
+	}
+	b.AddOutput("in", onnx.Int64, []int64{3})
+	b.AddOutput("ia", onnx.Int64, []int64{3})
+	b.AddOutput("he", onnx.Float16, []int64{2})
+	g := buildOf(t, b)
+	if len(g.Nodes) != 1 || g.Nodes[0].Op != "Exp" {
+		t.Fatalf("want only the float16 Exp left:\n%s", g)
+	}
+	want := map[string][]uint32{
+		"fExp":  {0x3E0A9555, 0x3FD3094C, 0x41A0AF2E, 0x3F800000},
+		"fSqrt": {0x7FC00000, 0x3F3504F3, 0x3FDDB3D7, 0x80000000},
+		"fNeg":  {0x40000000, 0xBF000000, 0xC0400000, 0x00000000},
+		"fAbs":  {0x40000000, 0x3F000000, 0x40400000, 0x00000000},
+		"fLog":  {0x7FC00000, 0xBF317218, 0x3F8C9F54, 0xFF800000},
+	}
+	for i, o := range outs {
+		w, ok := want[o]
+		if !ok {
+			continue
+		}
+		c := g.Outputs[i].Const
+		for k, x := range w {
+			if got := binary.LittleEndian.Uint32(c.Raw[4*k:]); got != x {
+				t.Errorf("%s element %d: %#08x, want %#08x", o, k, got, x)
+			}
+		}
+	}
+	for i, want := range [][]int64{{7, 0, -9}, {7, 0, 9}} {
+		c := g.Outputs[len(outs)+i].Const
+		v, _ := c.Int64s()
+		if fmt.Sprint(v) != fmt.Sprint(want) {
+			t.Errorf("%s: %v, want %v", g.Outputs[len(outs)+i].Name, v, want)
 		}
 	}
 }

@@ -145,3 +145,37 @@ func inferIsInf(c *nodeCtx) error {
 	}
 	return st.last("Equal", []string{src, v})
 }
+
+// inferAbsNeg is Abs and Neg: of floats the unary kernels; of int32 and
+// int64 built as Sub(0, x), Abs as Where(Less(x, 0), Sub(0, x), x) (an
+// int32 -2^31 overflows the device's subtraction, which faults).
+func inferAbsNeg(c *nodeCtx) error {
+	if err := c.arity(1, 1); err != nil {
+		return err
+	}
+	x, err := c.input(0)
+	if err != nil {
+		return err
+	}
+	if !isInt(x.DType) {
+		return inferUnary(c)
+	}
+	op := c.n.OpType
+	st := c.built("%s of %s as Sub(0, x)", op, x.DType)
+	zero, err := st.constant("zero", intTensor("", x.DType, []int64{}, []int64{0}))
+	if err != nil {
+		return err
+	}
+	if op == "Neg" {
+		return st.last("Sub", []string{zero, c.n.Inputs[0]})
+	}
+	neg, err := st.node("Sub", "neg", []string{zero, c.n.Inputs[0]}, "")
+	if err != nil {
+		return err
+	}
+	less, err := st.node("Less", "sign", []string{c.n.Inputs[0], zero}, "")
+	if err != nil {
+		return err
+	}
+	return st.last("Where", []string{less, neg, c.n.Inputs[0]})
+}

@@ -6,6 +6,7 @@ package hostref
 
 import (
 	"fmt"
+	"math"
 
 	"ipu.local/libs/graph"
 	"ipu.local/libs/onnx"
@@ -198,10 +199,8 @@ func (ev *evaluator) castNode(n *graph.Node, x data) ([]data, error) {
 				if v != 0 {
 					y[k] = 1
 				}
-			case v != v || v <= -0x1p63-1 || v >= 0x1p63 || (to == onnx.Int32 && (v <= -0x1p31-1 || v >= 0x1p31)):
-				return nil, fmt.Errorf("node %q (Cast): element %d (%g) does not fit %v", n.Name, k, v, to)
 			default:
-				y[k] = int64(v) // truncates toward zero
+				y[k] = castInt(v, to)
 			}
 		}
 		return []data{intData(y)}, nil
@@ -343,4 +342,26 @@ func takenBranch(n *graph.Node, a *graph.If, cond []int64) (*graph.Branch, strin
 		}
 	}
 	return br, name, nil
+}
+
+// castInt is a float's cast to int32 or int64: truncated toward zero; a
+// NaN gives 0 and a value beyond the type's range its nearest end (ONNX
+// leaves both undefined; the device does the same within int32).
+func castInt(v float64, to onnx.DataType) int64 {
+	lo, hi := float64(math.MinInt64), float64(math.MaxInt64) // -2^63, 2^63
+	if to == onnx.Int32 {
+		lo, hi = math.MinInt32, math.MaxInt32
+	}
+	switch {
+	case v != v:
+		return 0
+	case v <= lo:
+		return int64(lo)
+	case v >= hi:
+		if to == onnx.Int32 {
+			return math.MaxInt32
+		}
+		return math.MaxInt64
+	}
+	return int64(v)
 }
