@@ -831,10 +831,17 @@ func builtOpsSeed() []byte {
 	b.AddNode("IsInf", "inf", []string{"p"}, []string{"f"})
 	b.AddNode("Dropout", "drop", []string{"x"}, []string{"d"})
 	b.AddNode("Reciprocal", "rc", []string{"d"}, []string{"r"})
+	b.AddInput("h", onnx.Float16, []int64{3, 4})
+	b.AddInitializer(onnx.NewInt64("hpads", []int64{4}, []int64{1, -1, 2, 2}))
+	b.AddNode("Pad", "hpad", []string{"h", "hpads"}, []string{"hp"}, onnx.StringAttr("mode", "reflect"))
+	b.AddNode("Cast", "hi", []string{"hp"}, []string{"hi"}, onnx.IntAttr("to", int64(onnx.Int64)))
+	b.AddNode("Abs", "ha", []string{"hi"}, []string{"ha"})
+	b.AddNode("Sin", "sn", []string{"r"}, []string{"sn"})
+	b.AddNode("Floor", "fl", []string{"sn"}, []string{"fl"})
 	for _, o := range []struct {
 		name string
 		dt   onnx.DataType
-	}{{"c", onnx.Int64}, {"a", onnx.Int64}, {"f", onnx.Bool}, {"r", onnx.Float}} {
+	}{{"c", onnx.Int64}, {"a", onnx.Int64}, {"f", onnx.Bool}, {"r", onnx.Float}, {"ha", onnx.Int64}, {"fl", onnx.Float}} {
 		b.AddOutputInfo(onnx.ValueInfo{Name: o.name, DType: o.dt})
 	}
 	return b.Marshal()
