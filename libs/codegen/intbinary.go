@@ -11,10 +11,12 @@ import (
 type IntOp uint8
 
 // Int32 operations: Y = A op B on int32 elements (the device's form of
-// ONNX int32 and int64 tensors, int64 held as int32). A result outside
-// the int32 range faults the device (a load outside tile memory after
-// the worker's elements are written) instead of wrapping: an int64 value
-// the device cannot hold is an error, not a silent wrap.
+// ONNX int32 and int64 tensors, int64 held as int32). A sum, difference
+// or product outside the int32 range faults the device (a load outside
+// tile memory after the worker's elements are written) instead of
+// wrapping: an int64 value the device cannot hold is an error, not a
+// silent wrap. (Trunc, a cast whose out-of-range results ONNX leaves
+// undefined, saturates instead; see below.)
 //
 // The comparisons store BOOL as the device holds it, the FP32 words 0.0
 // and 1.0 (0x3F800000): IntEq (A == B), IntNe (A != B), IntLess (A < B)

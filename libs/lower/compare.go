@@ -148,7 +148,7 @@ func (l *lowerer) cast(st *plan.Step, n *graph.Node) error {
 		return l.compare(st, n)
 	}
 	if x.DType == onnx.Float && isInt(a.To) {
-		// Truncated toward zero; out of range faults (IntTrunc).
+		// Truncated toward zero, saturating at int32 (IntTrunc).
 		return l.intElementwise(st, n, codegen.IntTrunc, false)
 	}
 	if x.DType == onnx.Bool && a.To == onnx.Float16 {
