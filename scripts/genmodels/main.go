@@ -142,7 +142,8 @@
 // Unsqueeze/Sub/Mul(-10000 or the type's lowest), Softmax, residuals,
 // LayerNorm, FFN with GELU through Erf or Tanh; tembattn_* embeddings then
 // an attention layer; tllama_* LLaMA-style decoder layers (llama.go),
-// grouped-query attention among them.
+// grouped-query attention among them; tt5_* T5 encoder layers with
+// their relative position bias (t5.go).
 // Names are torch's (/scope/Op_N, scope.weight,
 // onnx::MatMul_N). Variations: odd sizes, batches above 1, keepdims=0
 // with Unsqueeze, positive and negative axes, FP16. Weights and inputs

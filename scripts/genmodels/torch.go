@@ -41,6 +41,9 @@ const (
 	// torchLlama: a LLaMA-style decoder layer (llama.go) over
 	// hidden_states with int64 position_ids.
 	torchLlama
+	// torchT5: a T5 encoder layer (t5.go) with its relative position
+	// bias.
+	torchT5
 )
 
 // Position id idioms of torchEmbed.
@@ -202,6 +205,13 @@ func torchCases() []torchCase {
 			Seq: 9, Hidden: 64, Heads: 8, KVHeads: 2, FFN: 96},
 		{Name: "tllama_b3_s7_h20_n5_op14", Family: torchLlama, Opset: 14, DType: f32, Batch: 3,
 			Seq: 7, Hidden: 20, Heads: 5, FFN: 36},
+
+		// T5 encoder layers: the relative position bias folds (its
+		// buckets cast log(0) = -Inf to int64 and select it away).
+		{Name: "tt5_b2_s20_h32_n4_op14", Family: torchT5, Opset: 14, DType: f32, Batch: 2,
+			Seq: 20, Hidden: 32, Heads: 4, FFN: 64},
+		{Name: "tt5_b1_s40_h48_n6_fp16_op17", Family: torchT5, Opset: 17, DType: f16, Batch: 1,
+			Seq: 40, Hidden: 48, Heads: 6, FFN: 96},
 	}
 }
 
@@ -230,6 +240,7 @@ var torchSmoke = []string{
 	"tembattn_b3_s8_h24_n2_hfmask_op14",
 	"tllama_b2_s10_h32_n4_op14",
 	"tllama_b1_s12_h48_n3_fp16_op17",
+	"tt5_b2_s20_h32_n4_op14",
 }
 
 // seed is the case's PCG seed, a hash of its name.
@@ -257,6 +268,10 @@ func (c torchCase) check() error {
 		}
 		if c.Family == torchMLP && c.Classes < 1 {
 			return fmt.Errorf("torch case %s: classes %d", c.Name, c.Classes)
+		}
+	case torchT5:
+		if c.Seq < 1 || c.Heads < 1 || c.Hidden%c.Heads != 0 || c.FFN < 1 {
+			return fmt.Errorf("torch case %s: seq %d hidden %d heads %d ffn %d", c.Name, c.Seq, c.Hidden, c.Heads, c.FFN)
 		}
 	case torchLlama:
 		if c.Seq < 1 || c.Heads < 1 || c.Hidden%(2*c.Heads) != 0 || c.FFN < 1 || c.KVHeads < 0 || c.KVHeads > 0 && c.Heads%c.KVHeads != 0 {
@@ -592,6 +607,10 @@ func (c torchCase) model() ([]byte, []*onnx.Tensor) {
 			x = t.attention("/encoder/layer.0", x, mask)
 		}
 		outs = append(outs, output{x, []int64{c.Batch, c.Seq, c.Hidden}})
+	case torchT5:
+		floatInput("hidden_states", []int64{c.Batch, c.Seq, c.Hidden})
+		y := t.t5("/encoder/block.0", "hidden_states")
+		outs = append(outs, output{y, []int64{c.Batch, c.Seq, c.Hidden}})
 	case torchLlama:
 		floatInput("hidden_states", []int64{c.Batch, c.Seq, c.Hidden})
 		// positions as a generation step passes them: each sequence
