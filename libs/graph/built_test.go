@@ -135,3 +135,27 @@ func TestCastNarrowFloatToInt(t *testing.T) {
 		t.Errorf("Built %v", g.Built)
 	}
 }
+
+// Conv's refusals, each in one line naming the node.
+func TestConvErrors(t *testing.T) {
+	for _, c := range []struct {
+		x, w  []int64
+		attrs []onnx.Attr
+		want  string
+	}{
+		{[]int64{1, 4, 8, 8}, []int64{4, 1, 3, 3}, []onnx.Attr{onnx.IntAttr("group", 4)}, "group 4 is not supported"},
+		{[]int64{1, 3, 8, 8}, []int64{4, 2, 3, 3}, nil, "weight [4,2,3,3] has 2 input channels, the input [1,3,8,8] has 3"},
+		{[]int64{1, 3, 8, 8}, []int64{4, 3, 3, 3}, []onnx.Attr{onnx.StringAttr("auto_pad", "SAME")}, `auto_pad "SAME" is not one of`},
+		{[]int64{1, 3, 2, 8}, []int64{4, 3, 3, 3}, nil, "spatial axis 0: the kernel spans 3, the padded input 2"},
+		{[]int64{1, 3, 8, 8}, []int64{4, 3, 3, 3}, []onnx.Attr{onnx.IntsAttr("strides", 0, 1)}, "stride 0"},
+		{[]int64{1, 3, 8, 8}, []int64{4, 3, 3, 3}, []onnx.Attr{onnx.IntsAttr("pads", 1, 1)}, `attribute "pads" [1 1]: 2 values, want 4`},
+		{[]int64{1, 3, 8, 8}, []int64{4, 3, 3, 3}, []onnx.Attr{onnx.IntsAttr("kernel_shape", 2, 2)}, "kernel_shape [2 2] does not match the weight's [3 3]"},
+	} {
+		b := onnx.NewModel(13)
+		b.AddInput("x", onnx.Float, c.x)
+		b.AddInput("w", onnx.Float, c.w)
+		b.AddNode("Conv", "conv", []string{"x", "w"}, []string{"y"}, c.attrs...)
+		b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
+		checkNodeErr(t, buildErr(t, b), `node "conv" (Conv)`, c.want)
+	}
+}

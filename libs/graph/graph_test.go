@@ -561,8 +561,8 @@ output z
 
 func TestBuildGraph(t *testing.T) {
 	runBuildCases(t, []buildCase{
-		{name: "unsupported operator", model: unary(13, "Conv", []int64{1}),
-			err: `unsupported operator Conv (node "n")`},
+		{name: "unsupported operator", model: unary(13, "LSTM", []int64{1}),
+			err: `unsupported operator LSTM (node "n")`},
 		{name: "unsupported operator without a name", model: func() *onnx.Model {
 			m := unary(13, "Relu", []int64{1})()
 			m.Graph.Nodes[0].Name = ""

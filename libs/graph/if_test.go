@@ -119,8 +119,8 @@ output p
 			m.Graph.Nodes[0].Attrs[1].G.Nodes[0].Inputs = l("p")
 		}), err: `node "if" (If): a branch reads "p", the node's own output`},
 		{name: "bad node in a branch", model: gateModel(func(m *onnx.Model) {
-			m.Graph.Nodes[0].Attrs[0].G.Nodes[0].OpType = "Conv"
-		}), err: `node "if" (If) then_branch: unsupported operator Conv (node "Neg")`},
+			m.Graph.Nodes[0].Attrs[0].G.Nodes[0].OpType = "LSTM"
+		}), err: `node "if" (If) then_branch: unsupported operator LSTM (node "Neg")`},
 		{name: "branch output count", model: gateModel(func(m *onnx.Model) {
 			m.Graph.Nodes[0].Attrs[1].G.Outputs = append(m.Graph.Nodes[0].Attrs[1].G.Outputs, onnx.ValueInfo{Name: "s"})
 		}), err: `node "if" (If): else_branch has 2 outputs, the node 1`},

@@ -84,6 +84,7 @@ func init() {
 		"Reciprocal":         {1, inferReciprocal},
 		"ScatterND":          {11, inferScatterND},
 		"Einsum":             {12, inferEinsum},
+		"Conv":               {1, inferConv},
 		"ArgMax":             {1, inferArgMax},
 		"ArgMin":             {1, inferArgMax},
 		"Pad":                {2, inferPad},

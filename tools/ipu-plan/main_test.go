@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 // repository root and the programs of TestMain:
 //
 //	mkmodel KIND OUT
-//	    write a small model: conv (a Conv node, unsupported) or
+//	    write a small model: lstm (an LSTM node, unsupported) or
 //	    matmul (one 64x64 MatMul)
 //	truncate IN OUT N
 //	    copy the first N bytes of IN to OUT
@@ -60,22 +60,20 @@ func TestScript(t *testing.T) {
 func testModel(kind string) ([]byte, error) {
 	b := onnx.NewModel(21)
 	switch kind {
-	case "conv":
-		b.AddInput("x", onnx.Float, []int64{1, 1, 8, 8})
-		w := make([]float32, 9)
-		for i := range w {
-			w[i] = float32(i)
-		}
-		b.AddInitializer(onnx.NewFloat32("w", []int64{1, 1, 3, 3}, w))
-		b.AddNode("Conv", "conv0", []string{"x", "w"}, []string{"y"})
-		b.AddOutput("y", onnx.Float, []int64{1, 1, 6, 6})
+	case "lstm":
+		b.AddInput("x", onnx.Float, []int64{5, 1, 8})
+		w := make([]float32, 4*4*8)
+		b.AddInitializer(onnx.NewFloat32("w", []int64{1, 16, 8}, w))
+		b.AddInitializer(onnx.NewFloat32("r", []int64{1, 16, 4}, make([]float32, 64)))
+		b.AddNode("LSTM", "lstm0", []string{"x", "w", "r"}, []string{"y"}, onnx.IntAttr("hidden_size", 4))
+		b.AddOutput("y", onnx.Float, []int64{5, 1, 1, 4})
 	case "matmul":
 		b.AddInput("a", onnx.Float, []int64{64, 64})
 		b.AddInput("b", onnx.Float, []int64{64, 64})
 		b.AddNode("MatMul", "mm0", []string{"a", "b"}, []string{"y"})
 		b.AddOutput("y", onnx.Float, []int64{64, 64})
 	default:
-		return nil, fmt.Errorf("unknown model kind %q (want conv or matmul)", kind)
+		return nil, fmt.Errorf("unknown model kind %q (want lstm or matmul)", kind)
 	}
 	return b.Marshal(), nil
 }
@@ -127,8 +125,8 @@ func truncate(args []string) int {
 func TestExitStatus(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join("..", "..", "testdata", "models", "qk-early.onnx")
-	conv := filepath.Join(dir, "conv.onnx")
-	if code := mkmodel([]string{"conv", conv}); code != 0 {
+	lstm := filepath.Join(dir, "lstm.onnx")
+	if code := mkmodel([]string{"lstm", lstm}); code != 0 {
 		t.Fatal("mkmodel failed")
 	}
 	out := filepath.Join(dir, "out.plan")
@@ -146,7 +144,7 @@ func TestExitStatus(t *testing.T) {
 		{"bad tiles", []string{good, "-o", out, "--tiles", "5", "--arch", "ipu21-tiny"}, 2, "ipu-plan: --tiles 5 out of range [1, 4] of ipu21-tiny"},
 		{"negative attempts", []string{good, "-o", out, "--max-attempts", "-1"}, 2, "ipu-plan: --max-attempts -1 is negative"},
 		{"missing input", []string{missing, "-o", out}, 1, "ipu-plan: read model: open " + missing + ": no such file or directory"},
-		{"unsupported", []string{conv, "-o", out}, 1, `ipu-plan: unsupported operator Conv (node "conv0")`},
+		{"unsupported", []string{lstm, "-o", out}, 1, `ipu-plan: unsupported operator LSTM (node "lstm0")`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,245 @@
+package graph
+
+import (
+	"fmt"
+
+	"ipu.local/libs/onnx"
+)
+
+// inferConv builds Conv (one group, any number of spatial axes, strides,
+// dilations, pads or auto_pad) through the builder as im2col and a
+// product: the input padded with zeros (Pad's slabs) and flattened per
+// image, the columns gathered by constant indices ([C*k, L]: for each
+// input channel and kernel offset, the element every output position
+// reads), the weight reshaped to [M, C*k] times them (MatMul, batched
+// over the images), the bias added, the result reshaped to [N, M,
+// out...]. A stride equal to the kernel (ViT's patch embedding) gathers
+// each element once.
+func inferConv(c *nodeCtx) error {
+	if err := c.arity(2, 3); err != nil {
+		return err
+	}
+	x, err := c.arith(0)
+	if err != nil {
+		return err
+	}
+	w, err := c.arith(1)
+	if err != nil {
+		return err
+	}
+	if w.DType != x.DType {
+		return c.inErrf(1, "element type %v does not match the input's %v", w.DType, x.DType)
+	}
+	r := len(x.Shape) - 2
+	if r < 1 || len(w.Shape) != r+2 {
+		return c.errf("input %s and weight %s: want [N, C, spatial...] and [M, C, kernel...] of the same rank, at least 3", ShapeString(x.Shape), ShapeString(w.Shape))
+	}
+	cv, err := convAttrs(c, x.Shape, w.Shape)
+	if err != nil {
+		return err
+	}
+	if c.has(2) {
+		b, err := c.arith(2)
+		if err != nil {
+			return err
+		}
+		if len(b.Shape) != 1 || b.Shape[0] != w.Shape[0] || b.DType != x.DType {
+			return c.inErrf(2, "bias %s of %v: want [%d] of %v", ShapeString(b.Shape), b.DType, w.Shape[0], x.DType)
+		}
+	}
+	return buildConv(c, x, cv)
+}
+
+// conv is a Conv's geometry: per spatial axis the kernel, stride,
+// dilation, begin and end pads and output size.
+type conv struct {
+	n, ch, m                 int64 // images, input channels, output channels
+	in, k, s, d, pb, pe, out []int64
+}
+
+// convAttrs reads a Conv's attributes and computes its output sizes.
+func convAttrs(c *nodeCtx, xs, ws []int64) (*conv, error) {
+	r := len(xs) - 2
+	cv := &conv{n: xs[0], ch: xs[1], m: ws[0], in: xs[2:], k: ws[2:]}
+	group, err := c.attrInt("group", 1)
+	if err != nil {
+		return nil, err
+	}
+	if group != 1 {
+		return nil, c.errf("group %d is not supported (1 is: no grouped or depthwise convolution)", group)
+	}
+	if ws[1] != xs[1] {
+		return nil, c.inErrf(1, "weight %s has %d input channels, the input %s has %d", ShapeString(ws), ws[1], ShapeString(xs), xs[1])
+	}
+	list := func(name string, def int64, n int) ([]int64, error) {
+		v, ok, err := c.attrInts(name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			v = make([]int64, n)
+			for i := range v {
+				v[i] = def
+			}
+		}
+		if len(v) != n {
+			return nil, c.errf("attribute %q %v: %d values, want %d", name, v, len(v), n)
+		}
+		return v, nil
+	}
+	if ks, ok, err := c.attrInts("kernel_shape"); err != nil {
+		return nil, err
+	} else if ok && fmt.Sprint(ks) != fmt.Sprint(cv.k) {
+		return nil, c.errf("kernel_shape %v does not match the weight's %v", ks, cv.k)
+	}
+	if cv.s, err = list("strides", 1, r); err != nil {
+		return nil, err
+	}
+	if cv.d, err = list("dilations", 1, r); err != nil {
+		return nil, err
+	}
+	pads, err := list("pads", 0, 2*r)
+	if err != nil {
+		return nil, err
+	}
+	autoPad, err := c.n.AttrString("auto_pad", "NOTSET")
+	if err != nil {
+		return nil, c.errf("%v", err)
+	}
+	cv.pb, cv.pe, cv.out = make([]int64, r), make([]int64, r), make([]int64, r)
+	for i := 0; i < r; i++ {
+		k, s, d, in := cv.k[i], cv.s[i], cv.d[i], cv.in[i]
+		if k < 1 || s < 1 || d < 1 || in < 1 || k > MaxElements || s > MaxElements || d > MaxElements {
+			return nil, c.errf("spatial axis %d: input %d, kernel %d, stride %d, dilation %d: each must be at least 1", i, in, k, s, d)
+		}
+		span := d*(k-1) + 1
+		switch autoPad {
+		case "NOTSET":
+			cv.pb[i], cv.pe[i] = pads[i], pads[i+r]
+		case "VALID":
+		case "SAME_UPPER", "SAME_LOWER":
+			out := (in + s - 1) / s
+			total := max(0, (out-1)*s+span-in)
+			cv.pb[i], cv.pe[i] = total/2, total-total/2
+			if autoPad == "SAME_LOWER" {
+				cv.pb[i], cv.pe[i] = cv.pe[i], cv.pb[i]
+			}
+		default:
+			return nil, c.errf("auto_pad %q is not one of NOTSET, VALID, SAME_UPPER and SAME_LOWER", autoPad)
+		}
+		if cv.pb[i] < 0 || cv.pe[i] < 0 || cv.pb[i] > MaxElements || cv.pe[i] > MaxElements {
+			return nil, c.errf("pads %v: out of range", pads)
+		}
+		padded := in + cv.pb[i] + cv.pe[i]
+		if padded < span {
+			return nil, c.errf("spatial axis %d: the kernel spans %d, the padded input %d", i, span, padded)
+		}
+		cv.out[i] = (padded-span)/s + 1
+	}
+	return cv, nil
+}
+
+// buildConv appends the im2col steps of inferConv.
+func buildConv(c *nodeCtx, x *Value, cv *conv) error {
+	r := len(cv.in)
+	st := c.built("Conv of kernel %v, strides %v as im2col (Pad, Gather) and MatMul", cv.k, cv.s)
+	cur := c.n.Inputs[0]
+	shape := copyShape(x.Shape)
+	fill := make([]byte, x.DType.ElemSize())
+	for i := 0; i < r; i++ {
+		var err error
+		if cur, err = st.pad(cur, shape, x.DType, fill, i+2, cv.pb[i], cv.pe[i]); err != nil {
+			return err
+		}
+	}
+	kk, err := checkedElements(cv.k)
+	if err != nil {
+		return c.errf("kernel %v: %v", cv.k, err)
+	}
+	l, err := checkedElements(cv.out)
+	if err != nil {
+		return c.errf("output %v: %v", cv.out, err)
+	}
+	padded := NumElements(shape[2:])
+	kc := cv.ch * kk
+	if kc*l > MaxElements || cv.n*kc*l > MaxElements {
+		return c.errf("the gathered columns, %d x %d x %d elements, exceed %d", cv.n, kc, l, MaxElements)
+	}
+	flat, err := st.ints("flat", cv.n, cv.ch*padded)
+	if err != nil {
+		return err
+	}
+	if cur, err = st.node("Reshape", "flat", []string{cur, flat}, ""); err != nil {
+		return err
+	}
+	ind, err := st.constant("columns", onnx.NewInt64("", []int64{kc, l}, cv.columns(shape[2:], kk, l)))
+	if err != nil {
+		return err
+	}
+	if cur, err = st.node("Gather", "columns", []string{cur, ind}, "", onnx.IntAttr("axis", 1)); err != nil {
+		return err
+	}
+	wshape, err := st.ints("wshape", cv.m, kc)
+	if err != nil {
+		return err
+	}
+	wr, err := st.node("Reshape", "weight", []string{c.n.Inputs[1], wshape}, "")
+	if err != nil {
+		return err
+	}
+	if cur, err = st.node("MatMul", "product", []string{wr, cur}, ""); err != nil {
+		return err
+	}
+	if c.has(2) {
+		bshape, err := st.ints("bshape", cv.m, 1)
+		if err != nil {
+			return err
+		}
+		b, err := st.node("Reshape", "bias", []string{c.n.Inputs[2], bshape}, "")
+		if err != nil {
+			return err
+		}
+		if cur, err = st.node("Add", "bias", []string{cur, b}, ""); err != nil {
+			return err
+		}
+	}
+	out, err := st.ints("out", append([]int64{cv.n, cv.m}, cv.out...)...)
+	if err != nil {
+		return err
+	}
+	return st.last("Reshape", []string{cur, out})
+}
+
+// columns returns the im2col indices [C*k, L] into an image flattened
+// from its padded spatial shape: row (channel, kernel offset), column
+// output position, the element that position reads.
+func (cv *conv) columns(padded []int64, kk, l int64) []int64 {
+	r := len(padded)
+	idx := make([]int64, 0, cv.ch*kk*l)
+	size := NumElements(padded)
+	koff := make([]int64, r)
+	opos := make([]int64, r)
+	for ch := int64(0); ch < cv.ch; ch++ {
+		for kf := int64(0); kf < kk; kf++ {
+			unflatten(kf, cv.k, koff)
+			for of := int64(0); of < l; of++ {
+				unflatten(of, cv.out, opos)
+				e := int64(0) // row-major within the channel's padded image
+				for i := 0; i < r; i++ {
+					e = e*padded[i] + opos[i]*cv.s[i] + koff[i]*cv.d[i]
+				}
+				idx = append(idx, ch*size+e)
+			}
+		}
+	}
+	return idx
+}
+
+// unflatten writes the row-major coordinates of flat index f in dims
+// into to.
+func unflatten(f int64, dims, to []int64) {
+	for i := len(dims) - 1; i >= 0; i-- {
+		to[i] = f % dims[i]
+		f /= dims[i]
+	}
+}
