@@ -44,6 +44,9 @@ const (
 	// torchT5: a T5 encoder layer (t5.go) with its relative position
 	// bias.
 	torchT5
+	// torchViT: a ViT's embeddings (the patch Conv) and one layer
+	// (vit.go) over pixel_values.
+	torchViT
 )
 
 // Position id idioms of torchEmbed.
@@ -93,6 +96,7 @@ type torchCase struct {
 	Causal     bool  // torchAttn, torchEmbedAttn: triu(full((S, S), lowest), diagonal=1) added to the scores
 	HFMask     bool  // with IntMask: the 4-D causal and padding mask as Hugging Face's newer models build it (hfMask)
 	KVHeads    int64 // torchLlama: key and value heads (grouped-query attention, repeat_kv); 0: Heads
+	Img, Patch int64 // torchViT: the image's side and the patch's
 }
 
 // torchCases are the cases of -torch, in the order they are written.
@@ -212,6 +216,12 @@ func torchCases() []torchCase {
 			Seq: 20, Hidden: 32, Heads: 4, FFN: 64},
 		{Name: "tt5_b1_s40_h48_n6_fp16_op17", Family: torchT5, Opset: 17, DType: f16, Batch: 1,
 			Seq: 40, Hidden: 48, Heads: 6, FFN: 96},
+
+		// ViT: the patch embedding Conv, CLS token, one pre-norm layer.
+		{Name: "tvit_b2_i32_p8_h48_n4_op14", Family: torchViT, Opset: 14, DType: f32, Batch: 2,
+			Img: 32, Patch: 8, Hidden: 48, Heads: 4, FFN: 96},
+		{Name: "tvit_b1_i24_p6_h36_n3_fp16_op17", Family: torchViT, Opset: 17, DType: f16, Batch: 1,
+			Img: 24, Patch: 6, Hidden: 36, Heads: 3, FFN: 72, NativeLN: true},
 	}
 }
 
@@ -241,6 +251,7 @@ var torchSmoke = []string{
 	"tllama_b2_s10_h32_n4_op14",
 	"tllama_b1_s12_h48_n3_fp16_op17",
 	"tt5_b2_s20_h32_n4_op14",
+	"tvit_b2_i32_p8_h48_n4_op14",
 }
 
 // seed is the case's PCG seed, a hash of its name.
@@ -268,6 +279,10 @@ func (c torchCase) check() error {
 		}
 		if c.Family == torchMLP && c.Classes < 1 {
 			return fmt.Errorf("torch case %s: classes %d", c.Name, c.Classes)
+		}
+	case torchViT:
+		if c.Patch < 1 || c.Img < c.Patch || c.Img%c.Patch != 0 || c.Heads < 1 || c.Hidden%c.Heads != 0 || c.FFN < 1 {
+			return fmt.Errorf("torch case %s: image %d patch %d hidden %d heads %d ffn %d", c.Name, c.Img, c.Patch, c.Hidden, c.Heads, c.FFN)
 		}
 	case torchT5:
 		if c.Seq < 1 || c.Heads < 1 || c.Hidden%c.Heads != 0 || c.FFN < 1 {
@@ -607,6 +622,10 @@ func (c torchCase) model() ([]byte, []*onnx.Tensor) {
 			x = t.attention("/encoder/layer.0", x, mask)
 		}
 		outs = append(outs, output{x, []int64{c.Batch, c.Seq, c.Hidden}})
+	case torchViT:
+		floatInput("pixel_values", []int64{c.Batch, 3, c.Img, c.Img})
+		n := (c.Img / c.Patch) * (c.Img / c.Patch)
+		outs = append(outs, output{t.vit("pixel_values"), []int64{c.Batch, n + 1, c.Hidden}})
 	case torchT5:
 		floatInput("hidden_states", []int64{c.Batch, c.Seq, c.Hidden})
 		y := t.t5("/encoder/block.0", "hidden_states")
