@@ -9,7 +9,8 @@ import (
 // Operators built from others (Trilu, CumSum, ScatterND, Einsum, ArgMax
 // and ArgMin, Pad, Dropout, Reciprocal, IsNaN, IsInf, a Cast from
 // float16 or FP8 to an integer (infer_shape.go), Conv (infer_conv.go),
-// integer Abs and Neg) become the nodes
+// the pools and BatchNormalization (infer_pool.go), integer Abs and Neg)
+// become the nodes
 // of the operators they are built from, each step through the builder
 // (inference and folding), so that the planner, the device and the host
 // reference see only operators they compute. Graph.Built lists them.

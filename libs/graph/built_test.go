@@ -159,3 +159,32 @@ func TestConvErrors(t *testing.T) {
 		checkNodeErr(t, buildErr(t, b), `node "conv" (Conv)`, c.want)
 	}
 }
+
+// The pools' and BatchNormalization's refusals, each in one line.
+func TestPoolErrors(t *testing.T) {
+	for _, c := range []struct {
+		op    string
+		outs  []string
+		attrs []onnx.Attr
+		want  string
+	}{
+		{"MaxPool", []string{"y", "idx"}, []onnx.Attr{onnx.IntsAttr("kernel_shape", 2, 2)}, "the Indices output is not supported"},
+		{"AveragePool", []string{"y"}, []onnx.Attr{onnx.IntsAttr("kernel_shape", 2, 2), onnx.IntAttr("ceil_mode", 1)}, "ceil_mode 1 is not supported for AveragePool"},
+		{"MaxPool", []string{"y"}, nil, "kernel_shape []: want 2 values"},
+		{"MaxPool", []string{"y"}, []onnx.Attr{onnx.IntsAttr("kernel_shape", 9, 2)}, "spatial axis 0: the kernel spans 9, the padded input 8"},
+	} {
+		b := onnx.NewModel(13)
+		b.AddInput("x", onnx.Float, []int64{1, 2, 8, 8})
+		b.AddNode(c.op, "pool", []string{"x"}, c.outs, c.attrs...)
+		b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
+		checkNodeErr(t, buildErr(t, b), `node "pool" (`+c.op+`)`, c.want)
+	}
+	b := onnx.NewModel(15)
+	b.AddInput("x", onnx.Float, []int64{1, 2, 4})
+	for _, p := range []string{"s", "b", "m", "v"} {
+		b.AddInitializer(onnx.NewFloat32(p, []int64{2}, []float32{1, 1}))
+	}
+	b.AddNode("BatchNormalization", "bn", []string{"x", "s", "b", "m", "v"}, []string{"y"}, onnx.IntAttr("training_mode", 1))
+	b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
+	checkNodeErr(t, buildErr(t, b), `node "bn" (BatchNormalization)`, "training mode")
+}

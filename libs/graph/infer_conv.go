@@ -59,8 +59,6 @@ type conv struct {
 
 // convAttrs reads a Conv's attributes and computes its output sizes.
 func convAttrs(c *nodeCtx, xs, ws []int64) (*conv, error) {
-	r := len(xs) - 2
-	cv := &conv{n: xs[0], ch: xs[1], m: ws[0], in: xs[2:], k: ws[2:]}
 	group, err := c.attrInt("group", 1)
 	if err != nil {
 		return nil, err
@@ -71,6 +69,21 @@ func convAttrs(c *nodeCtx, xs, ws []int64) (*conv, error) {
 	if ws[1] != xs[1] {
 		return nil, c.inErrf(1, "weight %s has %d input channels, the input %s has %d", ShapeString(ws), ws[1], ShapeString(xs), xs[1])
 	}
+	if ks, ok, err := c.attrInts("kernel_shape"); err != nil {
+		return nil, err
+	} else if ok && fmt.Sprint(ks) != fmt.Sprint(ws[2:]) {
+		return nil, c.errf("kernel_shape %v does not match the weight's %v", ks, ws[2:])
+	}
+	cv := &conv{n: xs[0], ch: xs[1], m: ws[0], in: xs[2:], k: ws[2:]}
+	return cv, windows(c, cv, false)
+}
+
+// windows reads the strides, dilations, pads and auto_pad of a Conv or a
+// pool over cv.in with kernel cv.k, and computes the pads and output
+// sizes; ceil rounds the output sizes up (a pool's ceil_mode), the last
+// window's excess added to the end pad.
+func windows(c *nodeCtx, cv *conv, ceil bool) error {
+	r := len(cv.in)
 	list := func(name string, def int64, n int) ([]int64, error) {
 		v, ok, err := c.attrInts(name)
 		if err != nil {
@@ -87,30 +100,26 @@ func convAttrs(c *nodeCtx, xs, ws []int64) (*conv, error) {
 		}
 		return v, nil
 	}
-	if ks, ok, err := c.attrInts("kernel_shape"); err != nil {
-		return nil, err
-	} else if ok && fmt.Sprint(ks) != fmt.Sprint(cv.k) {
-		return nil, c.errf("kernel_shape %v does not match the weight's %v", ks, cv.k)
-	}
+	var err error
 	if cv.s, err = list("strides", 1, r); err != nil {
-		return nil, err
+		return err
 	}
 	if cv.d, err = list("dilations", 1, r); err != nil {
-		return nil, err
+		return err
 	}
 	pads, err := list("pads", 0, 2*r)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	autoPad, err := c.n.AttrString("auto_pad", "NOTSET")
 	if err != nil {
-		return nil, c.errf("%v", err)
+		return c.errf("%v", err)
 	}
 	cv.pb, cv.pe, cv.out = make([]int64, r), make([]int64, r), make([]int64, r)
 	for i := 0; i < r; i++ {
 		k, s, d, in := cv.k[i], cv.s[i], cv.d[i], cv.in[i]
 		if k < 1 || s < 1 || d < 1 || in < 1 || k > MaxElements || s > MaxElements || d > MaxElements {
-			return nil, c.errf("spatial axis %d: input %d, kernel %d, stride %d, dilation %d: each must be at least 1", i, in, k, s, d)
+			return c.errf("spatial axis %d: input %d, kernel %d, stride %d, dilation %d: each must be at least 1", i, in, k, s, d)
 		}
 		span := d*(k-1) + 1
 		switch autoPad {
@@ -125,18 +134,23 @@ func convAttrs(c *nodeCtx, xs, ws []int64) (*conv, error) {
 				cv.pb[i], cv.pe[i] = cv.pe[i], cv.pb[i]
 			}
 		default:
-			return nil, c.errf("auto_pad %q is not one of NOTSET, VALID, SAME_UPPER and SAME_LOWER", autoPad)
+			return c.errf("auto_pad %q is not one of NOTSET, VALID, SAME_UPPER and SAME_LOWER", autoPad)
 		}
 		if cv.pb[i] < 0 || cv.pe[i] < 0 || cv.pb[i] > MaxElements || cv.pe[i] > MaxElements {
-			return nil, c.errf("pads %v: out of range", pads)
+			return c.errf("pads %v: out of range", pads)
 		}
 		padded := in + cv.pb[i] + cv.pe[i]
 		if padded < span {
-			return nil, c.errf("spatial axis %d: the kernel spans %d, the padded input %d", i, span, padded)
+			return c.errf("spatial axis %d: the kernel spans %d, the padded input %d", i, span, padded)
 		}
 		cv.out[i] = (padded-span)/s + 1
+		if ceil && (padded-span)%s != 0 && (padded-span)/s*s+s < in+cv.pb[i] {
+			// ceil_mode: one more window, starting inside the input
+			cv.out[i]++
+			cv.pe[i] += (cv.out[i]-1)*s + span - padded
+		}
 	}
-	return cv, nil
+	return nil
 }
 
 // buildConv appends the im2col steps of inferConv.
