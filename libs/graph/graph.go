@@ -24,8 +24,9 @@
 //   - operators that are other operators put together (Trilu, CumSum,
 //     ScatterND, Einsum, ArgMax and ArgMin, Pad, Dropout, Reciprocal,
 //     IsNaN, IsInf, a Cast from float16 or FP8 to an integer, Conv, the
-//     pools, BatchNormalization, integer Abs and Neg: built.go) become those operators' nodes,
-//     each built and folded in turn; Graph.Built lists them;
+//     pools, BatchNormalization, integer Abs and Neg: built.go) become
+//     those operators' nodes, each built and folded in turn; Graph.Built
+//     lists them;
 //   - declared shapes that the bound symbolic input dimensions
 //     contradict (an exporter's traced sizes) give way to the bound
 //     shapes, listed in Graph.Redeclared;
