@@ -414,6 +414,13 @@ func (l *lowerer) packOne(s *prog.Superstep, what string, tile int, x *layout.Te
 	if r >= 2 {
 		p.XStride = xg.Strides[r-2]
 	}
+	if p.R == 1 {
+		// One row: no row follows, so its pitch is never stepped; round
+		// it up to the multiple of 4 the kernel accepts in every
+		// orientation (a dense piece of an odd row length, a flattened
+		// [N, C, 1, 1] pooling's rows).
+		p.XStride = (p.XStride + 3) &^ 3
+	}
 	p.KP = kp
 	k := &prog.Kernel{What: what, Params: &p, Fixes: []prog.Fix{
 		{Field: &p.X, Ref: xref.Add(xg.Offset(lo) * x.Size)}, {Field: &p.Y, Ref: dst, Write: true}}}
