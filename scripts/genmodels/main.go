@@ -144,7 +144,9 @@
 // an attention layer; tllama_* LLaMA-style decoder layers (llama.go),
 // grouped-query attention among them; tt5_* T5 encoder layers with
 // their relative position bias (t5.go); tvit_* ViT embeddings (the patch
-// Conv) and a pre-norm layer (vit.go).
+// Conv) and a pre-norm layer (vit.go); tcnn_* small ResNets (Conv,
+// BatchNormalization, MaxPool, a residual block, GlobalAveragePool;
+// cnn.go).
 // Names are torch's (/scope/Op_N, scope.weight,
 // onnx::MatMul_N). Variations: odd sizes, batches above 1, keepdims=0
 // with Unsqueeze, positive and negative axes, FP16. Weights and inputs

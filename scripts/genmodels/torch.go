@@ -47,6 +47,9 @@ const (
 	// torchViT: a ViT's embeddings (the patch Conv) and one layer
 	// (vit.go) over pixel_values.
 	torchViT
+	// torchCNN: a small ResNet (cnn.go): Conv, BatchNormalization,
+	// MaxPool, a residual block, GlobalAveragePool, Gemm.
+	torchCNN
 )
 
 // Position id idioms of torchEmbed.
@@ -222,6 +225,13 @@ func torchCases() []torchCase {
 			Img: 32, Patch: 8, Hidden: 48, Heads: 4, FFN: 96},
 		{Name: "tvit_b1_i24_p6_h36_n3_fp16_op17", Family: torchViT, Opset: 17, DType: f16, Batch: 1,
 			Img: 24, Patch: 6, Hidden: 36, Heads: 3, FFN: 72, NativeLN: true},
+
+		// A small ResNet: Conv, BatchNormalization, MaxPool, residual,
+		// GlobalAveragePool.
+		{Name: "tcnn_b2_i32_w16_op14", Family: torchCNN, Opset: 14, DType: f32, Batch: 2,
+			Img: 32, Hidden: 16, Classes: 10},
+		{Name: "tcnn_b1_i20_w12_fp16_op17", Family: torchCNN, Opset: 17, DType: f16, Batch: 1,
+			Img: 20, Hidden: 12, Classes: 5},
 	}
 }
 
@@ -252,6 +262,7 @@ var torchSmoke = []string{
 	"tllama_b1_s12_h48_n3_fp16_op17",
 	"tt5_b2_s20_h32_n4_op14",
 	"tvit_b2_i32_p8_h48_n4_op14",
+	"tcnn_b2_i32_w16_op14",
 }
 
 // seed is the case's PCG seed, a hash of its name.
@@ -279,6 +290,10 @@ func (c torchCase) check() error {
 		}
 		if c.Family == torchMLP && c.Classes < 1 {
 			return fmt.Errorf("torch case %s: classes %d", c.Name, c.Classes)
+		}
+	case torchCNN:
+		if c.Img < 8 || c.Hidden < 1 || c.Classes < 1 {
+			return fmt.Errorf("torch case %s: image %d width %d classes %d", c.Name, c.Img, c.Hidden, c.Classes)
 		}
 	case torchViT:
 		if c.Patch < 1 || c.Img < c.Patch || c.Img%c.Patch != 0 || c.Heads < 1 || c.Hidden%c.Heads != 0 || c.FFN < 1 {
@@ -622,6 +637,9 @@ func (c torchCase) model() ([]byte, []*onnx.Tensor) {
 			x = t.attention("/encoder/layer.0", x, mask)
 		}
 		outs = append(outs, output{x, []int64{c.Batch, c.Seq, c.Hidden}})
+	case torchCNN:
+		floatInput("input", []int64{c.Batch, 3, c.Img, c.Img})
+		outs = append(outs, output{t.cnn("input"), []int64{c.Batch, c.Classes}})
 	case torchViT:
 		floatInput("pixel_values", []int64{c.Batch, 3, c.Img, c.Img})
 		n := (c.Img / c.Patch) * (c.Img / c.Patch)
