@@ -414,11 +414,11 @@ func (l *lowerer) packOne(s *prog.Superstep, what string, tile int, x *layout.Te
 	if r >= 2 {
 		p.XStride = xg.Strides[r-2]
 	}
-	if p.R == 1 {
-		// One row: no row follows, so its pitch is never stepped; round
-		// it up to the multiple of 4 the kernel accepts in every
-		// orientation (a dense piece of an odd row length, a flattened
-		// [N, C, 1, 1] pooling's rows).
+	if _, err := p.Cost(); err != nil && p.R == 1 {
+		// One row: no row follows, so its pitch is never stepped; a pitch
+		// the kernel refuses (a dense piece of an odd FP16 row length: a
+		// flattened [N, C, 1, 1] pooling's rows) is rounded up to the
+		// multiple of 4 it accepts in every orientation.
 		p.XStride = (p.XStride + 3) &^ 3
 	}
 	p.KP = kp
