@@ -414,6 +414,7 @@ func (l *lowerer) packOne(s *prog.Superstep, what string, tile int, x *layout.Te
 	if r >= 2 {
 		p.XStride = xg.Strides[r-2]
 	}
+	p.KP = kp
 	if _, err := p.Cost(); err != nil && p.R == 1 {
 		// One row: no row follows, so its pitch is never stepped; a pitch
 		// the kernel refuses (a dense piece of an odd FP16 row length: a
@@ -421,7 +422,6 @@ func (l *lowerer) packOne(s *prog.Superstep, what string, tile int, x *layout.Te
 		// multiple of 4 it accepts in every orientation.
 		p.XStride = (p.XStride + 3) &^ 3
 	}
-	p.KP = kp
 	k := &prog.Kernel{What: what, Params: &p, Fixes: []prog.Fix{
 		{Field: &p.X, Ref: xref.Add(xg.Offset(lo) * x.Size)}, {Field: &p.Y, Ref: dst, Write: true}}}
 	if _, err := k.Cost(); err != nil {
