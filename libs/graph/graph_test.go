@@ -838,10 +838,19 @@ func builtOpsSeed() []byte {
 	b.AddNode("Abs", "ha", []string{"hi"}, []string{"ha"})
 	b.AddNode("Sin", "sn", []string{"r"}, []string{"sn"})
 	b.AddNode("Floor", "fl", []string{"sn"}, []string{"fl"})
+	b.AddInput("img", onnx.Float, []int64{1, 2, 6, 6})
+	b.AddInitializer(onnx.NewFloat32("cw", []int64{3, 2, 3, 3}, make([]float32, 54)))
+	for _, p := range []string{"bs", "bb", "bm", "bv"} {
+		b.AddInitializer(onnx.NewFloat32(p, []int64{3}, []float32{1, 2, 3}))
+	}
+	b.AddNode("Conv", "cv", []string{"img", "cw"}, []string{"cv"}, onnx.IntsAttr("pads", 1, 1, 1, 1), onnx.IntsAttr("strides", 2, 1))
+	b.AddNode("BatchNormalization", "bn", []string{"cv", "bs", "bb", "bm", "bv"}, []string{"bn"})
+	b.AddNode("MaxPool", "mp", []string{"bn"}, []string{"mp"}, onnx.IntsAttr("kernel_shape", 2, 2), onnx.IntAttr("ceil_mode", 1))
+	b.AddNode("GlobalAveragePool", "gp", []string{"mp"}, []string{"gp"})
 	for _, o := range []struct {
 		name string
 		dt   onnx.DataType
-	}{{"c", onnx.Int64}, {"a", onnx.Int64}, {"f", onnx.Bool}, {"r", onnx.Float}, {"ha", onnx.Int64}, {"fl", onnx.Float}} {
+	}{{"c", onnx.Int64}, {"a", onnx.Int64}, {"f", onnx.Bool}, {"r", onnx.Float}, {"ha", onnx.Int64}, {"fl", onnx.Float}, {"gp", onnx.Float}} {
 		b.AddOutputInfo(onnx.ValueInfo{Name: o.name, DType: o.dt})
 	}
 	return b.Marshal()
