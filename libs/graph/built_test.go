@@ -143,8 +143,8 @@ func TestConvErrors(t *testing.T) {
 		attrs []onnx.Attr
 		want  string
 	}{
-		{[]int64{1, 4, 8, 8}, []int64{4, 1, 3, 3}, []onnx.Attr{onnx.IntAttr("group", 4)}, "group 4 is not supported"},
-		{[]int64{1, 3, 8, 8}, []int64{4, 2, 3, 3}, nil, "weight [4,2,3,3] has 2 input channels, the input [1,3,8,8] has 3"},
+		{[]int64{1, 4, 8, 8}, []int64{4, 1, 3, 3}, []onnx.Attr{onnx.IntAttr("group", 3)}, "group 3 does not divide the input's 4 channels and the weight's 4"},
+		{[]int64{1, 3, 8, 8}, []int64{4, 2, 3, 3}, nil, "weight [4,2,3,3] has 2 input channels per group, the input [1,3,8,8] has 3 in 1 groups"},
 		{[]int64{1, 3, 8, 8}, []int64{4, 3, 3, 3}, []onnx.Attr{onnx.StringAttr("auto_pad", "SAME")}, `auto_pad "SAME" is not one of`},
 		{[]int64{1, 3, 2, 8}, []int64{4, 3, 3, 3}, nil, "spatial axis 0: the kernel spans 3, the padded input 2"},
 		{[]int64{1, 3, 8, 8}, []int64{4, 3, 3, 3}, []onnx.Attr{onnx.IntsAttr("strides", 0, 1)}, "stride 0"},

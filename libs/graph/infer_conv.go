@@ -6,15 +6,16 @@ import (
 	"ipu.local/libs/onnx"
 )
 
-// inferConv builds Conv (one group, any number of spatial axes, strides,
-// dilations, pads or auto_pad) through the builder as im2col and a
-// product: the input padded with zeros (Pad's slabs) and flattened per
-// image, the columns gathered by constant indices ([C*k, L]: for each
-// input channel and kernel offset, the element every output position
-// reads), the weight reshaped to [M, C*k] times them (MatMul, batched
-// over the images), the bias added, the result reshaped to [N, M,
-// out...]. A stride equal to the kernel (ViT's patch embedding) gathers
-// each element once.
+// inferConv builds Conv (any group count, any number of spatial axes,
+// strides, dilations, pads or auto_pad) through the builder as im2col and
+// a product: the input padded with zeros (Pad's slabs) and flattened per
+// image, the columns gathered by constant indices ([G, C/G*k, L]: for
+// each group's input channels and kernel offsets, the element every
+// output position reads), the weight reshaped to [G, M/G, C/G*k] times
+// them (MatMul, batched over the images and groups), the bias added, the
+// result reshaped to [N, M, out...]. A stride equal to the kernel (ViT's
+// patch embedding) gathers each element once; a depthwise Conv (G = C)
+// multiplies each channel's windows by its own kernels.
 func inferConv(c *nodeCtx) error {
 	if err := c.arity(2, 3); err != nil {
 		return err
@@ -53,7 +54,7 @@ func inferConv(c *nodeCtx) error {
 // conv is a Conv's geometry: per spatial axis the kernel, stride,
 // dilation, begin and end pads and output size.
 type conv struct {
-	n, ch, m                 int64 // images, input channels, output channels
+	n, ch, m, g              int64 // images, input channels, output channels, groups
 	in, k, s, d, pb, pe, out []int64
 }
 
@@ -63,18 +64,18 @@ func convAttrs(c *nodeCtx, xs, ws []int64) (*conv, error) {
 	if err != nil {
 		return nil, err
 	}
-	if group != 1 {
-		return nil, c.errf("group %d is not supported (1 is: no grouped or depthwise convolution)", group)
+	if group < 1 || xs[1]%group != 0 || ws[0]%group != 0 {
+		return nil, c.errf("group %d does not divide the input's %d channels and the weight's %d", group, xs[1], ws[0])
 	}
-	if ws[1] != xs[1] {
-		return nil, c.inErrf(1, "weight %s has %d input channels, the input %s has %d", ShapeString(ws), ws[1], ShapeString(xs), xs[1])
+	if ws[1]*group != xs[1] {
+		return nil, c.inErrf(1, "weight %s has %d input channels per group, the input %s has %d in %d groups", ShapeString(ws), ws[1], ShapeString(xs), xs[1], group)
 	}
 	if ks, ok, err := c.attrInts("kernel_shape"); err != nil {
 		return nil, err
 	} else if ok && fmt.Sprint(ks) != fmt.Sprint(ws[2:]) {
 		return nil, c.errf("kernel_shape %v does not match the weight's %v", ks, ws[2:])
 	}
-	cv := &conv{n: xs[0], ch: xs[1], m: ws[0], in: xs[2:], k: ws[2:]}
+	cv := &conv{n: xs[0], ch: xs[1], m: ws[0], g: group, in: xs[2:], k: ws[2:]}
 	return cv, windows(c, cv, false)
 }
 
@@ -156,7 +157,7 @@ func windows(c *nodeCtx, cv *conv, ceil bool) error {
 // buildConv appends the im2col steps of inferConv.
 func buildConv(c *nodeCtx, x *Value, cv *conv) error {
 	r := len(cv.in)
-	st := c.built("Conv of kernel %v, strides %v as im2col (Pad, Gather) and MatMul", cv.k, cv.s)
+	st := c.built("Conv of kernel %v, strides %v, %d groups as im2col (Pad, Gather) and MatMul", cv.k, cv.s, cv.g)
 	cur := c.n.Inputs[0]
 	shape := copyShape(x.Shape)
 	fill := make([]byte, x.DType.ElemSize())
@@ -186,14 +187,15 @@ func buildConv(c *nodeCtx, x *Value, cv *conv) error {
 	if cur, err = st.node("Reshape", "flat", []string{cur, flat}, ""); err != nil {
 		return err
 	}
-	ind, err := st.constant("columns", onnx.NewInt64("", []int64{kc, l}, cv.columns(shape[2:], kk, l)))
+	// channel-major rows: group g's are rows g*kc/G..(g+1)*kc/G
+	ind, err := st.constant("columns", onnx.NewInt64("", []int64{cv.g, kc / cv.g, l}, cv.columns(shape[2:], kk, l)))
 	if err != nil {
 		return err
 	}
 	if cur, err = st.node("Gather", "columns", []string{cur, ind}, "", onnx.IntAttr("axis", 1)); err != nil {
 		return err
 	}
-	wshape, err := st.ints("wshape", cv.m, kc)
+	wshape, err := st.ints("wshape", cv.g, cv.m/cv.g, kc/cv.g)
 	if err != nil {
 		return err
 	}
@@ -205,7 +207,7 @@ func buildConv(c *nodeCtx, x *Value, cv *conv) error {
 		return err
 	}
 	if c.has(2) {
-		bshape, err := st.ints("bshape", cv.m, 1)
+		bshape, err := st.ints("bshape", cv.g, cv.m/cv.g, 1)
 		if err != nil {
 			return err
 		}

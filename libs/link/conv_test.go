@@ -21,6 +21,7 @@ type convCase struct {
 	pads     []int64 // the begin and end pads the attributes mean
 	strides  []int64
 	dilation []int64
+	groups   int64 // 0: 1
 }
 
 var convCases = []convCase{
@@ -36,6 +37,12 @@ var convCases = []convCase{
 	{name: "same-upper", dt: onnx.Float, x: []int64{1, 2, 7, 7}, w: []int64{3, 2, 3, 3},
 		attrs:   []onnx.Attr{onnx.IntsAttr("strides", 2, 2), onnx.StringAttr("auto_pad", "SAME_UPPER")},
 		wantOut: []int64{1, 3, 4, 4}, pads: []int64{1, 1, 1, 1}, strides: []int64{2, 2}, dilation: []int64{1, 1}},
+	{name: "depthwise", dt: onnx.Float, x: []int64{1, 6, 7, 7}, w: []int64{12, 1, 3, 3}, bias: true, groups: 6,
+		attrs:   []onnx.Attr{onnx.IntAttr("group", 6), onnx.IntsAttr("pads", 1, 1, 1, 1)},
+		wantOut: []int64{1, 12, 7, 7}, pads: []int64{1, 1, 1, 1}, strides: []int64{1, 1}, dilation: []int64{1, 1}},
+	{name: "grouped", dt: onnx.Float, x: []int64{2, 4, 6, 5}, w: []int64{6, 2, 3, 2}, groups: 2,
+		attrs:   []onnx.Attr{onnx.IntAttr("group", 2), onnx.IntsAttr("strides", 1, 2)},
+		wantOut: []int64{2, 6, 4, 2}, pads: []int64{0, 0, 0, 0}, strides: []int64{1, 2}, dilation: []int64{1, 1}},
 	{name: "patchify-fp16", dt: onnx.Float16, x: []int64{2, 3, 8, 8}, w: []int64{5, 3, 4, 4}, bias: true,
 		attrs:   []onnx.Attr{onnx.IntsAttr("strides", 4, 4)},
 		wantOut: []int64{2, 5, 2, 2}, pads: []int64{0, 0, 0, 0}, strides: []int64{4, 4}, dilation: []int64{1, 1}},
@@ -72,6 +79,8 @@ func (c convCase) direct(x, w, bias []float64) []float64 {
 		return p
 	}
 	outSp, kSp, inSp := sp(out[2:]), sp(c.w[2:]), sp(c.x[2:])
+	g := max(c.groups, 1)
+	cg, mg := c.x[1]/g, out[1]/g
 	oc, kc := make([]int64, r), make([]int64, r)
 	for img := int64(0); img < out[0]; img++ {
 		for m := int64(0); m < out[1]; m++ {
@@ -84,7 +93,7 @@ func (c convCase) direct(x, w, bias []float64) []float64 {
 				if bias != nil {
 					s = bias[m]
 				}
-				for ch := int64(0); ch < c.x[1]; ch++ {
+				for ch := m / mg * cg; ch < (m/mg+1)*cg; ch++ {
 					for k := int64(0); k < kSp; k++ {
 						g := k
 						for i := r - 1; i >= 0; i-- {
@@ -100,7 +109,7 @@ func (c convCase) direct(x, w, bias []float64) []float64 {
 							at = at*c.x[2+i] + p
 						}
 						if inside {
-							s += x[(img*c.x[1]+ch)*inSp+at] * w[(m*c.x[1]+ch)*kSp+k]
+							s += x[(img*c.x[1]+ch)*inSp+at] * w[(m*cg+ch%cg)*kSp+k]
 						}
 					}
 				}
