@@ -15,6 +15,15 @@ import (
 // (inference and folding), so that the planner, the device and the host
 // reference see only operators they compute. Graph.Built lists them.
 
+// maxBuiltIndices bounds an index table the builder makes (Conv's
+// columns, a pool's windows, a Pad's gather), and maxBuiltBytes a
+// constant slab (Pad's fill): an untrusted model's attributes cannot
+// make the host allocate more (128 MB).
+const (
+	maxBuiltIndices = 1 << 24
+	maxBuiltBytes   = 1 << 27
+)
+
 // steps appends the nodes of the operator c builds.
 type steps struct {
 	c *nodeCtx
@@ -126,6 +135,9 @@ func (s *steps) pad(x string, shape []int64, dt onnx.DataType, fill []byte, a in
 		sh := copyShape(shape)
 		sh[a] = side.n
 		n, err := checkedElements(sh)
+		if err == nil && n*int64(len(fill)) > maxBuiltBytes {
+			err = fmt.Errorf("a slab of %s is more than %d bytes", ShapeString(sh), maxBuiltBytes)
+		}
 		if err != nil {
 			return "", s.c.errf("pads along axis %d: %v", a, err)
 		}

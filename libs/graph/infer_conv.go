@@ -177,8 +177,11 @@ func buildConv(c *nodeCtx, x *Value, cv *conv) error {
 	}
 	padded := NumElements(shape[2:])
 	kc := cv.ch * kk
-	if kc*l > MaxElements || cv.n*kc*l > MaxElements {
-		return c.errf("the gathered columns, %d x %d x %d elements, exceed %d", cv.n, kc, l, MaxElements)
+	if _, err := checkedElements([]int64{cv.n, kc, l}); err != nil {
+		return c.errf("the gathered columns: %v", err)
+	}
+	if kc*l > maxBuiltIndices {
+		return c.errf("the columns' index table, %d x %d, is more than %d elements", kc, l, maxBuiltIndices)
 	}
 	flat, err := st.ints("flat", cv.n, cv.ch*padded)
 	if err != nil {

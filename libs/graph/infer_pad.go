@@ -164,6 +164,8 @@ func padIndices(mode string, n, begin, end int64) ([]int64, error) {
 	switch {
 	case k <= 0:
 		return nil, fmt.Errorf("no element left to pad from")
+	case b+k+e > maxBuiltIndices:
+		return nil, fmt.Errorf("%d elements along it, more than the %d a gather's index table may hold", b+k+e, maxBuiltIndices)
 	case mode == "reflect" && (b >= k || e >= k):
 		return nil, fmt.Errorf("reflect pads must be below the axis' size")
 	}

@@ -90,8 +90,11 @@ func buildPool(c *nodeCtx, x *Value, cv *conv, includePad bool) error {
 	if err != nil {
 		return c.errf("output %v: %v", cv.out, err)
 	}
-	if kk*l > MaxElements || cv.n*cv.ch*kk*l > MaxElements {
-		return c.errf("the gathered windows, %d x %d x %d x %d elements, exceed %d", cv.n, cv.ch, kk, l, MaxElements)
+	if _, err := checkedElements([]int64{cv.n, cv.ch, kk, l}); err != nil {
+		return c.errf("the gathered windows: %v", err)
+	}
+	if kk*l > maxBuiltIndices {
+		return c.errf("the windows' index table, %d x %d, is more than %d elements", kk, l, maxBuiltIndices)
 	}
 	padded := NumElements(shape[2:])
 	flat, err := st.ints("flat", cv.n, cv.ch, padded)
