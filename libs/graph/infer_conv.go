@@ -13,9 +13,10 @@ import (
 // each group's input channels and kernel offsets, the element every
 // output position reads), the weight reshaped to [G, M/G, C/G*k] times
 // them (MatMul, batched over the images and groups), the bias added, the
-// result reshaped to [N, M, out...]. A stride equal to the kernel (ViT's
-// patch embedding) gathers each element once; a depthwise Conv (G = C)
-// multiplies each channel's windows by its own kernels.
+// result reshaped to [N, M, out...]. A depthwise Conv (G = C) multiplies
+// each channel's windows by its own kernels. Windows that tile the
+// input (ViT's patch embedding) take buildPatches instead: the gather
+// would move every element alone.
 func inferConv(c *nodeCtx) error {
 	if err := c.arity(2, 3); err != nil {
 		return err
@@ -183,6 +184,9 @@ func buildConv(c *nodeCtx, x *Value, cv *conv) error {
 	if kc*l > maxBuiltIndices {
 		return c.errf("the columns' index table, %d x %d, is more than %d elements", kc, l, maxBuiltIndices)
 	}
+	if cv.patches() && cv.g == 1 {
+		return cv.buildPatches(c, st, cur, kc, l)
+	}
 	flat, err := st.ints("flat", cv.n, cv.ch*padded)
 	if err != nil {
 		return err
@@ -261,4 +265,85 @@ func unflatten(f int64, dims, to []int64) {
 		to[i] = f % dims[i]
 		f /= dims[i]
 	}
+}
+
+// patches reports whether the windows tile the input exactly: no pads,
+// no dilation, strides equal to the kernel dividing the input (ViT's
+// patch embedding). Then the columns are a Reshape and a Transpose, a
+// permutation the planner moves as whole runs, not a gather of single
+// elements.
+func (cv *conv) patches() bool {
+	for i := range cv.in {
+		if cv.pb[i] != 0 || cv.pe[i] != 0 || cv.d[i] != 1 || cv.s[i] != cv.k[i] || cv.in[i]%cv.k[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// buildPatches appends a patching Conv of one group as patches times
+// the weight: x [N, C, D...] as [N, C, O1, k1, ..., Or, kr], transposed
+// to [N, O1..Or, C, k1..kr] (each kernel row a contiguous run of the
+// input), viewed as [N, L, C*k], times the weight as [C*k, M] (a
+// transposed constant), the bias added along M, then transposed to
+// [N, M, L] and reshaped to [N, M, O...].
+func (cv *conv) buildPatches(c *nodeCtx, st *steps, x string, kc, l int64) error {
+	r := len(cv.in)
+	split := []int64{cv.n, cv.ch}
+	perm := []int64{0}
+	for i := 0; i < r; i++ {
+		split = append(split, cv.out[i], cv.k[i])
+		perm = append(perm, int64(2+2*i))
+	}
+	perm = append(perm, 1)
+	for i := 0; i < r; i++ {
+		perm = append(perm, int64(3+2*i))
+	}
+	node := func(op, what string, ins []string, attrs ...onnx.Attr) (string, error) {
+		return st.node(op, what, ins, "", attrs...)
+	}
+	sh, err := st.ints("patches", split...)
+	if err != nil {
+		return err
+	}
+	if x, err = node("Reshape", "patches", []string{x, sh}); err != nil {
+		return err
+	}
+	if x, err = node("Transpose", "patches", []string{x}, onnx.IntsAttr("perm", perm...)); err != nil {
+		return err
+	}
+	rows, err := st.ints("rows", cv.n, l, kc)
+	if err != nil {
+		return err
+	}
+	if x, err = node("Reshape", "rows", []string{x, rows}); err != nil {
+		return err
+	}
+	wshape, err := st.ints("wshape", cv.m, kc)
+	if err != nil {
+		return err
+	}
+	w, err := node("Reshape", "weight", []string{c.n.Inputs[1], wshape})
+	if err != nil {
+		return err
+	}
+	if w, err = node("Transpose", "weight", []string{w}, onnx.IntsAttr("perm", 1, 0)); err != nil {
+		return err
+	}
+	if x, err = node("MatMul", "product", []string{x, w}); err != nil {
+		return err
+	}
+	if c.has(2) {
+		if x, err = node("Add", "bias", []string{x, c.n.Inputs[2]}); err != nil {
+			return err
+		}
+	}
+	if x, err = node("Transpose", "channels", []string{x}, onnx.IntsAttr("perm", 0, 2, 1)); err != nil {
+		return err
+	}
+	out, err := st.ints("out", append([]int64{cv.n, cv.m}, cv.out...)...)
+	if err != nil {
+		return err
+	}
+	return st.last("Reshape", []string{x, out})
 }
