@@ -157,37 +157,20 @@ func windows(c *nodeCtx, cv *conv, ceil bool) error {
 
 // buildConv appends the im2col steps of inferConv.
 func buildConv(c *nodeCtx, x *Value, cv *conv) error {
-	r := len(cv.in)
 	st := c.built("Conv of kernel %v, strides %v, %d groups as im2col (Pad, Gather) and MatMul", cv.k, cv.s, cv.g)
-	cur := c.n.Inputs[0]
-	shape := copyShape(x.Shape)
-	fill := make([]byte, x.DType.ElemSize())
-	for i := 0; i < r; i++ {
-		var err error
-		if cur, err = st.pad(cur, shape, x.DType, fill, i+2, cv.pb[i], cv.pe[i]); err != nil {
-			return err
-		}
-	}
-	kk, err := checkedElements(cv.k)
+	kk, l, err := cv.windowSizes(c, "columns", []int64{cv.n}, cv.ch)
 	if err != nil {
-		return c.errf("kernel %v: %v", cv.k, err)
+		return err
 	}
-	l, err := checkedElements(cv.out)
-	if err != nil {
-		return c.errf("output %v: %v", cv.out, err)
-	}
-	padded := NumElements(shape[2:])
 	kc := cv.ch * kk
-	if _, err := checkedElements([]int64{cv.n, kc, l}); err != nil {
-		return c.errf("the gathered columns: %v", err)
-	}
-	if kc*l > maxBuiltIndices {
-		return c.errf("the columns' index table, %d x %d, is more than %d elements", kc, l, maxBuiltIndices)
+	cur, padded, err := cv.padInput(st, c.n.Inputs[0], x, make([]byte, x.DType.ElemSize()))
+	if err != nil {
+		return err
 	}
 	if cv.patches() && cv.g == 1 {
 		return cv.buildPatches(c, st, cur, kc, l)
 	}
-	flat, err := st.ints("flat", cv.n, cv.ch*padded)
+	flat, err := st.ints("flat", cv.n, cv.ch*NumElements(padded))
 	if err != nil {
 		return err
 	}
@@ -195,7 +178,7 @@ func buildConv(c *nodeCtx, x *Value, cv *conv) error {
 		return err
 	}
 	// channel-major rows: group g's are rows g*kc/G..(g+1)*kc/G
-	ind, err := st.constant("columns", onnx.NewInt64("", []int64{cv.g, kc / cv.g, l}, cv.columns(shape[2:], kk, l)))
+	ind, err := st.constant("columns", onnx.NewInt64("", []int64{cv.g, kc / cv.g, l}, cv.columns(padded, kk, l)))
 	if err != nil {
 		return err
 	}
@@ -346,4 +329,39 @@ func (cv *conv) buildPatches(c *nodeCtx, st *steps, x string, kc, l int64) error
 		return err
 	}
 	return st.last("Reshape", []string{x, out})
+}
+
+// windowSizes returns the kernel's and the output's element counts,
+// checked before anything is built: the gathered tensor, lead dims then
+// chans times the kernel then the output, within MaxElements, and its
+// index table (chans times the kernel, by the output) within
+// maxBuiltIndices. what names them in the errors.
+func (cv *conv) windowSizes(c *nodeCtx, what string, lead []int64, chans int64) (kk, l int64, err error) {
+	if kk, err = checkedElements(cv.k); err != nil {
+		return 0, 0, c.errf("kernel %v: %v", cv.k, err)
+	}
+	if l, err = checkedElements(cv.out); err != nil {
+		return 0, 0, c.errf("output %v: %v", cv.out, err)
+	}
+	if _, err := checkedElements(append(append([]int64{}, lead...), chans*kk, l)); err != nil {
+		return 0, 0, c.errf("the gathered %s: %v", what, err)
+	}
+	if chans*kk*l > maxBuiltIndices {
+		return 0, 0, c.errf("the %s' index table, %d x %d, is more than %d elements", what, chans*kk, l, maxBuiltIndices)
+	}
+	return kk, l, nil
+}
+
+// padInput pads x (the value v) along its spatial axes by cv's pads with
+// fill (one element), and returns the padded value and its spatial
+// shape.
+func (cv *conv) padInput(st *steps, x string, v *Value, fill []byte) (string, []int64, error) {
+	shape := copyShape(v.Shape)
+	for i := range cv.in {
+		var err error
+		if x, err = st.pad(x, shape, v.DType, fill, i+2, cv.pb[i], cv.pe[i]); err != nil {
+			return "", nil, err
+		}
+	}
+	return x, shape[2:], nil
 }

@@ -74,29 +74,15 @@ func buildPool(c *nodeCtx, x *Value, cv *conv, includePad bool) error {
 			binary.LittleEndian.PutUint32(fill, math.Float32bits(float32(math.Inf(-1))))
 		}
 	}
-	cur := c.n.Inputs[0]
-	shape := copyShape(x.Shape)
-	for i := range cv.in {
-		var err error
-		if cur, err = st.pad(cur, shape, x.DType, fill, i+2, cv.pb[i], cv.pe[i]); err != nil {
-			return err
-		}
-	}
-	kk, err := checkedElements(cv.k)
+	kk, l, err := cv.windowSizes(c, "windows", []int64{cv.n, cv.ch}, 1)
 	if err != nil {
-		return c.errf("kernel %v: %v", cv.k, err)
+		return err
 	}
-	l, err := checkedElements(cv.out)
+	cur, shape, err := cv.padInput(st, c.n.Inputs[0], x, fill)
 	if err != nil {
-		return c.errf("output %v: %v", cv.out, err)
+		return err
 	}
-	if _, err := checkedElements([]int64{cv.n, cv.ch, kk, l}); err != nil {
-		return c.errf("the gathered windows: %v", err)
-	}
-	if kk*l > maxBuiltIndices {
-		return c.errf("the windows' index table, %d x %d, is more than %d elements", kk, l, maxBuiltIndices)
-	}
-	padded := NumElements(shape[2:])
+	padded := NumElements(shape)
 	flat, err := st.ints("flat", cv.n, cv.ch, padded)
 	if err != nil {
 		return err
@@ -106,7 +92,7 @@ func buildPool(c *nodeCtx, x *Value, cv *conv, includePad bool) error {
 	}
 	one := *cv
 	one.ch = 1 // the indices within one channel's image
-	ind, err := st.constant("windows", onnx.NewInt64("", []int64{kk, l}, one.columns(shape[2:], kk, l)))
+	ind, err := st.constant("windows", onnx.NewInt64("", []int64{kk, l}, one.columns(shape, kk, l)))
 	if err != nil {
 		return err
 	}
