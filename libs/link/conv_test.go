@@ -133,32 +133,42 @@ func TestConv(t *testing.T) {
 				if got := g.Outputs[0].Shape; fmt.Sprint(got) != fmt.Sprint(c.wantOut) {
 					t.Fatalf("output shape %v, want %v", got, c.wantOut)
 				}
-				ref, err := hostref.Eval(g, ins, hostref.Options{Precision: hostref.FP64, Threads: 1})
-				if err != nil {
-					t.Fatal(err)
-				}
-				vals := make([][]float64, len(ins))
-				for i, in := range ins {
-					if vals[i], err = graph.DecodeFloats(in); err != nil {
-						t.Fatal(err)
+				checkDefinition(t, g, ins, 1e-9, func(v [][]float64) []float64 {
+					var bias []float64
+					if c.bias {
+						bias = v[2]
 					}
-				}
-				var bias []float64
-				if c.bias {
-					bias = vals[2]
-				}
-				want := c.direct(vals[0], vals[1], bias)
-				got, err := ref[0].Float64s() // FP64 outputs are double
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i := range want {
-					if math.Abs(got[i]-want[i]) > 1e-9*(1+math.Abs(want[i])) {
-						t.Fatalf("element %d: the built graph gives %g, the definition %g", i, got[i], want[i])
-					}
-				}
+					return c.direct(v[0], v[1], bias)
+				})
 				checkVerdict(t, o, st, g, 29)
 			})
+		}
+	}
+}
+
+// checkDefinition evaluates a built graph in the host reference at FP64
+// on ins and checks its first output against def of the inputs' values,
+// within rel of each element's magnitude (plus rel): the operator's
+// nodes against its definition, whatever the device does.
+func checkDefinition(t *testing.T, g *graph.Graph, ins []*onnx.Tensor, rel float64, def func(vals [][]float64) []float64) {
+	t.Helper()
+	ref, err := hostref.Eval(g, ins, hostref.Options{Precision: hostref.FP64, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := make([][]float64, len(ins))
+	for i, in := range ins {
+		if vals[i], err = graph.DecodeFloats(in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ref[0].Float64s() // FP64 outputs are double
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range def(vals) {
+		if math.Abs(got[i]-w) > rel*(1+math.Abs(w)) {
+			t.Fatalf("element %d: the built graph gives %g, the definition %g", i, got[i], w)
 		}
 	}
 }

@@ -100,23 +100,7 @@ func TestPools(t *testing.T) {
 				if got := g.Outputs[0].Shape; fmt.Sprint(got) != fmt.Sprint(c.wantOut) {
 					t.Fatalf("output shape %v, want %v", got, c.wantOut)
 				}
-				ref, err := hostref.Eval(g, ins, hostref.Options{Precision: hostref.FP64, Threads: 1})
-				if err != nil {
-					t.Fatal(err)
-				}
-				x, err := graph.DecodeFloats(ins[0])
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := ref[0].Float64s()
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i, w := range c.direct(x) {
-					if math.Abs(got[i]-w) > 1e-12*(1+math.Abs(w)) {
-						t.Fatalf("element %d: the built graph gives %g, the definition %g", i, got[i], w)
-					}
-				}
+				checkDefinition(t, g, ins, 1e-12, func(v [][]float64) []float64 { return c.direct(v[0]) })
 				checkVerdict(t, o, st, g, 31)
 			})
 		}
