@@ -113,14 +113,7 @@ func (t *torchBuilder) llama(scope, x, pos string) string {
 	full := t.node(sa, "ConstantOfShape", []string{t.constI(sa, []int64{2}, c.Seq, c.Seq)},
 		onnx.TensorAttr("value", t.floatTensor("", []int64{1}, []float64{lowest})))
 	sc = t.node(sa, "Add", []string{sc, t.node(sa, "Trilu", []string{full, t.constI(sa, nil, 1)})})
-	// softmax(..., dtype=torch.float32).to(query_states.dtype)
-	if c.DType != onnx.Float {
-		sc = t.node(sa, "Cast", []string{sc}, onnx.IntAttr("to", int64(onnx.Float)))
-	}
-	p := t.node(sa, "Softmax", []string{sc}, onnx.IntAttr("axis", -1))
-	if c.DType != onnx.Float {
-		p = t.node(sa, "Cast", []string{p}, onnx.IntAttr("to", int64(c.DType)))
-	}
+	p := t.softmaxFloat(sa, sc)
 	ctx := t.node(sa, "Transpose", []string{t.node(sa, "MatMul", []string{p, v})}, onnx.IntsAttr("perm", 0, 2, 1, 3))
 	ctx = t.node(sa, "Reshape", []string{ctx, t.constI(sa, []int64{3}, c.Batch, c.Seq, c.Hidden)})
 	r := t.node(scope, "Add", []string{x, t.project(sa+"/o_proj", ctx, c.Hidden, c.Hidden)})
@@ -140,6 +133,21 @@ func (t *torchBuilder) repeatKV(scope, x string, kvh, dh int64) string {
 	rep := c.Heads / kvh
 	e := t.node(scope, "Expand", []string{t.unsqueeze(scope, x, 2), t.constI(scope, []int64{5}, c.Batch, kvh, rep, c.Seq, dh)})
 	return t.node(scope, "Reshape", []string{e, t.constI(scope, []int64{4}, c.Batch, c.Heads, c.Seq, dh)})
+}
+
+// softmaxFloat appends Softmax over the last axis of the scores sc as
+// transformers computes it, softmax(sc, dtype=torch.float32) then .to
+// the case's type: in float, with casts around it for float16.
+func (t *torchBuilder) softmaxFloat(scope, sc string) string {
+	c := t.c
+	if c.DType != onnx.Float {
+		sc = t.node(scope, "Cast", []string{sc}, onnx.IntAttr("to", int64(onnx.Float)))
+	}
+	p := t.node(scope, "Softmax", []string{sc}, onnx.IntAttr("axis", -1))
+	if c.DType != onnx.Float {
+		p = t.node(scope, "Cast", []string{p}, onnx.IntAttr("to", int64(c.DType)))
+	}
+	return p
 }
 
 // f32s rounds v to float32.

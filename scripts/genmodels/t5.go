@@ -64,13 +64,7 @@ func (t *torchBuilder) t5(scope, x string) string {
 	q, k, v := heads("q"), heads("k"), heads("v")
 	sc := t.node(sa, "MatMul", []string{q, t.node(sa, "Transpose", []string{k}, onnx.IntsAttr("perm", 0, 1, 3, 2))})
 	sc = t.node(sa, "Add", []string{sc, pb})
-	if c.DType != onnx.Float {
-		sc = t.node(sa, "Cast", []string{sc}, onnx.IntAttr("to", int64(onnx.Float)))
-	}
-	p := t.node(sa, "Softmax", []string{sc}, onnx.IntAttr("axis", -1))
-	if c.DType != onnx.Float {
-		p = t.node(sa, "Cast", []string{p}, onnx.IntAttr("to", int64(c.DType)))
-	}
+	p := t.softmaxFloat(sa, sc)
 	ctx := t.node(sa, "Transpose", []string{t.node(sa, "MatMul", []string{p, v})}, onnx.IntsAttr("perm", 0, 2, 1, 3))
 	ctx = t.node(sa, "Reshape", []string{ctx, t.constI(sa, []int64{3}, c.Batch, -1, c.Hidden)})
 	r := t.node(scope+"/layer.0", "Add", []string{x, t.project(sa+"/o", ctx, c.Hidden, c.Hidden)})
