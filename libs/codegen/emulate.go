@@ -108,6 +108,9 @@ func EmulateMatMul(m, k, n int, a, b []float32, scale int, c []float32) []float3
 	return out
 }
 
+// roundingFuncs define Floor, Ceil and Round.
+var roundingFuncs = map[UnaryOp]func(float64) float64{Floor: math.Floor, Ceil: math.Ceil, Round: math.RoundToEven}
+
 // EmulateUnary returns what Unary computes for one element.
 func EmulateUnary(p Unary, x float32) float32 {
 	switch p.Op {
@@ -181,7 +184,7 @@ func EmulateUnary(p Unary, x float32) float32 {
 		if x != x {
 			return x // unchanged, payload and sign
 		}
-		f := map[UnaryOp]func(float64) float64{Floor: math.Floor, Ceil: math.Ceil, Round: math.RoundToEven}[p.Op]
+		f := roundingFuncs[p.Op]
 		return float32(f(float64(x))) // exact: an integer of x's magnitude at most
 	}
 	return fb(canonNaN)
