@@ -191,3 +191,30 @@ func TestPoolErrors(t *testing.T) {
 	b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
 	checkNodeErr(t, buildErr(t, b), `node "bn" (BatchNormalization)`, "training mode")
 }
+
+// Conv's Built entry names the path the build took: patches for windows
+// that tile the input, im2col otherwise.
+func TestConvBuiltNamesItsPath(t *testing.T) {
+	for _, c := range []struct {
+		strides []int64
+		want    string
+	}{{[]int64{4, 4}, "Conv of kernel [4 4], strides [4 4], 1 groups as patches (Reshape, Transpose) and MatMul"},
+		{[]int64{2, 2}, "Conv of kernel [4 4], strides [2 2], 1 groups as im2col (Pad, Gather) and MatMul"}} {
+		b := onnx.NewModel(13)
+		b.AddInput("x", onnx.Float, []int64{1, 3, 16, 16})
+		b.AddInput("w", onnx.Float, []int64{8, 3, 4, 4})
+		b.AddNode("Conv", "conv", []string{"x", "w"}, []string{"y"}, onnx.IntsAttr("strides", c.strides...))
+		b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
+		g := buildOf(t, b)
+		if len(g.Built) != 1 || g.Built[0].What != c.want {
+			t.Errorf("Built %v, want %q", g.Built, c.want)
+		}
+		ops := map[string]bool{}
+		for _, n := range g.Nodes {
+			ops[n.Op] = true
+		}
+		if patches := c.strides[0] == 4; ops["Gather"] == patches || ops["Transpose"] != patches {
+			t.Errorf("strides %v: nodes %v", c.strides, ops)
+		}
+	}
+}

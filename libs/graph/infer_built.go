@@ -161,7 +161,11 @@ func inferAbsNeg(c *nodeCtx) error {
 		return inferUnary(c)
 	}
 	op := c.n.OpType
-	st := c.built("%s of %s as Sub(0, x)", op, x.DType)
+	how := "Sub(0, x)"
+	if op == "Abs" {
+		how = "Where(Less(x, 0), Sub(0, x), x)"
+	}
+	st := c.built("%s of %s as %s", op, x.DType, how)
 	zero, err := st.constant("zero", intTensor("", x.DType, []int64{}, []int64{0}))
 	if err != nil {
 		return err

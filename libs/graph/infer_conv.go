@@ -157,7 +157,11 @@ func windows(c *nodeCtx, cv *conv, ceil bool) error {
 
 // buildConv appends the im2col steps of inferConv.
 func buildConv(c *nodeCtx, x *Value, cv *conv) error {
-	st := c.built("Conv of kernel %v, strides %v, %d groups as im2col (Pad, Gather) and MatMul", cv.k, cv.s, cv.g)
+	how := "im2col (Pad, Gather) and MatMul"
+	if cv.patches() && cv.g == 1 {
+		how = "patches (Reshape, Transpose) and MatMul"
+	}
+	st := c.built("Conv of kernel %v, strides %v, %d groups as %s", cv.k, cv.s, cv.g, how)
 	kk, l, err := cv.windowSizes(c, "columns", []int64{cv.n}, cv.ch)
 	if err != nil {
 		return err

@@ -129,7 +129,13 @@ func floatFill(d onnx.DataType, v float64) ([]byte, error) {
 // padGathers builds Pad in edge, reflect or wrap mode: a Gather along
 // each padded axis with the constant indices padIndices gives.
 func padGathers(c *nodeCtx, x *Value, mode string, axes, pads []int64) error {
-	st := c.built("Pad of %v in %s mode as Gather", pads, mode)
+	how := "Identity (no pad)"
+	for _, p := range pads {
+		if p != 0 {
+			how = "a Gather along each padded axis"
+		}
+	}
+	st := c.built("Pad of %v in %s mode as %s", pads, mode, how)
 	cur := c.n.Inputs[0]
 	for k, a := range axes {
 		begin, end := pads[k], pads[k+len(axes)]
