@@ -373,11 +373,21 @@ func isExtreme(n *Node) bool {
 
 // extremeTree rewrites a ReduceMax or ReduceMin as a tree of elementwise
 // Max or Min over halves of its rows (see the package's canonical
-// forms): the values are the same, an extreme being exact. It returns
-// the rewrite's description.
+// forms): the values are the same, an extreme being exact. Reduced axes
+// that are one block before kept ones (a pool's kernel axis before the
+// output positions) are halved in place, x viewed as [A, L, B]: each
+// half a run of B elements per index of A, where moving the block to
+// the trailing axes would move every element alone. It returns the
+// rewrite's description.
 func (e *editor) extremeTree(n *Node) string {
-	x, y := n.Inputs[0], n.Outputs[0]
+	x := n.Inputs[0]
 	a := n.Attrs.(*Reduce)
+	if lo, hi, ok := middleBlock(a.Axes, len(x.Shape)); ok {
+		A, L, B := NumElements(x.Shape[:lo]), NumElements(x.Shape[lo:hi]), NumElements(x.Shape[hi:])
+		t := e.reshape(n.Name+"/block", x, []int64{A, L, B})
+		levels := e.halves(n, t, L)
+		return fmt.Sprintf("%s over axes %v: [%d, %d, %d] halved along the middle, %d levels of elementwise %s", n.Op, a.Axes, A, L, B, levels, n.Op[len("Reduce"):])
+	}
 	r := len(x.Shape)
 	red := map[int]bool{}
 	for _, ax := range a.Axes {
@@ -403,21 +413,46 @@ func (e *editor) extremeTree(n *Node) string {
 		}
 	}
 	t = e.reshape(n.Name+"/rows", t, []int64{K, L})
+	levels := e.halves(n, t, L)
+	return fmt.Sprintf("%s over axes %v: %d rows of %d, %d levels of elementwise %s over halves", n.Op, a.Axes, K, NumElements(x.Shape)/max(K, 1), levels, n.Op[len("Reduce"):])
+}
+
+// middleBlock reports whether axes (of a rank r tensor) are one block
+// [lo, hi) of consecutive axes with kept axes after it.
+func middleBlock(axes []int, r int) (lo, hi int, ok bool) {
+	s := slices.Clone(axes)
+	slices.Sort(s)
+	for i := 1; i < len(s); i++ {
+		if s[i] != s[i-1]+1 {
+			return 0, 0, false
+		}
+	}
+	lo, hi = s[0], s[len(s)-1]+1
+	return lo, hi, hi < r
+}
+
+// halves adds the tree of extremeTree over axis 1 of t ([K, L] or [A, L,
+// B]), L elements long, and the Reshape to n's output; it returns the
+// tree's levels.
+func (e *editor) halves(n *Node, t *Value, L int64) int {
+	y := n.Outputs[0]
 	op := n.Op[len("Reduce"):]
 	levels := 0
 	for ; L > 1; levels++ {
 		h := (L + 1) / 2
+		shape := slices.Clone(t.Shape)
+		shape[1] = h
 		half := func(side string, start int64) *Value {
-			v := e.value(fmt.Sprintf("%s/%s%d", y.Name, side, levels), x.DType, []int64{K, h})
+			v := e.value(fmt.Sprintf("%s/%s%d", y.Name, side, levels), t.DType, shape)
 			e.add(&Node{Name: fmt.Sprintf("%s/%s%d", n.Name, side, levels), Op: "Slice", Inputs: []*Value{t}, Outputs: []*Value{v},
 				Attrs: &Slice{Axes: []int{1}, Starts: []int64{start}, Ends: []int64{start + h}, Steps: []int64{1}}})
 			return v
 		}
 		lo, hi := half("first", 0), half("last", L-h)
-		m := e.value(fmt.Sprintf("%s/%s%d", y.Name, op, levels), x.DType, []int64{K, h})
+		m := e.value(fmt.Sprintf("%s/%s%d", y.Name, op, levels), t.DType, shape)
 		e.add(&Node{Name: fmt.Sprintf("%s/%s%d", n.Name, op, levels), Op: op, Inputs: []*Value{lo, hi}, Outputs: []*Value{m}})
 		t, L = m, h
 	}
 	e.add(&Node{Name: n.Name, Op: "Reshape", Inputs: []*Value{t}, Outputs: []*Value{y}, Attrs: &Reshape{Shape: append([]int64(nil), y.Shape...)}})
-	return fmt.Sprintf("%s over axes %v: %d rows of %d, %d levels of elementwise %s over halves", n.Op, a.Axes, K, NumElements(x.Shape)/max(K, 1), levels, op)
+	return levels
 }
