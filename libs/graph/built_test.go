@@ -199,7 +199,7 @@ func TestConvBuiltNamesItsPath(t *testing.T) {
 		strides []int64
 		want    string
 	}{{[]int64{4, 4}, "Conv of kernel [4 4], strides [4 4], 1 groups as patches (Reshape, Transpose) and MatMul"},
-		{[]int64{2, 2}, "Conv of kernel [4 4], strides [2 2], 1 groups as im2col (Pad, Gather) and MatMul"}} {
+		{[]int64{2, 2}, "Conv of kernel [4 4], strides [2 2], 1 groups as im2col (a Gather along each of 2 spatial axes, Transpose) and MatMul"}} {
 		b := onnx.NewModel(13)
 		b.AddInput("x", onnx.Float, []int64{1, 3, 16, 16})
 		b.AddInput("w", onnx.Float, []int64{8, 3, 4, 4})
@@ -213,7 +213,7 @@ func TestConvBuiltNamesItsPath(t *testing.T) {
 		for _, n := range g.Nodes {
 			ops[n.Op] = true
 		}
-		if patches := c.strides[0] == 4; ops["Gather"] == patches || ops["Transpose"] != patches {
+		if patches := c.strides[0] == 4; ops["Gather"] == patches || !ops["Transpose"] {
 			t.Errorf("strides %v: nodes %v", c.strides, ops)
 		}
 	}

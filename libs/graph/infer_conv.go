@@ -2,21 +2,23 @@ package graph
 
 import (
 	"fmt"
+	"strings"
 
 	"ipu.local/libs/onnx"
 )
 
 // inferConv builds Conv (any group count, any number of spatial axes,
 // strides, dilations, pads or auto_pad) through the builder as im2col and
-// a product: the input padded with zeros (Pad's slabs) and flattened per
-// image, the columns gathered by constant indices ([G, C/G*k, L]: for
-// each group's input channels and kernel offsets, the element every
-// output position reads), the weight reshaped to [G, M/G, C/G*k] times
-// them (MatMul, batched over the images and groups), the bias added, the
-// result reshaped to [N, M, out...]. A depthwise Conv (G = C) multiplies
-// each channel's windows by its own kernels. Windows that tile the
-// input (ViT's patch embedding) take buildPatches instead: the gather
-// would move every element alone.
+// a product: the input padded with zeros (Pad's slabs), the windows
+// gathered along each spatial axis by constant indices (gatherWindows),
+// transposed to the columns [N, C, k..., out...] and viewed as [N, G,
+// C/G*k, L] (for each group's input channels and kernel offsets, the
+// element every output position reads), the weight reshaped to [G, M/G,
+// C/G*k] times them (MatMul, batched over the images and groups), the
+// bias added, the result reshaped to [N, M, out...]. A depthwise Conv
+// (G = C) multiplies each channel's windows by its own kernels. Windows
+// that tile the input (ViT's patch embedding) take buildPatches instead:
+// the gather would move every element alone.
 func inferConv(c *nodeCtx) error {
 	if err := c.arity(2, 3); err != nil {
 		return err
@@ -157,7 +159,7 @@ func windows(c *nodeCtx, cv *conv, ceil bool) error {
 
 // buildConv appends the im2col steps of inferConv.
 func buildConv(c *nodeCtx, x *Value, cv *conv) error {
-	how := "im2col (Pad, Gather) and MatMul"
+	how := "im2col (" + cv.im2colSteps() + ") and MatMul"
 	if cv.patches() && cv.g == 1 {
 		how = "patches (Reshape, Transpose) and MatMul"
 	}
@@ -174,19 +176,28 @@ func buildConv(c *nodeCtx, x *Value, cv *conv) error {
 	if cv.patches() && cv.g == 1 {
 		return cv.buildPatches(c, st, cur, kc, l)
 	}
-	flat, err := st.ints("flat", cv.n, cv.ch*NumElements(padded))
+	if cur, err = cv.gatherWindows(st, cur, len(padded)-1, ""); err != nil {
+		return err
+	}
+	// [N, C, k1, o1, ..., kr, or] to channel-major rows [N, C, k1..kr,
+	// o1..or], then group g's rows g*kc/G..(g+1)*kc/G
+	if r := len(cv.in); r > 1 {
+		perm := []int64{0, 1}
+		for i := 0; i < r; i++ {
+			perm = append(perm, int64(2+2*i))
+		}
+		for i := 0; i < r; i++ {
+			perm = append(perm, int64(3+2*i))
+		}
+		if cur, err = st.node("Transpose", "columns", []string{cur}, "", onnx.IntsAttr("perm", perm...)); err != nil {
+			return err
+		}
+	}
+	cols, err := st.ints("columns", cv.n, cv.g, kc/cv.g, l)
 	if err != nil {
 		return err
 	}
-	if cur, err = st.node("Reshape", "flat", []string{cur, flat}, ""); err != nil {
-		return err
-	}
-	// channel-major rows: group g's are rows g*kc/G..(g+1)*kc/G
-	ind, err := st.constant("columns", onnx.NewInt64("", []int64{cv.g, kc / cv.g, l}, cv.columns(padded, kk, l)))
-	if err != nil {
-		return err
-	}
-	if cur, err = st.node("Gather", "columns", []string{cur, ind}, "", onnx.IntAttr("axis", 1)); err != nil {
+	if cur, err = st.node("Reshape", "columns", []string{cur, cols}, ""); err != nil {
 		return err
 	}
 	wshape, err := st.ints("wshape", cv.g, cv.m/cv.g, kc/cv.g)
@@ -220,29 +231,57 @@ func buildConv(c *nodeCtx, x *Value, cv *conv) error {
 	return st.last("Reshape", []string{cur, out})
 }
 
-// columns returns the im2col indices [C*k, L] into an image flattened
-// from its padded spatial shape: row (channel, kernel offset), column
-// output position, the element that position reads.
-func (cv *conv) columns(padded []int64, kk, l int64) []int64 {
-	r := len(padded)
-	idx := make([]int64, 0, cv.ch*kk*l)
-	size := NumElements(padded)
-	koff := make([]int64, r)
-	opos := make([]int64, r)
-	for ch := int64(0); ch < cv.ch; ch++ {
-		for kf := int64(0); kf < kk; kf++ {
-			unflatten(kf, cv.k, koff)
-			for of := int64(0); of < l; of++ {
-				unflatten(of, cv.out, opos)
-				e := int64(0) // row-major within the channel's padded image
-				for i := 0; i < r; i++ {
-					e = e*padded[i] + opos[i]*cv.s[i] + koff[i]*cv.d[i]
-				}
-				idx = append(idx, ch*size+e)
+// im2colSteps names the steps that build the columns: Pad when there
+// are pads, a Gather of each spatial axis, and a Transpose with more than
+// one.
+func (cv *conv) im2colSteps() string {
+	var parts []string
+	for i := range cv.in {
+		if cv.pb[i] != 0 || cv.pe[i] != 0 {
+			parts = append(parts, "Pad")
+			break
+		}
+	}
+	parts = append(parts, fmt.Sprintf("a Gather along each of %d spatial axes", len(cv.in)))
+	if len(cv.in) > 1 {
+		parts = append(parts, "Transpose")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// gatherWindows gathers x's windows along its spatial axes from the
+// last to the first (i, at tensor axis 2+i, with a constant [k_i, o_i]:
+// the element each kernel offset of each output position reads, o*s +
+// k*d), so that x [N, C, D1..Dr] becomes [N, C, k1, o1, ..., kr, or].
+// One axis at a time, a gather along an outer axis moves whole runs of
+// the inner axes: one index table over the flattened image moved a
+// strided window's every element alone (a stride-2 stem on a 64x64
+// image was 26k single-word transfers, whose exchange took seconds to
+// schedule). With a reduction (ReduceMax or ReduceSum; "" for none),
+// each axis's kernel offsets are reduced as soon as they are gathered,
+// leaving [N, C, o1..or]: a pool's window reduced axis by axis.
+func (cv *conv) gatherWindows(st *steps, x string, last int, red string) (string, error) {
+	for i := last; i >= 0; i-- {
+		idx := make([]int64, 0, cv.k[i]*cv.out[i])
+		for k := int64(0); k < cv.k[i]; k++ {
+			for o := int64(0); o < cv.out[i]; o++ {
+				idx = append(idx, o*cv.s[i]+k*cv.d[i])
+			}
+		}
+		ind, err := st.constant("windows", onnx.NewInt64("", []int64{cv.k[i], cv.out[i]}, idx))
+		if err != nil {
+			return "", err
+		}
+		if x, err = st.node("Gather", "windows", []string{x, ind}, "", onnx.IntAttr("axis", int64(2+i))); err != nil {
+			return "", err
+		}
+		if red != "" {
+			if x, err = st.reduce(red, x, []int64{int64(2 + i)}, false, ""); err != nil {
+				return "", err
 			}
 		}
 	}
-	return idx
+	return x, nil
 }
 
 // unflatten writes the row-major coordinates of flat index f in dims

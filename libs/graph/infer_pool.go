@@ -10,11 +10,10 @@ import (
 
 // inferPool builds MaxPool and AveragePool through the builder: the
 // input padded (MaxPool with -Inf, which no window's maximum takes;
-// AveragePool with 0), flattened per channel, each window's elements
-// gathered by constant indices ([k, L]: every kernel offset's element of
-// every output position), then ReduceMax, or ReduceSum divided by each
-// window's count (its elements inside the input, or all of them with
-// count_include_pad), and a Reshape to [N, C, out...]. MaxPool's Indices
+// AveragePool with 0), each window gathered and reduced one spatial axis
+// at a time (gatherWindows: ReduceMax, or ReduceSum then a division by
+// each window's count, its elements inside the input, or all of them
+// with count_include_pad), and a Reshape to [N, C, out...]. MaxPool's Indices
 // output and AveragePool's ceil_mode are refused in one line.
 func inferPool(c *nodeCtx) error {
 	if err := c.arity(1, 1); err != nil {
@@ -65,7 +64,7 @@ func inferPool(c *nodeCtx) error {
 // buildPool appends the steps of inferPool.
 func buildPool(c *nodeCtx, x *Value, cv *conv, includePad bool) error {
 	op := c.n.OpType
-	st := c.built("%s of kernel %v, strides %v as Pad, Gather and a reduction", op, cv.k, cv.s)
+	st := c.built("%s of kernel %v, strides %v as Pad, then a Gather and a reduction along each spatial axis", op, cv.k, cv.s)
 	fill := make([]byte, x.DType.ElemSize())
 	if op == "MaxPool" {
 		if x.DType == onnx.Float16 {
@@ -74,7 +73,7 @@ func buildPool(c *nodeCtx, x *Value, cv *conv, includePad bool) error {
 			binary.LittleEndian.PutUint32(fill, math.Float32bits(float32(math.Inf(-1))))
 		}
 	}
-	kk, l, err := cv.windowSizes(c, "windows", []int64{cv.n, cv.ch}, 1)
+	_, l, err := cv.windowSizes(c, "windows", []int64{cv.n, cv.ch}, 1)
 	if err != nil {
 		return err
 	}
@@ -82,32 +81,15 @@ func buildPool(c *nodeCtx, x *Value, cv *conv, includePad bool) error {
 	if err != nil {
 		return err
 	}
-	padded := NumElements(shape)
-	flat, err := st.ints("flat", cv.n, cv.ch, padded)
-	if err != nil {
-		return err
-	}
-	if cur, err = st.node("Reshape", "flat", []string{cur, flat}, ""); err != nil {
-		return err
-	}
-	one := *cv
-	one.ch = 1 // the indices within one channel's image
-	ind, err := st.constant("windows", onnx.NewInt64("", []int64{kk, l}, one.columns(shape, kk, l)))
-	if err != nil {
-		return err
-	}
-	if cur, err = st.node("Gather", "windows", []string{cur, ind}, "", onnx.IntAttr("axis", 2)); err != nil {
-		return err
-	}
 	red := "ReduceMax"
 	if op == "AveragePool" {
 		red = "ReduceSum"
 	}
-	if cur, err = st.reduce(red, cur, []int64{2}, false, ""); err != nil {
+	if cur, err = cv.gatherWindows(st, cur, len(shape)-1, red); err != nil {
 		return err
 	}
 	if op == "AveragePool" {
-		counts, err := st.constant("counts", floatTensor(x.DType, []int64{l}, cv.counts(includePad, l)))
+		counts, err := st.constant("counts", floatTensor(x.DType, cv.out, cv.counts(includePad, l)))
 		if err != nil {
 			return err
 		}
