@@ -43,6 +43,9 @@ var convCases = []convCase{
 	{name: "grouped", dt: onnx.Float, x: []int64{2, 4, 6, 5}, w: []int64{6, 2, 3, 2}, groups: 2,
 		attrs:   []onnx.Attr{onnx.IntAttr("group", 2), onnx.IntsAttr("strides", 1, 2)},
 		wantOut: []int64{2, 6, 4, 2}, pads: []int64{0, 0, 0, 0}, strides: []int64{1, 2}, dilation: []int64{1, 1}},
+	{name: "3d", dt: onnx.Float, x: []int64{1, 2, 4, 5, 6}, w: []int64{3, 2, 2, 3, 2}, bias: true,
+		attrs:   []onnx.Attr{onnx.IntsAttr("strides", 1, 2, 2), onnx.IntsAttr("pads", 0, 1, 0, 1, 1, 1), onnx.IntsAttr("dilations", 1, 1, 2)},
+		wantOut: []int64{1, 3, 4, 3, 3}, pads: []int64{0, 1, 0, 1, 1, 1}, strides: []int64{1, 2, 2}, dilation: []int64{1, 1, 2}},
 	{name: "patchify-fp16", dt: onnx.Float16, x: []int64{2, 3, 8, 8}, w: []int64{5, 3, 4, 4}, bias: true,
 		attrs:   []onnx.Attr{onnx.IntsAttr("strides", 4, 4)},
 		wantOut: []int64{2, 5, 2, 2}, pads: []int64{0, 0, 0, 0}, strides: []int64{4, 4}, dilation: []int64{1, 1}},
@@ -121,7 +124,7 @@ func (c convCase) direct(x, w, bias []float64) []float64 {
 }
 
 // TestConv: Conv built as im2col and MatMul, with strides, pads,
-// dilations, auto_pad, one and two spatial axes, float and float16:
+// dilations, auto_pad, one, two and three spatial axes, float and float16:
 // the built graph in the host reference at FP64 against the definition,
 // and the device against the host reference, on 1 and 5 tiles.
 func TestConv(t *testing.T) {
