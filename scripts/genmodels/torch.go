@@ -70,7 +70,8 @@ type torchCase struct {
 	Batch  int64
 
 	// torchMLP, torchGate: the input's shape after the batch (flattened
-	// by Flatten), the hidden widths, the classes and the head.
+	// by Flatten), the hidden widths, the classes and the head. torchCNN:
+	// Widths are a ResNet-18's stage widths (cnn.go).
 	In      []int64
 	Widths  []int64
 	Classes int64
@@ -232,6 +233,10 @@ func torchCases() []torchCase {
 			Img: 32, Hidden: 16, Classes: 10},
 		{Name: "tcnn_b1_i20_w12_fp16_op17", Family: torchCNN, Opset: 17, DType: f16, Batch: 1,
 			Img: 20, Hidden: 12, Classes: 5},
+		// ResNet-18's layout (7x7 stem, four stages of two blocks, the
+		// downsamples) at an eighth of its widths, on 64x64 images.
+		{Name: "tcnn_b1_i64_r18w8_op14", Family: torchCNN, Opset: 14, DType: f32, Batch: 1,
+			Img: 64, Hidden: 8, Widths: []int64{8, 16, 32, 64}, Classes: 10},
 	}
 }
 
@@ -292,7 +297,11 @@ func (c torchCase) check() error {
 			return fmt.Errorf("torch case %s: classes %d", c.Name, c.Classes)
 		}
 	case torchCNN:
-		if c.Img < 8 || c.Hidden < 1 || c.Classes < 1 {
+		least := int64(8) // a ResNet-18's stages halve the image after the stem's and the pool's halvings
+		if n := len(c.Widths); n > 0 {
+			least = 4 << n
+		}
+		if c.Img < least || c.Hidden < 1 || c.Classes < 1 {
 			return fmt.Errorf("torch case %s: image %d width %d classes %d", c.Name, c.Img, c.Hidden, c.Classes)
 		}
 	case torchViT:
