@@ -25,8 +25,10 @@ type StepCache struct {
 	m map[string]*fragment
 	// valid holds the tensor layouts validated already.
 	valid map[string]bool
-	// bounds: merged exchange supersteps' bound cells (compact.go).
+	// bounds: merged exchange supersteps' bound cells, merged the
+	// supersteps (compact.go).
 	bounds map[string]*int64
+	merged map[string]*mergedStep
 	// tensors: the layouts read last for the plan's tensors, by ID.
 	tensors map[int]cachedTensor
 	// Hits and Misses count the lookups, Evicted the fragments dropped.
@@ -58,11 +60,16 @@ func (c *StepCache) evict() {
 			c.Evicted++
 		}
 	}
+	for k, m := range c.merged {
+		if c.lowerings-m.used >= keepLowerings {
+			delete(c.merged, k)
+		}
+	}
 }
 
 // NewStepCache returns an empty cache.
 func NewStepCache() *StepCache {
-	return &StepCache{m: map[string]*fragment{}, valid: map[string]bool{}, bounds: map[string]*int64{}, tensors: map[int]cachedTensor{}}
+	return &StepCache{m: map[string]*fragment{}, valid: map[string]bool{}, bounds: map[string]*int64{}, merged: map[string]*mergedStep{}, tensors: map[int]cachedTensor{}}
 }
 
 // cachedTensor is a layout that a lowering through the cache read from a

@@ -200,11 +200,11 @@ func LowerWith(pl *plan.Plan, g *graph.Graph, p *arch.Preset, opt Options) (*pro
 	// Compaction first: the passes below replace the supersteps they
 	// change by copies, which l.parts does not know.
 	if pl.Supersteps == plan.Compact {
-		var bounds map[string]*int64
+		var cache *StepCache
 		if opt.Cache != nil && opt.NoData {
-			bounds = opt.Cache.bounds
+			cache = opt.Cache
 		}
-		compact(l.out, l.parts, l.sums, bounds, l.alias)
+		compact(l.out, l.parts, l.sums, cache, l.alias)
 	}
 	l.out.Alias = l.alias
 	// Both passes act on casts to FP8 and packs of FP8 panels only, which
