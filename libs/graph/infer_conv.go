@@ -376,8 +376,8 @@ func (cv *conv) buildPatches(c *nodeCtx, st *steps, x string, kc, l int64) error
 
 // windowSizes returns the kernel's and the output's element counts,
 // checked before anything is built: the gathered tensor, lead dims then
-// chans times the kernel then the output, within MaxElements, and its
-// index table (chans times the kernel, by the output) within
+// chans times the kernel then the output, within MaxElements, and each
+// spatial axis's index table (its kernel by its output) within
 // maxBuiltIndices. what names them in the errors.
 func (cv *conv) windowSizes(c *nodeCtx, what string, lead []int64, chans int64) (kk, l int64, err error) {
 	if kk, err = checkedElements(cv.k); err != nil {
@@ -389,8 +389,10 @@ func (cv *conv) windowSizes(c *nodeCtx, what string, lead []int64, chans int64) 
 	if _, err := checkedElements(append(append([]int64{}, lead...), chans*kk, l)); err != nil {
 		return 0, 0, c.errf("the gathered %s: %v", what, err)
 	}
-	if chans*kk*l > maxBuiltIndices {
-		return 0, 0, c.errf("the %s' index table, %d x %d, is more than %d elements", what, chans*kk, l, maxBuiltIndices)
+	for i, k := range cv.k {
+		if k*cv.out[i] > maxBuiltIndices {
+			return 0, 0, c.errf("the %s' index table along spatial axis %d, %d x %d, is more than %d elements", what, i, k, cv.out[i], maxBuiltIndices)
+		}
 	}
 	return kk, l, nil
 }
