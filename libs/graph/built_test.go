@@ -219,3 +219,41 @@ func TestConvBuiltNamesItsPath(t *testing.T) {
 	}
 }
 
+// Resize's refusals, each in one line, and its bounds before anything
+// is allocated.
+func TestResizeErrors(t *testing.T) {
+	for _, c := range []struct {
+		attrs  []onnx.Attr
+		scales []float32
+		sizes  []int64
+		want   string
+	}{
+		{[]onnx.Attr{onnx.StringAttr("mode", "cubic")}, []float32{1, 1, 2, 2}, nil, `mode "cubic" is not supported (nearest and linear are)`},
+		{[]onnx.Attr{onnx.StringAttr("coordinate_transformation_mode", "tf_crop_and_resize")}, []float32{1, 1, 2, 2}, nil, `coordinate_transformation_mode "tf_crop_and_resize" is not supported`},
+		{[]onnx.Attr{onnx.StringAttr("nearest_mode", "nearest")}, []float32{1, 1, 2, 2}, nil, `nearest_mode "nearest" is not supported`},
+		{[]onnx.Attr{onnx.IntAttr("antialias", 1)}, []float32{1, 1, 2, 2}, nil, "antialias 1 is not supported"},
+		{nil, []float32{1, 1, 2, 2}, []int64{1, 2, 8, 8}, "both scales and sizes are given"},
+		{nil, nil, nil, "neither scales nor sizes are given"},
+		{nil, []float32{1, 2}, nil, "2 scales for 4 axes"},
+		{nil, []float32{1, 1, 0, 2}, nil, "scale 0 of axis 2 (length 4) out of range"},
+		{nil, nil, []int64{1, 2, 0, 8}, "size 0 of axis 2 out of range [1, 268435456]"},
+		{nil, nil, []int64{1, 1, 4, 20000000}, "the index table of axis 3, 20000000 elements, is more than 16777216"},
+	} {
+		b := onnx.NewModel(18)
+		b.AddInput("x", onnx.Float, []int64{1, 2, 4, 4})
+		ins := []string{"x", ""}
+		if c.scales != nil {
+			b.AddInitializer(onnx.NewFloat32("scales", []int64{int64(len(c.scales))}, c.scales))
+			ins = append(ins, "scales")
+		} else {
+			ins = append(ins, "")
+		}
+		if c.sizes != nil {
+			b.AddInitializer(onnx.NewInt64("sizes", []int64{int64(len(c.sizes))}, c.sizes))
+			ins = append(ins, "sizes")
+		}
+		b.AddNode("Resize", "rs", ins, []string{"y"}, c.attrs...)
+		b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
+		checkNodeErr(t, buildErr(t, b), `node "rs" (Resize)`, c.want)
+	}
+}

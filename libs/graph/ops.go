@@ -93,6 +93,8 @@ func init() {
 		"ArgMax":             {1, inferArgMax},
 		"ArgMin":             {1, inferArgMax},
 		"Pad":                {2, inferPad},
+		"Resize":             {10, inferResize},
+		"Upsample":           {7, inferResize},
 		"IsNaN":              {9, inferIsNaN},
 		"IsInf":              {10, inferIsInf},
 		"Equal":              {1, inferCompare},
