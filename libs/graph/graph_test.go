@@ -847,10 +847,12 @@ func builtOpsSeed() []byte {
 	b.AddNode("BatchNormalization", "bn", []string{"cv", "bs", "bb", "bm", "bv"}, []string{"bn"})
 	b.AddNode("MaxPool", "mp", []string{"bn"}, []string{"mp"}, onnx.IntsAttr("kernel_shape", 2, 2), onnx.IntAttr("ceil_mode", 1))
 	b.AddNode("GlobalAveragePool", "gp", []string{"mp"}, []string{"gp"})
+	b.AddInitializer(onnx.NewFloat32("rsc", []int64{4}, []float32{1, 1, 1.5, 2}))
+	b.AddNode("Resize", "rs", []string{"mp", "", "rsc"}, []string{"rs"}, onnx.StringAttr("mode", "linear"))
 	for _, o := range []struct {
 		name string
 		dt   onnx.DataType
-	}{{"c", onnx.Int64}, {"a", onnx.Int64}, {"f", onnx.Bool}, {"r", onnx.Float}, {"ha", onnx.Int64}, {"fl", onnx.Float}, {"gp", onnx.Float}} {
+	}{{"c", onnx.Int64}, {"a", onnx.Int64}, {"f", onnx.Bool}, {"r", onnx.Float}, {"ha", onnx.Int64}, {"fl", onnx.Float}, {"gp", onnx.Float}, {"rs", onnx.Float}} {
 		b.AddOutputInfo(onnx.ValueInfo{Name: o.name, DType: o.dt})
 	}
 	return b.Marshal()
