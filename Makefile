@@ -263,7 +263,7 @@ $(TRANSFORMERS_ODD)/.generated: $(wildcard scripts/genmodels/*.go libs/hostref/*
 	touch $@
 
 # torch-sizes generates the PyTorch-exporter idiom cases at other sizes,
-# batches, opsets and orders (scripts/genmodels -torch: 49 small cases,
+# batches, opsets and orders (scripts/genmodels -torch: 51 small cases,
 # about 1 MB under artifacts/torch-sizes, expected outputs from the host
 # reference at FP64) and runs them through the pipeline on 64 tiles and
 # on all 1472 (TORCH_FLAGS: e.g. --run tattn).

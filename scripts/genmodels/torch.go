@@ -50,6 +50,9 @@ const (
 	// torchCNN: a small ResNet (cnn.go): Conv, BatchNormalization,
 	// MaxPool, a residual block, GlobalAveragePool, Gemm.
 	torchCNN
+	// torchUNet: a small UNet (unet.go): Conv, MaxPool, Resize up by
+	// 2, the skip concatenated.
+	torchUNet
 )
 
 // Position id idioms of torchEmbed.
@@ -101,6 +104,7 @@ type torchCase struct {
 	HFMask     bool  // with IntMask: the 4-D causal and padding mask as Hugging Face's newer models build it (hfMask)
 	KVHeads    int64 // torchLlama: key and value heads (grouped-query attention, repeat_kv); 0: Heads
 	Img, Patch int64 // torchViT: the image's side and the patch's
+	Bilinear   bool  // torchUNet: F.interpolate's mode bilinear (else nearest)
 }
 
 // torchCases are the cases of -torch, in the order they are written.
@@ -237,6 +241,12 @@ func torchCases() []torchCase {
 		// downsamples) at an eighth of its widths, on 64x64 images.
 		{Name: "tcnn_b1_i64_r18w8_op14", Family: torchCNN, Opset: 14, DType: f32, Batch: 1,
 			Img: 64, Hidden: 8, Widths: []int64{8, 16, 32, 64}, Classes: 10},
+
+		// A small UNet: MaxPool down, Resize up, the skip concatenated.
+		{Name: "tunet_b1_i16_w8_op13", Family: torchUNet, Opset: 13, DType: f32, Batch: 1,
+			Img: 16, Hidden: 8, Classes: 3},
+		{Name: "tunet_b2_i12_w6_bilinear_fp16_op17", Family: torchUNet, Opset: 17, DType: f16, Batch: 2,
+			Img: 12, Hidden: 6, Classes: 2, Bilinear: true},
 	}
 }
 
@@ -268,6 +278,8 @@ var torchSmoke = []string{
 	"tt5_b2_s20_h32_n4_op14",
 	"tvit_b2_i32_p8_h48_n4_op14",
 	"tcnn_b2_i32_w16_op14",
+	"tunet_b1_i16_w8_op13",
+	"tunet_b2_i12_w6_bilinear_fp16_op17",
 }
 
 // seed is the case's PCG seed, a hash of its name.
@@ -303,6 +315,10 @@ func (c torchCase) check() error {
 		}
 		if c.Img < least || c.Hidden < 1 || c.Classes < 1 {
 			return fmt.Errorf("torch case %s: image %d width %d classes %d", c.Name, c.Img, c.Hidden, c.Classes)
+		}
+	case torchUNet:
+		if c.Img < 4 || c.Img%2 != 0 || c.Hidden < 1 || c.Classes < 1 {
+			return fmt.Errorf("torch case %s: image %d (even) width %d classes %d", c.Name, c.Img, c.Hidden, c.Classes)
 		}
 	case torchViT:
 		if c.Patch < 1 || c.Img < c.Patch || c.Img%c.Patch != 0 || c.Heads < 1 || c.Hidden%c.Heads != 0 || c.FFN < 1 {
@@ -649,6 +665,9 @@ func (c torchCase) model() ([]byte, []*onnx.Tensor) {
 	case torchCNN:
 		floatInput("input", []int64{c.Batch, 3, c.Img, c.Img})
 		outs = append(outs, output{t.cnn("input"), []int64{c.Batch, c.Classes}})
+	case torchUNet:
+		floatInput("input", []int64{c.Batch, 3, c.Img, c.Img})
+		outs = append(outs, output{t.unet("input"), []int64{c.Batch, c.Classes, c.Img, c.Img}})
 	case torchViT:
 		floatInput("pixel_values", []int64{c.Batch, 3, c.Img, c.Img})
 		n := (c.Img / c.Patch) * (c.Img / c.Patch)
