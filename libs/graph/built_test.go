@@ -257,3 +257,23 @@ func TestResizeErrors(t *testing.T) {
 		checkNodeErr(t, buildErr(t, b), `node "rs" (Resize)`, c.want)
 	}
 }
+
+// InstanceNormalization's refusals, each in one line.
+func TestInstanceNormErrors(t *testing.T) {
+	for _, c := range []struct {
+		x     []int64
+		param []int64
+		want  string
+	}{
+		{[]int64{1, 2}, []int64{2}, "shape [1,2]: want [N, C, D1, ...]"},
+		{[]int64{1, 2, 4}, []int64{3}, `"s" float[3]: want [2] of float`},
+	} {
+		b := onnx.NewModel(13)
+		b.AddInput("x", onnx.Float, c.x)
+		b.AddInput("s", onnx.Float, c.param)
+		b.AddInput("b", onnx.Float, c.param)
+		b.AddNode("InstanceNormalization", "in", []string{"x", "s", "b"}, []string{"y"})
+		b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
+		checkNodeErr(t, buildErr(t, b), `node "in" (InstanceNormalization)`, c.want)
+	}
+}
