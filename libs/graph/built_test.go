@@ -277,3 +277,25 @@ func TestInstanceNormErrors(t *testing.T) {
 		checkNodeErr(t, buildErr(t, b), `node "in" (InstanceNormalization)`, c.want)
 	}
 }
+
+// DepthToSpace's and SpaceToDepth's refusals, each in one line.
+func TestDepthToSpaceErrors(t *testing.T) {
+	for _, c := range []struct {
+		op    string
+		x     []int64
+		attrs []onnx.Attr
+		want  string
+	}{
+		{"DepthToSpace", []int64{1, 8, 2, 2}, nil, "blocksize 0 out of range [1, 32768]"},
+		{"DepthToSpace", []int64{1, 6, 2, 2}, []onnx.Attr{onnx.IntAttr("blocksize", 2)}, "C is not a multiple of blocksize 2 squared"},
+		{"DepthToSpace", []int64{1, 8, 2, 2}, []onnx.Attr{onnx.IntAttr("blocksize", 2), onnx.StringAttr("mode", "XYZ")}, `mode "XYZ": want DCR or CRD`},
+		{"SpaceToDepth", []int64{1, 2, 5, 4}, []onnx.Attr{onnx.IntAttr("blocksize", 2)}, "H and W are not multiples of blocksize 2"},
+		{"SpaceToDepth", []int64{2, 5, 4}, []onnx.Attr{onnx.IntAttr("blocksize", 2)}, "want [N, C, H, W]"},
+	} {
+		b := onnx.NewModel(13)
+		b.AddInput("x", onnx.Float, c.x)
+		b.AddNode(c.op, "d", []string{"x"}, []string{"y"}, c.attrs...)
+		b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
+		checkNodeErr(t, buildErr(t, b), `node "d" (`+c.op+`)`, c.want)
+	}
+}

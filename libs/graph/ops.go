@@ -95,6 +95,8 @@ func init() {
 		"ArgMin":                {1, inferArgMax},
 		"Pad":                   {2, inferPad},
 		"Resize":                {10, inferResize},
+		"DepthToSpace":          {1, inferDepthToSpace},
+		"SpaceToDepth":          {1, inferDepthToSpace},
 		"Upsample":              {7, inferResize},
 		"IsNaN":                 {9, inferIsNaN},
 		"IsInf":                 {10, inferIsInf},
