@@ -159,22 +159,45 @@ func windows(c *nodeCtx, cv *conv, ceil bool) error {
 
 // buildConv appends the im2col steps of inferConv.
 func buildConv(c *nodeCtx, x *Value, cv *conv) error {
-	how := "im2col (" + cv.im2colSteps() + ") and MatMul"
-	if cv.patches() && cv.g == 1 {
-		how = "patches (Reshape, Transpose) and MatMul"
+	st := c.built("Conv of kernel %v, strides %v, %d groups as %s", cv.k, cv.s, cv.g, cv.how())
+	bias := ""
+	if c.has(2) {
+		bias = c.n.Inputs[2]
 	}
-	st := c.built("Conv of kernel %v, strides %v, %d groups as %s", cv.k, cv.s, cv.g, how)
+	return cv.build(c, st, convOperands{x: c.n.Inputs[0], xv: x, w: c.n.Inputs[1], bias: bias})
+}
+
+// how names the path build takes.
+func (cv *conv) how() string {
+	if cv.patches() && cv.g == 1 {
+		return "patches (Reshape, Transpose) and MatMul"
+	}
+	return "im2col (" + cv.im2colSteps() + ") and MatMul"
+}
+
+// convOperands are a convolution's input x (its value's type and
+// shape xv), weight w ([M, C/G, kernel...]) and bias ("" for none), by
+// name.
+type convOperands struct {
+	x    string
+	xv   *Value
+	w    string
+	bias string
+}
+
+// build appends a convolution's steps, the last one the node's own.
+func (cv *conv) build(c *nodeCtx, st *steps, op convOperands) error {
 	kk, l, err := cv.windowSizes(c, "columns", []int64{cv.n}, cv.ch)
 	if err != nil {
 		return err
 	}
 	kc := cv.ch * kk
-	cur, padded, err := cv.padInput(st, c.n.Inputs[0], x, make([]byte, x.DType.ElemSize()))
+	cur, padded, err := cv.padInput(st, op.x, op.xv, make([]byte, op.xv.DType.ElemSize()))
 	if err != nil {
 		return err
 	}
 	if cv.patches() && cv.g == 1 {
-		return cv.buildPatches(c, st, cur, kc, l)
+		return cv.buildPatches(st, cur, op, kc, l)
 	}
 	if cur, err = cv.gatherWindows(st, cur, len(padded)-1, ""); err != nil {
 		return err
@@ -204,19 +227,19 @@ func buildConv(c *nodeCtx, x *Value, cv *conv) error {
 	if err != nil {
 		return err
 	}
-	wr, err := st.node("Reshape", "weight", []string{c.n.Inputs[1], wshape}, "")
+	wr, err := st.node("Reshape", "weight", []string{op.w, wshape}, "")
 	if err != nil {
 		return err
 	}
 	if cur, err = st.node("MatMul", "product", []string{wr, cur}, ""); err != nil {
 		return err
 	}
-	if c.has(2) {
+	if op.bias != "" {
 		bshape, err := st.ints("bshape", cv.g, cv.m/cv.g, 1)
 		if err != nil {
 			return err
 		}
-		b, err := st.node("Reshape", "bias", []string{c.n.Inputs[2], bshape}, "")
+		b, err := st.node("Reshape", "bias", []string{op.bias, bshape}, "")
 		if err != nil {
 			return err
 		}
@@ -313,7 +336,7 @@ func (cv *conv) patches() bool {
 // input), viewed as [N, L, C*k], times the weight as [C*k, M] (a
 // transposed constant), the bias added along M, then transposed to
 // [N, M, L] and reshaped to [N, M, O...].
-func (cv *conv) buildPatches(c *nodeCtx, st *steps, x string, kc, l int64) error {
+func (cv *conv) buildPatches(st *steps, x string, op convOperands, kc, l int64) error {
 	r := len(cv.in)
 	split := []int64{cv.n, cv.ch}
 	perm := []int64{0}
@@ -349,7 +372,7 @@ func (cv *conv) buildPatches(c *nodeCtx, st *steps, x string, kc, l int64) error
 	if err != nil {
 		return err
 	}
-	w, err := node("Reshape", "weight", []string{c.n.Inputs[1], wshape})
+	w, err := node("Reshape", "weight", []string{op.w, wshape})
 	if err != nil {
 		return err
 	}
@@ -359,8 +382,8 @@ func (cv *conv) buildPatches(c *nodeCtx, st *steps, x string, kc, l int64) error
 	if x, err = node("MatMul", "product", []string{x, w}); err != nil {
 		return err
 	}
-	if c.has(2) {
-		if x, err = node("Add", "bias", []string{x, c.n.Inputs[2]}); err != nil {
+	if op.bias != "" {
+		if x, err = node("Add", "bias", []string{x, op.bias}); err != nil {
 			return err
 		}
 	}
