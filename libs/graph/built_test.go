@@ -299,3 +299,25 @@ func TestDepthToSpaceErrors(t *testing.T) {
 		checkNodeErr(t, buildErr(t, b), `node "d" (`+c.op+`)`, c.want)
 	}
 }
+
+// ConvTranspose's refusals, each in one line.
+func TestConvTransposeErrors(t *testing.T) {
+	for _, c := range []struct {
+		w     []int64
+		attrs []onnx.Attr
+		want  string
+	}{
+		{[]int64{3, 2, 3, 3}, nil, "group 1 and weight [3,2,3,3]: want the input's 2 channels, a multiple of the groups, first"},
+		{[]int64{2, 2, 3, 3}, []onnx.Attr{onnx.IntsAttr("output_padding", 2, 0), onnx.IntsAttr("strides", 2, 2)}, "output_padding [2 0]: axis 0's must be in [0, 2)"},
+		{[]int64{2, 2, 3, 3}, []onnx.Attr{onnx.IntsAttr("output_shape", 20, 20)}, "spatial axis 0: an output of 20 elements, want 1 to the 6 the transposed convolution makes"},
+		{[]int64{2, 2, 3, 3}, []onnx.Attr{onnx.IntsAttr("pads", 3, 3, 3, 3)}, "spatial axis 0: pads 3 and 3 leave none of the 6 elements the transposed convolution makes"},
+		{[]int64{2, 2, 3, 3}, []onnx.Attr{onnx.IntsAttr("kernel_shape", 2, 2)}, "kernel_shape [2 2] does not match the weight's [3 3]"},
+	} {
+		b := onnx.NewModel(13)
+		b.AddInput("x", onnx.Float, []int64{1, 2, 4, 4})
+		b.AddInput("w", onnx.Float, c.w)
+		b.AddNode("ConvTranspose", "ct", []string{"x", "w"}, []string{"y"}, c.attrs...)
+		b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
+		checkNodeErr(t, buildErr(t, b), `node "ct" (ConvTranspose)`, c.want)
+	}
+}

@@ -849,10 +849,12 @@ func builtOpsSeed() []byte {
 	b.AddNode("GlobalAveragePool", "gp", []string{"mp"}, []string{"gp"})
 	b.AddInitializer(onnx.NewFloat32("rsc", []int64{4}, []float32{1, 1, 1.5, 2}))
 	b.AddNode("Resize", "rs", []string{"mp", "", "rsc"}, []string{"rs"}, onnx.StringAttr("mode", "linear"))
+	b.AddInitializer(onnx.NewFloat32("ctw", []int64{3, 2, 2, 2}, make([]float32, 24)))
+	b.AddNode("ConvTranspose", "ct", []string{"rs", "ctw"}, []string{"ct"}, onnx.IntsAttr("strides", 2, 2), onnx.IntsAttr("pads", 0, 1, 0, 0))
 	for _, o := range []struct {
 		name string
 		dt   onnx.DataType
-	}{{"c", onnx.Int64}, {"a", onnx.Int64}, {"f", onnx.Bool}, {"r", onnx.Float}, {"ha", onnx.Int64}, {"fl", onnx.Float}, {"gp", onnx.Float}, {"rs", onnx.Float}} {
+	}{{"c", onnx.Int64}, {"a", onnx.Int64}, {"f", onnx.Bool}, {"r", onnx.Float}, {"ha", onnx.Int64}, {"fl", onnx.Float}, {"gp", onnx.Float}, {"rs", onnx.Float}, {"ct", onnx.Float}} {
 		b.AddOutputInfo(onnx.ValueInfo{Name: o.name, DType: o.dt})
 	}
 	return b.Marshal()

@@ -85,6 +85,7 @@ func init() {
 		"ScatterND":             {11, inferScatterND},
 		"Einsum":                {12, inferEinsum},
 		"Conv":                  {1, inferConv},
+		"ConvTranspose":         {1, inferConvTranspose},
 		"MaxPool":               {1, inferPool},
 		"AveragePool":           {1, inferPool},
 		"GlobalAveragePool":     {1, inferGlobalPool},
