@@ -321,3 +321,26 @@ func TestConvTransposeErrors(t *testing.T) {
 		checkNodeErr(t, buildErr(t, b), `node "ct" (ConvTranspose)`, c.want)
 	}
 }
+
+// GroupNormalization's refusals, each in one line.
+func TestGroupNormErrors(t *testing.T) {
+	for _, c := range []struct {
+		opset int64
+		param []int64
+		attrs []onnx.Attr
+		want  string
+	}{
+		{18, []int64{2}, []onnx.Attr{onnx.IntAttr("num_groups", 4)}, "num_groups 4 does not divide the 6 channels"},
+		{18, []int64{6}, []onnx.Attr{onnx.IntAttr("num_groups", 2)}, `"s" float[6]: want [2] of float`},
+		{21, []int64{2}, []onnx.Attr{onnx.IntAttr("num_groups", 2)}, `"s" float[2]: want [6] of float`},
+		{21, []int64{6}, []onnx.Attr{onnx.IntAttr("num_groups", 2), onnx.IntAttr("stash_type", 10)}, "stash_type float16 is not supported (only float)"},
+	} {
+		b := onnx.NewModel(c.opset)
+		b.AddInput("x", onnx.Float, []int64{1, 6, 4})
+		b.AddInput("s", onnx.Float, c.param)
+		b.AddInput("b", onnx.Float, c.param)
+		b.AddNode("GroupNormalization", "gn", []string{"x", "s", "b"}, []string{"y"}, c.attrs...)
+		b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
+		checkNodeErr(t, buildErr(t, b), `node "gn" (GroupNormalization)`, c.want)
+	}
+}

@@ -1,5 +1,7 @@
 package graph
 
+import "ipu.local/libs/onnx"
+
 // inferInstanceNorm builds InstanceNormalization through the builder:
 // each image's channel normalized over its spatial axes, y = scale * (x -
 // mean) / sqrt(var + epsilon) + B, var the mean of the squared
@@ -37,33 +39,8 @@ func inferInstanceNorm(c *nodeCtx) error {
 		axes[i] = int64(2 + i)
 	}
 	in := c.n.Inputs
-	mean, err := st.reduce("ReduceMean", in[0], axes, true, "")
+	d, err := normalized(st, in[0], x.DType, axes, eps)
 	if err != nil {
-		return err
-	}
-	d, err := st.node("Sub", "centred", []string{in[0], mean}, "")
-	if err != nil {
-		return err
-	}
-	sq, err := st.node("Mul", "squared", []string{d, d}, "")
-	if err != nil {
-		return err
-	}
-	v, err := st.reduce("ReduceMean", sq, axes, true, "")
-	if err != nil {
-		return err
-	}
-	e, err := st.constant("epsilon", floatTensor(x.DType, []int64{}, []float64{float64(eps)}))
-	if err != nil {
-		return err
-	}
-	if v, err = st.node("Add", "var", []string{v, e}, ""); err != nil {
-		return err
-	}
-	if v, err = st.node("Sqrt", "sd", []string{v}, ""); err != nil {
-		return err
-	}
-	if d, err = st.node("Div", "normalized", []string{d, v}, ""); err != nil {
 		return err
 	}
 	pshape := make([]int64, r-1)
@@ -87,4 +64,138 @@ func inferInstanceNorm(c *nodeCtx) error {
 		return err
 	}
 	return st.last("Add", []string{d, b})
+}
+
+// normalized appends (x - mean) / sqrt(var + eps) over axes (kept), var
+// the mean of the squared differences, and returns it.
+func normalized(st *steps, x string, dt onnx.DataType, axes []int64, eps float32) (string, error) {
+	mean, err := st.reduce("ReduceMean", x, axes, true, "")
+	if err != nil {
+		return "", err
+	}
+	d, err := st.node("Sub", "centred", []string{x, mean}, "")
+	if err != nil {
+		return "", err
+	}
+	sq, err := st.node("Mul", "squared", []string{d, d}, "")
+	if err != nil {
+		return "", err
+	}
+	v, err := st.reduce("ReduceMean", sq, axes, true, "")
+	if err != nil {
+		return "", err
+	}
+	e, err := st.constant("epsilon", floatTensor(dt, []int64{}, []float64{float64(eps)}))
+	if err != nil {
+		return "", err
+	}
+	if v, err = st.node("Add", "var", []string{v, e}, ""); err != nil {
+		return "", err
+	}
+	if v, err = st.node("Sqrt", "sd", []string{v}, ""); err != nil {
+		return "", err
+	}
+	return st.node("Div", "normalized", []string{d, v}, "")
+}
+
+// inferGroupNorm builds GroupNormalization through the builder: x [N, C,
+// ...] viewed as [N, G, C/G * spatial], normalized over its last axis as
+// InstanceNormalization does, then scaled and shifted: per group
+// (scale and bias of [G], opset 18) in that view, or per channel ([C],
+// opset 21) after the view back to x's shape.
+func inferGroupNorm(c *nodeCtx) error {
+	if err := c.arity(3, 3); err != nil {
+		return err
+	}
+	x, err := c.arith(0)
+	if err != nil {
+		return err
+	}
+	r := len(x.Shape)
+	if r < 2 {
+		return c.inErrf(0, "shape %s: want [N, C, ...]", ShapeString(x.Shape))
+	}
+	g, err := c.attrInt("num_groups", 0)
+	if err != nil {
+		return err
+	}
+	ch := x.Shape[1]
+	if g < 1 || ch%g != 0 {
+		return c.errf("num_groups %d does not divide the %d channels", g, ch)
+	}
+	perChannel := c.b.opset >= 21 // opset 18: a scale and bias per group
+	per, what := g, "group"
+	if perChannel {
+		per, what = ch, "channel"
+	}
+	for i := 1; i < 3; i++ {
+		p, err := c.arith(i)
+		if err != nil {
+			return err
+		}
+		if p.DType != x.DType || len(p.Shape) != 1 || p.Shape[0] != per {
+			return c.inErrf(i, "%q %v%s: want [%d] of %v", p.Name, p.DType, ShapeString(p.Shape), per, x.DType)
+		}
+	}
+	if stash, err := c.attrInt("stash_type", 1); err != nil || stash != int64(onnx.Float) {
+		if err != nil {
+			return err
+		}
+		return c.errf("stash_type %v is not supported (only float)", onnx.DataType(int32(stash)))
+	}
+	eps, err := c.attrFloat("epsilon", 1e-5)
+	if err != nil {
+		return err
+	}
+	st := c.built("GroupNormalization of %d groups as a view of [N, %d, -1], normalized as InstanceNormalization, scaled per %s", g, g, what)
+	in := c.n.Inputs
+	view, err := st.ints("groups", x.Shape[0], g, -1)
+	if err != nil {
+		return err
+	}
+	cur, err := st.node("Reshape", "groups", []string{in[0], view}, "")
+	if err != nil {
+		return err
+	}
+	if cur, err = normalized(st, cur, x.DType, []int64{2}, eps); err != nil {
+		return err
+	}
+	pshape := []int64{g, 1}
+	if perChannel {
+		back, err := st.ints("back", x.Shape...)
+		if err != nil {
+			return err
+		}
+		if cur, err = st.node("Reshape", "back", []string{cur, back}, ""); err != nil {
+			return err
+		}
+		pshape = make([]int64, r-1)
+		for i := range pshape {
+			pshape[i] = 1
+		}
+		pshape[0] = ch
+	}
+	ps, err := st.ints("pshape", pshape...)
+	if err != nil {
+		return err
+	}
+	s, err := st.node("Reshape", "scale", []string{in[1], ps}, "")
+	if err != nil {
+		return err
+	}
+	b, err := st.node("Reshape", "bias", []string{in[2], ps}, "")
+	if err != nil {
+		return err
+	}
+	if cur, err = st.node("Mul", "scaled", []string{cur, s}, ""); err != nil {
+		return err
+	}
+	if cur, err = st.node("Add", "shifted", []string{cur, b}, ""); err != nil {
+		return err
+	}
+	out, err := st.ints("out", x.Shape...)
+	if err != nil {
+		return err
+	}
+	return st.last("Reshape", []string{cur, out})
 }

@@ -92,6 +92,7 @@ func init() {
 		"GlobalMaxPool":         {1, inferGlobalPool},
 		"BatchNormalization":    {1, inferBatchNorm},
 		"InstanceNormalization": {6, inferInstanceNorm},
+		"GroupNormalization":    {18, inferGroupNorm},
 		"ArgMax":                {1, inferArgMax},
 		"ArgMin":                {1, inferArgMax},
 		"Pad":                   {2, inferPad},

@@ -142,3 +142,76 @@ func roundTo(dt onnx.DataType, v float64) float64 {
 	}
 	return f[0]
 }
+
+// TestGroupNorm: GroupNormalization at opset 18 (a scale and bias per
+// group) and 21 (per channel), float and float16, against the
+// definition at FP64 (each group's channels and spatial elements
+// normalized together) and on the device on 1 and 5 tiles.
+func TestGroupNorm(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		opset  int64
+		dt     onnx.DataType
+		x      []int64
+		groups int64
+	}{
+		{"op18", 18, onnx.Float, []int64{2, 6, 3, 4}, 3},
+		{"op21", 21, onnx.Float, []int64{1, 8, 5}, 2},
+		{"op21-fp16", 21, onnx.Float16, []int64{1, 4, 3, 3}, 4},
+	} {
+		ch := c.x[1]
+		per := c.groups
+		if c.opset >= 21 {
+			per = ch
+		}
+		sp := int64(1)
+		for _, d := range c.x[2:] {
+			sp *= d
+		}
+		sc, bi := make([]float64, per), make([]float64, per)
+		for i := range sc {
+			sc[i], bi[i] = roundTo(c.dt, 0.75+0.125*float64(i)), roundTo(c.dt, 0.05*float64(i)-0.1)
+		}
+		b := onnx.NewModel(c.opset)
+		b.AddInput("x", c.dt, c.x)
+		for _, p := range []struct {
+			name string
+			v    []float64
+		}{{"scale", sc}, {"bias", bi}} {
+			e, err := hostref.Encode(p.name, c.dt, []int64{per}, p.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.AddInitializer(e)
+		}
+		const eps = 1e-4
+		b.AddNode("GroupNormalization", "gn", []string{"x", "scale", "bias"}, []string{"y"}, onnx.IntAttr("num_groups", c.groups), onnx.FloatAttr("epsilon", eps))
+		b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: c.dt})
+		data := b.Marshal()
+		rel := 1e-9
+		if c.dt == onnx.Float16 {
+			rel = 1.0 / 1024
+		}
+		for _, tiles := range []int{1, 5} {
+			t.Run(fmt.Sprint(c.name, "/", tiles), func(t *testing.T) {
+				o, st, g, ins, _ := linkedInputs(t, data, tiles, 59)
+				checkDefinition(t, g, ins, rel, func(v [][]float64) []float64 {
+					ones := make([]float64, c.groups)
+					for i := range ones {
+						ones[i] = 1
+					}
+					y := instanceNorm(v[0], int(c.x[0]), int(c.groups), int(ch/c.groups*sp), ones, make([]float64, c.groups), eps)
+					for i := range y {
+						k := (i / int(sp)) % int(ch) // the channel
+						if per != ch {
+							k /= int(ch / c.groups) // its group
+						}
+						y[i] = y[i]*sc[k] + bi[k]
+					}
+					return y
+				})
+				checkVerdict(t, o, st, g, 59)
+			})
+		}
+	}
+}
