@@ -20,38 +20,56 @@ import (
 // that tile the input (ViT's patch embedding) take buildPatches instead:
 // the gather would move every element alone.
 func inferConv(c *nodeCtx) error {
-	if err := c.arity(2, 3); err != nil {
-		return err
-	}
-	x, err := c.arith(0)
+	x, w, err := convInputs(c, "[M, C, kernel...]")
 	if err != nil {
 		return err
-	}
-	w, err := c.arith(1)
-	if err != nil {
-		return err
-	}
-	if w.DType != x.DType {
-		return c.inErrf(1, "element type %v does not match the input's %v", w.DType, x.DType)
-	}
-	r := len(x.Shape) - 2
-	if r < 1 || len(w.Shape) != r+2 {
-		return c.errf("input %s and weight %s: want [N, C, spatial...] and [M, C, kernel...] of the same rank, at least 3", ShapeString(x.Shape), ShapeString(w.Shape))
 	}
 	cv, err := convAttrs(c, x.Shape, w.Shape)
 	if err != nil {
 		return err
 	}
-	if c.has(2) {
-		b, err := c.arith(2)
-		if err != nil {
-			return err
-		}
-		if len(b.Shape) != 1 || b.Shape[0] != w.Shape[0] || b.DType != x.DType {
-			return c.inErrf(2, "bias %s of %v: want [%d] of %v", ShapeString(b.Shape), b.DType, w.Shape[0], x.DType)
-		}
+	if err := checkConvBias(c, x, cv.m); err != nil {
+		return err
 	}
 	return buildConv(c, x, cv)
+}
+
+// convInputs checks a convolution's input and weight (of the shape
+// want names): float or float16 alike, [N, C, spatial...] and a weight
+// of the same rank, at least 3.
+func convInputs(c *nodeCtx, want string) (x, w *Value, err error) {
+	if err := c.arity(2, 3); err != nil {
+		return nil, nil, err
+	}
+	if x, err = c.arith(0); err != nil {
+		return nil, nil, err
+	}
+	if w, err = c.arith(1); err != nil {
+		return nil, nil, err
+	}
+	if w.DType != x.DType {
+		return nil, nil, c.inErrf(1, "element type %v does not match the input's %v", w.DType, x.DType)
+	}
+	if r := len(x.Shape) - 2; r < 1 || len(w.Shape) != r+2 {
+		return nil, nil, c.errf("input %s and weight %s: want [N, C, spatial...] and %s of the same rank, at least 3", ShapeString(x.Shape), ShapeString(w.Shape), want)
+	}
+	return x, w, nil
+}
+
+// checkConvBias checks a convolution's bias, when given: [m] of x's
+// type.
+func checkConvBias(c *nodeCtx, x *Value, m int64) error {
+	if !c.has(2) {
+		return nil
+	}
+	b, err := c.arith(2)
+	if err != nil {
+		return err
+	}
+	if len(b.Shape) != 1 || b.Shape[0] != m || b.DType != x.DType {
+		return c.inErrf(2, "bias %s of %v: want [%d] of %v", ShapeString(b.Shape), b.DType, m, x.DType)
+	}
+	return nil
 }
 
 // conv is a Conv's geometry: per spatial axis the kernel, stride,

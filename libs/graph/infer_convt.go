@@ -18,23 +18,9 @@ import (
 // s*(in-1) + output_padding + d*(k-1) + 1 - pads; output_shape gives the
 // pads instead (split as the ONNX definition splits them).
 func inferConvTranspose(c *nodeCtx) error {
-	if err := c.arity(2, 3); err != nil {
-		return err
-	}
-	x, err := c.arith(0)
+	x, w, err := convInputs(c, "[C, M/group, kernel...]")
 	if err != nil {
 		return err
-	}
-	w, err := c.arith(1)
-	if err != nil {
-		return err
-	}
-	if w.DType != x.DType {
-		return c.inErrf(1, "element type %v does not match the input's %v", w.DType, x.DType)
-	}
-	r := len(x.Shape) - 2
-	if r < 1 || len(w.Shape) != r+2 {
-		return c.errf("input %s and weight %s: want [N, C, spatial...] and [C, M/group, kernel...] of the same rank, at least 3", ShapeString(x.Shape), ShapeString(w.Shape))
 	}
 	group, err := c.attrInt("group", 1)
 	if err != nil {
@@ -43,15 +29,9 @@ func inferConvTranspose(c *nodeCtx) error {
 	if group < 1 || x.Shape[1]%group != 0 || w.Shape[0] != x.Shape[1] {
 		return c.errf("group %d and weight %s: want the input's %d channels, a multiple of the groups, first", group, ShapeString(w.Shape), x.Shape[1])
 	}
-	cv := &conv{n: x.Shape[0], ch: x.Shape[1], m: w.Shape[1] * group, g: group, k: w.Shape[2:], s: make([]int64, r)}
-	if c.has(2) {
-		b, err := c.arith(2)
-		if err != nil {
-			return err
-		}
-		if len(b.Shape) != 1 || b.Shape[0] != cv.m || b.DType != x.DType {
-			return c.inErrf(2, "bias %s of %v: want [%d] of %v", ShapeString(b.Shape), b.DType, cv.m, x.DType)
-		}
+	cv := &conv{n: x.Shape[0], ch: x.Shape[1], m: w.Shape[1] * group, g: group, k: w.Shape[2:], s: make([]int64, len(x.Shape)-2)}
+	if err := checkConvBias(c, x, cv.m); err != nil {
+		return err
 	}
 	strides, err := transposeGeometry(c, cv, x.Shape[2:])
 	if err != nil {

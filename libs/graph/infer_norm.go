@@ -43,27 +43,46 @@ func inferInstanceNorm(c *nodeCtx) error {
 	if err != nil {
 		return err
 	}
-	pshape := make([]int64, r-1)
-	for i := range pshape {
-		pshape[i] = 1
+	if d, err = affine(st, d, in[1], in[2], channelShape(x.Shape[1], r)); err != nil {
+		return err
 	}
-	pshape[0] = x.Shape[1]
+	out, err := st.ints("out", x.Shape...)
+	if err != nil {
+		return err
+	}
+	return st.last("Reshape", []string{d, out})
+}
+
+// channelShape is [c, 1, ...]: a per-channel parameter's view against a
+// tensor of rank r.
+func channelShape(c int64, r int) []int64 {
+	s := make([]int64, r-1)
+	for i := range s {
+		s[i] = 1
+	}
+	s[0] = c
+	return s
+}
+
+// affine appends x * scale + bias, the parameters viewed as pshape, and
+// returns it.
+func affine(st *steps, x, scale, bias string, pshape []int64) (string, error) {
 	ps, err := st.ints("pshape", pshape...)
 	if err != nil {
-		return err
+		return "", err
 	}
-	s, err := st.node("Reshape", "scale", []string{in[1], ps}, "")
+	s, err := st.node("Reshape", "scale", []string{scale, ps}, "")
 	if err != nil {
-		return err
+		return "", err
 	}
-	b, err := st.node("Reshape", "bias", []string{in[2], ps}, "")
+	b, err := st.node("Reshape", "bias", []string{bias, ps}, "")
 	if err != nil {
-		return err
+		return "", err
 	}
-	if d, err = st.node("Mul", "scaled", []string{d, s}, ""); err != nil {
-		return err
+	if x, err = st.node("Mul", "scaled", []string{x, s}, ""); err != nil {
+		return "", err
 	}
-	return st.last("Add", []string{d, b})
+	return st.node("Add", "shifted", []string{x, b}, "")
 }
 
 // normalized appends (x - mean) / sqrt(var + eps) over axes (kept), var
@@ -169,28 +188,9 @@ func inferGroupNorm(c *nodeCtx) error {
 		if cur, err = st.node("Reshape", "back", []string{cur, back}, ""); err != nil {
 			return err
 		}
-		pshape = make([]int64, r-1)
-		for i := range pshape {
-			pshape[i] = 1
-		}
-		pshape[0] = ch
+		pshape = channelShape(ch, r)
 	}
-	ps, err := st.ints("pshape", pshape...)
-	if err != nil {
-		return err
-	}
-	s, err := st.node("Reshape", "scale", []string{in[1], ps}, "")
-	if err != nil {
-		return err
-	}
-	b, err := st.node("Reshape", "bias", []string{in[2], ps}, "")
-	if err != nil {
-		return err
-	}
-	if cur, err = st.node("Mul", "scaled", []string{cur, s}, ""); err != nil {
-		return err
-	}
-	if cur, err = st.node("Add", "shifted", []string{cur, b}, ""); err != nil {
+	if cur, err = affine(st, cur, in[1], in[2], pshape); err != nil {
 		return err
 	}
 	out, err := st.ints("out", x.Shape...)
