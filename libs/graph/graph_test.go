@@ -850,11 +850,16 @@ func builtOpsSeed() []byte {
 	b.AddInitializer(onnx.NewFloat32("rsc", []int64{4}, []float32{1, 1, 1.5, 2}))
 	b.AddNode("Resize", "rs", []string{"mp", "", "rsc"}, []string{"rs"}, onnx.StringAttr("mode", "linear"))
 	b.AddInitializer(onnx.NewFloat32("ctw", []int64{3, 2, 2, 2}, make([]float32, 24)))
-	b.AddNode("ConvTranspose", "ct", []string{"rs", "ctw"}, []string{"ct"}, onnx.IntsAttr("strides", 2, 2), onnx.IntsAttr("pads", 0, 1, 0, 0))
+	b.AddNode("ConvTranspose", "ct", []string{"rs", "ctw"}, []string{"ct"}, onnx.IntsAttr("strides", 2, 2), onnx.IntsAttr("pads", 1, 0, 1, 0))
+	b.AddInitializer(onnx.NewFloat32("n2", []int64{2}, []float32{1, 2}))
+	b.AddNode("InstanceNormalization", "inorm", []string{"ct", "n2", "n2"}, []string{"inorm"})
+	b.AddNode("GroupNormalization", "gnorm", []string{"inorm", "n2", "n2"}, []string{"gnorm"}, onnx.IntAttr("num_groups", 2))
+	b.AddNode("SpaceToDepth", "s2d", []string{"gnorm"}, []string{"s2d"}, onnx.IntAttr("blocksize", 2))
+	b.AddNode("DepthToSpace", "d2s", []string{"s2d"}, []string{"d2s"}, onnx.IntAttr("blocksize", 2), onnx.StringAttr("mode", "CRD"))
 	for _, o := range []struct {
 		name string
 		dt   onnx.DataType
-	}{{"c", onnx.Int64}, {"a", onnx.Int64}, {"f", onnx.Bool}, {"r", onnx.Float}, {"ha", onnx.Int64}, {"fl", onnx.Float}, {"gp", onnx.Float}, {"rs", onnx.Float}, {"ct", onnx.Float}} {
+	}{{"c", onnx.Int64}, {"a", onnx.Int64}, {"f", onnx.Bool}, {"r", onnx.Float}, {"ha", onnx.Int64}, {"fl", onnx.Float}, {"gp", onnx.Float}, {"rs", onnx.Float}, {"d2s", onnx.Float}} {
 		b.AddOutputInfo(onnx.ValueInfo{Name: o.name, DType: o.dt})
 	}
 	return b.Marshal()
