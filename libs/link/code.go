@@ -359,7 +359,7 @@ func (l *linker) tileCode(t int) error {
 	tl.code, tl.entry = code, a
 	end := l.p.Executable.Lo + uint32(len(code))
 	if lo := l.lowestNI(t); end > lo {
-		return fmt.Errorf("tile %d: code [%#x, %#x) overlaps its non-interleaved buffers from %#x", t, l.p.Executable.Lo, end, lo)
+		return l.codeSpaceError(t, uint64(len(code)), lo)
 	}
 	return nil
 }

@@ -105,6 +105,14 @@ func (l *linker) lowestNI(t int) uint32 {
 	return lo
 }
 
+// codeSpaceError is tile t's code, n bytes from the executable range's
+// start, reaching its lowest non-interleaved buffer at lo: the room
+// below the buffers, and what would give more.
+func (l *linker) codeSpaceError(t int, n uint64, lo uint32) error {
+	room := uint64(lo) - min(uint64(lo), uint64(l.p.Executable.Lo))
+	return fmt.Errorf("tile %d: code of %d bytes does not fit the %d bytes below its buffers (from %#x): the program is too large for %d tiles; plan it on more", t, n, room, lo, l.pl.Tiles)
+}
+
 // lowerExchanges schedules every exchange superstep with the placed
 // addresses and validates the schedule against the simulator's rules.
 //

@@ -96,7 +96,7 @@ func (l *linker) optimizeExchangePlacement(log *slog.Logger) error {
 		tl := l.tiles[t]
 		end := uint64(l.p.Executable.Lo) + uint64(tl.codeBytes())
 		if lo := l.lowestNI(t); end > uint64(lo) {
-			return fmt.Errorf("tile %d: code of %d bytes overlaps its non-interleaved buffers from %#x", t, end-uint64(l.p.Executable.Lo), lo)
+			return l.codeSpaceError(t, end-uint64(l.p.Executable.Lo), lo)
 		}
 	}
 	return nil
