@@ -344,3 +344,28 @@ func TestGroupNormErrors(t *testing.T) {
 		checkNodeErr(t, buildErr(t, b), `node "gn" (GroupNormalization)`, c.want)
 	}
 }
+
+// Resize's sizes as torch.onnx.export writes F.interpolate(size=...):
+// the batch and channels sliced from Shape(x), concatenated with the
+// spatial sizes. They fold to a constant, and the output takes them.
+func TestResizeSizesFromShape(t *testing.T) {
+	b := onnx.NewModel(13)
+	b.AddInput("x", onnx.Float, []int64{2, 3, 5, 4})
+	b.AddInitializer(onnx.NewInt64("zero", []int64{1}, []int64{0}))
+	b.AddInitializer(onnx.NewInt64("two", []int64{1}, []int64{2}))
+	b.AddInitializer(onnx.NewInt64("hw", []int64{2}, []int64{9, 7}))
+	b.AddNode("Shape", "shape", []string{"x"}, []string{"s"})
+	b.AddNode("Slice", "nc", []string{"s", "zero", "two", "zero"}, []string{"nc"})
+	b.AddNode("Concat", "sizes", []string{"nc", "hw"}, []string{"sizes"}, onnx.IntAttr("axis", 0))
+	b.AddNode("Resize", "up", []string{"x", "", "", "sizes"}, []string{"y"}, onnx.StringAttr("mode", "linear"))
+	b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
+	g := buildOf(t, b)
+	if got := ShapeString(g.Outputs[0].Shape); got != "[2,3,9,7]" {
+		t.Fatalf("output shape %s, want [2,3,9,7]", got)
+	}
+	for _, n := range g.Nodes {
+		if n.Op == "Shape" || n.Op == "Concat" {
+			t.Errorf("%s %q left: the sizes did not fold", n.Op, n.Name)
+		}
+	}
+}
