@@ -369,3 +369,18 @@ func TestResizeSizesFromShape(t *testing.T) {
 		}
 	}
 }
+
+// The built reductions' and PRelu's refusals, each in one line.
+func TestReduceBuiltErrors(t *testing.T) {
+	b := onnx.NewModel(13)
+	b.AddInput("x", onnx.Float, []int64{2, 3})
+	b.AddNode("ReduceL2", "r", []string{"x"}, []string{"y"}, onnx.IntsAttr("axes", 1, -1))
+	b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
+	checkNodeErr(t, buildErr(t, b), `node "r" (ReduceL2)`, "axes [1 -1] name axis 1 twice")
+	b = onnx.NewModel(13)
+	b.AddInput("x", onnx.Float, []int64{2, 3})
+	b.AddInput("s", onnx.Float, []int64{2})
+	b.AddNode("PRelu", "p", []string{"x", "s"}, []string{"y"})
+	b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
+	checkNodeErr(t, buildErr(t, b), `node "p" (PRelu)`, "slope shape [2] does not broadcast to the input's [2,3]")
+}

@@ -856,10 +856,13 @@ func builtOpsSeed() []byte {
 	b.AddNode("GroupNormalization", "gnorm", []string{"inorm", "n2", "n2"}, []string{"gnorm"}, onnx.IntAttr("num_groups", 2))
 	b.AddNode("SpaceToDepth", "s2d", []string{"gnorm"}, []string{"s2d"}, onnx.IntAttr("blocksize", 2))
 	b.AddNode("DepthToSpace", "d2s", []string{"s2d"}, []string{"d2s"}, onnx.IntAttr("blocksize", 2), onnx.StringAttr("mode", "CRD"))
+	b.AddInitializer(onnx.NewFloat32("slope", []int64{2, 1, 1}, []float32{0.5, -1}))
+	b.AddNode("PRelu", "prelu", []string{"d2s", "slope"}, []string{"prelu"})
+	b.AddNode("ReduceLogSumExp", "lse", []string{"prelu"}, []string{"lse"}, onnx.IntAttr("keepdims", 0))
 	for _, o := range []struct {
 		name string
 		dt   onnx.DataType
-	}{{"c", onnx.Int64}, {"a", onnx.Int64}, {"f", onnx.Bool}, {"r", onnx.Float}, {"ha", onnx.Int64}, {"fl", onnx.Float}, {"gp", onnx.Float}, {"rs", onnx.Float}, {"d2s", onnx.Float}} {
+	}{{"c", onnx.Int64}, {"a", onnx.Int64}, {"f", onnx.Bool}, {"r", onnx.Float}, {"ha", onnx.Int64}, {"fl", onnx.Float}, {"gp", onnx.Float}, {"rs", onnx.Float}, {"lse", onnx.Float}} {
 		b.AddOutputInfo(onnx.ValueInfo{Name: o.name, DType: o.dt})
 	}
 	return b.Marshal()
