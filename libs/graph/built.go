@@ -9,11 +9,15 @@ import (
 // Operators built from others (Trilu, CumSum, ScatterND, Einsum, ArgMax
 // and ArgMin, Pad, Dropout, Reciprocal, IsNaN, IsInf, a Cast from
 // float16 or FP8 to an integer (infer_shape.go), Conv (infer_conv.go),
-// the pools and BatchNormalization (infer_pool.go), integer Abs and Neg)
-// become the nodes
-// of the operators they are built from, each step through the builder
-// (inference and folding), so that the planner, the device and the host
-// reference see only operators they compute. Graph.Built lists them.
+// ConvTranspose (infer_convt.go), the pools and BatchNormalization
+// (infer_pool.go), InstanceNormalization and GroupNormalization
+// (infer_norm.go), Resize and Upsample (infer_resize.go), DepthToSpace
+// and SpaceToDepth (infer_depth.go), the L1, L2, sum-of-squares,
+// log-sum and log-sum-exp reductions and PRelu (infer_reduce_built.go),
+// integer Abs and Neg) become the nodes of the operators they are built
+// from, each step through the builder (inference and folding), so that
+// the planner, the device and the host reference see only operators
+// they compute. Graph.Built lists them.
 
 // maxBuiltIndices bounds an index table the builder makes (Conv's
 // columns, a pool's windows, a Pad's gather), and maxBuiltBytes a

@@ -312,6 +312,8 @@ func TestConvTransposeErrors(t *testing.T) {
 		{[]int64{2, 2, 3, 3}, []onnx.Attr{onnx.IntsAttr("output_shape", 20, 20)}, "spatial axis 0: an output of 20 elements, want 1 to the 6 the transposed convolution makes"},
 		{[]int64{2, 2, 3, 3}, []onnx.Attr{onnx.IntsAttr("pads", 3, 3, 3, 3)}, "spatial axis 0: pads 3 and 3 leave none of the 6 elements the transposed convolution makes"},
 		{[]int64{2, 2, 3, 3}, []onnx.Attr{onnx.IntsAttr("kernel_shape", 2, 2)}, "kernel_shape [2 2] does not match the weight's [3 3]"},
+		// bounded before the flipping table is allocated
+		{[]int64{2, 1, 1, 20000000}, nil, "spatial axis 1: a kernel of 20000000, its flipping table more than 16777216 entries"},
 	} {
 		b := onnx.NewModel(13)
 		b.AddInput("x", onnx.Float, []int64{1, 2, 4, 4})
@@ -383,4 +385,39 @@ func TestReduceBuiltErrors(t *testing.T) {
 	b.AddNode("PRelu", "p", []string{"x", "s"}, []string{"y"})
 	b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
 	checkNodeErr(t, buildErr(t, b), `node "p" (PRelu)`, "slope shape [2] does not broadcast to the input's [2,3]")
+}
+
+// The Built entries of ConvTranspose and the pools name only the steps
+// the build made: no zeros inserted at stride 1, no flip of a 1x1
+// kernel, no Pad without pads.
+func TestBuiltEntriesNameTheirSteps(t *testing.T) {
+	for _, c := range []struct {
+		op    string
+		w     []int64
+		attrs []onnx.Attr
+		want  string
+	}{
+		{"ConvTranspose", []int64{2, 3, 1, 1}, nil,
+			"ConvTranspose of kernel [1 1], strides [1 1], 1 groups as the weight as [M, C/G, k...] (Reshape, Transpose) and a Conv as patches (Reshape, Transpose) and MatMul"},
+		{"ConvTranspose", []int64{2, 3, 3, 3}, []onnx.Attr{onnx.IntsAttr("strides", 2, 1)},
+			"ConvTranspose of kernel [3 3], strides [2 1], 1 groups as zeros inserted (Pad, Gather), the weight as [M, C/G, k...] (Reshape, Transpose, a flipping Gather) and a Conv as im2col (Pad, a Gather along each of 2 spatial axes, Transpose) and MatMul"},
+		{"MaxPool", nil, []onnx.Attr{onnx.IntsAttr("kernel_shape", 2, 2)},
+			"MaxPool of kernel [2 2], strides [1 1] as a Gather and a reduction along each spatial axis"},
+		{"MaxPool", nil, []onnx.Attr{onnx.IntsAttr("kernel_shape", 3, 3), onnx.IntsAttr("pads", 1, 1, 1, 1)},
+			"MaxPool of kernel [3 3], strides [1 1] as Pad, then a Gather and a reduction along each spatial axis"},
+	} {
+		b := onnx.NewModel(13)
+		b.AddInput("x", onnx.Float, []int64{1, 2, 5, 5})
+		ins := []string{"x"}
+		if c.w != nil {
+			b.AddInput("w", onnx.Float, c.w)
+			ins = append(ins, "w")
+		}
+		b.AddNode(c.op, "n", ins, []string{"y"}, c.attrs...)
+		b.AddOutputInfo(onnx.ValueInfo{Name: "y", DType: onnx.Float})
+		g := buildOf(t, b)
+		if len(g.Built) != 1 || g.Built[0].What != c.want {
+			t.Errorf("Built %v, want %q", g.Built, c.want)
+		}
+	}
 }

@@ -272,16 +272,24 @@ func (cv *conv) build(c *nodeCtx, st *steps, op convOperands) error {
 	return st.last("Reshape", []string{cur, out})
 }
 
+// padded reports whether any spatial axis has a pad (a negative one
+// crops).
+func (cv *conv) padded() bool {
+	for i := range cv.in {
+		if cv.pb[i] != 0 || cv.pe[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // im2colSteps names the steps that build the columns: Pad when there
 // are pads, a Gather of each spatial axis, and a Transpose with more than
 // one.
 func (cv *conv) im2colSteps() string {
 	var parts []string
-	for i := range cv.in {
-		if cv.pb[i] != 0 || cv.pe[i] != 0 {
-			parts = append(parts, "Pad")
-			break
-		}
+	if cv.padded() {
+		parts = append(parts, "Pad")
 	}
 	parts = append(parts, fmt.Sprintf("a Gather along each of %d spatial axes", len(cv.in)))
 	if len(cv.in) > 1 {

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"slices"
 
 	"ipu.local/libs/onnx"
 )
@@ -37,7 +38,7 @@ func inferConvTranspose(c *nodeCtx) error {
 	if err != nil {
 		return err
 	}
-	st := c.built("ConvTranspose of kernel %v, strides %v, %d groups as zeros inserted (Pad, Gather), the weight flipped (Reshape, Transpose, Gather) and a Conv as %s", cv.k, strides, cv.g, cv.how())
+	st := c.built("ConvTranspose of kernel %v, strides %v, %d groups as %s", cv.k, strides, cv.g, transposeSteps(strides, cv))
 	cur, shape := c.n.Inputs[0], copyShape(x.Shape)
 	for i, s := range strides {
 		if s > 1 {
@@ -55,6 +56,21 @@ func inferConvTranspose(c *nodeCtx) error {
 		bias = c.n.Inputs[2]
 	}
 	return cv.build(c, st, convOperands{x: cur, xv: &Value{DType: x.DType, Shape: shape}, w: wf, bias: bias})
+}
+
+// transposeSteps names the steps inferConvTranspose builds: zeros
+// inserted only along strided axes, the weight flipped only along
+// kernels longer than one.
+func transposeSteps(strides []int64, cv *conv) string {
+	out := ""
+	if slices.ContainsFunc(strides, func(s int64) bool { return s > 1 }) {
+		out = "zeros inserted (Pad, Gather), "
+	}
+	out += "the weight as [M, C/G, k...] (Reshape, Transpose"
+	if slices.ContainsFunc(cv.k, func(k int64) bool { return k > 1 }) {
+		out += ", a flipping Gather"
+	}
+	return out + ") and a Conv as " + cv.how()
 }
 
 // transposeGeometry reads a ConvTranspose's strides, dilations, pads,
@@ -118,6 +134,9 @@ func transposeGeometry(c *nodeCtx, cv *conv, in []int64) ([]int64, error) {
 		k, s, d, n := cv.k[i], strides[i], cv.d[i], in[i]
 		if k < 1 || s < 1 || d < 1 || n < 1 || k > MaxElements || s > MaxElements || d > MaxElements {
 			return nil, c.errf("spatial axis %d: input %d, kernel %d, stride %d, dilation %d: each must be at least 1", i, n, k, s, d)
+		}
+		if k > maxBuiltIndices {
+			return nil, c.errf("spatial axis %d: a kernel of %d, its flipping table more than %d entries", i, k, maxBuiltIndices)
 		}
 		if opad[i] < 0 || opad[i] >= max(s, d) {
 			return nil, c.errf("output_padding %v: axis %d's must be in [0, %d)", opad, i, max(s, d))

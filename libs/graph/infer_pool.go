@@ -64,7 +64,11 @@ func inferPool(c *nodeCtx) error {
 // buildPool appends the steps of inferPool.
 func buildPool(c *nodeCtx, x *Value, cv *conv, includePad bool) error {
 	op := c.n.OpType
-	st := c.built("%s of kernel %v, strides %v as Pad, then a Gather and a reduction along each spatial axis", op, cv.k, cv.s)
+	pad := ""
+	if cv.padded() {
+		pad = "Pad, then "
+	}
+	st := c.built("%s of kernel %v, strides %v as %sa Gather and a reduction along each spatial axis", op, cv.k, cv.s, pad)
 	fill := make([]byte, x.DType.ElemSize())
 	if op == "MaxPool" {
 		if x.DType == onnx.Float16 {
