@@ -9,25 +9,13 @@ import "ipu.local/libs/onnx"
 // (reshaped to [C, 1, ...]). Exporters write GroupNorm as it too, over
 // a view of [N, G, -1].
 func inferInstanceNorm(c *nodeCtx) error {
-	if err := c.arity(3, 3); err != nil {
-		return err
-	}
-	x, err := c.arith(0)
+	x, err := normInput(c, 3, 3, "[N, C, D1, ...]")
 	if err != nil {
 		return err
 	}
 	r := len(x.Shape)
-	if r < 3 {
-		return c.inErrf(0, "shape %s: want [N, C, D1, ...]", ShapeString(x.Shape))
-	}
-	for i := 1; i < 3; i++ {
-		p, err := c.arith(i)
-		if err != nil {
-			return err
-		}
-		if p.DType != x.DType || len(p.Shape) != 1 || p.Shape[0] != x.Shape[1] {
-			return c.inErrf(i, "%q %v%s: want [%d] of %v", p.Name, p.DType, ShapeString(p.Shape), x.Shape[1], x.DType)
-		}
+	if err := normParams(c, x, x.Shape[1], 1, 3); err != nil {
+		return err
 	}
 	eps, err := c.attrFloat("epsilon", 1e-5)
 	if err != nil {
@@ -123,17 +111,11 @@ func normalized(st *steps, x string, dt onnx.DataType, axes []int64, eps float32
 // (scale and bias of [G], opset 18) in that view, or per channel ([C],
 // opset 21) after the view back to x's shape.
 func inferGroupNorm(c *nodeCtx) error {
-	if err := c.arity(3, 3); err != nil {
-		return err
-	}
-	x, err := c.arith(0)
+	x, err := normInput(c, 3, 2, "[N, C, ...]")
 	if err != nil {
 		return err
 	}
 	r := len(x.Shape)
-	if r < 2 {
-		return c.inErrf(0, "shape %s: want [N, C, ...]", ShapeString(x.Shape))
-	}
 	g, err := c.attrInt("num_groups", 0)
 	if err != nil {
 		return err
@@ -147,14 +129,8 @@ func inferGroupNorm(c *nodeCtx) error {
 	if perChannel {
 		per, what = ch, "channel"
 	}
-	for i := 1; i < 3; i++ {
-		p, err := c.arith(i)
-		if err != nil {
-			return err
-		}
-		if p.DType != x.DType || len(p.Shape) != 1 || p.Shape[0] != per {
-			return c.inErrf(i, "%q %v%s: want [%d] of %v", p.Name, p.DType, ShapeString(p.Shape), per, x.DType)
-		}
+	if err := normParams(c, x, per, 1, 3); err != nil {
+		return err
 	}
 	if stash, err := c.attrInt("stash_type", 1); err != nil || stash != int64(onnx.Float) {
 		if err != nil {
@@ -198,4 +174,35 @@ func inferGroupNorm(c *nodeCtx) error {
 		return err
 	}
 	return st.last("Reshape", []string{cur, out})
+}
+
+// normInput checks a normalization's operand count (n) and returns its
+// input, float or float16 of rank at least minRank (want names the
+// shape in the error).
+func normInput(c *nodeCtx, n, minRank int, want string) (*Value, error) {
+	if err := c.arity(n, n); err != nil {
+		return nil, err
+	}
+	x, err := c.arith(0)
+	if err != nil {
+		return nil, err
+	}
+	if len(x.Shape) < minRank {
+		return nil, c.inErrf(0, "shape %s: want %s", ShapeString(x.Shape), want)
+	}
+	return x, nil
+}
+
+// normParams checks inputs from..to-1: each [n] of x's type.
+func normParams(c *nodeCtx, x *Value, n int64, from, to int) error {
+	for i := from; i < to; i++ {
+		p, err := c.arith(i)
+		if err != nil {
+			return err
+		}
+		if p.DType != x.DType || len(p.Shape) != 1 || p.Shape[0] != n {
+			return c.inErrf(i, "%q %v%s: want [%d] of %v", p.Name, p.DType, ShapeString(p.Shape), n, x.DType)
+		}
+	}
+	return nil
 }

@@ -184,24 +184,12 @@ func inferGlobalPool(c *nodeCtx) error {
 // mean * s, per channel (the parameters reshaped to [C, 1, ...]; they
 // fold when constant). Training mode is refused.
 func inferBatchNorm(c *nodeCtx) error {
-	if err := c.arity(5, 5); err != nil {
-		return err
-	}
-	x, err := c.arith(0)
+	x, err := normInput(c, 5, 2, "[N, C, ...]")
 	if err != nil {
 		return err
 	}
-	if len(x.Shape) < 2 {
-		return c.inErrf(0, "shape %s: want [N, C, ...]", ShapeString(x.Shape))
-	}
-	for i := 1; i < 5; i++ {
-		p, err := c.arith(i)
-		if err != nil {
-			return err
-		}
-		if p.DType != x.DType || len(p.Shape) != 1 || p.Shape[0] != x.Shape[1] {
-			return c.inErrf(i, "%q %v%s: want [%d] of %v", p.Name, p.DType, ShapeString(p.Shape), x.Shape[1], x.DType)
-		}
+	if err := normParams(c, x, x.Shape[1], 1, 5); err != nil {
+		return err
 	}
 	if train, err := c.attrBool("training_mode", false); err != nil {
 		return err
