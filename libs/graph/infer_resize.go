@@ -26,7 +26,8 @@ import (
 // Nearest rounds it by nearest_mode (round_prefer_floor, the default,
 // round_prefer_ceil, floor or ceil; Upsample and Resize-10 truncate when
 // enlarging and round up when shrinking, as onnxruntime does), then
-// clamps it into the axis. Linear clamps the coordinate into [0, in-1]
+// clamps it into the axis. An axis of scale 1 keeping its length is
+// left as it is (in every coordinate mode). Linear clamps the coordinate into [0, in-1]
 // and weighs its floor by 1 - f and the next element (the last at the
 // end) by f, f its fraction. Cubic mode, tf_crop_and_resize,
 // half_pixel_symmetric, antialias and a keep_aspect_ratio_policy other
@@ -64,6 +65,9 @@ func inferResize(c *nodeCtx) error {
 	cur := c.n.Inputs[0]
 	for a := len(out) - 1; a >= 0; a-- {
 		in, n := x.Shape[a], out[a]
+		if n == in && scales[a] == 1 {
+			continue // not resized, whatever its coordinate mode would shift
+		}
 		coords := make([]float32, n)
 		for o := range coords {
 			coords[o] = rz.source(int64(o), in, n, scales[a])

@@ -45,6 +45,10 @@ var resizeCases = []resizeCase{
 		scales: []float32{1, 1, 0.6, 0.6}, mode: "nearest", legacyNearest: true},
 	{name: "tf-nn-fp16", opset: 11, dt: onnx.Float16, x: []int64{1, 3, 4, 5}, want: []int64{1, 3, 6, 3},
 		sizes: []int64{1, 3, 6, 3}, mode: "nearest", coord: "tf_half_pixel_for_nn", nearest: "round_prefer_floor"},
+	// The batch and channels keep their length at scale 1: left as they
+	// are, although this coordinate mode and rounding would shift them.
+	{name: "tf-nn-ceil", opset: 11, dt: onnx.Float, x: []int64{2, 3, 4, 5}, want: []int64{2, 3, 7, 3},
+		sizes: []int64{2, 3, 7, 3}, mode: "nearest", coord: "tf_half_pixel_for_nn", nearest: "round_prefer_ceil"},
 	// Resize-18's axes: the scales of the last two axes only.
 	{name: "axes-linear-fp16", opset: 18, dt: onnx.Float16, x: []int64{2, 2, 3, 5}, want: []int64{2, 2, 6, 10},
 		scales: []float32{2, 2}, axes: []int64{2, 3}, mode: "linear", coord: "half_pixel", rel: 1.0 / 1024},
