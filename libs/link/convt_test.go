@@ -39,6 +39,10 @@ var convTCases = []convTCase{
 	{name: "same-upper-fp16", dt: onnx.Float16, x: []int64{1, 2, 3, 4}, w: []int64{2, 2, 3, 3},
 		attrs: []onnx.Attr{onnx.IntsAttr("strides", 2, 2), onnx.StringAttr("auto_pad", "SAME_UPPER")},
 		want:  []int64{1, 2, 6, 8}, s: []int64{2, 2}, d: []int64{1, 1}, pb: []int64{0, 0}, rel: 1.0 / 512},
+	// three spatial axes, each with its own stride, dilation and pads
+	{name: "3d", dt: onnx.Float, x: []int64{1, 2, 2, 3, 2}, w: []int64{2, 3, 2, 2, 3}, bias: true,
+		attrs: []onnx.Attr{onnx.IntsAttr("strides", 1, 2, 3), onnx.IntsAttr("dilations", 2, 1, 1), onnx.IntsAttr("pads", 0, 1, 1, 1, 0, 2), onnx.IntsAttr("output_padding", 1, 0, 2)},
+		want:  []int64{1, 3, 4, 5, 5}, s: []int64{1, 2, 3}, d: []int64{2, 1, 1}, pb: []int64{0, 1, 1}},
 	// pads beyond the kernel's span crop the input
 	{name: "crop", dt: onnx.Float, x: []int64{1, 1, 4}, w: []int64{1, 1, 2},
 		attrs: []onnx.Attr{onnx.IntsAttr("pads", 2, 2)},
