@@ -110,9 +110,13 @@ func canonicalRows(g *Graph) (*Graph, []Rewrite) {
 			}
 			perm = append(perm, a.Axes...)
 			t := e.transpose(n.Name+"/to_trailing", x, perm)
-			axes := make([]int, len(a.Axes))
-			for i := range axes {
-				axes[i] = r - len(a.Axes) + i
+			// The reduced axes, now trailing, as one row axis: the row
+			// kernels read a row of several axes only when it is stored
+			// dense and its stride is aligned.
+			axes := []int{len(kept)}
+			if len(a.Axes) > 1 {
+				L := NumElements(t.Shape[len(kept):])
+				t = e.reshape(n.Name+"/rows", t, append(slices.Clone(kept), L))
 			}
 			out := y
 			if a.KeepDims {
@@ -122,7 +126,11 @@ func canonicalRows(g *Graph) (*Graph, []Rewrite) {
 			if a.KeepDims {
 				e.add(&Node{Name: n.Name + "/keepdims", Op: "Reshape", Inputs: []*Value{out}, Outputs: []*Value{y}, Attrs: &Reshape{Shape: append([]int64(nil), y.Shape...)}})
 			}
-			rw = append(rw, Rewrite{Node: n.Name, What: fmt.Sprintf("%s over axes %v: transposed by %v to reduce the trailing axes", n.Op, a.Axes, perm)})
+			what := fmt.Sprintf("%s over axes %v: transposed by %v to reduce the trailing axes", n.Op, a.Axes, perm)
+			if len(a.Axes) > 1 {
+				what += ", reshaped to one row axis"
+			}
+			rw = append(rw, Rewrite{Node: n.Name, What: what})
 		case *Softmax:
 			perm := make([]int, r)
 			for d := range perm {

@@ -28,6 +28,8 @@ func TestReduceBuilt(t *testing.T) {
 		{"ReduceLogSum", 13, []int64{2}, 1},
 		{"ReduceLogSumExp", 13, []int64{1, 2}, 0},
 		{"ReduceLogSumExp", 18, []int64{0}, 1},
+		{"ReduceL1", 18, []int64{0, 2}, 1},
+		{"ReduceSumSquare", 13, []int64{2, 0}, 0},
 	} {
 		b := onnx.NewModel(c.opset)
 		b.AddInput("x", onnx.Float, x)
