@@ -17,7 +17,8 @@ import (
 // With Interleaved set, both regions must lie in interleaved memory and
 // the kernel uses 128-bit accesses where both sides allow them.
 //
-// Work: the R*W words in row-major order are split into contiguous ranges
+// Work: the R*W words (of every block, Outer) in row-major order, the
+// blocks' rows after one another, are split into contiguous ranges
 // of nearly equal size, one per worker, each boundary moved to the
 // nearest row start or multiple of 4 words within a row; of 1..Workers
 // workers, the count with the fewest cycles (Cost.Cycles) runs, the
@@ -55,6 +56,52 @@ type Copy struct {
 	// 128-bit loads and stores where both addresses allow. The zero value
 	// uses 32- and 64-bit accesses only.
 	Interleaved bool
+	// Outer repeats the R x W block (N 0 or 1: no repeat): Outer[0]
+	// copies N blocks, Outer[1] N of those, each X and Y advanced by the
+	// dimension's strides (words, X's from 0). Y's blocks nest: a stride
+	// is at least the span of what it repeats, so no word of Y is
+	// written twice. With an outer dimension X's words and Y's lie in
+	// disjoint spans. The blocks are more rows to the split over workers
+	// (the row index counts through the blocks); whole blocks loop with a
+	// counted branch loop each.
+	Outer [2]CopyDim
+}
+
+// CopyDim is an outer dimension of a Copy: N repeats of what it encloses,
+// XStride and YStride words apart.
+type CopyDim struct{ N, XStride, YStride int }
+
+// outer returns the outer dimensions that repeat (N > 1), innermost
+// first, in bytes.
+func (p Copy) outer() []genDim {
+	var ds []genDim
+	for _, d := range p.Outer {
+		if d.N > 1 {
+			ds = append(ds, genDim{d.N, 4 * int64(d.XStride), 4 * int64(d.YStride)})
+		}
+	}
+	return ds
+}
+
+// blocks is the number of R x W blocks.
+func (p Copy) blocks() int64 {
+	n := int64(1)
+	for _, d := range p.Outer {
+		n *= int64(max(d.N, 1))
+	}
+	return n
+}
+
+// span returns the words from the first word of X (or Y) to past its
+// last: strides the rows' or the dimensions'.
+func (p Copy) span(stride int, outer func(CopyDim) int) int64 {
+	n := int64(p.R-1)*int64(stride) + int64(p.W)
+	for _, d := range p.Outer {
+		if d.N > 1 {
+			n += int64(d.N-1) * int64(outer(d))
+		}
+	}
+	return n
 }
 
 func (p Copy) check() error {
@@ -70,6 +117,28 @@ func (p Copy) check() error {
 	if p.R > 1 && p.YStride < p.W {
 		return fmt.Errorf("row stride %d of Y: want at least W=%d", p.YStride, p.W)
 	}
+	return p.checkOuter()
+}
+
+// checkOuter validates Outer: counts, strides, Y's blocks nested.
+func (p Copy) checkOuter() error {
+	inner := int64(p.R-1)*int64(p.YStride) + int64(p.W) // Y's span so far
+	total := int64(p.R) * int64(p.W)
+	for i, d := range p.Outer {
+		if d.N < 0 || d.N > 1<<24 || d.XStride < 0 || d.YStride < 0 || d.XStride > 1<<24 || d.YStride > 1<<24 {
+			return fmt.Errorf("outer dimension %d: %d blocks, strides %d, %d: want 0..2^24", i, d.N, d.XStride, d.YStride)
+		}
+		if d.N < 2 {
+			continue
+		}
+		if int64(d.YStride) < inner {
+			return fmt.Errorf("outer dimension %d: Y stride %d: want at least the %d words it repeats", i, d.YStride, inner)
+		}
+		inner += int64(d.N-1) * int64(d.YStride)
+		if total *= int64(d.N); total > 1<<24 {
+			return fmt.Errorf("outer dimension %d: %d words in all: want at most 2^24", i, total)
+		}
+	}
 	return nil
 }
 
@@ -78,9 +147,10 @@ func (p Copy) checkMemory(b *Builder) error {
 	if a == nil {
 		return errors.New("builder has no architecture preset")
 	}
-	span := func(stride int) uint64 { return 4 * (uint64(p.R-1)*uint64(stride) + uint64(p.W)) }
-	x := buffer{"X", p.X, span(p.XStride), false}
-	y := buffer{"Y", p.Y, span(p.YStride), true}
+	xs := 4 * uint64(p.span(p.XStride, func(d CopyDim) int { return d.XStride }))
+	ys := 4 * uint64(p.span(p.YStride, func(d CopyDim) int { return d.YStride }))
+	x := buffer{"X", p.X, xs, false}
+	y := buffer{"Y", p.Y, ys, true}
 	for _, v := range []buffer{x, y} {
 		if err := checkBuffer(v, 4, a.Memory, "tile memory"); err != nil {
 			return err
@@ -90,6 +160,12 @@ func (p Copy) checkMemory(b *Builder) error {
 				return err
 			}
 		}
+	}
+	if p.blocks() > 1 {
+		if uint64(p.X) < uint64(p.Y)+ys && uint64(p.Y) < uint64(p.X)+xs {
+			return fmt.Errorf("X [%#x, %#x) and Y [%#x, %#x) overlap: blocks need disjoint spans", p.X, uint64(p.X)+xs, p.Y, uint64(p.Y)+ys)
+		}
+		return nil
 	}
 	return checkRowsDisjoint(
 		byteRows{"X", int64(p.X), 4 * int64(p.XStride), 4 * int64(p.W), p.R},
@@ -124,7 +200,7 @@ func checkRowsDisjoint(a, b byteRows) error {
 }
 
 func (p Copy) gen() *wordEngine {
-	return newWordEngine(p.R, p.W, int64(p.X), 4*int64(p.XStride), 4, int64(p.Y), 4*int64(p.YStride), p.Interleaved)
+	return newWordEngine(p.R, p.W, int64(p.X), 4*int64(p.XStride), 4, int64(p.Y), 4*int64(p.YStride), p.Interleaved, p.outer()...)
 }
 
 // Cost returns the kernel's exact cost.

@@ -47,22 +47,33 @@ func TestCopy(t *testing.T) {
 		{Copy{R: 6, W: 2, XStride: 2, YStride: 5, Workers: 6, Interleaved: true}, 8, 0},
 		{Copy{R: 17, W: 19, XStride: 21, YStride: 19, Workers: 1}, 12, 4},
 		{Copy{R: 3, W: 5, XStride: 5, YStride: 5, Workers: 2}, 4, 8},
+		// Blocks: a stride-2 window gather's rows (one word a row), by
+		// window offset and by input row; rows of loops in loops of
+		// blocks (three counters); X repeated; a level of one block.
+		{Copy{R: 32, W: 1, XStride: 2, YStride: 1, Workers: 6, Outer: [2]CopyDim{{7, 1, 32}, {5, 70, 224}}}, 4, 0},
+		{Copy{R: 20, W: 40, XStride: 41, YStride: 40, Workers: 2, Outer: [2]CopyDim{{3, 900, 800}, {3, 2800, 2400}}}, 8, 4},
+		{Copy{R: 3, W: 13, XStride: 15, YStride: 13, Workers: 6, Interleaved: true, Outer: [2]CopyDim{{4, 50, 40}, {3, 0, 170}}}, 12, 8},
+		{Copy{R: 5, W: 2, XStride: 3, YStride: 2, Workers: 4, Outer: [2]CopyDim{{1, 0, 0}, {9, 17, 10}}}, 0, 4},
+		{Copy{R: 1, W: 3, XStride: 3, YStride: 3, Workers: 5, Outer: [2]CopyDim{{11, 5, 3}}}, 4, 4},
 	}
 	const xBase, yBase, guard = 0x80000, 0xB0000, 64
 	tl := newTile()
 	for ci, tc := range cases {
 		p := tc.c
 		p.X, p.Y = xBase+tc.xoff, yBase+tc.yoff
-		name := fmt.Sprintf("%dx%d-s%d,%d-o%d,%d-w%d-il%v", p.R, p.W, p.XStride, p.YStride, tc.xoff, tc.yoff, p.Workers, p.Interleaved)
+		name := fmt.Sprintf("%dx%d-s%d,%d-o%d,%d-w%d-il%v-b%v", p.R, p.W, p.XStride, p.YStride, tc.xoff, tc.yoff, p.Workers, p.Interleaved, p.Outer)
 		t.Run(name, func(t *testing.T) {
 			r := rng(int64(ci))
-			xn := 4 * ((p.R-1)*p.XStride + p.W)
-			yn := 4 * ((p.R-1)*p.YStride + p.W)
+			xn := 4 * int(p.span(p.XStride, func(d CopyDim) int { return d.XStride }))
+			yn := 4 * int(p.span(p.YStride, func(d CopyDim) int { return d.YStride }))
 			x := randBytes(r, xn)
 			area := randBytes(r, yn+2*guard)
 			want := append([]byte(nil), area...)
-			for i := 0; i < p.R; i++ {
-				copy(want[guard+4*i*p.YStride:guard+4*(i*p.YStride+p.W)], x[4*i*p.XStride:4*(i*p.XStride+p.W)])
+			for _, o := range copyBlocks(p) {
+				for i := 0; i < p.R; i++ {
+					xs, ys := o[0]+i*p.XStride, o[1]+i*p.YStride
+					copy(want[guard+4*ys:guard+4*(ys+p.W)], x[4*xs:4*(xs+p.W)])
+				}
 			}
 			phases := []int{0}
 			if ci < 4 {
@@ -85,6 +96,22 @@ func TestCopy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// copyBlocks returns each block's first word of X and of Y, as offsets
+// in words, by the definition of Outer.
+func copyBlocks(p Copy) [][2]int {
+	out := [][2]int{{0, 0}}
+	for _, d := range p.Outer {
+		var next [][2]int
+		for i := 0; i < max(d.N, 1); i++ {
+			for _, o := range out {
+				next = append(next, [2]int{o[0] + i*d.XStride, o[1] + i*d.YStride})
+			}
+		}
+		out = next
+	}
+	return out
 }
 
 // TestCopyRandom copies random shapes, offsets and worker counts.
@@ -122,6 +149,51 @@ func TestCopyRandom(t *testing.T) {
 	}
 }
 
+// TestCopyBlocksRandom copies random blocks: shapes, strides (X's
+// anything, Y's nested with gaps), offsets and worker counts.
+func TestCopyBlocksRandom(t *testing.T) {
+	const xBase, yBase, guard = 0x80000, 0xB0000, 32
+	tl := newTile()
+	r := rng(7)
+	for i := 0; i < 40; i++ {
+		p := Copy{R: 1 + r.Intn(12), W: 1 + r.Intn(12), Workers: 1 + r.Intn(6), Interleaved: r.Intn(2) == 0}
+		p.XStride, p.YStride = r.Intn(2*p.W+1), p.W+r.Intn(3)
+		yspan := (p.R-1)*p.YStride + p.W
+		for d := range p.Outer {
+			if r.Intn(4) == 0 {
+				continue
+			}
+			n := 1 + r.Intn(6)
+			p.Outer[d] = CopyDim{N: n, XStride: r.Intn(3 * yspan), YStride: yspan + r.Intn(4)}
+			yspan += (n - 1) * p.Outer[d].YStride
+		}
+		p.X, p.Y = xBase+4*uint32(r.Intn(8)), yBase+4*uint32(r.Intn(8))
+		t.Run(fmt.Sprintf("%d-%dx%d-s%d,%d-w%d-b%v", i, p.R, p.W, p.XStride, p.YStride, p.Workers, p.Outer), func(t *testing.T) {
+			xn := 4 * int(p.span(p.XStride, func(d CopyDim) int { return d.XStride }))
+			yn := 4 * int(p.span(p.YStride, func(d CopyDim) int { return d.YStride }))
+			x, area := randBytes(r, xn), randBytes(r, yn+2*guard)
+			want := append([]byte(nil), area...)
+			for _, o := range copyBlocks(p) {
+				for i := 0; i < p.R; i++ {
+					xs, ys := o[0]+i*p.XStride, o[1]+i*p.YStride
+					copy(want[guard+4*ys:guard+4*(ys+p.W)], x[4*xs:4*(xs+p.W)])
+				}
+			}
+			tl.put(p.X, x)
+			tl.put(p.Y-guard, area)
+			phase := i % Slots
+			k, cycles := tl.runKernel(t, phase, func(b *Builder) (Kernel, error) { return EmitCopy(b, p) })
+			if d := cmp.Diff(want, tl.get(p.Y-guard, len(area))); d != "" {
+				t.Fatalf("Y mismatch (-want +got):\n%s", d)
+			}
+			checkCycles(t, k, cycles, phase)
+			if c, err := p.Cost(); err != nil || c.CyclesAt(phase) != cycles {
+				t.Errorf("Cost() = %v, %v; measured %d", c.CyclesAt(phase), err, cycles)
+			}
+		})
+	}
+}
+
 func TestCopyErrors(t *testing.T) {
 	ok := Copy{R: 4, W: 8, X: 0x80000, XStride: 8, Y: 0x90000, YStride: 10, Workers: 6}
 	cases := []struct {
@@ -139,6 +211,10 @@ func TestCopyErrors(t *testing.T) {
 		{"interleaved", func(p *Copy) { p.X, p.Interleaved = 0x60000, true }, "X [0x60000, 0x60080) is outside interleaved memory"},
 		{"overlap", func(p *Copy) { p.Y = 0x80040 }, "X row 2 [0x80040, 0x80060) overlaps Y row 0 [0x80040, 0x80060)"},
 		{"overlap-stride", func(p *Copy) { p.XStride, p.Y, p.YStride = 16, 0x80028, 16 }, "X row 1 [0x80040, 0x80060) overlaps Y row 0 [0x80028, 0x80048)"},
+		{"outer-count", func(p *Copy) { p.Outer[0].N = -1 }, "outer dimension 0: -1 blocks"},
+		{"outer-nest", func(p *Copy) { p.Outer[1] = CopyDim{2, 40, 37} }, "outer dimension 1: Y stride 37: want at least the 38 words it repeats"},
+		{"outer-total", func(p *Copy) { p.Outer = [2]CopyDim{{1 << 12, 0, 38}, {1 << 12, 0, 38 << 12}} }, "words in all: want at most 2^24"},
+		{"outer-overlap", func(p *Copy) { p.Outer[0], p.Y = CopyDim{3, 40, 40}, 0x80100 }, "X [0x80000, 0x801c0) and Y [0x80100, 0x802d8) overlap"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -81,16 +81,27 @@ func genSegments(f0, f1, c int, seg func(r, cs, ce int), rows func(r, n int)) {
 // wordEngine copies words: output (r, c) at dst + r*dstRow + 4c from
 // src + r*srcRow + c*srcStep (bytes). Copy and Gather of 4-byte
 // elements.
+//
+// Rows may repeat in blocks (Copy's Outer): row r is row r%rows of block
+// r/rows, and blocks nest as outer gives them, innermost first.
 type wordEngine struct {
 	rows, cols     int
 	src            int64
 	srcRow, srcCol int64
 	dst, dstRow    int64
 	wide           bool
+	outer          []genDim
 }
 
-func newWordEngine(rows, cols int, src, srcRow, srcCol, dst, dstRow int64, wide bool) *wordEngine {
-	e := &wordEngine{rows, cols, src, srcRow, srcCol, dst, dstRow, wide}
+// genDim is an outer dimension of a word engine's rows: n blocks of the
+// dimensions inside, src and dst bytes apart.
+type genDim struct {
+	n        int
+	src, dst int64
+}
+
+func newWordEngine(rows, cols int, src, srcRow, srcCol, dst, dstRow int64, wide bool, outer ...genDim) *wordEngine {
+	e := &wordEngine{rows, cols, src, srcRow, srcCol, dst, dstRow, wide, outer}
 	c := int64(cols)
 	if rows > 1 && srcCol == 4 && srcRow == 4*c && dstRow == 4*c {
 		e.rows, e.cols = 1, rows*cols
@@ -98,12 +109,43 @@ func newWordEngine(rows, cols int, src, srcRow, srcCol, dst, dstRow int64, wide 
 	return e
 }
 
-func (e *wordEngine) elements() int { return e.rows * e.cols }
+func (e *wordEngine) elements() int {
+	n := e.rows * e.cols
+	for _, d := range e.outer {
+		n *= d.n
+	}
+	return n
+}
 
 func (e *wordEngine) boundary(f int) bool { return f%e.cols%4 == 0 }
 
-func (e *wordEngine) srcAt(r, c int) int64 { return e.src + int64(r)*e.srcRow + int64(c)*e.srcCol }
-func (e *wordEngine) dstAt(r, c int) int64 { return e.dst + int64(r)*e.dstRow + 4*int64(c) }
+// offsets returns row r's byte offsets from src and dst.
+func (e *wordEngine) offsets(r int) (src, dst int64) {
+	src, dst = int64(r%e.rows)*e.srcRow, int64(r%e.rows)*e.dstRow
+	r /= e.rows
+	for _, d := range e.outer {
+		i := r % d.n
+		src, dst = src+int64(i)*d.src, dst+int64(i)*d.dst
+		r /= d.n
+	}
+	return src, dst
+}
+
+func (e *wordEngine) srcAt(r, c int) int64 {
+	if e.outer == nil {
+		return e.src + int64(r)*e.srcRow + int64(c)*e.srcCol
+	}
+	o, _ := e.offsets(r)
+	return e.src + o + int64(c)*e.srcCol
+}
+
+func (e *wordEngine) dstAt(r, c int) int64 {
+	if e.outer == nil {
+		return e.dst + int64(r)*e.dstRow + 4*int64(c)
+	}
+	_, o := e.offsets(r)
+	return e.dst + o + 4*int64(c)
+}
 
 // chunks splits k words at addr (step bytes apart) into the widest
 // accesses the alignment allows: sizes in words.
@@ -217,24 +259,73 @@ func genPeriod(mod int64, strides ...int64) int {
 }
 
 func (e *wordEngine) code(f0, f1 int) *genSeq {
-	s := newGenSeq(M6, M7, M8, M9, M10, M11, M12, M13, M14, M0, M1)
-	full := func(r, n int) {
-		p := genPeriod(16, e.srcRow, e.dstRow)
-		if n < 2*p {
-			for i := 0; i < n; i++ {
-				e.segment(s, r+i, 0, e.cols)
-			}
-			return
-		}
-		s.open(n/p, genAt{gSrc, e.srcAt(r, 0)}, genAt{gDst, e.dstAt(r, 0)})
-		for i := 0; i < p; i++ {
-			e.segment(s, r+i, 0, e.cols)
-		}
-		s.close(genAt{gSrc, int64(p) * e.srcRow}, genAt{gDst, int64(p) * e.dstRow})
-		for i := n / p * p; i < n; i++ {
-			e.segment(s, r+i, 0, e.cols)
-		}
+	var s *genSeq
+	if e.outer == nil {
+		s = newGenSeq(M6, M7, M8, M9, M10, M11, M12, M13, M14, M0, M1)
+	} else {
+		// A branch loop per block level around the rows' loops.
+		s = newGenSeq(M6, M7, M8, M9, M10, M11, M12, M0, M1)
+		s.loopRegs = []MReg{gLoop, M14, M13}
 	}
+	full := func(r, n int) { e.blocks(s, r, n, len(e.outer)) }
 	genSegments(f0, f1, e.cols, func(r, cs, ce int) { e.segment(s, r, cs, ce) }, full)
 	return s
+}
+
+// blocks emits the full rows [r, r+n), which lie in one block of level
+// L+1 (level 0: the rows; L = len(outer): all of them): a partial block
+// first and last, the whole blocks between in a loop.
+func (e *wordEngine) blocks(s *genSeq, r, n, L int) {
+	if L == 0 {
+		e.rows0(s, r, n)
+		return
+	}
+	B := e.rows
+	for _, d := range e.outer[:L-1] {
+		B *= d.n
+	}
+	if h := min(n, (B-r%B)%B); h > 0 {
+		e.blocks(s, r, h, L-1)
+		r, n = r+h, n-h
+	}
+	m := n / B
+	d := e.outer[L-1]
+	p := genPeriod(16, d.src, d.dst)
+	if m >= 2*p {
+		s.open(m/p, genAt{gSrc, e.srcAt(r, 0)}, genAt{gDst, e.dstAt(r, 0)})
+		for i := 0; i < p; i++ {
+			e.blocks(s, r+i*B, B, L-1)
+		}
+		s.close(genAt{gSrc, int64(p) * d.src}, genAt{gDst, int64(p) * d.dst})
+		for i := m / p * p; i < m; i++ {
+			e.blocks(s, r+i*B, B, L-1)
+		}
+	} else {
+		for i := 0; i < m; i++ {
+			e.blocks(s, r+i*B, B, L-1)
+		}
+	}
+	if r, n = r+m*B, n-m*B; n > 0 {
+		e.blocks(s, r, n, L-1)
+	}
+}
+
+// rows0 emits the full rows [r, r+n) of one block: p rows at a time in a
+// loop (the period of their alignments).
+func (e *wordEngine) rows0(s *genSeq, r, n int) {
+	p := genPeriod(16, e.srcRow, e.dstRow)
+	if n < 2*p {
+		for i := 0; i < n; i++ {
+			e.segment(s, r+i, 0, e.cols)
+		}
+		return
+	}
+	s.open(n/p, genAt{gSrc, e.srcAt(r, 0)}, genAt{gDst, e.dstAt(r, 0)})
+	for i := 0; i < p; i++ {
+		e.segment(s, r+i, 0, e.cols)
+	}
+	s.close(genAt{gSrc, int64(p) * e.srcRow}, genAt{gDst, int64(p) * e.dstRow})
+	for i := n / p * p; i < n; i++ {
+		e.segment(s, r+i, 0, e.cols)
+	}
 }

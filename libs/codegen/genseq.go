@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"fmt"
 	"slices"
 
 	"ipu.local/libs/isa"
@@ -63,6 +64,9 @@ type genSeq struct {
 	consts []genConst // loaded once, before the code
 	pool   []MReg     // registers left for constants
 	loops  []genLoopState
+	// loopRegs count the branch loops, the outermost on the first: one
+	// (gLoop) unless the code nests branch loops.
+	loopRegs []MReg
 }
 
 func newGenSeq(pool ...MReg) *genSeq {
@@ -250,6 +254,11 @@ func (s *genSeq) emit(b *Builder) {
 		b.LoadConst(c.reg, c.v)
 	}
 	end, nested := s.ends()
+	regs := s.loopRegs
+	if regs == nil {
+		regs = []MReg{gLoop}
+	}
+	depth := 0
 	var walk func(lo, hi int)
 	walk = func(lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -260,11 +269,18 @@ func (s *genSeq) emit(b *Builder) {
 			}
 			j := end[i]
 			if nested[i] {
-				b.LoadConst(gLoop, uint32(it.count))
+				if depth >= len(regs) {
+					b.Fail(fmt.Errorf("generated code nests %d branch loops: more than its %d counters", depth+1, len(regs)))
+					return
+				}
+				c := regs[depth]
+				b.LoadConst(c, uint32(it.count))
 				top := b.Here()
+				depth++
 				walk(i+1, j)
-				b.Addi(gLoop, gLoop, -1)
-				b.Brnz(gLoop, top)
+				depth--
+				b.Addi(c, c, -1)
+				b.Brnz(c, top)
 			} else {
 				done := b.Label()
 				if genRptImm(it.count, j-i-1) {
