@@ -202,30 +202,21 @@ func gatherKernels(m *moves, what string, size int, gathers map[int][]elemRun) {
 	}
 }
 
-// copyKernels adds the local runs' copies: one Copy per regular sequence
-// (equal lengths, constant strides on both sides, within one buffer
-// each).
+// copyKernels adds the local runs' copies: one Copy per nested regular
+// pattern (mergeLevel: runs of equal lengths with constant strides on
+// both sides, within one buffer each, as its rows; sequences of those as
+// its blocks).
 func copyKernels(m *moves, what string, locals map[int][]localRun) {
 	for t, ls := range locals {
-		for i := 0; i < len(ls); {
-			j := i + 1
-			var ds, dd int
-			if j < len(ls) && ls[j].bytes == ls[i].bytes && ls[j].from.Buf == ls[i].from.Buf && ls[j].to.Buf == ls[i].to.Buf {
-				ds = int(ls[j].from.Off) - int(ls[i].from.Off)
-				dd = int(ls[j].to.Off) - int(ls[i].to.Off)
-				for j < len(ls) && ls[j].bytes == ls[i].bytes && ls[j].from.Buf == ls[i].from.Buf && ls[j].to.Buf == ls[i].to.Buf &&
-					int(ls[j].from.Off)-int(ls[j-1].from.Off) == ds && int(ls[j].to.Off)-int(ls[j-1].to.Off) == dd && ds >= 0 && dd > 0 && ds%4 == 0 && dd%4 == 0 {
-					j++
-				}
-			}
-			rows := j - i
-			if rows == 1 {
-				ds, dd = ls[i].bytes, ls[i].bytes
-			}
-			p := &codegen.Copy{R: rows, W: ls[i].bytes / 4, XStride: ds / 4, YStride: dd / 4, Workers: codegen.Slots}
-			m.copies[t] = append(m.copies[t], &prog.Kernel{What: what, Params: p,
-				Fixes: []prog.Fix{{Field: &p.X, Ref: ls[i].from}, {Field: &p.Y, Ref: ls[i].to, Write: true}}})
-			i = j
+		bs := make([]copyBlock, len(ls))
+		for i, r := range ls {
+			bs[i] = copyBlock{from: r.from, to: r.to, words: r.bytes / 4}
+		}
+		for k := range 3 {
+			bs = mergeLevel(bs, k)
+		}
+		for _, b := range bs {
+			m.copies[t] = append(m.copies[t], copyKernel(what, b))
 		}
 	}
 }

@@ -1,0 +1,150 @@
+package lower
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"ipu.local/libs/codegen"
+	"ipu.local/libs/prog"
+)
+
+// wordMove is one word copied: from a buffer's byte offset to another's.
+type wordMove struct {
+	from, to *prog.Buffer
+	x, y     uint32
+}
+
+// copiedWords expands Copy kernels into the words they copy, by Copy's
+// definition (rows, then Outer's blocks).
+func copiedWords(t *testing.T, ks []*prog.Kernel) []wordMove {
+	var out []wordMove
+	for _, k := range ks {
+		p := k.Params.(*codegen.Copy)
+		if _, err := p.Cost(); err != nil {
+			t.Fatalf("%+v: %v", *p, err)
+		}
+		from, to := k.Fixes[0].Ref, k.Fixes[1].Ref
+		blocks := [][2]int{{0, 0}}
+		for _, d := range p.Outer {
+			var next [][2]int
+			for i := range max(d.N, 1) {
+				for _, b := range blocks {
+					next = append(next, [2]int{b[0] + i*d.XStride, b[1] + i*d.YStride})
+				}
+			}
+			blocks = next
+		}
+		for _, b := range blocks {
+			for r := range p.R {
+				for c := range p.W {
+					out = append(out, wordMove{from.Buf, to.Buf,
+						from.Off + uint32(4*(b[0]+r*p.XStride+c)), to.Off + uint32(4*(b[1]+r*p.YStride+c))})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func runWords(ls []localRun) []wordMove {
+	var out []wordMove
+	for _, r := range ls {
+		for i := 0; i < r.bytes; i += 4 {
+			out = append(out, wordMove{r.from.Buf, r.to.Buf, r.from.Off + uint32(i), r.to.Off + uint32(i)})
+		}
+	}
+	return out
+}
+
+func sortMoves(ms []wordMove) {
+	slices.SortFunc(ms, func(a, b wordMove) int {
+		if a.from != b.from {
+			return a.from.ID - b.from.ID
+		}
+		if a.to != b.to {
+			return a.to.ID - b.to.ID
+		}
+		if a.y != b.y {
+			return int(a.y) - int(b.y)
+		}
+		return int(a.x) - int(b.x)
+	})
+}
+
+// checkCopies checks that the kernels copyKernels makes of ls copy
+// exactly ls's words, and returns them.
+func checkCopies(t *testing.T, ls []localRun) []*prog.Kernel {
+	t.Helper()
+	m := newMoves()
+	copyKernels(m, "copy", map[int][]localRun{3: ls})
+	got, want := copiedWords(t, m.copies[3]), runWords(ls)
+	sortMoves(got)
+	sortMoves(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("kernels copy %d words, not the runs' %d (or other ones)", len(got), len(want))
+	}
+	return m.copies[3]
+}
+
+// TestCopyBlocks: a stride-2 window gather along the last axis of a
+// padded image (rows of 70 words, 7 window offsets, 32 outputs each),
+// whose last offset of one row continues into the first of the next,
+// is one Copy with two outer dimensions; without the cut at the common
+// length it is 35 kernels.
+func TestCopyBlocks(t *testing.T) {
+	src, dst := &prog.Buffer{ID: 1}, &prog.Buffer{ID: 2}
+	const rows, k, out, pitch = 18, 7, 32, 70
+	var ls []localRun
+	for h := range rows {
+		for j := range k {
+			for o := range out {
+				ls = append(ls, localRun{prog.Ref{Buf: src, Off: uint32(4 * (h*pitch + j + 2*o))},
+					prog.Ref{Buf: dst, Off: uint32(4 * ((h*k+j)*out + o))}, 4})
+			}
+		}
+	}
+	ks := checkCopies(t, ls)
+	if len(ks) != 1 {
+		t.Fatalf("%d kernels, want 1", len(ks))
+	}
+	p := ks[0].Params.(*codegen.Copy)
+	want := codegen.Copy{R: out, W: 1, XStride: 2, YStride: 1, Workers: codegen.Slots,
+		Outer: [2]codegen.CopyDim{{N: k, XStride: 1, YStride: out}, {N: rows, XStride: pitch, YStride: k * out}}}
+	if *p != want {
+		t.Errorf("kernel %+v, want %+v", *p, want)
+	}
+}
+
+// TestCopyBlocksRandom: random run lists (nested regular patterns cut
+// short, runs of several lengths, two buffers) become kernels that copy
+// exactly their words.
+func TestCopyBlocksRandom(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	bufs := []*prog.Buffer{{ID: 1}, {ID: 2}, {ID: 3}}
+	for i := range 200 {
+		var ls []localRun
+		y := uint32(0)
+		for range 1 + r.Intn(4) {
+			from, to := bufs[r.Intn(2)], bufs[2]
+			words := 1 + r.Intn(3)
+			n := []int{1 + r.Intn(4), 1 + r.Intn(4), 1 + r.Intn(4)}
+			dx := []int{r.Intn(3) * 4, r.Intn(40) * 4, r.Intn(200) * 4}
+			cut := r.Intn(n[0] * n[1] * n[2] * 2)
+			x0 := uint32(r.Intn(64) * 4)
+			for a := range n[2] {
+				for b := range n[1] {
+					for c := range n[0] {
+						if cut--; cut == 0 {
+							continue
+						}
+						ls = append(ls, localRun{prog.Ref{Buf: from, Off: x0 + uint32(a*dx[2]+b*dx[1]+c*dx[0])}, prog.Ref{Buf: to, Off: y}, 4 * words})
+						y += uint32(4*words + 4*r.Intn(2))
+					}
+				}
+			}
+		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) { checkCopies(t, ls) })
+	}
+}
