@@ -64,44 +64,87 @@ type Copy struct {
 	// disjoint spans. The blocks are more rows to the split over workers
 	// (the row index counts through the blocks); whole blocks loop with a
 	// counted branch loop each.
-	Outer [2]CopyDim
+	Outer [2]BlockDim
 }
 
-// CopyDim is an outer dimension of a Copy: N repeats of what it encloses,
-// XStride and YStride words apart.
-type CopyDim struct{ N, XStride, YStride int }
+// BlockDim is an outer dimension of a Copy or a Gather: N repeats of
+// what it encloses, XStride and YStride apart (in the kernel's units:
+// words, elements).
+type BlockDim struct{ N, XStride, YStride int }
 
-// outer returns the outer dimensions that repeat (N > 1), innermost
-// first, in bytes.
-func (p Copy) outer() []genDim {
+// genDims returns the outer dimensions that repeat (N > 1), innermost
+// first, in bytes (size bytes a unit).
+func genDims(outer [2]BlockDim, size int64) []genDim {
 	var ds []genDim
-	for _, d := range p.Outer {
+	for _, d := range outer {
 		if d.N > 1 {
-			ds = append(ds, genDim{d.N, 4 * int64(d.XStride), 4 * int64(d.YStride)})
+			ds = append(ds, genDim{d.N, size * int64(d.XStride), size * int64(d.YStride)})
 		}
 	}
 	return ds
 }
 
-// blocks is the number of R x W blocks.
-func (p Copy) blocks() int64 {
+// blockCount is the number of blocks outer repeats.
+func blockCount(outer [2]BlockDim) int64 {
 	n := int64(1)
-	for _, d := range p.Outer {
+	for _, d := range outer {
 		n *= int64(max(d.N, 1))
 	}
 	return n
 }
 
-// span returns the words from the first word of X (or Y) to past its
-// last: strides the rows' or the dimensions'.
-func (p Copy) span(stride int, outer func(CopyDim) int) int64 {
-	n := int64(p.R-1)*int64(stride) + int64(p.W)
-	for _, d := range p.Outer {
+// checkBlocks validates outer dimensions around blocks of elems units
+// whose Y spans inner: counts, strides, Y's blocks nested.
+func checkBlocks(outer [2]BlockDim, inner, elems int64) error {
+	for i, d := range outer {
+		if d.N < 0 || d.N > 1<<24 || d.XStride < 0 || d.YStride < 0 || d.XStride > 1<<24 || d.YStride > 1<<24 {
+			return fmt.Errorf("outer dimension %d: %d blocks, strides %d, %d: want 0..2^24", i, d.N, d.XStride, d.YStride)
+		}
+		if d.N < 2 {
+			continue
+		}
+		if int64(d.YStride) < inner {
+			return fmt.Errorf("outer dimension %d: Y stride %d: want at least the %d it repeats", i, d.YStride, inner)
+		}
+		inner += int64(d.N-1) * int64(d.YStride)
+		if elems *= int64(d.N); elems > 1<<24 {
+			return fmt.Errorf("outer dimension %d: %d in all: want at most 2^24", i, elems)
+		}
+	}
+	return nil
+}
+
+// outerSpan is what outer adds to a span: X's (x true) or Y's.
+func outerSpan(outer [2]BlockDim, x bool) int64 {
+	var n int64
+	for _, d := range outer {
 		if d.N > 1 {
-			n += int64(d.N-1) * int64(outer(d))
+			s := d.YStride
+			if x {
+				s = d.XStride
+			}
+			n += int64(d.N-1) * int64(s)
 		}
 	}
 	return n
+}
+
+// checkSpansDisjoint refuses X and Y spans that share a byte.
+func checkSpansDisjoint(x, y buffer) error {
+	if uint64(x.addr) < uint64(y.addr)+y.size && uint64(y.addr) < uint64(x.addr)+x.size {
+		return fmt.Errorf("X [%#x, %#x) and Y [%#x, %#x) overlap: blocks need disjoint spans", x.addr, uint64(x.addr)+x.size, y.addr, uint64(y.addr)+y.size)
+	}
+	return nil
+}
+
+// span returns the words from the first word of X (x true) or Y to past
+// its last.
+func (p Copy) span(x bool) int64 {
+	stride := p.YStride
+	if x {
+		stride = p.XStride
+	}
+	return int64(p.R-1)*int64(stride) + int64(p.W) + outerSpan(p.Outer, x)
 }
 
 func (p Copy) check() error {
@@ -122,24 +165,7 @@ func (p Copy) check() error {
 
 // checkOuter validates Outer: counts, strides, Y's blocks nested.
 func (p Copy) checkOuter() error {
-	inner := int64(p.R-1)*int64(p.YStride) + int64(p.W) // Y's span so far
-	total := int64(p.R) * int64(p.W)
-	for i, d := range p.Outer {
-		if d.N < 0 || d.N > 1<<24 || d.XStride < 0 || d.YStride < 0 || d.XStride > 1<<24 || d.YStride > 1<<24 {
-			return fmt.Errorf("outer dimension %d: %d blocks, strides %d, %d: want 0..2^24", i, d.N, d.XStride, d.YStride)
-		}
-		if d.N < 2 {
-			continue
-		}
-		if int64(d.YStride) < inner {
-			return fmt.Errorf("outer dimension %d: Y stride %d: want at least the %d words it repeats", i, d.YStride, inner)
-		}
-		inner += int64(d.N-1) * int64(d.YStride)
-		if total *= int64(d.N); total > 1<<24 {
-			return fmt.Errorf("outer dimension %d: %d words in all: want at most 2^24", i, total)
-		}
-	}
-	return nil
+	return checkBlocks(p.Outer, int64(p.R-1)*int64(p.YStride)+int64(p.W), int64(p.R)*int64(p.W))
 }
 
 func (p Copy) checkMemory(b *Builder) error {
@@ -147,8 +173,7 @@ func (p Copy) checkMemory(b *Builder) error {
 	if a == nil {
 		return errors.New("builder has no architecture preset")
 	}
-	xs := 4 * uint64(p.span(p.XStride, func(d CopyDim) int { return d.XStride }))
-	ys := 4 * uint64(p.span(p.YStride, func(d CopyDim) int { return d.YStride }))
+	xs, ys := 4*uint64(p.span(true)), 4*uint64(p.span(false))
 	x := buffer{"X", p.X, xs, false}
 	y := buffer{"Y", p.Y, ys, true}
 	for _, v := range []buffer{x, y} {
@@ -161,11 +186,8 @@ func (p Copy) checkMemory(b *Builder) error {
 			}
 		}
 	}
-	if p.blocks() > 1 {
-		if uint64(p.X) < uint64(p.Y)+ys && uint64(p.Y) < uint64(p.X)+xs {
-			return fmt.Errorf("X [%#x, %#x) and Y [%#x, %#x) overlap: blocks need disjoint spans", p.X, uint64(p.X)+xs, p.Y, uint64(p.Y)+ys)
-		}
-		return nil
+	if blockCount(p.Outer) > 1 {
+		return checkSpansDisjoint(x, y)
 	}
 	return checkRowsDisjoint(
 		byteRows{"X", int64(p.X), 4 * int64(p.XStride), 4 * int64(p.W), p.R},
@@ -200,7 +222,7 @@ func checkRowsDisjoint(a, b byteRows) error {
 }
 
 func (p Copy) gen() *wordEngine {
-	return newWordEngine(p.R, p.W, int64(p.X), 4*int64(p.XStride), 4, int64(p.Y), 4*int64(p.YStride), p.Interleaved, p.outer()...)
+	return newWordEngine(p.R, p.W, int64(p.X), 4*int64(p.XStride), 4, int64(p.Y), 4*int64(p.YStride), p.Interleaved, genDims(p.Outer, 4)...)
 }
 
 // Cost returns the kernel's exact cost.

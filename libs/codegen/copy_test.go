@@ -50,11 +50,11 @@ func TestCopy(t *testing.T) {
 		// Blocks: a stride-2 window gather's rows (one word a row), by
 		// window offset and by input row; rows of loops in loops of
 		// blocks (three counters); X repeated; a level of one block.
-		{Copy{R: 32, W: 1, XStride: 2, YStride: 1, Workers: 6, Outer: [2]CopyDim{{7, 1, 32}, {5, 70, 224}}}, 4, 0},
-		{Copy{R: 20, W: 40, XStride: 41, YStride: 40, Workers: 2, Outer: [2]CopyDim{{3, 900, 800}, {3, 2800, 2400}}}, 8, 4},
-		{Copy{R: 3, W: 13, XStride: 15, YStride: 13, Workers: 6, Interleaved: true, Outer: [2]CopyDim{{4, 50, 40}, {3, 0, 170}}}, 12, 8},
-		{Copy{R: 5, W: 2, XStride: 3, YStride: 2, Workers: 4, Outer: [2]CopyDim{{1, 0, 0}, {9, 17, 10}}}, 0, 4},
-		{Copy{R: 1, W: 3, XStride: 3, YStride: 3, Workers: 5, Outer: [2]CopyDim{{11, 5, 3}}}, 4, 4},
+		{Copy{R: 32, W: 1, XStride: 2, YStride: 1, Workers: 6, Outer: [2]BlockDim{{7, 1, 32}, {5, 70, 224}}}, 4, 0},
+		{Copy{R: 20, W: 40, XStride: 41, YStride: 40, Workers: 2, Outer: [2]BlockDim{{3, 900, 800}, {3, 2800, 2400}}}, 8, 4},
+		{Copy{R: 3, W: 13, XStride: 15, YStride: 13, Workers: 6, Interleaved: true, Outer: [2]BlockDim{{4, 50, 40}, {3, 0, 170}}}, 12, 8},
+		{Copy{R: 5, W: 2, XStride: 3, YStride: 2, Workers: 4, Outer: [2]BlockDim{{1, 0, 0}, {9, 17, 10}}}, 0, 4},
+		{Copy{R: 1, W: 3, XStride: 3, YStride: 3, Workers: 5, Outer: [2]BlockDim{{11, 5, 3}}}, 4, 4},
 	}
 	const xBase, yBase, guard = 0x80000, 0xB0000, 64
 	tl := newTile()
@@ -64,8 +64,8 @@ func TestCopy(t *testing.T) {
 		name := fmt.Sprintf("%dx%d-s%d,%d-o%d,%d-w%d-il%v-b%v", p.R, p.W, p.XStride, p.YStride, tc.xoff, tc.yoff, p.Workers, p.Interleaved, p.Outer)
 		t.Run(name, func(t *testing.T) {
 			r := rng(int64(ci))
-			xn := 4 * int(p.span(p.XStride, func(d CopyDim) int { return d.XStride }))
-			yn := 4 * int(p.span(p.YStride, func(d CopyDim) int { return d.YStride }))
+			xn := 4 * int(p.span(true))
+			yn := 4 * int(p.span(false))
 			x := randBytes(r, xn)
 			area := randBytes(r, yn+2*guard)
 			want := append([]byte(nil), area...)
@@ -164,13 +164,13 @@ func TestCopyBlocksRandom(t *testing.T) {
 				continue
 			}
 			n := 1 + r.Intn(6)
-			p.Outer[d] = CopyDim{N: n, XStride: r.Intn(3 * yspan), YStride: yspan + r.Intn(4)}
+			p.Outer[d] = BlockDim{N: n, XStride: r.Intn(3 * yspan), YStride: yspan + r.Intn(4)}
 			yspan += (n - 1) * p.Outer[d].YStride
 		}
 		p.X, p.Y = xBase+4*uint32(r.Intn(8)), yBase+4*uint32(r.Intn(8))
 		t.Run(fmt.Sprintf("%d-%dx%d-s%d,%d-w%d-b%v", i, p.R, p.W, p.XStride, p.YStride, p.Workers, p.Outer), func(t *testing.T) {
-			xn := 4 * int(p.span(p.XStride, func(d CopyDim) int { return d.XStride }))
-			yn := 4 * int(p.span(p.YStride, func(d CopyDim) int { return d.YStride }))
+			xn := 4 * int(p.span(true))
+			yn := 4 * int(p.span(false))
 			x, area := randBytes(r, xn), randBytes(r, yn+2*guard)
 			want := append([]byte(nil), area...)
 			for _, o := range copyBlocks(p) {
@@ -212,9 +212,9 @@ func TestCopyErrors(t *testing.T) {
 		{"overlap", func(p *Copy) { p.Y = 0x80040 }, "X row 2 [0x80040, 0x80060) overlaps Y row 0 [0x80040, 0x80060)"},
 		{"overlap-stride", func(p *Copy) { p.XStride, p.Y, p.YStride = 16, 0x80028, 16 }, "X row 1 [0x80040, 0x80060) overlaps Y row 0 [0x80028, 0x80048)"},
 		{"outer-count", func(p *Copy) { p.Outer[0].N = -1 }, "outer dimension 0: -1 blocks"},
-		{"outer-nest", func(p *Copy) { p.Outer[1] = CopyDim{2, 40, 37} }, "outer dimension 1: Y stride 37: want at least the 38 words it repeats"},
-		{"outer-total", func(p *Copy) { p.Outer = [2]CopyDim{{1 << 12, 0, 38}, {1 << 12, 0, 38 << 12}} }, "words in all: want at most 2^24"},
-		{"outer-overlap", func(p *Copy) { p.Outer[0], p.Y = CopyDim{3, 40, 40}, 0x80100 }, "X [0x80000, 0x801c0) and Y [0x80100, 0x802d8) overlap"},
+		{"outer-nest", func(p *Copy) { p.Outer[1] = BlockDim{2, 40, 37} }, "outer dimension 1: Y stride 37: want at least the 38 it repeats"},
+		{"outer-total", func(p *Copy) { p.Outer = [2]BlockDim{{1 << 12, 0, 38}, {1 << 12, 0, 38 << 12}} }, "in all: want at most 2^24"},
+		{"outer-overlap", func(p *Copy) { p.Outer[0], p.Y = BlockDim{3, 40, 40}, 0x80100 }, "X [0x80000, 0x801c0) and Y [0x80100, 0x802d8) overlap"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -70,6 +70,11 @@ type Gather struct {
 	// Interleaved declares that X and Y lie in interleaved memory
 	// (checked): 128-bit accesses where the addresses allow (Size 4).
 	Interleaved bool
+	// Outer repeats the R x C gather as Copy's Outer does (strides in
+	// elements; Y's blocks nested, X's and Y's spans disjoint). Size 2
+	// blocks are whole words of Y: Y word-aligned, C and Y's strides
+	// even.
+	Outer [2]BlockDim
 }
 
 func (p Gather) check() error {
@@ -90,6 +95,18 @@ func (p Gather) check() error {
 	if p.R > 1 && p.YStride < p.C {
 		return fmt.Errorf("row stride %d of Y: want at least C=%d", p.YStride, p.C)
 	}
+	if err := checkBlocks(p.Outer, int64(p.R-1)*int64(p.YStride)+int64(p.C), int64(p.R)*int64(p.C)); err != nil {
+		return err
+	}
+	if p.Size == 2 && blockCount(p.Outer) > 1 {
+		odd := p.C%2 != 0 || p.R > 1 && p.YStride%2 != 0
+		for _, d := range p.Outer {
+			odd = odd || d.N > 1 && d.YStride%2 != 0
+		}
+		if odd {
+			return fmt.Errorf("2-byte blocks of %d columns, Y strides %d, %d, %d: want whole words (even)", p.C, p.YStride, p.Outer[0].YStride, p.Outer[1].YStride)
+		}
+	}
 	return nil
 }
 
@@ -99,13 +116,17 @@ func (p Gather) checkMemory(b *Builder) error {
 		return errors.New("builder has no architecture preset")
 	}
 	sz := uint64(p.Size)
-	last := uint64(p.R-1)*uint64(p.RStride) + uint64(p.C-1)*uint64(p.CStride)
+	last := uint64(p.R-1)*uint64(p.RStride) + uint64(p.C-1)*uint64(p.CStride) + uint64(outerSpan(p.Outer, true))
 	x := buffer{"X", p.X, sz * (last + 1), false}
-	y := buffer{"Y", p.Y, sz * (uint64(p.R-1)*uint64(p.YStride) + uint64(p.C)), true}
+	y := buffer{"Y", p.Y, sz * (uint64(p.R-1)*uint64(p.YStride) + uint64(p.C) + uint64(outerSpan(p.Outer, false))), true}
 	for _, v := range []buffer{x, y} {
 		if v.addr%uint32(p.Size) != 0 {
 			return fmt.Errorf("%s at %#x is not %d-byte aligned", v.name, v.addr, p.Size)
 		}
+	}
+	blocks := blockCount(p.Outer) > 1
+	if blocks && p.Size == 2 && p.Y%4 != 0 {
+		return fmt.Errorf("Y at %#x: 2-byte blocks want it word-aligned", p.Y)
 	}
 	if p.Size == 2 {
 		// Whole words are read.
@@ -128,6 +149,9 @@ func (p Gather) checkMemory(b *Builder) error {
 			return fmt.Errorf("Y words [%#x, %#x) are outside tile memory", lo, hi)
 		}
 	}
+	if blocks {
+		return checkSpansDisjoint(x, y)
+	}
 	return checkRowsDisjoint(
 		byteRows{"X", int64(x.addr), 0, int64(x.size), 1},
 		byteRows{"Y", int64(p.Y), int64(p.Size) * int64(p.YStride), int64(p.Size) * int64(p.C), p.R})
@@ -136,10 +160,10 @@ func (p Gather) checkMemory(b *Builder) error {
 func (p Gather) gen() genEngine {
 	sz := int64(p.Size)
 	if p.Size == 4 {
-		return newWordEngine(p.R, p.C, int64(p.X), 4*int64(p.RStride), 4*int64(p.CStride), int64(p.Y), 4*int64(p.YStride), p.Interleaved)
+		return newWordEngine(p.R, p.C, int64(p.X), 4*int64(p.RStride), 4*int64(p.CStride), int64(p.Y), 4*int64(p.YStride), p.Interleaved, genDims(p.Outer, 4)...)
 	}
 	return &halfEngine{rows: p.R, cols: p.C, src: int64(p.X), srcRow: sz * int64(p.RStride), srcCol: sz * int64(p.CStride),
-		dst: int64(p.Y), dstRow: sz * int64(p.YStride)}
+		dst: int64(p.Y), dstRow: sz * int64(p.YStride), outer: genDims(p.Outer, 2)}
 }
 
 // plan returns the workers' code: the engine's, or the pair engine's
@@ -181,16 +205,28 @@ func EmulateGather(p Gather, x, y []byte) []byte {
 		return nil
 	}
 	sz := p.Size
-	span := sz * ((p.R-1)*p.YStride + p.C)
-	last := (p.R-1)*p.RStride + (p.C-1)*p.CStride
+	span := sz * ((p.R-1)*p.YStride + p.C + int(outerSpan(p.Outer, false)))
+	last := (p.R-1)*p.RStride + (p.C-1)*p.CStride + int(outerSpan(p.Outer, true))
 	if len(y) < span || len(x) < sz*(last+1) {
 		return nil
 	}
 	out := append([]byte(nil), y[:span]...)
-	for r := 0; r < p.R; r++ {
-		for c := 0; c < p.C; c++ {
-			i := r*p.RStride + c*p.CStride
-			copy(out[sz*(r*p.YStride+c):sz*(r*p.YStride+c+1)], x[sz*i:sz*(i+1)])
+	blocks := [][2]int{{0, 0}}
+	for _, d := range p.Outer {
+		var next [][2]int
+		for i := range max(d.N, 1) {
+			for _, b := range blocks {
+				next = append(next, [2]int{b[0] + i*d.XStride, b[1] + i*d.YStride})
+			}
+		}
+		blocks = next
+	}
+	for _, b := range blocks {
+		for r := 0; r < p.R; r++ {
+			for c := 0; c < p.C; c++ {
+				i, o := b[0]+r*p.RStride+c*p.CStride, b[1]+r*p.YStride+c
+				copy(out[sz*o:sz*(o+1)], x[sz*i:sz*(i+1)])
+			}
 		}
 	}
 	return out
@@ -198,11 +234,14 @@ func EmulateGather(p Gather, x, y []byte) []byte {
 
 // halfEngine gathers 2-byte elements: output (r, c) at dst + r*dstRow +
 // 2c from src + r*srcRow + c*srcCol (bytes).
+//
+// Rows may repeat in blocks of whole words of Y, as wordEngine's.
 type halfEngine struct {
 	rows, cols     int
 	src            int64
 	srcRow, srcCol int64
 	dst, dstRow    int64
+	outer          []genDim
 }
 
 // Registers: the two source words of an output word, the pending low
@@ -215,10 +254,29 @@ const (
 
 const hiMask = 0xFFFF0000
 
-func (e *halfEngine) elements() int { return e.rows * e.cols }
+func (e *halfEngine) elements() int {
+	n := e.rows * e.cols
+	for _, d := range e.outer {
+		n *= d.n
+	}
+	return n
+}
 
-func (e *halfEngine) srcAt(r, c int) int64 { return e.src + int64(r)*e.srcRow + int64(c)*e.srcCol }
-func (e *halfEngine) dstAt(r, c int) int64 { return e.dst + int64(r)*e.dstRow + 2*int64(c) }
+func (e *halfEngine) srcAt(r, c int) int64 {
+	if e.outer == nil {
+		return e.src + int64(r)*e.srcRow + int64(c)*e.srcCol
+	}
+	o, _ := genOffsets(r, e.rows, e.srcRow, e.dstRow, e.outer)
+	return e.src + o + int64(c)*e.srcCol
+}
+
+func (e *halfEngine) dstAt(r, c int) int64 {
+	if e.outer == nil {
+		return e.dst + int64(r)*e.dstRow + 2*int64(c)
+	}
+	_, o := genOffsets(r, e.rows, e.srcRow, e.dstRow, e.outer)
+	return e.dst + o + 2*int64(c)
+}
 
 // word and half of source element (r, c).
 func (e *halfEngine) word(r, c int) int64 { return e.srcAt(r, c) &^ 3 }
@@ -355,6 +413,9 @@ func (e *halfEngine) segment(s *genSeq, st *halfState, r, cs, ce int) {
 // wrote row r-1 (for r = 0, a row before it at the same stride): a
 // pending low half when that row ends inside a word.
 func (e *halfEngine) entry(r int) halfState {
+	if e.outer != nil {
+		return halfState{} // blocks of whole words
+	}
 	if e.dstAt(r-1, e.cols)%4 != 0 {
 		return halfState{true, e.dstAt(r-1, e.cols-1)}
 	}
@@ -362,10 +423,16 @@ func (e *halfEngine) entry(r int) halfState {
 }
 
 func (e *halfEngine) code(f0, f1 int) *genSeq {
-	s := newGenSeq(M9, M10, M11, M12, M13, M14, M0, M1)
+	var s *genSeq
+	if e.outer == nil {
+		s = newGenSeq(M9, M10, M11, M12, M13, M14, M0, M1)
+	} else {
+		s = newGenSeq(M9, M10, M11, M12, M0, M1)
+		s.loopRegs = []MReg{gLoop, M14, M13}
+	}
 	var st halfState
 	seg := func(r, cs, ce int) { e.segment(s, &st, r, cs, ce) }
-	full := func(r, n int) {
+	rows0 := func(r, n int) {
 		p := genPeriod(4, e.srcRow, e.dstRow)
 		if st != e.entry(r) {
 			// The worker's output starts with row r: the loop's first
@@ -392,6 +459,8 @@ func (e *halfEngine) code(f0, f1 int) *genSeq {
 			seg(r+i, 0, e.cols)
 		}
 	}
+	at := func(r int) (int64, int64) { return e.word(r, 0), e.dstAt(r, 0) &^ 3 }
+	full := func(r, n int) { genBlocks(s, e.rows, e.outer, r, n, len(e.outer), 4, at, rows0) }
 	genSegments(f0, f1, e.cols, seg, full)
 	e.flush(s, &st)
 	return s

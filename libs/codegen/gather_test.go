@@ -16,9 +16,9 @@ func runGather(t *testing.T, tl *tile, p Gather, seed int64, phases []int) {
 	const guard = 64
 	r := rng(seed)
 	sz := p.Size
-	xn := sz * ((p.R-1)*p.RStride + (p.C-1)*p.CStride + 1)
+	xn := sz * ((p.R-1)*p.RStride + (p.C-1)*p.CStride + 1 + int(outerSpan(p.Outer, true)))
 	xn = (xn + int(p.X%4) + 3) &^ 3 // whole words from X's word
-	yn := sz * ((p.R-1)*p.YStride + p.C)
+	yn := sz * ((p.R-1)*p.YStride + p.C + int(outerSpan(p.Outer, false)))
 	x := randBytes(r, xn)
 	area := randBytes(r, yn+2*guard)
 	xw := p.X &^ 3
@@ -75,12 +75,21 @@ func TestGather(t *testing.T) {
 		{Size: 4, R: 3, C: 33, YStride: 33, RStride: 0, CStride: 0, Workers: 6},
 		{Size: 4, R: 2, C: 4, YStride: 5, RStride: 9001, CStride: 8200, Workers: 3, Y: 12},
 		{Size: 4, R: 130, C: 2, YStride: 3, RStride: 2, CStride: 1, Workers: 6, X: 4, Interleaved: true},
+		// Blocks: an FP16 stride-2 window gather (16 outputs of a row,
+		// 7 window offsets, 9 input rows), a transposed block repeated
+		// with X's stride 0, rows of loops in loops of blocks, the FP32
+		// window gather, a level of one block.
+		{Size: 2, R: 1, C: 16, YStride: 16, RStride: 0, CStride: 2, Workers: 6, X: 2, Outer: [2]BlockDim{{7, 1, 16}, {9, 38, 112}}},
+		{Size: 2, R: 6, C: 4, YStride: 4, RStride: 1, CStride: 6, Workers: 5, Outer: [2]BlockDim{{3, 0, 26}, {4, 7, 80}}},
+		{Size: 2, R: 12, C: 40, YStride: 42, RStride: 41, CStride: 1, Workers: 2, X: 6, Outer: [2]BlockDim{{3, 500, 506}, {2, 1600, 1600}}},
+		{Size: 4, R: 32, C: 1, YStride: 1, RStride: 2, CStride: 1, Workers: 6, X: 4, Outer: [2]BlockDim{{7, 1, 32}, {5, 70, 224}}},
+		{Size: 4, R: 5, C: 3, YStride: 3, RStride: 7, CStride: 2, Workers: 3, Interleaved: true, Outer: [2]BlockDim{{1, 0, 0}, {6, 40, 16}}},
 	}
 	tl := newTile()
 	for ci, p := range cases {
 		p.X += xBase
 		p.Y += yBase
-		name := fmt.Sprintf("s%d-%dx%d-ys%d-rs%d-cs%d-x%d-y%d-w%d-il%v", p.Size, p.R, p.C, p.YStride, p.RStride, p.CStride, p.X%16, p.Y%16, p.Workers, p.Interleaved)
+		name := fmt.Sprintf("s%d-%dx%d-ys%d-rs%d-cs%d-x%d-y%d-w%d-il%v-b%v", p.Size, p.R, p.C, p.YStride, p.RStride, p.CStride, p.X%16, p.Y%16, p.Workers, p.Interleaved, p.Outer)
 		t.Run(name, func(t *testing.T) {
 			phases := []int{ci % Slots}
 			if ci < 9 {
@@ -120,6 +129,39 @@ func TestGatherRandom(t *testing.T) {
 	}
 }
 
+// TestGatherBlocksRandom gathers random blocks: shapes, strides (Y's
+// nested with gaps, whole words for 2-byte elements), offsets.
+func TestGatherBlocksRandom(t *testing.T) {
+	tl := newTile()
+	r := rng(11)
+	for i := 0; i < 40; i++ {
+		p := Gather{Size: 2 + 2*r.Intn(2), R: 1 + r.Intn(10), C: 1 + r.Intn(10), Workers: 1 + r.Intn(6), Interleaved: r.Intn(2) == 0}
+		even := func(n int) int {
+			if p.Size == 2 {
+				return n + n%2
+			}
+			return n
+		}
+		p.C = even(p.C)
+		p.YStride = even(p.C + r.Intn(3))
+		p.RStride, p.CStride = r.Intn(30), r.Intn(5)
+		yspan := (p.R-1)*p.YStride + p.C
+		for d := range p.Outer {
+			if r.Intn(4) == 0 {
+				continue
+			}
+			n := 1 + r.Intn(5)
+			p.Outer[d] = BlockDim{N: n, XStride: r.Intn(3 * yspan), YStride: even(yspan + r.Intn(4))}
+			yspan += (n - 1) * p.Outer[d].YStride
+		}
+		p.X = 0x80000 + uint32(p.Size*r.Intn(8))
+		p.Y = 0xB0000 + uint32(4*r.Intn(4))
+		t.Run(fmt.Sprintf("%d-s%d-%dx%d-ys%d-rs%d-cs%d-w%d-b%v", i, p.Size, p.R, p.C, p.YStride, p.RStride, p.CStride, p.Workers, p.Outer), func(t *testing.T) {
+			runGather(t, tl, p, int64(2000+i), []int{i % Slots})
+		})
+	}
+}
+
 func TestGatherErrors(t *testing.T) {
 	ok := Gather{Size: 2, R: 4, C: 8, X: 0x80000, RStride: 1, CStride: 4, Y: 0x90000, YStride: 8, Workers: 6}
 	cases := []struct {
@@ -137,6 +179,10 @@ func TestGatherErrors(t *testing.T) {
 		{"x-outside", func(p *Gather) { p.X = 0xE7FF0 }, "is outside tile memory"},
 		{"interleaved", func(p *Gather) { p.Y, p.Interleaved = 0x70000, true }, "is outside interleaved memory"},
 		{"overlap", func(p *Gather) { p.Y = 0x80010 }, "overlaps Y row 0"},
+		{"outer-nest", func(p *Gather) { p.Outer[0] = BlockDim{2, 0, 31} }, "outer dimension 0: Y stride 31: want at least the 32 it repeats"},
+		{"outer-odd", func(p *Gather) { p.Outer[1] = BlockDim{2, 0, 33} }, "2-byte blocks of 8 columns, Y strides 8, 0, 33: want whole words"},
+		{"outer-y-align", func(p *Gather) { p.Outer[0], p.Y = BlockDim{2, 40, 32}, 0x90002 }, "Y at 0x90002: 2-byte blocks want it word-aligned"},
+		{"outer-overlap", func(p *Gather) { p.Outer[0], p.Y = BlockDim{2, 40, 32}, 0x80020 }, "X [0x80000, 0x80090) and Y [0x80020, 0x800a0) overlap"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

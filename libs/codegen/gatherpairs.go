@@ -19,7 +19,7 @@ type pairEngine struct {
 // pairs returns the gather's pair engine, or nil when its rows do not
 // come in word-aligned pairs or its output words are not whole.
 func (p Gather) pairs() *pairEngine {
-	if p.Size != 2 || p.R < 2 || p.R%2 != 0 || p.C%2 != 0 || p.RStride != 1 || p.CStride%2 != 0 ||
+	if p.Size != 2 || blockCount(p.Outer) > 1 || p.R < 2 || p.R%2 != 0 || p.C%2 != 0 || p.RStride != 1 || p.CStride%2 != 0 ||
 		p.X%4 != 0 || p.Y%4 != 0 || p.YStride%2 != 0 {
 		return nil
 	}

@@ -119,11 +119,13 @@ func (e *wordEngine) elements() int {
 
 func (e *wordEngine) boundary(f int) bool { return f%e.cols%4 == 0 }
 
-// offsets returns row r's byte offsets from src and dst.
-func (e *wordEngine) offsets(r int) (src, dst int64) {
-	src, dst = int64(r%e.rows)*e.srcRow, int64(r%e.rows)*e.dstRow
-	r /= e.rows
-	for _, d := range e.outer {
+// genOffsets returns row r's byte offsets from the first row's source
+// and destination: rows a block srcRow and dstRow apart, the blocks as
+// outer gives them.
+func genOffsets(r, rows int, srcRow, dstRow int64, outer []genDim) (src, dst int64) {
+	src, dst = int64(r%rows)*srcRow, int64(r%rows)*dstRow
+	r /= rows
+	for _, d := range outer {
 		i := r % d.n
 		src, dst = src+int64(i)*d.src, dst+int64(i)*d.dst
 		r /= d.n
@@ -135,7 +137,7 @@ func (e *wordEngine) srcAt(r, c int) int64 {
 	if e.outer == nil {
 		return e.src + int64(r)*e.srcRow + int64(c)*e.srcCol
 	}
-	o, _ := e.offsets(r)
+	o, _ := genOffsets(r, e.rows, e.srcRow, e.dstRow, e.outer)
 	return e.src + o + int64(c)*e.srcCol
 }
 
@@ -143,7 +145,7 @@ func (e *wordEngine) dstAt(r, c int) int64 {
 	if e.outer == nil {
 		return e.dst + int64(r)*e.dstRow + 4*int64(c)
 	}
-	_, o := e.offsets(r)
+	_, o := genOffsets(r, e.rows, e.srcRow, e.dstRow, e.outer)
 	return e.dst + o + 4*int64(c)
 }
 
@@ -272,41 +274,52 @@ func (e *wordEngine) code(f0, f1 int) *genSeq {
 	return s
 }
 
-// blocks emits the full rows [r, r+n), which lie in one block of level
-// L+1 (level 0: the rows; L = len(outer): all of them): a partial block
-// first and last, the whole blocks between in a loop.
+// blocks emits the full rows [r, r+n) (genBlocks).
 func (e *wordEngine) blocks(s *genSeq, r, n, L int) {
+	at := func(r int) (int64, int64) { return e.srcAt(r, 0), e.dstAt(r, 0) }
+	genBlocks(s, e.rows, e.outer, r, n, L, 16, at, func(r, n int) { e.rows0(s, r, n) })
+}
+
+// genBlocks emits the full rows [r, r+n) of an engine whose rows (rows
+// a block) repeat in outer blocks, the rows lying in one block of level
+// L+1 (level 0: the rows; L = len(outer): all of them): a partial block
+// first and last, the whole blocks between in a loop, p of them an
+// iteration (their alignments modulo mod repeat after p). at gives the
+// pointers' addresses at a row's start, rows0 emits rows of one block.
+func genBlocks(s *genSeq, rows int, outer []genDim, r, n, L int, mod int64, at func(r int) (src, dst int64), rows0 func(r, n int)) {
 	if L == 0 {
-		e.rows0(s, r, n)
+		rows0(r, n)
 		return
 	}
-	B := e.rows
-	for _, d := range e.outer[:L-1] {
+	B := rows
+	for _, d := range outer[:L-1] {
 		B *= d.n
 	}
+	sub := func(r, n int) { genBlocks(s, rows, outer, r, n, L-1, mod, at, rows0) }
 	if h := min(n, (B-r%B)%B); h > 0 {
-		e.blocks(s, r, h, L-1)
+		sub(r, h)
 		r, n = r+h, n-h
 	}
 	m := n / B
-	d := e.outer[L-1]
-	p := genPeriod(16, d.src, d.dst)
+	d := outer[L-1]
+	p := genPeriod(mod, d.src, d.dst)
 	if m >= 2*p {
-		s.open(m/p, genAt{gSrc, e.srcAt(r, 0)}, genAt{gDst, e.dstAt(r, 0)})
+		src, dst := at(r)
+		s.open(m/p, genAt{gSrc, src}, genAt{gDst, dst})
 		for i := 0; i < p; i++ {
-			e.blocks(s, r+i*B, B, L-1)
+			sub(r+i*B, B)
 		}
 		s.close(genAt{gSrc, int64(p) * d.src}, genAt{gDst, int64(p) * d.dst})
 		for i := m / p * p; i < m; i++ {
-			e.blocks(s, r+i*B, B, L-1)
+			sub(r+i*B, B)
 		}
 	} else {
 		for i := 0; i < m; i++ {
-			e.blocks(s, r+i*B, B, L-1)
+			sub(r+i*B, B)
 		}
 	}
 	if r, n = r+m*B, n-m*B; n > 0 {
-		e.blocks(s, r, n, L-1)
+		sub(r, n)
 	}
 }
 

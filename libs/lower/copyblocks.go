@@ -12,12 +12,12 @@ import (
 // Outer dimensions, keeps the tile's code to one kernel where a Copy per
 // sequence of runs made hundreds (and ran each with its own launch).
 
-// copyBlock is a Copy of the runs so far: the first run's addresses,
-// the words a row and its dimensions, the rows innermost (strides in
-// bytes).
+// copyBlock is a Copy (or a Gather) of the runs so far: the first run's
+// addresses, the elements a row (size bytes each) and its dimensions,
+// the rows innermost (strides in bytes).
 type copyBlock struct {
 	from, to prog.Ref
-	words    int
+	n, size  int
 	dims     [3]copyDim
 }
 
@@ -25,7 +25,7 @@ type copyDim struct{ n, dx, dy int }
 
 // span is the bytes of Y the block writes, first to last.
 func (b *copyBlock) span() int {
-	n := 4 * b.words
+	n := b.size * b.n
 	for _, d := range b.dims {
 		if d.n > 1 {
 			n += (d.n - 1) * d.dy
@@ -37,7 +37,7 @@ func (b *copyBlock) span() int {
 // sameShape reports whether a and b differ only in their addresses, up
 // to level k.
 func sameShape(a, b *copyBlock, k int) bool {
-	return a.words == b.words && a.dims == b.dims && a.from.Buf == b.from.Buf && a.to.Buf == b.to.Buf && a.dims[k].n <= 1
+	return a.n == b.n && a.size == b.size && a.dims == b.dims && a.from.Buf == b.from.Buf && a.to.Buf == b.to.Buf && a.dims[k].n <= 1
 }
 
 // mergeLevel groups consecutive blocks of one shape whose addresses
@@ -47,8 +47,9 @@ func sameShape(a, b *copyBlock, k int) bool {
 // last window offset of one row and the first of the next): groups
 // longer than the most common length are cut to it. Above the rows,
 // only blocks whose source and destination buffers differ merge (their
-// spans are then disjoint, as Copy's blocks need).
-func mergeLevel(bs []copyBlock, k int) []copyBlock {
+// spans are then disjoint, as Copy's blocks need), and only where ok
+// accepts the block's dimensions with a new one dy bytes apart.
+func mergeLevel(bs []copyBlock, k int, ok func(b *copyBlock, dy int) bool) []copyBlock {
 	type group struct{ i, n, dx, dy int }
 	var gs []group
 	for i := 0; i < len(bs); {
@@ -59,7 +60,7 @@ func mergeLevel(bs []copyBlock, k int) []copyBlock {
 				dx := int(bs[j].from.Off) - int(bs[j-1].from.Off)
 				dy := int(bs[j].to.Off) - int(bs[j-1].to.Off)
 				if j == i+1 {
-					if dx < 0 || dy < a.span() {
+					if dx < 0 || dy < a.span() || k > 0 && !ok(a, dy) {
 						break
 					}
 					g.dx, g.dy = dx, dy
@@ -108,21 +109,61 @@ func modeLength[T any](items []T, length func(T) int) int {
 	return best
 }
 
-// copyKernel is block b's Copy.
-func copyKernel(what string, b copyBlock) *prog.Kernel {
-	d0 := b.dims[0]
-	rows, xs, ys := max(d0.n, 1), d0.dx/4, d0.dy/4
-	if rows == 1 {
-		xs, ys = b.words, b.words
+// mergeBlocks merges bs at each level (mergeLevel).
+func mergeBlocks(bs []copyBlock, ok func(b *copyBlock, dy int) bool) []copyBlock {
+	for k := range 3 {
+		bs = mergeLevel(bs, k, ok)
 	}
-	p := &codegen.Copy{R: rows, W: b.words, XStride: xs, YStride: ys, Workers: codegen.Slots}
+	return bs
+}
+
+// anyBlock accepts every block.
+func anyBlock(*copyBlock, int) bool { return true }
+
+// wordBlock accepts blocks of 2-byte elements that are whole words of Y
+// (Gather's rule): Y word-aligned, even rows, even strides.
+func wordBlock(b *copyBlock, dy int) bool {
+	if b.to.Off%4 != 0 || b.n%2 != 0 || dy%4 != 0 {
+		return false
+	}
+	for _, d := range b.dims {
+		if d.n > 1 && d.dy%4 != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// rows returns b's rows and their strides in elements, and its outer
+// dimensions.
+func (b *copyBlock) rows() (n, xs, ys int, outer [2]codegen.BlockDim) {
+	d0 := b.dims[0]
+	n, xs, ys = max(d0.n, 1), d0.dx/b.size, d0.dy/b.size
+	if n == 1 {
+		xs, ys = b.n, b.n
+	}
 	o := 0
 	for _, d := range b.dims[1:] {
 		if d.n > 1 {
-			p.Outer[o] = codegen.CopyDim{N: d.n, XStride: d.dx / 4, YStride: d.dy / 4}
+			outer[o] = codegen.BlockDim{N: d.n, XStride: d.dx / b.size, YStride: d.dy / b.size}
 			o++
 		}
 	}
+	return n, xs, ys, outer
+}
+
+// copyKernel is block b's Copy (4-byte elements).
+func copyKernel(what string, b copyBlock) *prog.Kernel {
+	rows, xs, ys, outer := b.rows()
+	p := &codegen.Copy{R: rows, W: b.n, XStride: xs, YStride: ys, Workers: codegen.Slots, Outer: outer}
 	return &prog.Kernel{What: what, Params: p,
 		Fixes: []prog.Fix{{Field: &p.X, Ref: b.from}, {Field: &p.Y, Ref: b.to, Write: true}}}
+}
+
+// gatherKernel is block b's Gather (columns of contiguous elements).
+func gatherKernel(what string, b copyBlock) *prog.Kernel {
+	rows, xs, ys, outer := b.rows()
+	g := &codegen.Gather{Size: b.size, R: rows, C: b.n, YStride: ys, RStride: xs, CStride: 1, Workers: codegen.Slots, Outer: outer}
+	return &prog.Kernel{What: what, Params: g,
+		Fixes: []prog.Fix{{Field: &g.X, Ref: b.from}, {Field: &g.Y, Ref: b.to, Write: true}}}
 }

@@ -111,7 +111,7 @@ func TestCopyBlocks(t *testing.T) {
 	}
 	p := ks[0].Params.(*codegen.Copy)
 	want := codegen.Copy{R: out, W: 1, XStride: 2, YStride: 1, Workers: codegen.Slots,
-		Outer: [2]codegen.CopyDim{{N: k, XStride: 1, YStride: out}, {N: rows, XStride: pitch, YStride: k * out}}}
+		Outer: [2]codegen.BlockDim{{N: k, XStride: 1, YStride: out}, {N: rows, XStride: pitch, YStride: k * out}}}
 	if *p != want {
 		t.Errorf("kernel %+v, want %+v", *p, want)
 	}
@@ -146,5 +146,91 @@ func TestCopyBlocksRandom(t *testing.T) {
 			}
 		}
 		t.Run(fmt.Sprint(i), func(t *testing.T) { checkCopies(t, ls) })
+	}
+}
+
+// TestGatherBlocksRandom: random runs of 2-byte elements (nested
+// patterns cut short, odd lengths and offsets) become Gathers that copy
+// exactly their elements, blocks only of whole words of Y.
+func TestGatherBlocksRandom(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	bufs := []*prog.Buffer{{ID: 1}, {ID: 2}, {ID: 3}}
+	type move struct {
+		from, to *prog.Buffer
+		x, y     uint32
+	}
+	for i := range 200 {
+		var es []elemRun
+		var want []move
+		y := uint32(2 * r.Intn(3))
+		for range 1 + r.Intn(4) {
+			from, to := bufs[r.Intn(2)], bufs[2]
+			n := 1 + r.Intn(4)
+			cnt := []int{1 + r.Intn(4), 1 + r.Intn(4), 1 + r.Intn(4)}
+			dx := []int{r.Intn(3) * 2, r.Intn(40) * 2, r.Intn(200) * 2}
+			cut := r.Intn(cnt[0] * cnt[1] * cnt[2] * 2)
+			x0 := uint32(r.Intn(64) * 2)
+			for a := range cnt[2] {
+				for b := range cnt[1] {
+					for c := range cnt[0] {
+						if cut--; cut == 0 {
+							continue
+						}
+						x := x0 + uint32(a*dx[2]+b*dx[1]+c*dx[0])
+						es = append(es, elemRun{prog.Ref{Buf: from, Off: x}, prog.Ref{Buf: to, Off: y}, n, -1})
+						for e := range n {
+							want = append(want, move{from, to, x + uint32(2*e), y + uint32(2*e)})
+						}
+						y += uint32(2*n + 2*r.Intn(2))
+					}
+				}
+			}
+		}
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			m := newMoves()
+			gatherKernels(m, "gather", 2, map[int][]elemRun{4: es})
+			var got []move
+			for _, k := range m.copies[4] {
+				g := k.Params.(*codegen.Gather)
+				if _, err := g.Cost(); err != nil {
+					t.Fatalf("%+v: %v", *g, err)
+				}
+				from, to := k.Fixes[0].Ref, k.Fixes[1].Ref
+				if (g.Outer[0].N > 1 || g.Outer[1].N > 1) && to.Off%4 != 0 {
+					t.Fatalf("%+v: blocks from Y offset %d, not whole words", *g, to.Off)
+				}
+				blocks := [][2]int{{0, 0}}
+				for _, d := range g.Outer {
+					var next [][2]int
+					for i := range max(d.N, 1) {
+						for _, b := range blocks {
+							next = append(next, [2]int{b[0] + i*d.XStride, b[1] + i*d.YStride})
+						}
+					}
+					blocks = next
+				}
+				for _, b := range blocks {
+					for r := range g.R {
+						for c := range g.C {
+							got = append(got, move{from.Buf, to.Buf, from.Off + uint32(2*(b[0]+r*g.RStride+c*g.CStride)), to.Off + uint32(2*(b[1]+r*g.YStride+c))})
+						}
+					}
+				}
+			}
+			key := func(a, b move) int {
+				if a.from != b.from {
+					return a.from.ID - b.from.ID
+				}
+				if a.y != b.y {
+					return int(a.y) - int(b.y)
+				}
+				return int(a.x) - int(b.x)
+			}
+			slices.SortFunc(got, key)
+			slices.SortFunc(want, key)
+			if !slices.Equal(got, want) {
+				t.Fatalf("kernels gather %d elements, not the runs' %d (or other ones)", len(got), len(want))
+			}
+		})
 	}
 }

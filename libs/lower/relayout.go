@@ -166,8 +166,9 @@ func (l *lowerer) stageWords(m *moves, name string, words map[wordKey][][2]uint3
 }
 
 // gatherKernels adds the element runs' Gathers, by tile in tile order:
-// one per regular sequence (equal lengths, constant strides on both
-// sides, within one buffer each).
+// one per nested regular pattern (mergeBlocks: runs of equal lengths
+// with constant strides on both sides, within one buffer each, as its
+// rows; sequences of those as its blocks, whole words of Y).
 func gatherKernels(m *moves, what string, size int, gathers map[int][]elemRun) {
 	gts := make([]int, 0, len(gathers))
 	for t := range gathers {
@@ -176,46 +177,25 @@ func gatherKernels(m *moves, what string, size int, gathers map[int][]elemRun) {
 	sort.Ints(gts)
 	for _, t := range gts {
 		es := gathers[t]
-		for i := 0; i < len(es); {
-			j := i + 1
-			var ds, dd int
-			same := func(j int) bool {
-				return es[j].n == es[i].n && es[j].from.Buf == es[i].from.Buf && es[j].to.Buf == es[i].to.Buf
-			}
-			if j < len(es) && same(j) {
-				ds = int(es[j].from.Off) - int(es[i].from.Off)
-				dd = int(es[j].to.Off) - int(es[i].to.Off)
-				for j < len(es) && same(j) && int(es[j].from.Off)-int(es[j-1].from.Off) == ds && int(es[j].to.Off)-int(es[j-1].to.Off) == dd &&
-					ds >= 0 && dd >= es[i].n*size && ds%size == 0 && dd%size == 0 {
-					j++
-				}
-			}
-			rows := j - i
-			if rows == 1 {
-				ds, dd = es[i].n*size, es[i].n*size
-			}
-			g := &codegen.Gather{Size: size, R: rows, C: es[i].n, YStride: dd / size, RStride: ds / size, CStride: 1, Workers: codegen.Slots}
-			m.copies[t] = append(m.copies[t], &prog.Kernel{What: what, Params: g,
-				Fixes: []prog.Fix{{Field: &g.X, Ref: es[i].from}, {Field: &g.Y, Ref: es[i].to, Write: true}}})
-			i = j
+		bs := make([]copyBlock, len(es))
+		for i, e := range es {
+			bs[i] = copyBlock{from: e.from, to: e.to, n: e.n, size: size}
+		}
+		for _, b := range mergeBlocks(bs, wordBlock) {
+			m.copies[t] = append(m.copies[t], gatherKernel(what, b))
 		}
 	}
 }
 
 // copyKernels adds the local runs' copies: one Copy per nested regular
-// pattern (mergeLevel: runs of equal lengths with constant strides on
-// both sides, within one buffer each, as its rows; sequences of those as
-// its blocks).
+// pattern (mergeBlocks, as gatherKernels).
 func copyKernels(m *moves, what string, locals map[int][]localRun) {
 	for t, ls := range locals {
 		bs := make([]copyBlock, len(ls))
 		for i, r := range ls {
-			bs[i] = copyBlock{from: r.from, to: r.to, words: r.bytes / 4}
+			bs[i] = copyBlock{from: r.from, to: r.to, n: r.bytes / 4, size: 4}
 		}
-		for k := range 3 {
-			bs = mergeLevel(bs, k)
-		}
-		for _, b := range bs {
+		for _, b := range mergeBlocks(bs, anyBlock) {
 			m.copies[t] = append(m.copies[t], copyKernel(what, b))
 		}
 	}
