@@ -72,8 +72,9 @@ type Gather struct {
 	Interleaved bool
 	// Outer repeats the R x C gather as Copy's Outer does (strides in
 	// elements; Y's blocks nested, X's and Y's spans disjoint). Size 2
-	// blocks are whole words of Y: Y word-aligned, C and Y's strides
-	// even.
+	// blocks start words of Y (Y word-aligned, the outer Y strides
+	// even); a block that ends inside a word merges its last half with
+	// the word, as a row does.
 	Outer [2]BlockDim
 }
 
@@ -98,13 +99,11 @@ func (p Gather) check() error {
 	if err := checkBlocks(p.Outer, int64(p.R-1)*int64(p.YStride)+int64(p.C), int64(p.R)*int64(p.C)); err != nil {
 		return err
 	}
-	if p.Size == 2 && blockCount(p.Outer) > 1 {
-		odd := p.C%2 != 0 || p.R > 1 && p.YStride%2 != 0
-		for _, d := range p.Outer {
-			odd = odd || d.N > 1 && d.YStride%2 != 0
-		}
-		if odd {
-			return fmt.Errorf("2-byte blocks of %d columns, Y strides %d, %d, %d: want whole words (even)", p.C, p.YStride, p.Outer[0].YStride, p.Outer[1].YStride)
+	if p.Size == 2 {
+		for i, d := range p.Outer {
+			if d.N > 1 && d.YStride%2 != 0 {
+				return fmt.Errorf("outer dimension %d: Y stride %d: 2-byte blocks start words (want even)", i, d.YStride)
+			}
 		}
 	}
 	return nil
@@ -410,14 +409,12 @@ func (e *halfEngine) segment(s *genSeq, st *halfState, r, cs, ce int) {
 }
 
 // entry returns the state at the start of full row r when the worker
-// wrote row r-1 (for r = 0, a row before it at the same stride): a
-// pending low half when that row ends inside a word.
+// wrote row r-1 at the same stride (for r = 0, or the first row of a
+// block, a row before it): a pending low half when that row ends
+// inside a word.
 func (e *halfEngine) entry(r int) halfState {
-	if e.outer != nil {
-		return halfState{} // blocks of whole words
-	}
-	if e.dstAt(r-1, e.cols)%4 != 0 {
-		return halfState{true, e.dstAt(r-1, e.cols-1)}
+	if end := e.dstAt(r, 0) - e.dstRow + 2*int64(e.cols); end%4 != 0 {
+		return halfState{true, end - 2}
 	}
 	return halfState{}
 }
@@ -460,7 +457,14 @@ func (e *halfEngine) code(f0, f1 int) *genSeq {
 		}
 	}
 	at := func(r int) (int64, int64) { return e.word(r, 0), e.dstAt(r, 0) &^ 3 }
-	full := func(r, n int) { genBlocks(s, e.rows, e.outer, r, n, len(e.outer), 4, at, rows0) }
+	settle := func() { e.flush(s, &st) }
+	blockRows := func(r, n int) {
+		rows0(r, n)
+		if e.outer != nil && (r+n)%e.rows == 0 {
+			settle() // a block ends with its words written
+		}
+	}
+	full := func(r, n int) { genBlocks(s, e.rows, e.outer, r, n, len(e.outer), 4, at, blockRows, settle) }
 	genSegments(f0, f1, e.cols, seg, full)
 	e.flush(s, &st)
 	return s

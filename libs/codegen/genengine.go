@@ -277,7 +277,7 @@ func (e *wordEngine) code(f0, f1 int) *genSeq {
 // blocks emits the full rows [r, r+n) (genBlocks).
 func (e *wordEngine) blocks(s *genSeq, r, n, L int) {
 	at := func(r int) (int64, int64) { return e.srcAt(r, 0), e.dstAt(r, 0) }
-	genBlocks(s, e.rows, e.outer, r, n, L, 16, at, func(r, n int) { e.rows0(s, r, n) })
+	genBlocks(s, e.rows, e.outer, r, n, L, 16, at, func(r, n int) { e.rows0(s, r, n) }, func() {})
 }
 
 // genBlocks emits the full rows [r, r+n) of an engine whose rows (rows
@@ -285,8 +285,10 @@ func (e *wordEngine) blocks(s *genSeq, r, n, L int) {
 // L+1 (level 0: the rows; L = len(outer): all of them): a partial block
 // first and last, the whole blocks between in a loop, p of them an
 // iteration (their alignments modulo mod repeat after p). at gives the
-// pointers' addresses at a row's start, rows0 emits rows of one block.
-func genBlocks(s *genSeq, rows int, outer []genDim, r, n, L int, mod int64, at func(r int) (src, dst int64), rows0 func(r, n int)) {
+// pointers' addresses at a row's start, rows0 emits rows of one block
+// (a whole block ends in the state a block starts in), settle emits what
+// brings the code to that state before a loop.
+func genBlocks(s *genSeq, rows int, outer []genDim, r, n, L int, mod int64, at func(r int) (src, dst int64), rows0 func(r, n int), settle func()) {
 	if L == 0 {
 		rows0(r, n)
 		return
@@ -295,7 +297,7 @@ func genBlocks(s *genSeq, rows int, outer []genDim, r, n, L int, mod int64, at f
 	for _, d := range outer[:L-1] {
 		B *= d.n
 	}
-	sub := func(r, n int) { genBlocks(s, rows, outer, r, n, L-1, mod, at, rows0) }
+	sub := func(r, n int) { genBlocks(s, rows, outer, r, n, L-1, mod, at, rows0, settle) }
 	if h := min(n, (B-r%B)%B); h > 0 {
 		sub(r, h)
 		r, n = r+h, n-h
@@ -304,6 +306,7 @@ func genBlocks(s *genSeq, rows int, outer []genDim, r, n, L int, mod int64, at f
 	d := outer[L-1]
 	p := genPeriod(mod, d.src, d.dst)
 	if m >= 2*p {
+		settle()
 		src, dst := at(r)
 		s.open(m/p, genAt{gSrc, src}, genAt{gDst, dst})
 		for i := 0; i < p; i++ {

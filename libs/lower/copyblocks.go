@@ -120,10 +120,10 @@ func mergeBlocks(bs []copyBlock, ok func(b *copyBlock, dy int) bool) []copyBlock
 // anyBlock accepts every block.
 func anyBlock(*copyBlock, int) bool { return true }
 
-// wordBlock accepts blocks of 2-byte elements that are whole words of Y
-// (Gather's rule): Y word-aligned, even rows, even strides.
+// wordBlock accepts blocks of 2-byte elements that start words of Y
+// (Gather's rule): Y word-aligned, the blocks' strides whole words.
 func wordBlock(b *copyBlock, dy int) bool {
-	if b.to.Off%4 != 0 || b.n%2 != 0 || dy%4 != 0 {
+	if b.to.Off%4 != 0 || dy%4 != 0 {
 		return false
 	}
 	for _, d := range b.dims {

@@ -151,7 +151,7 @@ func TestCopyBlocksRandom(t *testing.T) {
 
 // TestGatherBlocksRandom: random runs of 2-byte elements (nested
 // patterns cut short, odd lengths and offsets) become Gathers that copy
-// exactly their elements, blocks only of whole words of Y.
+// exactly their elements, blocks only from word starts of Y.
 func TestGatherBlocksRandom(t *testing.T) {
 	r := rand.New(rand.NewSource(9))
 	bufs := []*prog.Buffer{{ID: 1}, {ID: 2}, {ID: 3}}
