@@ -185,6 +185,9 @@ func (pl *planner) screen(pr *product, budget, maxCopies int) []layout.Split {
 func (pl *planner) screenN(pr *product, budget, gnOnly, maxCopies int) ([]layout.Split, int64) {
 	var cs []scored
 	constA, constB := isConst(pr.a.w), isConst(pr.b.w)
+	if maxCopies > 0 {
+		maxCopies = max(maxCopies, pl.shareCopies(pr))
+	}
 	var spare []scored // splits that copy constants more than maxCopies times
 	eachGrid(pr, budget, func(sp layout.Split, bl block) {
 		if gnOnly > 0 && sp.GN != gnOnly || !pl.fitsBlock(pr, bl) {
@@ -219,6 +222,27 @@ func (pl *planner) screenN(pr *product, budget, gnOnly, maxCopies int) ([]layout
 		return out, -1
 	}
 	return out, cs[0].score
+}
+
+// shareCopies is how many copies of pr's constant operand keep it
+// within its fair share of the machine: half of all tiles' memory,
+// shared by the products' constants in proportion to their bytes (the
+// same count for every product). It applies only where the constant is
+// the smaller operand (a convolution's weight beside its columns, not a
+// projection's beside a transformer's few tokens): there, copying the
+// constant spreads the larger operand over more tiles; 0 elsewhere.
+func (pl *planner) shareCopies(pr *product) int {
+	c, v := pr.a, pr.b
+	if !isConst(c.w) {
+		c, v = v, c
+	}
+	if !isConst(c.w) || isConst(v.w) || pl.weights <= 0 {
+		return 0
+	}
+	if layout.Full(shapeOf(c.w)).Volume() >= layout.Full(shapeOf(v.w)).Volume() {
+		return 0
+	}
+	return int(int64(pl.tiles) * pl.usable / (2 * pl.weights))
 }
 
 // startKeep is how many splits per product the start prices in full
