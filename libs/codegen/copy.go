@@ -72,6 +72,23 @@ type Copy struct {
 // words, elements).
 type BlockDim struct{ N, XStride, YStride int }
 
+// BlockOffsets returns each block's first X and Y offsets (in the
+// kernel's units) in the order the blocks are written: the first
+// dimension's blocks innermost.
+func BlockOffsets(outer [2]BlockDim) [][2]int {
+	blocks := [][2]int{{0, 0}}
+	for _, d := range outer {
+		next := make([][2]int, 0, len(blocks)*max(d.N, 1))
+		for i := range max(d.N, 1) {
+			for _, b := range blocks {
+				next = append(next, [2]int{b[0] + i*d.XStride, b[1] + i*d.YStride})
+			}
+		}
+		blocks = next
+	}
+	return blocks
+}
+
 // genDims returns the outer dimensions that repeat (N > 1), innermost
 // first, in bytes (size bytes a unit).
 func genDims(outer [2]BlockDim, size int64) []genDim {

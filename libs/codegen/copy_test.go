@@ -68,13 +68,7 @@ func TestCopy(t *testing.T) {
 			yn := 4 * int(p.span(false))
 			x := randBytes(r, xn)
 			area := randBytes(r, yn+2*guard)
-			want := append([]byte(nil), area...)
-			for _, o := range copyBlocks(p) {
-				for i := 0; i < p.R; i++ {
-					xs, ys := o[0]+i*p.XStride, o[1]+i*p.YStride
-					copy(want[guard+4*ys:guard+4*(ys+p.W)], x[4*xs:4*(xs+p.W)])
-				}
-			}
+			want := copyWant(p, x, area, guard)
 			phases := []int{0}
 			if ci < 4 {
 				phases = []int{0, 1, 2, 3, 4, 5}
@@ -98,20 +92,17 @@ func TestCopy(t *testing.T) {
 	}
 }
 
-// copyBlocks returns each block's first word of X and of Y, as offsets
-// in words, by the definition of Outer.
-func copyBlocks(p Copy) [][2]int {
-	out := [][2]int{{0, 0}}
-	for _, d := range p.Outer {
-		var next [][2]int
-		for i := 0; i < max(d.N, 1); i++ {
-			for _, o := range out {
-				next = append(next, [2]int{o[0] + i*d.XStride, o[1] + i*d.YStride})
-			}
+// copyWant returns the area around Y (guard bytes before it) after p
+// copies from x, by the definition.
+func copyWant(p Copy, x, area []byte, guard int) []byte {
+	want := append([]byte(nil), area...)
+	for _, o := range BlockOffsets(p.Outer) {
+		for i := 0; i < p.R; i++ {
+			xs, ys := o[0]+i*p.XStride, o[1]+i*p.YStride
+			copy(want[guard+4*ys:guard+4*(ys+p.W)], x[4*xs:4*(xs+p.W)])
 		}
-		out = next
 	}
-	return out
+	return want
 }
 
 // TestCopyRandom copies random shapes, offsets and worker counts.
@@ -172,13 +163,7 @@ func TestCopyBlocksRandom(t *testing.T) {
 			xn := 4 * int(p.span(true))
 			yn := 4 * int(p.span(false))
 			x, area := randBytes(r, xn), randBytes(r, yn+2*guard)
-			want := append([]byte(nil), area...)
-			for _, o := range copyBlocks(p) {
-				for i := 0; i < p.R; i++ {
-					xs, ys := o[0]+i*p.XStride, o[1]+i*p.YStride
-					copy(want[guard+4*ys:guard+4*(ys+p.W)], x[4*xs:4*(xs+p.W)])
-				}
-			}
+			want := copyWant(p, x, area, guard)
 			tl.put(p.X, x)
 			tl.put(p.Y-guard, area)
 			phase := i % Slots

@@ -210,17 +210,7 @@ func EmulateGather(p Gather, x, y []byte) []byte {
 		return nil
 	}
 	out := append([]byte(nil), y[:span]...)
-	blocks := [][2]int{{0, 0}}
-	for _, d := range p.Outer {
-		var next [][2]int
-		for i := range max(d.N, 1) {
-			for _, b := range blocks {
-				next = append(next, [2]int{b[0] + i*d.XStride, b[1] + i*d.YStride})
-			}
-		}
-		blocks = next
-	}
-	for _, b := range blocks {
+	for _, b := range BlockOffsets(p.Outer) {
 		for r := 0; r < p.R; r++ {
 			for c := 0; c < p.C; c++ {
 				i, o := b[0]+r*p.RStride+c*p.CStride, b[1]+r*p.YStride+c

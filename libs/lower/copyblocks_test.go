@@ -26,17 +26,7 @@ func copiedWords(t *testing.T, ks []*prog.Kernel) []wordMove {
 			t.Fatalf("%+v: %v", *p, err)
 		}
 		from, to := k.Fixes[0].Ref, k.Fixes[1].Ref
-		blocks := [][2]int{{0, 0}}
-		for _, d := range p.Outer {
-			var next [][2]int
-			for i := range max(d.N, 1) {
-				for _, b := range blocks {
-					next = append(next, [2]int{b[0] + i*d.XStride, b[1] + i*d.YStride})
-				}
-			}
-			blocks = next
-		}
-		for _, b := range blocks {
+		for _, b := range codegen.BlockOffsets(p.Outer) {
 			for r := range p.R {
 				for c := range p.W {
 					out = append(out, wordMove{from.Buf, to.Buf,
@@ -199,17 +189,7 @@ func TestGatherBlocksRandom(t *testing.T) {
 				if (g.Outer[0].N > 1 || g.Outer[1].N > 1) && to.Off%4 != 0 {
 					t.Fatalf("%+v: blocks from Y offset %d, not whole words", *g, to.Off)
 				}
-				blocks := [][2]int{{0, 0}}
-				for _, d := range g.Outer {
-					var next [][2]int
-					for i := range max(d.N, 1) {
-						for _, b := range blocks {
-							next = append(next, [2]int{b[0] + i*d.XStride, b[1] + i*d.YStride})
-						}
-					}
-					blocks = next
-				}
-				for _, b := range blocks {
+				for _, b := range codegen.BlockOffsets(g.Outer) {
 					for r := range g.R {
 						for c := range g.C {
 							got = append(got, move{from.Buf, to.Buf, from.Off + uint32(2*(b[0]+r*g.RStride+c*g.CStride)), to.Off + uint32(2*(b[1]+r*g.YStride+c))})
