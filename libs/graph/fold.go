@@ -24,10 +24,15 @@ package graph
 //     instructions compute them (fmath: the exact value rounded once,
 //     the canonical NaN), Neg and Abs on float (the sign bit) and on
 //     integers (built as Sub and Max), Max and Min on integers, up to
-//     maxFoldFloats elements (fold_unary.go).
+//     maxFoldFloats elements (fold_unary.go);
+//   - Add, Sub, Mul, Div and those functions (not Neg and Abs) on
+//     float16 as the device computes them: in FP32, rounded once to FP16
+//     (for Add, Sub and Mul the same bits as the f16v4 instructions'
+//     single rounding), a NaN the canonical 0x7e00 (a batch
+//     normalization's scale and bias in an FP16 model).
 //
-// Other float math (float16 arithmetic, Sigmoid, Pow, MatMul, ...)
-// stays on the device: the folder computes only what it can compute
+// Other float math (Sigmoid, Pow, MatMul, ...) stays on the device: the
+// folder computes only what it can compute
 // exactly as the device does, and what exporters write for shapes and
 // masks. Shape, ConstantOfShape, Range and If on a constant condition
 // are folded by their builders.

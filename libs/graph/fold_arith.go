@@ -89,8 +89,51 @@ func evalArith(n *Node) ([]*onnx.Tensor, error) {
 			out[i] = arith32(n.Op, a[ia[i]], b[ib[i]])
 		}
 		return []*onnx.Tensor{float32Tensor("", y.Shape, out)}, nil
+	case y.DType == onnx.Float16 && len(ia) <= maxFoldFloats:
+		// The device's FP16 Add, Sub and Mul (f16v4: the exact result
+		// rounded once to FP16) equal the FP32 result rounded to FP16;
+		// its Div is FP32's rounded to FP16 (codegen.Binary).
+		a, b := halfFloats(n.Inputs[0].Const), halfFloats(n.Inputs[1].Const)
+		if a == nil || b == nil {
+			return nil, errNoFold
+		}
+		out := make([]float32, len(ia))
+		for i := range out {
+			out[i] = arith32(n.Op, a[ia[i]], b[ib[i]])
+		}
+		return []*onnx.Tensor{float16Tensor(y.Shape, out)}, nil
 	}
 	return nil, errNoFold
+}
+
+// halfFloats returns a float16 constant's elements as float32 (exact),
+// nil for another type.
+func halfFloats(t *onnx.Tensor) []float32 {
+	if t.DType != onnx.Float16 {
+		return nil
+	}
+	v := make([]float32, len(t.Raw)/2)
+	for i := range v {
+		v[i] = math.Float32frombits(numfmt.F16ToF32(binary.LittleEndian.Uint16(t.Raw[2*i:])))
+	}
+	return v
+}
+
+// canonNaN16 is the NaN the device's FP16 arithmetic writes.
+const canonNaN16 = 0x7E00
+
+// float16Tensor rounds FP32 results to a float16 constant as the device
+// does (nearest even, overflow to Inf), a NaN the canonical one.
+func float16Tensor(dims []int64, v []float32) *onnx.Tensor {
+	raw := make([]byte, 2*len(v))
+	for i, x := range v {
+		h := uint16(canonNaN16)
+		if x == x {
+			h = numfmt.F32ToF16(math.Float32bits(x))
+		}
+		binary.LittleEndian.PutUint16(raw[2*i:], h)
+	}
+	return &onnx.Tensor{DType: onnx.Float16, Dims: append([]int64{}, dims...), Raw: raw}
 }
 
 // numbers decodes a constant as integers (ints, bools) or exact float64

@@ -29,11 +29,20 @@ var unaryFolds = map[string]struct {
 	"Abs":  {func(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ 0x80000000) }, true},
 }
 
-// evalUnary folds a float function of a float constant; float16 stays on
-// the device.
+// evalUnary folds a float function of a float constant, and of a
+// float16 one as the device computes it (codegen.Unary: in FP32, rounded
+// once to FP16; Neg and Abs of float16 stay on the device, whose
+// conversion quiets a NaN).
 func evalUnary(n *Node) ([]*onnx.Tensor, error) {
 	x := n.Inputs[0].Const
 	u, ok := unaryFolds[n.Op]
+	if ok && !u.bits && x.DType == onnx.Float16 && len(x.Raw)/2 <= maxFoldFloats {
+		v := halfFloats(x)
+		for i, a := range v {
+			v[i] = u.f(a)
+		}
+		return []*onnx.Tensor{float16Tensor(n.Outputs[0].Shape, v)}, nil
+	}
 	if !ok || x.DType != onnx.Float || len(x.Raw)/4 > maxFoldFloats {
 		return nil, errNoFold
 	}
