@@ -12,7 +12,7 @@ MODULES := formats libs tools scripts
 # the test cache cannot see; never trust a cached pass.
 GOFLAGS_TEST ?= -count=1
 
-.PHONY: gendata all build run report sweep test-slurm shard-quality test-browser deps-chromium run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-6 conformance-few conformance-fp64 transformers transformer-models transformers-smoke transformers-odd transformer-odd-models torch-sizes torch-models torch-smoke bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
+.PHONY: gendata all build run report sweep test-slurm shard-quality test-browser deps-chromium run-asm seed-golden seedcheck-vary conformance conformance-64 conformance-6 conformance-few conformance-fp64 transformers transformer-models transformers-smoke transformers-odd transformer-odd-models torch-sizes torch-models torch-smoke cnn cnn-models bench-compile test test-go test-profile vet fmt-check bench fuzz verify clean deps-capnp
 
 all: build
 
@@ -287,6 +287,21 @@ torch-models: $(TORCH_SIZES)/.generated
 $(TORCH_SIZES)/.generated: $(wildcard scripts/genmodels/*.go libs/hostref/*.go libs/graph/*.go)
 	rm -rf $(TORCH_SIZES)
 	cd scripts && $(GO) run ./genmodels -torch -out ../$(TORCH_SIZES)
+	touch $@
+
+# cnn generates full-size vision models (scripts/genmodels -torch
+# -large: ResNet-18 at 224x224 with 1,000 classes, FP32 and FP16, about
+# 70 MB under artifacts/cnn, expected outputs from the host reference at
+# FP64) and runs them through the pipeline on 1472 tiles: minutes each
+# (CNN_FLAGS: e.g. --run fp16).
+CNN := $(ART)/cnn
+cnn: build cnn-models
+	$(GO) run ./scripts/conformance --root $(CNN) -j 1 --timeout 30m $(CNN_FLAGS)
+
+cnn-models: $(CNN)/.generated
+$(CNN)/.generated: $(wildcard scripts/genmodels/*.go libs/hostref/*.go libs/graph/*.go)
+	rm -rf $(CNN)
+	cd scripts && $(GO) run ./genmodels -torch -large -out ../$(CNN)
 	touch $@
 
 FUZZTIME ?= 30s

@@ -189,6 +189,7 @@ func main() {
 	transformers := fs.Bool("transformers", false, "write the transformer cases (model.onnx and test_data_set_0) instead of the test models")
 	torch := fs.Bool("torch", false, "write the PyTorch-exporter idiom cases (model.onnx and test_data_set_0) instead of the test models")
 	smoke := fs.Bool("smoke", false, "-torch: only the committed smoke cases (default -out testdata/models/torch-sizes)")
+	large := fs.Bool("large", false, "-torch: the full-size cases instead (ResNet-18 at 224x224, FP32 and FP16; default -out artifacts/cnn)")
 	size := fs.String("size", "base", "-transformers: the width preset, "+transformerSizeNames())
 	only := fs.String("case", "", "-transformers, -torch: only these cases (comma-separated names)")
 	verbose := fs.Bool("v", false, "-transformers, -torch: print each case's model size and time")
@@ -197,9 +198,9 @@ func main() {
 	var err error
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "smoke":
+		case "smoke", "large":
 			if !*torch {
-				err = fmt.Errorf("-smoke: only with -torch")
+				err = fmt.Errorf("-%s: only with -torch", f.Name)
 			}
 		case "size", "layers":
 			if !*transformers {
@@ -221,17 +222,22 @@ func main() {
 		err = fmt.Errorf("-transformers and -torch: choose one")
 	case *torch && *smoke && *only != "":
 		err = fmt.Errorf("-smoke and -case: choose one")
+	case *torch && *smoke && *large:
+		err = fmt.Errorf("-smoke and -large: choose one")
 	case *torch:
 		if *out == "" {
 			*out = filepath.Join("artifacts", "torch-sizes")
 			if *smoke {
 				*out = filepath.Join("testdata", "models", "torch-sizes")
 			}
+			if *large {
+				*out = filepath.Join("artifacts", "cnn")
+			}
 		}
 		if *smoke {
 			*only = strings.Join(torchSmoke, ",")
 		}
-		err = runTorch(*out, *only, *verbose, runtime.NumCPU(), os.Stderr)
+		err = runTorch(*out, *only, *large, *verbose, runtime.NumCPU(), os.Stderr)
 	case *transformers:
 		err = runTransformers(*out, *size, *only, *layers, *verbose, os.Stderr)
 	default:

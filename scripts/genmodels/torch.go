@@ -1010,10 +1010,27 @@ func writeTorchCase(dir string, c torchCase, threads int) (int, error) {
 	return len(model), nil
 }
 
-// runTorch writes the -torch cases (those named in only, or all) under
-// out.
-func runTorch(out, only string, verbose bool, threads int, log io.Writer) error {
+// torchLargeCases are the cases of -torch -large: full-size vision
+// models (ResNet-18 at 224x224 with 1,000 classes, as torchvision's
+// layout), minutes each through the pipeline, written only on request.
+func torchLargeCases() []torchCase {
+	r18 := []int64{64, 128, 256, 512}
+	f32, f16 := onnx.Float, onnx.Float16
+	return []torchCase{
+		{Name: "resnet18_b1_i224_op14", Family: torchCNN, Opset: 14, DType: f32, Batch: 1,
+			Img: 224, Hidden: 64, Widths: r18, Classes: 1000},
+		{Name: "resnet18_b1_i224_fp16_op14", Family: torchCNN, Opset: 14, DType: f16, Batch: 1,
+			Img: 224, Hidden: 64, Widths: r18, Classes: 1000},
+	}
+}
+
+// runTorch writes the -torch cases (those named in only, or all; with
+// large, the full-size ones) under out.
+func runTorch(out, only string, large, verbose bool, threads int, log io.Writer) error {
 	cases := torchCases()
+	if large {
+		cases = torchLargeCases()
+	}
 	if only != "" {
 		byName := map[string]torchCase{}
 		var names []string

@@ -81,7 +81,7 @@ func TestTorchCases(t *testing.T) {
 // writes, and nothing else.
 func TestCommittedTorchSmokeIsGenerated(t *testing.T) {
 	dir := t.TempDir()
-	if err := runTorch(dir, strings.Join(torchSmoke, ","), false, 2, io.Discard); err != nil {
+	if err := runTorch(dir, strings.Join(torchSmoke, ","), false, false, 2, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	committed := filepath.Join("..", "..", "testdata", "models", "torch-sizes")
