@@ -161,8 +161,8 @@ func (p Gather) gen() genEngine {
 	if p.Size == 4 {
 		return newWordEngine(p.R, p.C, int64(p.X), 4*int64(p.RStride), 4*int64(p.CStride), int64(p.Y), 4*int64(p.YStride), p.Interleaved, genDims(p.Outer, 4)...)
 	}
-	return &halfEngine{rows: p.R, cols: p.C, src: int64(p.X), srcRow: sz * int64(p.RStride), srcCol: sz * int64(p.CStride),
-		dst: int64(p.Y), dstRow: sz * int64(p.YStride), outer: genDims(p.Outer, 2)}
+	return &halfEngine{genGrid{rows: p.R, cols: p.C, src: int64(p.X), srcRow: sz * int64(p.RStride), srcCol: sz * int64(p.CStride),
+		dst: int64(p.Y), dstRow: sz * int64(p.YStride), size: 2, outer: genDims(p.Outer, 2)}}
 }
 
 // plan returns the workers' code: the engine's, or the pair engine's
@@ -224,14 +224,8 @@ func EmulateGather(p Gather, x, y []byte) []byte {
 // halfEngine gathers 2-byte elements: output (r, c) at dst + r*dstRow +
 // 2c from src + r*srcRow + c*srcCol (bytes).
 //
-// Rows may repeat in blocks of whole words of Y, as wordEngine's.
-type halfEngine struct {
-	rows, cols     int
-	src            int64
-	srcRow, srcCol int64
-	dst, dstRow    int64
-	outer          []genDim
-}
+// Rows may repeat in blocks (genGrid), each starting a word of Y.
+type halfEngine struct{ genGrid }
 
 // Registers: the two source words of an output word, the pending low
 // half.
@@ -242,30 +236,6 @@ const (
 )
 
 const hiMask = 0xFFFF0000
-
-func (e *halfEngine) elements() int {
-	n := e.rows * e.cols
-	for _, d := range e.outer {
-		n *= d.n
-	}
-	return n
-}
-
-func (e *halfEngine) srcAt(r, c int) int64 {
-	if e.outer == nil {
-		return e.src + int64(r)*e.srcRow + int64(c)*e.srcCol
-	}
-	o, _ := genOffsets(r, e.rows, e.srcRow, e.dstRow, e.outer)
-	return e.src + o + int64(c)*e.srcCol
-}
-
-func (e *halfEngine) dstAt(r, c int) int64 {
-	if e.outer == nil {
-		return e.dst + int64(r)*e.dstRow + 2*int64(c)
-	}
-	_, o := genOffsets(r, e.rows, e.srcRow, e.dstRow, e.outer)
-	return e.dst + o + 2*int64(c)
-}
 
 // word and half of source element (r, c).
 func (e *halfEngine) word(r, c int) int64 { return e.srcAt(r, c) &^ 3 }

@@ -82,14 +82,22 @@ func genSegments(f0, f1, c int, seg func(r, cs, ce int), rows func(r, n int)) {
 // src + r*srcRow + c*srcStep (bytes). Copy and Gather of 4-byte
 // elements.
 //
-// Rows may repeat in blocks (Copy's Outer): row r is row r%rows of block
-// r/rows, and blocks nest as outer gives them, innermost first.
+// Rows may repeat in blocks (Copy's Outer; genGrid).
 type wordEngine struct {
+	genGrid
+	wide bool
+}
+
+// genGrid is the outputs' grid of a copying engine: output (r, c) at
+// dst + r*dstRow + c*size from src + r*srcRow + c*srcCol (bytes), the
+// rows in blocks as outer gives them (row r is row r%rows of block
+// r/rows).
+type genGrid struct {
 	rows, cols     int
 	src            int64
 	srcRow, srcCol int64
 	dst, dstRow    int64
-	wide           bool
+	size           int64 // bytes of an output element
 	outer          []genDim
 }
 
@@ -101,7 +109,7 @@ type genDim struct {
 }
 
 func newWordEngine(rows, cols int, src, srcRow, srcCol, dst, dstRow int64, wide bool, outer ...genDim) *wordEngine {
-	e := &wordEngine{rows, cols, src, srcRow, srcCol, dst, dstRow, wide, outer}
+	e := &wordEngine{genGrid{rows, cols, src, srcRow, srcCol, dst, dstRow, 4, outer}, wide}
 	c := int64(cols)
 	if rows > 1 && srcCol == 4 && srcRow == 4*c && dstRow == 4*c {
 		e.rows, e.cols = 1, rows*cols
@@ -109,9 +117,9 @@ func newWordEngine(rows, cols int, src, srcRow, srcCol, dst, dstRow int64, wide 
 	return e
 }
 
-func (e *wordEngine) elements() int {
-	n := e.rows * e.cols
-	for _, d := range e.outer {
+func (g *genGrid) elements() int {
+	n := g.rows * g.cols
+	for _, d := range g.outer {
 		n *= d.n
 	}
 	return n
@@ -119,13 +127,12 @@ func (e *wordEngine) elements() int {
 
 func (e *wordEngine) boundary(f int) bool { return f%e.cols%4 == 0 }
 
-// genOffsets returns row r's byte offsets from the first row's source
-// and destination: rows a block srcRow and dstRow apart, the blocks as
-// outer gives them.
-func genOffsets(r, rows int, srcRow, dstRow int64, outer []genDim) (src, dst int64) {
-	src, dst = int64(r%rows)*srcRow, int64(r%rows)*dstRow
-	r /= rows
-	for _, d := range outer {
+// offsets returns row r's byte offsets from the first row's source and
+// destination.
+func (g *genGrid) offsets(r int) (src, dst int64) {
+	src, dst = int64(r%g.rows)*g.srcRow, int64(r%g.rows)*g.dstRow
+	r /= g.rows
+	for _, d := range g.outer {
 		i := r % d.n
 		src, dst = src+int64(i)*d.src, dst+int64(i)*d.dst
 		r /= d.n
@@ -133,20 +140,20 @@ func genOffsets(r, rows int, srcRow, dstRow int64, outer []genDim) (src, dst int
 	return src, dst
 }
 
-func (e *wordEngine) srcAt(r, c int) int64 {
-	if e.outer == nil {
-		return e.src + int64(r)*e.srcRow + int64(c)*e.srcCol
+func (g *genGrid) srcAt(r, c int) int64 {
+	if g.outer == nil {
+		return g.src + int64(r)*g.srcRow + int64(c)*g.srcCol
 	}
-	o, _ := genOffsets(r, e.rows, e.srcRow, e.dstRow, e.outer)
-	return e.src + o + int64(c)*e.srcCol
+	o, _ := g.offsets(r)
+	return g.src + o + int64(c)*g.srcCol
 }
 
-func (e *wordEngine) dstAt(r, c int) int64 {
-	if e.outer == nil {
-		return e.dst + int64(r)*e.dstRow + 4*int64(c)
+func (g *genGrid) dstAt(r, c int) int64 {
+	if g.outer == nil {
+		return g.dst + int64(r)*g.dstRow + g.size*int64(c)
 	}
-	_, o := genOffsets(r, e.rows, e.srcRow, e.dstRow, e.outer)
-	return e.dst + o + 4*int64(c)
+	_, o := g.offsets(r)
+	return g.dst + o + g.size*int64(c)
 }
 
 // chunks splits k words at addr (step bytes apart) into the widest
