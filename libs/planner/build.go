@@ -627,20 +627,47 @@ func (b *builder) move(n *graph.Node) error {
 	if n.Op == "Gather" && n.Inputs[1].Const == nil {
 		return b.gatherRows(n)
 	}
-	ins := make([]int, len(n.Inputs))
+	// The output starts on the first tile of the first input a step
+	// writes (the data a Pad pads, not its fill).
 	lo := -1
+	for k, v := range n.Inputs {
+		if v == nil || n.Op == "Gather" && k == 1 {
+			continue
+		}
+		if _, ok := b.home[v.Index]; ok {
+			lo = b.anchor(v)
+			break
+		}
+	}
+	outPieces := make([][]layout.Piece, len(n.Outputs))
+	for k, v := range n.Outputs {
+		if v != nil {
+			outPieces[k] = b.pl.defaultPieces(v, max(lo, 0))
+		}
+	}
+	ins := make([]int, len(n.Inputs))
+	cat, isConcat := n.Attrs.(*graph.Concat)
+	band := 0 // a Concat input's first index along the axis
 	for k, v := range n.Inputs {
 		ins[k] = -1
 		if v == nil || n.Op == "Gather" && k == 1 {
 			continue
 		}
-		id, err := b.input(v)
-		if err != nil {
+		var id int
+		var err error
+		_, homed := b.home[v.Index]
+		if isConcat && !homed && sourceOf(v) == layout.FromConst && v.Shape[cat.Axis] > 0 {
+			// A constant part (a Pad's fill): the tile images hold it
+			// where the output's pieces take it, so that it is copied
+			// on its tiles instead of exchanged from its default ones.
+			pieces := bandPieces(outPieces[0], cat.Axis, band, int(v.Shape[cat.Axis]))
+			id = b.external(v, layout.RowMajor, layout.DefaultPad(lower.DeviceSize(v.DType)), false, pieces)
+		} else if id, err = b.input(v); err != nil {
 			return err
 		}
 		ins[k] = id
-		if lo < 0 {
-			lo = b.anchor(v)
+		if isConcat {
+			band += int(v.Shape[cat.Axis])
 		}
 	}
 	outs := make([]int, len(n.Outputs))
@@ -649,12 +676,30 @@ func (b *builder) move(n *graph.Node) error {
 		if v == nil {
 			continue
 		}
-		t := b.add(v, layout.RowMajor, layout.DefaultPad(lower.DeviceSize(v.DType)), layout.FromStep, false, b.pl.defaultPieces(v, max(lo, 0)))
+		t := b.add(v, layout.RowMajor, layout.DefaultPad(lower.DeviceSize(v.DType)), layout.FromStep, false, outPieces[k])
 		outs[k] = t.ID
 		b.home[v.Index] = t.ID
 	}
 	b.steps = append(b.steps, plan.Step{Node: n.Index, Name: n.Name, Kernel: "move", Inputs: ins, Outputs: outs})
 	return nil
+}
+
+// bandPieces is the layout of a Concat input whose elements lie in
+// [off, off+d) along axis of an output laid out as out: each output
+// piece's part of that band, on the piece's tile. The output's pieces
+// partition it, so these partition the input.
+func bandPieces(out []layout.Piece, axis, off, d int) []layout.Piece {
+	var ps []layout.Piece
+	for _, p := range out {
+		lo, hi := max(p.Box[axis].Lo, off), min(p.Box[axis].Hi, off+d)
+		if lo >= hi {
+			continue
+		}
+		box := p.Box.Clone()
+		box[axis] = layout.Range{Lo: lo - off, Hi: hi - off}
+		ps = append(ps, layout.Piece{Tile: p.Tile, Box: box})
+	}
+	return ps
 }
 
 // check checks every tensor's mapping (its pieces partition the
