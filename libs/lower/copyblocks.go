@@ -121,12 +121,15 @@ func mergeBlocks(bs []copyBlock, ok func(b *copyBlock, dy int) bool) []copyBlock
 func anyBlock(*copyBlock, int) bool { return true }
 
 // wordBlock accepts blocks of 2-byte elements that start words of Y
-// (Gather's rule): Y word-aligned, the blocks' strides whole words.
+// (Gather's rule): Y word-aligned, the blocks' strides whole words. The
+// rows within a block may step by halves (a stride-2 window gather's
+// rows of one element each): the gather carries a half-filled word
+// from row to row, and merges a block's last half with its word.
 func wordBlock(b *copyBlock, dy int) bool {
 	if b.to.Off%4 != 0 || dy%4 != 0 {
 		return false
 	}
-	for _, d := range b.dims {
+	for _, d := range b.dims[1:] {
 		if d.n > 1 && d.dy%4 != 0 {
 			return false
 		}

@@ -107,6 +107,49 @@ func TestCopyBlocks(t *testing.T) {
 	}
 }
 
+// TestGatherBlocksHalfRows: a stride-2 FP16 window gather (ResNet's
+// 3x3 max pool: 5 padded input rows of 116 elements, 3 window offsets,
+// 56 outputs of one element each) is one Gather whose rows step by
+// halves of Y inside word-aligned blocks; when the rule also asked the
+// rows for whole words it was 15 kernels (one per offset and row).
+func TestGatherBlocksHalfRows(t *testing.T) {
+	src, dst := &prog.Buffer{ID: 1}, &prog.Buffer{ID: 2}
+	const rows, k, out, pitch = 5, 3, 56, 116
+	var es []elemRun
+	for h := range rows {
+		for j := range k {
+			for o := range out {
+				es = append(es, elemRun{prog.Ref{Buf: src, Off: uint32(2 * (h*pitch + j + 2*o))},
+					prog.Ref{Buf: dst, Off: uint32(2 * ((h*k+j)*out + o))}, 1, -1})
+			}
+		}
+	}
+	m := newMoves()
+	gatherKernels(m, "gather", 2, map[int][]elemRun{0: es})
+	if len(m.copies[0]) != 1 {
+		t.Fatalf("%d kernels, want 1", len(m.copies[0]))
+	}
+	g := m.copies[0][0].Params.(*codegen.Gather)
+	want := codegen.Gather{Size: 2, R: out, C: 1, YStride: 1, RStride: 2, CStride: 1, Workers: codegen.Slots,
+		Outer: [2]codegen.BlockDim{{N: k, XStride: 1, YStride: out}, {N: rows, XStride: pitch, YStride: k * out}}}
+	if *g != want {
+		t.Fatalf("kernel %+v, want %+v", *g, want)
+	}
+	if _, err := g.Cost(); err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	for _, b := range codegen.BlockOffsets(g.Outer) {
+		for r := range g.R {
+			x, y := uint32(2*(b[0]+r*g.RStride)), uint32(2*(b[1]+r*g.YStride))
+			if e := es[i]; e.from.Off != x || e.to.Off != y {
+				t.Fatalf("element %d: gathers %d -> %d, want %d -> %d", i, x, y, e.from.Off, e.to.Off)
+			}
+			i++
+		}
+	}
+}
+
 // TestCopyBlocksRandom: random run lists (nested regular patterns cut
 // short, runs of several lengths, two buffers) become kernels that copy
 // exactly their words.
