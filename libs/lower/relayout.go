@@ -25,7 +25,8 @@ import (
 // element on the destination tile (codegen.Gather, which keeps the
 // other bytes of a word it writes part of); a run from another tile
 // first sends the whole words holding its elements into a staging
-// buffer on the destination tile.
+// buffer on the destination tile. Many short word runs from one tile's
+// buffer go the same way, gaps included (stagedGroups), then a Copy.
 func (l *lowerer) runMoves(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref, runs []layout.Run) (*moves, error) {
 	m := newMoves()
 	m.reserve(len(runs)) // at most one a run
@@ -39,6 +40,8 @@ func (l *lowerer) addMoves(m *moves, src, dst *layout.Tensor, srcRefs, dstRefs [
 	locals := map[int][]localRun{}
 	gathers := map[int][]elemRun{}
 	words := map[wordKey][][2]uint32{}
+	staged := stagedGroups(src, dst, srcRefs, dstRefs, runs)
+	wordRuns := map[int][]elemRun{} // whole-word runs through staging (n in words)
 	for _, r := range runs {
 		s, t := src.Pieces[r.Src].Tile, dst.Pieces[r.Dst].Tile
 		from, to := srcRefs[r.Src].Add(r.SrcOff*size), dstRefs[r.Dst].Add(r.DstOff*size)
@@ -59,6 +62,10 @@ func (l *lowerer) addMoves(m *moves, src, dst *layout.Tensor, srcRefs, dstRefs [
 			continue
 		}
 		if s != t {
+			if k := (wordKey{t, s, from.Buf}); staged[k] != nil {
+				wordRuns[t] = append(wordRuns[t], elemRun{from: from, to: to, n: bytes / 4, src: s})
+				continue
+			}
 			m.xfers = append(m.xfers, prog.Transfer{Src: s, Dst: t, DstN: 1, Words: bytes / 4, From: from, To: to})
 			continue
 		}
@@ -67,8 +74,16 @@ func (l *lowerer) addMoves(m *moves, src, dst *layout.Tensor, srcRefs, dstRefs [
 		}
 		locals[t] = append(locals[t], localRun{from, to, bytes})
 	}
+	for k, spans := range staged {
+		words[k] = append(words[k], spans...)
+	}
 	if len(words) > 0 {
-		l.stageWords(m, dst.Name+".staged-words", words, gathers)
+		l.stageWords(m, dst.Name+".staged-words", words, gathers, wordRuns)
+	}
+	for t, es := range wordRuns {
+		for _, e := range es {
+			locals[t] = append(locals[t], localRun{e.from, e.to, 4 * e.n})
+		}
 	}
 	gatherKernels(m, "copy:"+dst.Name, size, gathers)
 	copyKernels(m, "copy:"+dst.Name, locals)
@@ -99,9 +114,9 @@ type wordKey struct {
 
 // stageWords moves the source words remote element runs need (words,
 // by key, as byte ranges) to their destination tiles: each key's ranges
-// merged, the tiles' areas in one buffer at one address. The runs of
-// gathers then read them there.
-func (l *lowerer) stageWords(m *moves, name string, words map[wordKey][][2]uint32, gathers map[int][]elemRun) {
+// merged, the tiles' areas in one buffer at one address. The remote
+// runs of each of runs (by tile) then read them there.
+func (l *lowerer) stageWords(m *moves, name string, words map[wordKey][][2]uint32, runs ...map[int][]elemRun) {
 	keys := make([]wordKey, 0, len(words))
 	for k := range words {
 		keys = append(keys, k)
@@ -153,14 +168,16 @@ func (l *lowerer) stageWords(m *moves, name string, words map[wordKey][][2]uint3
 				From: prog.Ref{Buf: k.buf, Off: sp.lo}, To: prog.Ref{Buf: stage, Off: uint32(sp.at)}})
 		}
 	}
-	for t, es := range gathers {
-		for i, e := range es {
-			if e.src < 0 {
-				continue
+	for _, gathers := range runs {
+		for t, es := range gathers {
+			for i, e := range es {
+				if e.src < 0 {
+					continue
+				}
+				ss := spans[wordKey{t, e.src, e.from.Buf}]
+				j := sort.Search(len(ss), func(j int) bool { return ss[j].hi > e.from.Off })
+				es[i].from = prog.Ref{Buf: stage, Off: uint32(ss[j].at) + e.from.Off - ss[j].lo}
 			}
-			ss := spans[wordKey{t, e.src, e.from.Buf}]
-			j := sort.Search(len(ss), func(j int) bool { return ss[j].hi > e.from.Off })
-			es[i].from = prog.Ref{Buf: stage, Off: uint32(ss[j].at) + e.from.Off - ss[j].lo}
 		}
 	}
 }
