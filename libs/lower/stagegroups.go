@@ -27,14 +27,20 @@ const (
 	// the send and the recv, on both tiles, and their code) is more than
 	// the cycles of four words more in a stream.
 	stageExtra = 16
+	// stageShort is the longest mean run (bytes) a staged group has: a
+	// long run's transfer costs little next to its words, and staging
+	// it would hold its words twice (the staging buffer beside the
+	// destination) and copy them again.
+	stageShort = 16
 )
 
 // stagedGroups returns the groups (destination tile, source tile, source
 // buffer) of remote whole-word runs that go through staging, each with
 // its source byte ranges merged across gaps of at most stageGap: a group
-// of at least stageMinRuns runs whose merged ranges are at most half as
-// many transfers as its runs, sending at most stageExtra bytes of gaps
-// for each transfer saved (a stride-4 gather's three words in four).
+// of at least stageMinRuns runs of at most stageShort bytes on average
+// whose merged ranges are at most half as many transfers as its runs,
+// sending at most stageExtra bytes of gaps for each transfer saved (a
+// stride-4 gather's three words in four).
 func stagedGroups(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref, runs []layout.Run) map[wordKey][][2]uint32 {
 	size := src.Size
 	groups := map[wordKey][][2]uint32{}
@@ -57,7 +63,7 @@ func stagedGroups(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref, runs []l
 			continue
 		}
 		spans, covered, need := mergeGaps(rs, stageGap)
-		if saved := len(rs) - len(spans); saved >= len(spans) && covered-need <= stageExtra*saved {
+		if saved := len(rs) - len(spans); need <= stageShort*len(rs) && saved >= len(spans) && covered-need <= stageExtra*saved {
 			staged[k] = spans
 		}
 	}
