@@ -150,6 +150,34 @@ func TestGatherBlocksHalfRows(t *testing.T) {
 	}
 }
 
+// nestedRuns makes a random run list for the block tests: 1 to 4
+// nested regular patterns (up to three levels, cut short by one run at
+// random), each from one of bufs' first two buffers to the third, its
+// runs of 1 to most elements of unit bytes, the destination from y on,
+// past each run and a unit more at random. emit gets each run.
+func nestedRuns(r *rand.Rand, bufs []*prog.Buffer, unit, most int, y uint32, emit func(from, to *prog.Buffer, x, y uint32, n int)) {
+	u := uint32(unit)
+	for range 1 + r.Intn(4) {
+		from, to := bufs[r.Intn(2)], bufs[2]
+		n := 1 + r.Intn(most)
+		cnt := []int{1 + r.Intn(4), 1 + r.Intn(4), 1 + r.Intn(4)}
+		dx := []int{r.Intn(3) * unit, r.Intn(40) * unit, r.Intn(200) * unit}
+		cut := r.Intn(cnt[0] * cnt[1] * cnt[2] * 2)
+		x0 := uint32(r.Intn(64)) * u
+		for a := range cnt[2] {
+			for b := range cnt[1] {
+				for c := range cnt[0] {
+					if cut--; cut == 0 {
+						continue
+					}
+					emit(from, to, x0+uint32(a*dx[2]+b*dx[1]+c*dx[0]), y, n)
+					y += uint32(n)*u + u*uint32(r.Intn(2))
+				}
+			}
+		}
+	}
+}
+
 // TestCopyBlocksRandom: random run lists (nested regular patterns cut
 // short, runs of several lengths, two buffers) become kernels that copy
 // exactly their words.
@@ -158,26 +186,9 @@ func TestCopyBlocksRandom(t *testing.T) {
 	bufs := []*prog.Buffer{{ID: 1}, {ID: 2}, {ID: 3}}
 	for i := range 200 {
 		var ls []localRun
-		y := uint32(0)
-		for range 1 + r.Intn(4) {
-			from, to := bufs[r.Intn(2)], bufs[2]
-			words := 1 + r.Intn(3)
-			n := []int{1 + r.Intn(4), 1 + r.Intn(4), 1 + r.Intn(4)}
-			dx := []int{r.Intn(3) * 4, r.Intn(40) * 4, r.Intn(200) * 4}
-			cut := r.Intn(n[0] * n[1] * n[2] * 2)
-			x0 := uint32(r.Intn(64) * 4)
-			for a := range n[2] {
-				for b := range n[1] {
-					for c := range n[0] {
-						if cut--; cut == 0 {
-							continue
-						}
-						ls = append(ls, localRun{prog.Ref{Buf: from, Off: x0 + uint32(a*dx[2]+b*dx[1]+c*dx[0])}, prog.Ref{Buf: to, Off: y}, 4 * words})
-						y += uint32(4*words + 4*r.Intn(2))
-					}
-				}
-			}
-		}
+		nestedRuns(r, bufs, 4, 3, 0, func(from, to *prog.Buffer, x, y uint32, n int) {
+			ls = append(ls, localRun{prog.Ref{Buf: from, Off: x}, prog.Ref{Buf: to, Off: y}, 4 * n})
+		})
 		t.Run(fmt.Sprint(i), func(t *testing.T) { checkCopies(t, ls) })
 	}
 }
@@ -195,30 +206,12 @@ func TestGatherBlocksRandom(t *testing.T) {
 	for i := range 200 {
 		var es []elemRun
 		var want []move
-		y := uint32(2 * r.Intn(3))
-		for range 1 + r.Intn(4) {
-			from, to := bufs[r.Intn(2)], bufs[2]
-			n := 1 + r.Intn(4)
-			cnt := []int{1 + r.Intn(4), 1 + r.Intn(4), 1 + r.Intn(4)}
-			dx := []int{r.Intn(3) * 2, r.Intn(40) * 2, r.Intn(200) * 2}
-			cut := r.Intn(cnt[0] * cnt[1] * cnt[2] * 2)
-			x0 := uint32(r.Intn(64) * 2)
-			for a := range cnt[2] {
-				for b := range cnt[1] {
-					for c := range cnt[0] {
-						if cut--; cut == 0 {
-							continue
-						}
-						x := x0 + uint32(a*dx[2]+b*dx[1]+c*dx[0])
-						es = append(es, elemRun{prog.Ref{Buf: from, Off: x}, prog.Ref{Buf: to, Off: y}, n, -1})
-						for e := range n {
-							want = append(want, move{from, to, x + uint32(2*e), y + uint32(2*e)})
-						}
-						y += uint32(2*n + 2*r.Intn(2))
-					}
-				}
+		nestedRuns(r, bufs, 2, 4, uint32(2*r.Intn(3)), func(from, to *prog.Buffer, x, y uint32, n int) {
+			es = append(es, elemRun{prog.Ref{Buf: from, Off: x}, prog.Ref{Buf: to, Off: y}, n, -1})
+			for e := range n {
+				want = append(want, move{from, to, x + uint32(2*e), y + uint32(2*e)})
 			}
-		}
+		})
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			m := newMoves()
 			gatherKernels(m, "gather", 2, map[int][]elemRun{4: es})
