@@ -74,16 +74,10 @@ func TestCopy(t *testing.T) {
 				phases = []int{0, 1, 2, 3, 4, 5}
 			}
 			for _, phase := range phases {
-				tl.put(p.X, x)
-				tl.put(p.Y-guard, area)
-				k, cycles := tl.runKernel(t, phase, func(b *Builder) (Kernel, error) { return EmitCopy(b, p) })
-				if d := cmp.Diff(want, tl.get(p.Y-guard, len(area))); d != "" {
-					t.Fatalf("phase %d: Y mismatch (-want +got):\n%s", phase, d)
-				}
+				cycles := runCopy(t, tl, p, x, area, want, guard, phase)
 				if d := cmp.Diff(x, tl.get(p.X, xn)); d != "" {
 					t.Fatalf("phase %d: X changed (-want +got):\n%s", phase, d)
 				}
-				checkCycles(t, k, cycles, phase)
 				if c, err := p.Cost(); err != nil || c.CyclesAt(phase) != cycles {
 					t.Errorf("Cost() = %v, %v; measured %d", c.CyclesAt(phase), err, cycles)
 				}
@@ -128,16 +122,24 @@ func TestCopyRandom(t *testing.T) {
 			for i := 0; i < p.R; i++ {
 				copy(want[guard+4*i*p.YStride:guard+4*(i*p.YStride+p.W)], x[4*i*p.XStride:])
 			}
-			tl.put(p.X, x)
-			tl.put(p.Y-guard, area)
-			phase := i % Slots
-			k, cycles := tl.runKernel(t, phase, func(b *Builder) (Kernel, error) { return EmitCopy(b, p) })
-			if d := cmp.Diff(want, tl.get(p.Y-guard, len(area))); d != "" {
-				t.Fatalf("Y mismatch (-want +got):\n%s", d)
-			}
-			checkCycles(t, k, cycles, phase)
+			runCopy(t, tl, p, x, area, want, guard, i%Slots)
 		})
 	}
+}
+
+// runCopy runs Copy p at phase on tl with x at X and area around Y (guard
+// bytes either side), checks that area becomes want and the cycles, and
+// returns them.
+func runCopy(t *testing.T, tl *tile, p Copy, x, area, want []byte, guard uint32, phase int) int64 {
+	t.Helper()
+	tl.put(p.X, x)
+	tl.put(p.Y-guard, area)
+	k, cycles := tl.runKernel(t, phase, func(b *Builder) (Kernel, error) { return EmitCopy(b, p) })
+	if d := cmp.Diff(want, tl.get(p.Y-guard, len(area))); d != "" {
+		t.Fatalf("phase %d: Y mismatch (-want +got):\n%s", phase, d)
+	}
+	checkCycles(t, k, cycles, phase)
+	return cycles
 }
 
 // TestCopyBlocksRandom copies random blocks: shapes, strides (X's
@@ -164,14 +166,8 @@ func TestCopyBlocksRandom(t *testing.T) {
 			yn := 4 * int(p.span(false))
 			x, area := randBytes(r, xn), randBytes(r, yn+2*guard)
 			want := copyWant(p, x, area, guard)
-			tl.put(p.X, x)
-			tl.put(p.Y-guard, area)
 			phase := i % Slots
-			k, cycles := tl.runKernel(t, phase, func(b *Builder) (Kernel, error) { return EmitCopy(b, p) })
-			if d := cmp.Diff(want, tl.get(p.Y-guard, len(area))); d != "" {
-				t.Fatalf("Y mismatch (-want +got):\n%s", d)
-			}
-			checkCycles(t, k, cycles, phase)
+			cycles := runCopy(t, tl, p, x, area, want, guard, phase)
 			if c, err := p.Cost(); err != nil || c.CyclesAt(phase) != cycles {
 				t.Errorf("Cost() = %v, %v; measured %d", c.CyclesAt(phase), err, cycles)
 			}
