@@ -43,10 +43,8 @@ func (l *lowerer) addMoves(m *moves, src, dst *layout.Tensor, srcRefs, dstRefs [
 	staged := stagedGroups(src, dst, srcRefs, dstRefs, runs)
 	wordRuns := map[int][]elemRun{} // whole-word runs through staging (n in words)
 	for _, r := range runs {
-		s, t := src.Pieces[r.Src].Tile, dst.Pieces[r.Dst].Tile
-		from, to := srcRefs[r.Src].Add(r.SrcOff*size), dstRefs[r.Dst].Add(r.DstOff*size)
-		bytes := r.N * size
-		if from.Off%4 != 0 || to.Off%4 != 0 || bytes%4 != 0 {
+		s, t, from, to, bytes := runAt(src, dst, srcRefs, dstRefs, r)
+		if !wholeWords(from, to, bytes) {
 			if size != 2 {
 				return l.notLowered(nil, "moving %d elements of %q from element %d of a piece on tile %d to tile %d: %d-byte elements not in whole aligned 32-bit words (tensor %d to tensor %d)", r.N, src.Name, r.SrcOff, s, t, size, src.ID, dst.ID)
 			}
@@ -90,6 +88,19 @@ func (l *lowerer) addMoves(m *moves, src, dst *layout.Tensor, srcRefs, dstRefs [
 	return nil
 }
 
+// runAt returns run r's source and destination tiles, its addresses and
+// its bytes.
+func runAt(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref, r layout.Run) (s, t int, from, to prog.Ref, bytes int) {
+	size := src.Size
+	return src.Pieces[r.Src].Tile, dst.Pieces[r.Dst].Tile, srcRefs[r.Src].Add(r.SrcOff * size), dstRefs[r.Dst].Add(r.DstOff * size), r.N * size
+}
+
+// wholeWords reports whether a run of bytes from from to to is whole
+// aligned 32-bit words on both sides.
+func wholeWords(from, to prog.Ref, bytes int) bool {
+	return from.Off%4 == 0 && to.Off%4 == 0 && bytes%4 == 0
+}
+
 // localRun is a run of whole aligned words within a tile.
 type localRun struct {
 	from, to prog.Ref
@@ -115,7 +126,8 @@ type wordKey struct {
 // stageWords moves the source words remote element runs need (words,
 // by key, as byte ranges) to their destination tiles: each key's ranges
 // merged, the tiles' areas in one buffer at one address. The remote
-// runs of each of runs (by tile) then read them there.
+// runs in runs (each a map by destination tile: element runs, staged
+// word runs) then read them there.
 func (l *lowerer) stageWords(m *moves, name string, words map[wordKey][][2]uint32, runs ...map[int][]elemRun) {
 	keys := make([]wordKey, 0, len(words))
 	for k := range words {

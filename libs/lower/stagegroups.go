@@ -10,8 +10,8 @@ import (
 // Short remote word runs through a staging buffer. A stride-2 FP32
 // window gather reads one word in two: every word from another tile was
 // a transfer of its own (ResNet-18's FP32 stem: 265,650 transfers in one
-// exchange superstep, 50 s of exchange scheduling, 180 exchange
-// fragments a tile). When a destination tile's runs from one source
+// exchange superstep, 50 s of exchange scheduling, 180 sends a tile on
+// average). When a destination tile's runs from one source
 // buffer on one tile are many and close together, the words around them
 // (gaps included) go in a few transfers to a staging buffer on the
 // destination tile (stageWords), and a Copy puts each run in place
@@ -42,16 +42,10 @@ const (
 // sending at most stageExtra bytes of gaps for each transfer saved (a
 // stride-4 gather's three words in four).
 func stagedGroups(src, dst *layout.Tensor, srcRefs, dstRefs []prog.Ref, runs []layout.Run) map[wordKey][][2]uint32 {
-	size := src.Size
 	groups := map[wordKey][][2]uint32{}
 	for _, r := range runs {
-		s, t := src.Pieces[r.Src].Tile, dst.Pieces[r.Dst].Tile
-		if s == t {
-			continue
-		}
-		from, to := srcRefs[r.Src].Add(r.SrcOff*size), dstRefs[r.Dst].Add(r.DstOff*size)
-		bytes := r.N * size
-		if from.Off%4 != 0 || to.Off%4 != 0 || bytes%4 != 0 {
+		s, t, from, to, bytes := runAt(src, dst, srcRefs, dstRefs, r)
+		if s == t || !wholeWords(from, to, bytes) {
 			continue
 		}
 		k := wordKey{t, s, from.Buf}
