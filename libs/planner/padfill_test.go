@@ -41,35 +41,60 @@ func TestConcatConstantOnOutputTiles(t *testing.T) {
 			b.AddNode("Pad", "pad", []string{"x", "pads"}, []string{"p"})
 			b.AddNode("Relu", "relu", []string{"p"}, []string{"y"})
 			b.AddOutput("y", onnx.Float, out)
-			pl, _, _, err := Plan(canonical(t, b), arch.MustLookup("ipu21"), Options{Tiles: tc.tiles, Seed: 1, MaxAttempts: 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			fills := 0
-			for _, st := range pl.Steps {
-				if st.Kernel != "move" {
-					continue
-				}
-				y := pl.Tensors[st.Outputs[0]]
-				off := int64(0)
-				for _, id := range st.Inputs {
-					x := pl.Tensors[id]
-					axis := concatAxis(x.Shape, y.Shape)
-					if x.Source == plan.FromConst {
-						fills++
-						for _, pc := range x.Pieces {
-							if !heldOn(y, pc, axis, off) {
-								t.Errorf("step %q: fill piece %v on tile %d is in no output piece of that tile", st.Name, pc.Region, pc.Tile)
-							}
-						}
-					}
-					off += x.Shape[axis]
-				}
-			}
-			if fills == 0 {
-				t.Fatal("no constant part of a Concat in the plan")
-			}
+			checkConstParts(t, b, tc.tiles)
 		})
+	}
+}
+
+// A Concat's constant parts in the middle and at the end, FP16, with
+// the data twice, on tile counts that split the output unevenly.
+func TestConcatConstantPartsFP16(t *testing.T) {
+	for _, tiles := range []int{5, 64, 1472} {
+		t.Run(fmt.Sprint(tiles), func(t *testing.T) {
+			b := onnx.NewModel(13)
+			b.AddInput("x", onnx.Float16, []int64{4, 10, 6})
+			b.AddInitializer(&onnx.Tensor{Name: "c1", DType: onnx.Float16, Dims: []int64{4, 3, 6}, Raw: make([]byte, 2*4*3*6)})
+			b.AddInitializer(&onnx.Tensor{Name: "c2", DType: onnx.Float16, Dims: []int64{4, 1, 6}, Raw: make([]byte, 2*4*1*6)})
+			b.AddNode("Concat", "cat", []string{"x", "c1", "x", "c2"}, []string{"p"}, onnx.IntAttr("axis", 1))
+			b.AddNode("Relu", "relu", []string{"p"}, []string{"y"})
+			b.AddOutput("y", onnx.Float16, []int64{4, 24, 6})
+			checkConstParts(t, b, tiles)
+		})
+	}
+}
+
+// checkConstParts plans b's model on tiles and checks that every
+// constant part of a Concat lies on the tiles of the output pieces that
+// take it.
+func checkConstParts(t *testing.T, b *onnx.ModelBuilder, tiles int) {
+	t.Helper()
+	pl, _, _, err := Plan(canonical(t, b), arch.MustLookup("ipu21"), Options{Tiles: tiles, Seed: 1, MaxAttempts: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fills := 0
+	for _, st := range pl.Steps {
+		if st.Kernel != "move" {
+			continue
+		}
+		y := pl.Tensors[st.Outputs[0]]
+		off := int64(0)
+		for _, id := range st.Inputs {
+			x := pl.Tensors[id]
+			axis := concatAxis(x.Shape, y.Shape)
+			if x.Source == plan.FromConst {
+				fills++
+				for _, pc := range x.Pieces {
+					if !heldOn(y, pc, axis, off) {
+						t.Errorf("step %q: constant piece %v on tile %d is in no output piece of that tile", st.Name, pc.Region, pc.Tile)
+					}
+				}
+			}
+			off += x.Shape[axis]
+		}
+	}
+	if fills == 0 {
+		t.Fatal("no constant part of a Concat in the plan")
 	}
 }
 
