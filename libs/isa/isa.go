@@ -11,7 +11,7 @@
 // register) and group in fours for 128-bit values ($a0:3, first register a
 // multiple of 4). A 64-bit value holds f32v2 (two FP32, low register first)
 // or f16v4 (four FP16, lowest half first, little-endian). Each worker has
-// an AMP accumulator of 4x16 FP32 values. Control registers are read and
+// an AMP accumulator of 4x16 FP32 values (amph, ampq, ampf add to it). Control registers are read and
 // written with get and put (see CSR).
 //
 // # Encoding
@@ -256,6 +256,7 @@ const (
 	AMPQ   Op = 0x92
 	AMPST  Op = 0x93
 	AMPLD  Op = 0x94
+	AMPF   Op = 0x95
 
 	// Contexts, sync and control registers.
 	RUN   Op = 0xA0
@@ -434,6 +435,8 @@ var table = []Info{
 	{AMPST, "ampst", FormR, []Kind{MA, Imm8}, 4, ClassAMP, Worker,
 		"store accumulator row imm8 (0..3: 16 FP32, 64 bytes) at a, 16-aligned, interleaved memory"},
 	{AMPLD, "ampld", FormR, []Kind{MA, Imm8}, 4, ClassAMP, Worker, "load accumulator row imm8 from 16 FP32 at a, 16-aligned, interleaved memory"},
+	{AMPF, "ampf", FormR, []Kind{MA, MB}, 4, ClassAMP, Worker,
+		"x = f32[4] at mem128[a] (rows 0..3 of one k), w = f32[16] at mem512[b] (columns 0..15 of that k), acc[i][j] = acc[i][j] + x[i]*w[j] with one FP32 rounding (f32v2fma's); a += 16; b += 64; a must be 8-aligned, b 32-aligned in interleaved memory"},
 
 	{RUN, "run", FormR, []Kind{MA, MB, Imm8}, 1, ClassControl, Supervisor,
 		"start worker imm8 (0..5) at pc a with $m0 = b and every other register zero; stalls while that worker runs"},

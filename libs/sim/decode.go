@@ -188,14 +188,14 @@ func isSimple(in *inst) bool {
 }
 
 // repeatable reports whether repeatBody may run in: not global, legal in
-// a repeat body for a worker, its cycles fixed (not delay, amph, ampq) and
+// a repeat body for a worker, its cycles fixed (not delay, amph, ampq, ampf) and
 // not reading the cycle counter (get).
 func repeatable(in *inst) bool {
 	if in.flags&(fGlobal|fNotCode|fInvalid|fSupOnly|fNoLoop) != 0 {
 		return false
 	}
 	switch in.op {
-	case isa.DELAY, isa.GET, isa.AMPH, isa.AMPQ:
+	case isa.DELAY, isa.GET, isa.AMPH, isa.AMPQ, isa.AMPF:
 		return false
 	}
 	return true
@@ -207,7 +207,7 @@ func repeatable(in *inst) bool {
 func opClass(d isa.Inst) uint8 {
 	switch d.Op {
 	case isa.LDM, isa.LDMP, isa.LD32, isa.LD32P, isa.LD64, isa.LD64P, isa.LD128, isa.LD128P,
-		isa.AMPH, isa.AMPQ, isa.AMPLD:
+		isa.AMPH, isa.AMPQ, isa.AMPF, isa.AMPLD:
 		return fRead
 	case isa.STM, isa.STMP, isa.ST32, isa.ST32P, isa.ST64, isa.ST64P, isa.ST128, isa.ST128P,
 		isa.AMPST, isa.RUN, isa.EXIT, isa.JOIN, isa.SYNC, isa.HSYNC, isa.HALT,

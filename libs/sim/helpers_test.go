@@ -38,6 +38,7 @@ func rpti(count, n int32) isa.Inst       { return I(isa.RPTI, 0, 0, 0, count<<8|
 func op0(op isa.Op) isa.Inst             { return I(op, 0, 0, 0, 0) }
 func hsync(d uint8) isa.Inst             { return I(isa.HSYNC, d, 0, 0, 0) }
 func amph(a, b uint8) isa.Inst           { return I(isa.AMPH, 0, a, b, 0) }
+func ampf(a, b uint8) isa.Inst           { return I(isa.AMPF, 0, a, b, 0) }
 func ampst(a uint8, row int32) isa.Inst  { return I(isa.AMPST, 0, a, 0, row) }
 func lih(d uint8, v int32) isa.Inst      { return I(isa.LIH, d, 0, 0, v) }
 func brnz(a uint8, label string) branch  { return branch{I(isa.BRNZ, 0, a, 0, 0), label} }

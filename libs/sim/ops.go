@@ -10,9 +10,12 @@ import (
 	"ipu.local/libs/isa"
 )
 
-// amp executes amph or ampq; it returns the extra cycle of a memory
-// element conflict between the operands.
+// amp executes amph, ampq or ampf; it returns the extra cycle of a
+// memory element conflict between the operands.
 func (x *exec) amp(c *context, in *inst) (int64, xfault) {
+	if in.op == isa.AMPF {
+		return x.ampF(c, in)
+	}
 	p := x.m.p
 	a, b := c.m[in.a&15], c.m[in.b&15]
 	offA, offB := a-p.Memory.Lo, b-p.Memory.Lo
@@ -259,4 +262,57 @@ func mac16(row *[16]float32, x float32, w *[16]float32) {
 	row[13] = row[13] + float32(x*w[13])
 	row[14] = row[14] + float32(x*w[14])
 	row[15] = row[15] + float32(x*w[15])
+}
+
+// ampF executes ampf: the outer product of the 4 FP32 values at register
+// a and the 16 at register b added to the accumulator, each element
+// rounded once (fma32, f32v2fma's rounding); it returns the extra cycle
+// of a memory element conflict between the operands.
+func (x *exec) ampF(c *context, in *inst) (int64, xfault) {
+	p := x.m.p
+	a, b := c.m[in.a&15], c.m[in.b&15]
+	offA, offB := a-p.Memory.Lo, b-p.Memory.Lo
+	if offA > x.size-16 || a&7 != 0 || b < p.Interleaved.Lo || uint64(b)+64 > uint64(p.Interleaved.Hi) || b&31 != 0 {
+		if _, f := x.check("ampf", a, 16, 8, 0); f.kind != "" {
+			return 0, f
+		}
+		_, f := x.check("ampf", b, 64, 32, chkInterleaved)
+		return 0, f
+	}
+	mem := x.mem
+	var xv [4]uint32
+	var wv [16]uint32
+	for i := range xv {
+		xv[i] = binary.LittleEndian.Uint32(mem[offA+4*uint32(i):])
+	}
+	for j := range wv {
+		wv[j] = binary.LittleEndian.Uint32(mem[offB+4*uint32(j):])
+	}
+	acc := &c.acc
+	for i, xi := range xv {
+		row := (*[16]float32)(acc[16*i:])
+		for j, wj := range wv {
+			row[j] = f32(fma32(xi, wj, math.Float32bits(row[j])))
+		}
+	}
+	c.m[in.a&15] += 16
+	c.m[in.b&15] += 64
+	if x.sharesElement(a, 16, b, 64) {
+		return 1, xfault{}
+	}
+	return 0, xfault{}
+}
+
+// sharesElement reports whether an 8-byte word of [a, a+na) and one of
+// [b, b+nb) lie in the same memory element.
+func (x *exec) sharesElement(a, na, b, nb uint32) bool {
+	p := x.m.p
+	for i := uint32(0); i < na; i += 8 {
+		for j := uint32(0); j < nb; j += 8 {
+			if p.Element(a+i) == p.Element(b+j) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -172,7 +172,7 @@ func (x *exec) step(k int, c *context, in *inst, pc uint32, t int64, saveAcc boo
 	case isa.DELAY:
 		wait = int64(in.imm)
 
-	case isa.AMPCLR, isa.AMPH, isa.AMPQ, isa.AMPLD:
+	case isa.AMPCLR, isa.AMPH, isa.AMPQ, isa.AMPF, isa.AMPLD:
 		return x.stepAMP(k, c, in, npc, cyc, saveAcc)
 	case isa.LDM, isa.LDMP, isa.LD32, isa.LD32P, isa.LD64, isa.LD64P, isa.LD128, isa.LD128P:
 		ok = x.load(c, in)
@@ -231,7 +231,7 @@ func (x *exec) stepAMP(k int, c *context, in *inst, npc uint32, cyc int64, saveA
 	switch in.op {
 	case isa.AMPCLR:
 		c.acc = [64]float32{}
-	case isa.AMPH, isa.AMPQ:
+	case isa.AMPH, isa.AMPQ, isa.AMPF:
 		extra, f := x.amp(c, in)
 		if f.kind != "" {
 			return npc, cyc, 0, false
@@ -293,7 +293,7 @@ func (x *exec) load(c *context, in *inst) bool {
 // refused to run.
 func (x *exec) aheadFault(c *context, in *inst) xfault {
 	switch in.op {
-	case isa.AMPH, isa.AMPQ:
+	case isa.AMPH, isa.AMPQ, isa.AMPF:
 		_, f := x.amp(c, in)
 		return f
 	case isa.AMPLD:

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"math/big"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -230,6 +231,62 @@ func TestAMPH(t *testing.T) {
 	}
 }
 
+// TestAMPF checks ampf against a direct computation: each step's
+// d + x*w rounded once to FP32 (exactly in math/big, then rounded to
+// nearest even), k in order, and its pointers' steps.
+func TestAMPF(t *testing.T) {
+	const K = 8
+	x := make([]uint32, K*4)  // K x 4 FP32
+	w := make([]uint32, K*16) // K x 16 FP32
+	seed := uint32(777)
+	rnd := func() uint32 {
+		seed = seed*1664525 + 1013904223
+		// random FP32 in about [-4, 4), mantissa full, some tiny
+		e := uint32(126 + seed%3)
+		if seed%7 == 0 {
+			e = 100
+		}
+		return seed&0x807FFFFF | e<<23
+	}
+	for i := range x {
+		x[i] = rnd()
+	}
+	for i := range w {
+		w[i] = rnd()
+	}
+	items := []any{li(1, int32(pcOf(4))), run(1, 2, 0), sync_(), halt(),
+		li(1, dataBase), li(2, ilBase), op0(isa.AMPCLR), rpti(K, 1), ampf(1, 2), li(3, ilBase+0x1000)}
+	for row := int32(0); row < 4; row++ {
+		items = append(items, ampst(3, row), addi(3, 3, 64))
+	}
+	items = append(items, exit())
+	r, _ := runOne(t, items, words(dataBase, x...), words(ilBase, w...))
+	var got, want []uint32
+	for i := 0; i < 4; i++ {
+		for j := 0; j < 16; j++ {
+			var acc float32
+			for k := 0; k < K; k++ {
+				e := new(big.Float).SetPrec(600).SetFloat64(float64(math.Float32frombits(x[4*k+i])))
+				e.Mul(e, new(big.Float).SetFloat64(float64(math.Float32frombits(w[16*k+j]))))
+				e.Add(e, new(big.Float).SetFloat64(float64(acc)))
+				acc, _ = e.Float32()
+			}
+			want = append(want, math.Float32bits(acc))
+			got = append(got, r.word(0, uint32(ilBase+0x1000+64*i+4*j)))
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("accumulator: mismatch (-want +got):\n%s", diff)
+	}
+	s := r.m.Snapshot(0)
+	if got, want := s.Ctx[0].M[1], uint32(dataBase+16*K); got != want {
+		t.Errorf("operand a after the loop = %#x, want %#x", got, want)
+	}
+	if got, want := s.Ctx[0].M[2], uint32(ilBase+64*K); got != want {
+		t.Errorf("operand b after the loop = %#x, want %#x", got, want)
+	}
+}
+
 // TestAMPConflict checks the extra cycle of two operands in one element.
 func TestAMPConflict(t *testing.T) {
 	for _, tc := range []struct {
@@ -243,6 +300,27 @@ func TestAMPConflict(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, res := runOne(t, []any{li(1, int32(pcOf(4))), run(1, 2, 0), sync_(), halt(),
 				li(1, tc.a), li(2, ilBase), amph(1, 2), exit()})
+			if got := res.Phases[0].Cycles; got != tc.cycles {
+				t.Errorf("cycles = %d, want %d", got, tc.cycles)
+			}
+		})
+	}
+	// ampf issues over 4 cycles (24), 5 when its 16 bytes of a share an
+	// element with its 64 of b: a at 8 mod 16 below b's element pair, or
+	// in the pair's other element.
+	for _, tc := range []struct {
+		name   string
+		a      int32
+		cycles int64
+	}{
+		{"ampf different elements", dataBase, 12 + 6 + 6 + 24 + 2},
+		{"ampf next pair", ilBase + 0x8000, 12 + 6 + 6 + 24 + 2},
+		{"ampf same pair", ilBase + 0x7ff8, 12 + 6 + 6 + 30 + 2},
+		{"ampf same element", ilBase + 0x108, 12 + 6 + 6 + 30 + 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, res := runOne(t, []any{li(1, int32(pcOf(4))), run(1, 2, 0), sync_(), halt(),
+				li(1, tc.a), li(2, ilBase), ampf(1, 2), exit()})
 			if got := res.Phases[0].Cycles; got != tc.cycles {
 				t.Errorf("cycles = %d, want %d", got, tc.cycles)
 			}

@@ -288,6 +288,19 @@ func (m *Machine) exec(ti, c int, cyc int64, in isa.Inst, host sim.Host, s *step
 		}
 		setM(x, a, ma+8)
 		setM(x, b, getM(x, b)+32)
+	case isa.AMPF:
+		if k, msg := m.check(t, ma, 16, 8, false, accRead); k != "" {
+			return fail(k, msg)
+		}
+		if k, msg := m.check(t, mb, 64, 32, true, accRead); k != "" {
+			return fail(k, msg)
+		}
+		if m.sameElement(ma, 16, mb, 64) {
+			r.extra = 1
+		}
+		m.ampf(ti, x, ma, mb)
+		setM(x, a, ma+16)
+		setM(x, b, getM(x, b)+64)
 	case isa.AMPST, isa.AMPLD:
 		if imm > 3 {
 			return fail(sim.FaultInvalid, fmt.Sprintf("accumulator row %d", imm))

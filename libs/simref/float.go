@@ -260,6 +260,18 @@ func (m *Machine) amph(ti int, c *context, xa, wa uint32) {
 	}
 }
 
+// ampf is one FP32 AMP step: x = 4 FP32 at xa, w = 16 FP32 at wa, each
+// accumulator element fused as f32v2fma is (one rounding).
+func (m *Machine) ampf(ti int, c *context, xa, wa uint32) {
+	for i := uint32(0); i < 4; i++ {
+		xi := m.load32(ti, xa+4*i)
+		for j := uint32(0); j < 16; j++ {
+			p := &c.acc[i*16+j]
+			*p = f32from(scalarFloat(isa.FMA, f32bits(*p), xi, m.load32(ti, wa+4*j), 0, 0))
+		}
+	}
+}
+
 // ampq is one FP8 AMP step over two k: x bytes 0..3 and w bytes 0..15 for
 // k, x bytes 4..7 and w bytes 16..31 for k+1.
 func (m *Machine) ampq(ti int, c *context, xa, wa uint32) {

@@ -620,7 +620,7 @@ func (g *gen) bodyInst(where ctxKind) isa.Inst {
 		ops := []isa.Op{isa.LDMP, isa.STMP, isa.LD32P, isa.ST32P, isa.LD64P, isa.ST64P, isa.LD64, isa.ST32}
 		return g.memInst(ops[r.Intn(len(ops))])
 	case k < 9 && where == onWorker:
-		return isa.Inst{Op: []isa.Op{isa.AMPH, isa.AMPQ}[r.Intn(2)], A: rPtr, B: rPtr2}
+		return isa.Inst{Op: []isa.Op{isa.AMPH, isa.AMPQ, isa.AMPF}[r.Intn(3)], A: rPtr, B: rPtr2}
 	}
 	return isa.Inst{Op: isa.DELAY, Imm: int32(r.Intn(4))}
 }
@@ -759,10 +759,7 @@ func (g *gen) ampStmt(s *seg) {
 	}
 	g.emit(s, isa.Inst{Op: isa.ADDI, D: rPtr, A: xBase, Imm: int32(8 * r.Intn(accessSpan/16))})
 	g.emit(s, isa.Inst{Op: isa.ADDI, D: rPtr2, A: rDIL, Imm: int32(32 * r.Intn(accessSpan/64))})
-	op := isa.AMPH
-	if r.Intn(2) == 0 {
-		op = isa.AMPQ
-	}
+	op := []isa.Op{isa.AMPH, isa.AMPQ, isa.AMPF}[r.Intn(3)]
 	if k := r.Intn(8); k < 3 {
 		g.emit(s, isa.Inst{Op: isa.RPTI, Imm: int32((1+r.Intn(6))<<8 | 1)})
 		g.emit(s, isa.Inst{Op: op, A: rPtr, B: rPtr2})
@@ -772,7 +769,7 @@ func (g *gen) ampStmt(s *seg) {
 		}
 	}
 	if r.Intn(10) == 0 {
-		// One register for both operands: it advances by 40.
+		// One register for both operands: it advances by 40 (80 with ampf).
 		g.emit(s, isa.Inst{Op: isa.ADDI, D: rPtr2, A: rDIL, Imm: int32(32 * r.Intn(accessSpan/64))})
 		g.emit(s, isa.Inst{Op: op, A: rPtr2, B: rPtr2})
 	}
@@ -867,7 +864,7 @@ func (g *gen) injectCompute(t *genTile, s *seg, where ctxKind, depth int) bool {
 	case where == onWorker && g.want("amp-align"):
 		g.emit(s, isa.Inst{Op: isa.ADDI, D: rPtr, A: []uint8{rDIL, rDNI}[r.Intn(2)], Imm: int32(r.Intn(4) * 4)})
 		g.emit(s, isa.Inst{Op: isa.ADDI, D: rPtr2, A: []uint8{rDIL, rDNI}[r.Intn(2)], Imm: int32(r.Intn(8) * 4)})
-		g.emit(s, isa.Inst{Op: []isa.Op{isa.AMPH, isa.AMPQ, isa.AMPST}[r.Intn(3)], A: rPtr, B: rPtr2})
+		g.emit(s, isa.Inst{Op: []isa.Op{isa.AMPH, isa.AMPQ, isa.AMPF, isa.AMPST}[r.Intn(4)], A: rPtr, B: rPtr2})
 	case where == onSup && depth == 0 && g.want("run-worker7"):
 		g.emit(s, isa.Inst{Op: isa.RUN, A: rTmp, B: 0, Imm: int32(6 + r.Intn(3))})
 	case where == onSup && g.want("send-beyond"):
