@@ -92,9 +92,9 @@ type Stats struct {
 	GeometryFragmentsPerTile         int
 	FragmentLimit                    int
 	Expansion, ExpansionAndFootprint time.Duration
-	// PaddingClearsRemoved counts the incumbent's FP8 casts whose padding
-	// is never read, whose clears the lowering's padding-clear pass
-	// removed (prog.Program.PadClearsRemoved).
+	// PaddingClearsRemoved counts the plan's FP8 casts whose padding is
+	// never read, whose clears the lowering's padding-clear pass removed
+	// (prog.Program.PadClearsRemoved of the plan's program).
 	PaddingClearsRemoved int
 	Transfers            int // transfers of every exchange phase of the incumbent
 	// Rewrites are the graph passes' changes.
@@ -129,6 +129,7 @@ type planner struct {
 	memos []tensorMemo
 	// sideBySide records the start's sibling groups side by side.
 	sideBySide []SideBySide
+	padRemoved int             // FP8 cast padding clears the plan's lowering removed (finish)
 	evals      int             // points priced
 	counted    map[string]bool // the points evals counts
 	// expansion and footprint are the time the search spent expanding
@@ -266,11 +267,10 @@ type result struct {
 	// the result's bytes; obj what the search ranks points by (cost):
 	// total plus host, the cycles of an inference end to end, or total
 	// alone under plan.ObjectiveDevice.
-	host, obj  int64
-	transfers  int
-	padRemoved int // FP8 cast padding clears the lowering's pass removed
-	geo        geometry
-	mem        error // the point does not fit the tiles
+	host, obj int64
+	transfers int
+	geo       geometry
+	mem       error // the point does not fit the tiles
 	// il is what the point's interleaved buffers need beyond that
 	// region, when their bytes fit the tiles (fits).
 	il overflow
@@ -566,12 +566,21 @@ func (pl *planner) finish(pt point, r *result, opt Options, attempts int, object
 	// allows (its estimate is that program's); the linker stages them
 	// all again when that does not fit (libs/link Link).
 	out.Packs = ""
+	// The padding-clear pass's count is the plan's own program's (packs
+	// in place, supersteps in the order chosen), not the search's price's.
 	if !opt.SearchEstimate {
-		est, err := pl.estimate(out)
+		est, removed, err := pl.estimate(out)
 		if err != nil {
 			return nil, err
 		}
 		out.Cost.FinalCycles, out.Cost.FinalExchange = est.FinalCycles, est.FinalExchange
+		pl.padRemoved = removed
+	} else {
+		pr, err := lower.LowerWith(out, pl.g, pl.p, lower.Options{NoData: true, Cache: pl.steps[0]})
+		if err != nil {
+			return nil, err
+		}
+		pl.padRemoved = pr.PadClearsRemoved
 	}
 	out.Search = plan.Search{Attempts: attempts, IncumbentCycles: r.total, Objective: objective}
 	if err := out.Validate(); err != nil {
@@ -638,13 +647,15 @@ func BoundPrice(p *plan.Plan, preset *arch.Preset) (*cost.Result, error) {
 	return cost.ProgramWith(pr, cost.Options{Bound: true})
 }
 
-// estimate prices a plan's program exactly but for placement.
-func (pl *planner) estimate(p *plan.Plan) (*cost.Result, error) {
+// estimate prices a plan's program exactly but for placement, and
+// returns the FP8 padding clears its lowering removed.
+func (pl *planner) estimate(p *plan.Plan) (*cost.Result, int, error) {
 	pr, err := lower.LowerWith(p, pl.g, pl.p, lower.Options{NoData: true})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return cost.Program(pr)
+	c, err := cost.Program(pr)
+	return c, pr.PadClearsRemoved, err
 }
 
 // evalFit is eval for a point that must fit memory.
@@ -680,7 +691,7 @@ func (pl *planner) checkPoint(pt point) error {
 // stats fills the log figures from the incumbent.
 func (pl *planner) stats(r *result, st *Stats) {
 	st.Transfers = r.transfers
-	st.PaddingClearsRemoved = r.padRemoved
+	st.PaddingClearsRemoved = pl.padRemoved
 	st.EstimatedRowBytes, st.HeuristicRowBytes = r.geo.rowBytes, r.geo.heuristic
 	st.GeometryFragmentsPerTile = r.geo.fragments
 	st.Expansion, st.ExpansionAndFootprint = pl.expansion, pl.expansion+pl.footprint

@@ -273,7 +273,6 @@ func (pl *planner) price(bp builtPoint, steps *lower.StepCache) (pc pricing) {
 		pc.err = err
 		return pc
 	}
-	r.padRemoved = pr.PadClearsRemoved
 	t0 := time.Now()
 	var exch []int64
 	var syn func(prog.Ref) uint32 // made on first use: expandGeometry may need no address

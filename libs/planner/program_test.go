@@ -96,7 +96,7 @@ func TestSameProgramSamePrice(t *testing.T) {
 			t.Fatal(alone.err)
 		}
 		a, r := alone.r, rs[i]
-		if r.total != a.total || r.exchange != a.exchange || r.transfers != a.transfers || r.padRemoved != a.padRemoved || r.geo != a.geo || (r.mem == nil) != (a.mem == nil) {
+		if r.total != a.total || r.exchange != a.exchange || r.transfers != a.transfers || r.geo != a.geo || (r.mem == nil) != (a.mem == nil) {
 			t.Errorf("point %d: evalAll priced %+v, alone %+v", i, *r, *a)
 		}
 	}
