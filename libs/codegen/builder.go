@@ -613,6 +613,9 @@ func (b *Builder) Amph(a, c MReg) { b.r(isa.AMPH, 0, uint8(a), uint8(c)) }
 // Ampq is one FP8 AMP step (two k) with operands at $m a and $m c.
 func (b *Builder) Ampq(a, c MReg) { b.r(isa.AMPQ, 0, uint8(a), uint8(c)) }
 
+// Ampf is one FP32 AMP step with operands at $m a and $m c.
+func (b *Builder) Ampf(a, c MReg) { b.r(isa.AMPF, 0, uint8(a), uint8(c)) }
+
 // Ampst stores accumulator row (0..3) at $m a.
 func (b *Builder) Ampst(a MReg, row int) {
 	b.Emit(isa.Inst{Op: isa.AMPST, A: uint8(a), Imm: int32(row)})

@@ -17,7 +17,7 @@
 //
 // # Kernels
 //
-// A kernel generator (EmitMatMul, EmitMatMulF32, EmitPack, EmitUnary,
+// A kernel generator (EmitMatMul, EmitPack, EmitUnary,
 // EmitBinary, EmitCast, EmitRows) checks its parameters (shapes, then addresses against the
 // builder's preset), emits the worker code and returns a Kernel: its
 // entry label and its Cost. The same parameters' Cost method gives the

@@ -108,6 +108,27 @@ func EmulateMatMul(m, k, n int, a, b []float32, scale int, c []float32) []float3
 	return out
 }
 
+// EmulateMatMulF32 returns what MatMul computes on FP32 inputs (AMPFP32):
+// C (M x N, dense row-major) from row-major A (M x K) and B (K x N) and
+// the initial C (nil: zeros), in the kernel's k order with ampf's
+// (f32v2fma's) rounding.
+func EmulateMatMulF32(m, k, n int, a, b, c []float32) []float32 {
+	out := make([]float32, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var acc float32
+			if c != nil {
+				acc = c[i*n+j]
+			}
+			for kk := 0; kk < k; kk++ {
+				acc = ifma(acc, a[i*k+kk], b[kk*n+j])
+			}
+			out[i*n+j] = cf(acc)
+		}
+	}
+	return out
+}
+
 // roundingFuncs define Floor, Ceil and Round.
 var roundingFuncs = map[UnaryOp]func(float64) float64{Floor: math.Floor, Ceil: math.Ceil, Round: math.RoundToEven}
 

@@ -13,16 +13,35 @@ type AMPType uint8
 const (
 	AMPFP16 AMPType = iota // amph: 64 MACs per instruction
 	AMPFP8                 // ampq: 128 MACs per instruction (two k)
-	// VecFP32 is not an AMP type: an FP32 product runs on the vector unit
-	// (MatMulF32) in the same layouts. MatMul rejects it.
-	VecFP32
+	AMPFP32                // ampf: 64 MACs per instruction, over 4 cycles
 )
+
+// stepIssues is the issue cycles of one AMP step of the type: ampf
+// takes 4, amph and ampq 1.
+func (t AMPType) stepIssues() int64 {
+	if t == AMPFP32 {
+		return 4
+	}
+	return 1
+}
+
+// ampStep emits one AMP step of the type with operands at $m a and $m c.
+func (t AMPType) ampStep(b *Builder, a, c MReg) {
+	switch t {
+	case AMPFP8:
+		b.Ampq(a, c)
+	case AMPFP32:
+		b.Ampf(a, c)
+	default:
+		b.Amph(a, c)
+	}
+}
 
 func (t AMPType) String() string {
 	switch t {
 	case AMPFP8:
 		return "fp8"
-	case VecFP32:
+	case AMPFP32:
 		return "fp32"
 	}
 	return "fp16"
@@ -34,7 +53,7 @@ func (t AMPType) Size() int {
 	switch t {
 	case AMPFP8:
 		return 1
-	case VecFP32:
+	case AMPFP32:
 		return 4
 	}
 	return 2
@@ -49,8 +68,8 @@ func (t AMPType) size() int64 { return int64(t.Size()) }
 //
 // The caller pads M to a multiple of 4 and N to a multiple of 16 (with
 // zeros, or with anything when the padded rows and columns of C are never
-// read); the kernel computes the padded product. Element sizes e are 2
-// bytes (FP16) or 1 byte (FP8: format and scale from FP8).
+// read); the kernel computes the padded product. Element sizes e are 4
+// bytes (FP32), 2 bytes (FP16) or 1 byte (FP8: format and scale from FP8).
 //
 // A-panel layout: rows in groups of 4; group g holds, for each k in
 // order, the 4 elements A[4g+0..3][k]. Element (i, k) is at byte
@@ -58,8 +77,8 @@ func (t AMPType) size() int64 { return int64(t.Size()) }
 //	A + e*((i/4)*4*K + 4*k + i%4)
 //
 // so one group is a 4K-element k-major panel, and an amph reads one k
-// (8 bytes), an ampq two k (8 bytes). A is 8-byte aligned, anywhere in
-// tile memory.
+// (8 bytes), an ampq two k (8 bytes), an ampf one k (16 bytes). A is
+// 8-byte aligned, anywhere in tile memory.
 //
 // B-panel layout: columns in panels of 16; panel p holds, for each k in
 // order, the 16 elements B[k][16p+0..15]. Element (k, j) is at byte
@@ -67,7 +86,7 @@ func (t AMPType) size() int64 { return int64(t.Size()) }
 //	B + e*((j/16)*16*K + 16*k + j%16)
 //
 // B is 32-byte aligned in interleaved memory (amph and ampq read 32
-// bytes there).
+// bytes there, ampf 64).
 //
 // C is row-major FP32 with a row stride of CStride elements (a multiple
 // of 4, at least N): C[i][j] at C + 4*(i*CStride + j). With CPanel set,
@@ -100,9 +119,11 @@ func (t AMPType) size() int64 { return int64(t.Size()) }
 //	acc = RN32(acc + p),  p = A[i][k] * B[k][j]
 //
 // one FP32 rounding per k (RN32: round to nearest even). For FP16, p is
-// exact. For FP8, p = RN32(a*b * 2^(ScaleA+ScaleB)) where a and b are the
-// unscaled FP8 values: exact unless it leaves the FP32 normal range.
-// C[i][j] = acc.
+// exact. For FP32, p is exact too: ampf fuses the product into the add
+// (f32v2fma's rounding, subnormals kept; a NaN is 0x7fc00000), so C holds
+// the bits of the k-ordered f32v2fma chain (EmulateMatMulF32). For FP8,
+// p = RN32(a*b * 2^(ScaleA+ScaleB)) where a and b are the unscaled FP8
+// values: exact unless it leaves the FP32 normal range. C[i][j] = acc.
 //
 // # Work split
 //
@@ -147,7 +168,7 @@ func (p MatMul) check() error {
 	if err := checkWorkers(p.Workers); err != nil {
 		return err
 	}
-	if p.Type != AMPFP16 && p.Type != AMPFP8 {
+	if p.Type != AMPFP16 && p.Type != AMPFP8 && p.Type != AMPFP32 {
 		return fmt.Errorf("unknown AMP type %d", p.Type)
 	}
 	if p.M <= 0 || p.M%4 != 0 {
@@ -185,6 +206,8 @@ func (p MatMul) check() error {
 type mmShape struct {
 	groups, panels, items int
 	steps                 int64 // AMP instructions per item
+	stepIssues            int64 // issue cycles of one (AMPType.stepIssues)
+	stepA, stepB          int64 // bytes one step moves A and B on
 	groupBytes            int64 // one A panel
 	panelBytes            int64 // one B panel
 	bStride               int64 // B panel stride (bytes)
@@ -226,8 +249,10 @@ func (p MatMul) shape() mmShape {
 	if p.Type == AMPFP8 {
 		s.steps /= 2
 	}
+	s.stepIssues = p.Type.stepIssues()
 	s.groupBytes = 4 * int64(p.K) * e
 	s.panelBytes = 16 * int64(p.K) * e
+	s.stepA, s.stepB = s.groupBytes/s.steps, s.panelBytes/s.steps
 	s.bStride = s.panelBytes
 	s.rowBytes = 4 * int64(p.CStride)
 	s.panelC = 64
@@ -249,14 +274,15 @@ func (p MatMul) shape() mmShape {
 //	+ big constants            ConstLen of each of: row stride in bytes,
 //	                           group jump, steps, that do not fit their
 //	                           immediate (imm16, imm16, rpti count 4095)
-//	+ c * (steps + 27)         per item (steps + 45 with Accumulate)
+//	+ c * (t*steps + 27)       per item (t*steps + 45 with Accumulate)
 //	+ 4 * (floor((s+c)/P) - floor(s/P))    row group changes
 //
-// cycles' worth of instructions before its exit (steps = K for FP16, K/2
-// for FP8; P = N/16), and Work[w] = 6 x that. With column parts
+// cycles' worth of instructions before its exit (steps = K for FP16 and
+// FP32, K/2 for FP8; t = 4 for FP32, ampf's cycles, else 1; P = N/16),
+// and Work[w] = 6 x that. With column parts
 // (CParts), partsIssues (matmulparts.go) counts instead. The split
 // variant adds 1 (the whole items' guard) and per worker a head and a
-// tail section: 2 when absent, else 2 + 3 + 1 + steps + 19 plus the
+// tail section: 2 when absent, else 2 + 3 + 1 + t*steps + 19 plus the
 // clear (1, or 19 for the loads with Accumulate) for a head, plus 19
 // loads for a tail.
 func (p MatMul) Cost() (Cost, error) {
@@ -303,7 +329,7 @@ func (p MatMul) plan() (s mmShape, pro, item int64) {
 	if s.steps > MaxRptiCount {
 		pro += int64(ConstLen(uint32(s.steps)))
 	}
-	item = s.steps + 27
+	item = s.steps*s.stepIssues + 27
 	if p.Accumulate {
 		item += 18
 	}
@@ -408,11 +434,7 @@ func emitItems(b *Builder, p MatMul, s mmShape, rowsAt func(MReg, func(MReg, int
 	} else {
 		b.Rpti(int(s.steps), end)
 	}
-	if p.Type == AMPFP8 {
-		b.Ampq(mmA, mmB)
-	} else {
-		b.Amph(mmA, mmB)
-	}
+	p.Type.ampStep(b, mmA, mmB)
 	b.Bind(end)
 	rows(b.Ampst)
 	b.Addi(mmC, mmC, int32(panelC))

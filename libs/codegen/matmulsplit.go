@@ -45,7 +45,7 @@ func (s mmShape) chunkIssues(c mmChunk, load bool) int64 {
 	if c.k1 == 0 {
 		return mmChunkSkip
 	}
-	n := mmChunkIssues + c.k1 - c.k0
+	n := mmChunkIssues + (c.k1-c.k0)*s.stepIssues
 	if load {
 		n += mmLoadRows
 	} else {
@@ -154,7 +154,7 @@ func (s mmShape) ordered(pro, item int64, acc bool, ws []mmWorker) bool {
 		if h.k1 == 0 || h.item != t.item || h.k1 != t.k0 {
 			return false
 		}
-		headEnd := pro + mmChunkSkip + 3 + 1 + (h.k1 - h.k0) + mmLastStoreSlot
+		headEnd := pro + mmChunkSkip + 3 + 1 + (h.k1-h.k0)*s.stepIssues + mmLastStoreSlot
 		if acc {
 			headEnd += mmLoadRows
 		} else {
@@ -171,7 +171,7 @@ func (s mmShape) ordered(pro, item int64, acc bool, ws []mmWorker) bool {
 // splitTable is the split variant's per-worker table.
 func (s mmShape) splitTable(a, b, c uint32, ws []mmWorker) [][]uint32 {
 	tab := make([][]uint32, len(ws))
-	stepA, stepB := uint32(8), uint32(32)
+	stepA, stepB := uint32(s.stepA), uint32(s.stepB)
 	chunk := func(ch mmChunk) []uint32 {
 		if ch.k1 == 0 {
 			return []uint32{0, 0, 0, 0}
@@ -224,11 +224,7 @@ func emitChunk(b *Builder, p MatMul, off int32, load bool, rows func(base MReg, 
 	}
 	end := b.Label()
 	b.Rpt(mmChSteps, end)
-	if p.Type == AMPFP8 {
-		b.Ampq(mmA, mmChB)
-	} else {
-		b.Amph(mmA, mmChB)
-	}
+	p.Type.ampStep(b, mmA, mmChB)
 	b.Bind(end)
 	rows(mmChC, b.Ampst)
 	b.Bind(skip)

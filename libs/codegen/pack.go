@@ -41,7 +41,7 @@ func (k PanelKind) String() string {
 // past the operand, k from its extent up to KP) is written 0. Out is
 // AMPFP16 (f32v2tof16), AMPFP8 (f32v2tof8: format FP8.FormatA, scale
 // FP8.ScaleA, NaN on overflow when FP8.NaNOnOverflow, else saturating) or
-// VecFP32 (a copy). Each element converts as in the Cast kernel (the same
+// AMPFP32 (a copy). Each element converts as in the Cast kernel (the same
 // instructions, one rounding).
 //
 // Alignment: Y 8-byte aligned, X 8-byte aligned (4 when the lanes of a
@@ -66,7 +66,7 @@ func (k PanelKind) String() string {
 //
 // FP16 input (InF16): X is an R x C row-major FP16 matrix, (r, c) at
 // X + 2*(r*XStride + c). Out AMPFP16 copies each element's bits (NaN
-// payloads included), VecFP32 widens it exactly (f16v2tof32, as Cast),
+// payloads included), AMPFP32 widens it exactly (f16v2tof32, as Cast),
 // AMPFP8 converts it with f16v4tof8 (FP8 as above). Alignment: lanes
 // along X's columns read four values with one ld64: X 8-byte aligned and
 // XStride a multiple of 4; lanes along X's rows read two k of a lane with
@@ -310,7 +310,7 @@ func (p Pack) check() error {
 	if p.Kind != APanel && p.Kind != BPanel {
 		return fmt.Errorf("unknown panel kind %d", p.Kind)
 	}
-	if p.Out != AMPFP16 && p.Out != AMPFP8 && p.Out != VecFP32 {
+	if p.Out != AMPFP16 && p.Out != AMPFP8 && p.Out != AMPFP32 {
 		return fmt.Errorf("unknown output type %d", p.Out)
 	}
 	if p.R <= 0 || p.C <= 0 || p.XStride < p.C {
@@ -510,7 +510,7 @@ func EmulatePackBytes(p Pack, x []byte) []byte {
 			if s.f16 {
 				h := binary.LittleEndian.Uint16(x[2*i:])
 				switch p.Out {
-				case VecFP32:
+				case AMPFP32:
 					binary.LittleEndian.PutUint32(out[4*pos:], numfmt.F16ToF32(h))
 				case AMPFP16:
 					binary.LittleEndian.PutUint16(out[2*pos:], h)
@@ -521,7 +521,7 @@ func EmulatePackBytes(p Pack, x []byte) []byte {
 			}
 			v := binary.LittleEndian.Uint32(x[4*i:])
 			switch p.Out {
-			case VecFP32:
+			case AMPFP32:
 				binary.LittleEndian.PutUint32(out[4*pos:], v)
 			case AMPFP16:
 				binary.LittleEndian.PutUint16(out[2*pos:], numfmt.F32ToF16(v))

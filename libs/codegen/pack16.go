@@ -68,7 +68,7 @@ func (p Pack) store16(b *Builder, r AReg) {
 	switch p.Out {
 	case AMPFP16:
 		b.St64P(r, pkY, 8)
-	case VecFP32:
+	case AMPFP32:
 		b.F1(isa.CVTHF, A8, r)
 		b.F1(isa.CVTHF, A10, r+1)
 		b.St64P(A8, pkY, 8)
@@ -84,7 +84,7 @@ func (p Pack) zeroChunk(b *Builder) {
 	switch p.Out {
 	case AMPFP16:
 		b.St64P(A14, pkY, 8)
-	case VecFP32:
+	case AMPFP32:
 		b.St64P(A14, pkY, 8)
 		b.St64P(A14, pkY, 8)
 	case AMPFP8:
@@ -139,7 +139,7 @@ func (p Pack) lanePair16(b *Builder, s packShape, vb, two bool) {
 		b.StmP(pkWK, pkW, inc)
 		return
 	}
-	// VecFP32: $a2:3 = lane a at k, k+1; $a4:5 lane b.
+	// AMPFP32: $a2:3 = lane a at k, k+1; $a4:5 lane b.
 	b.Ld32P(A0, pkX, 4)
 	lb, lb1 := AZero, AZero
 	if vb {

@@ -23,30 +23,30 @@ func TestPack16(t *testing.T) {
 	cases := []Pack{
 		// A panel: lanes along X's rows.
 		{Kind: APanel, R: 8, C: 16, XStride: 16, KP: 16, Out: AMPFP16, Workers: 6},
-		{Kind: APanel, R: 7, C: 13, XStride: 14, KP: 15, Out: VecFP32, Workers: 2},
+		{Kind: APanel, R: 7, C: 13, XStride: 14, KP: 15, Out: AMPFP32, Workers: 2},
 		{Kind: APanel, R: 5, C: 9, XStride: 12, KP: 10, Out: AMPFP8, FP8: e4, Workers: 3},
 		{Kind: APanel, R: 6, C: 5, XStride: 8194, KP: 6, Out: AMPFP16, Workers: 2},
 		{Kind: APanel, R: 3, C: 1, XStride: 2, KP: 2, Out: AMPFP8, FP8: uz, Workers: 6},
 		{Kind: APanel, R: 32, C: 130, XStride: 130, KP: 130, Out: AMPFP16, Workers: 6},
 		// A panel of X^T: lanes along X's columns.
 		{Kind: APanel, Transpose: true, R: 9, C: 6, XStride: 8, KP: 10, Out: AMPFP8, FP8: e5nan, Workers: 6},
-		{Kind: APanel, Transpose: true, R: 16, C: 8, XStride: 8, KP: 16, Out: VecFP32, Workers: 4},
+		{Kind: APanel, Transpose: true, R: 16, C: 8, XStride: 8, KP: 16, Out: AMPFP32, Workers: 4},
 		{Kind: APanel, Transpose: true, R: 3, C: 5, XStride: 8, KP: 4, Out: AMPFP16, Workers: 1},
 		{Kind: APanel, Transpose: true, R: 13, C: 15, XStride: 16, KP: 13, Out: AMPFP16, Workers: 5},
-		{Kind: APanel, Transpose: true, R: 5, C: 7, XStride: 16400, KP: 6, Out: VecFP32, Workers: 2},
+		{Kind: APanel, Transpose: true, R: 5, C: 7, XStride: 16400, KP: 6, Out: AMPFP32, Workers: 2},
 		// B panel: lanes along X's columns.
 		{Kind: BPanel, R: 10, C: 32, XStride: 32, KP: 10, Out: AMPFP16, Workers: 6},
-		{Kind: BPanel, R: 9, C: 21, XStride: 24, KP: 12, Out: VecFP32, Workers: 2},
+		{Kind: BPanel, R: 9, C: 21, XStride: 24, KP: 12, Out: AMPFP32, Workers: 2},
 		{Kind: BPanel, R: 6, C: 19, XStride: 20, KP: 6, Out: AMPFP8, FP8: e4, Workers: 6},
 		{Kind: BPanel, R: 4, C: 45, XStride: 48, KP: 4, Out: AMPFP8, FP8: uz, Workers: 3},
 		{Kind: BPanel, R: 5, C: 13, XStride: 16400, KP: 7, Out: AMPFP16, Workers: 2},
-		{Kind: BPanel, R: 3, C: 2, XStride: 4, KP: 3, Out: VecFP32, Workers: 1},
+		{Kind: BPanel, R: 3, C: 2, XStride: 4, KP: 3, Out: AMPFP32, Workers: 1},
 		// B panel of X^T: lanes along X's rows.
 		{Kind: BPanel, Transpose: true, R: 20, C: 7, XStride: 8, KP: 8, Out: AMPFP16, Workers: 5},
-		{Kind: BPanel, Transpose: true, R: 33, C: 4, XStride: 4, KP: 4, Out: VecFP32, Workers: 6},
+		{Kind: BPanel, Transpose: true, R: 33, C: 4, XStride: 4, KP: 4, Out: AMPFP32, Workers: 6},
 		{Kind: BPanel, Transpose: true, R: 16, C: 5, XStride: 6, KP: 6, Out: AMPFP8, FP8: e5nan, Workers: 2},
 		{Kind: BPanel, Transpose: true, R: 37, C: 9, XStride: 10, KP: 10, Out: AMPFP8, FP8: uz, Workers: 4},
-		{Kind: BPanel, Transpose: true, R: 21, C: 3, XStride: 3002, KP: 5, Out: VecFP32, Workers: 2},
+		{Kind: BPanel, Transpose: true, R: 21, C: 3, XStride: 3002, KP: 5, Out: AMPFP32, Workers: 2},
 		{Kind: BPanel, Transpose: true, R: 18, C: 2, XStride: 700, KP: 2, Out: AMPFP16, Workers: 3},
 		{Kind: BPanel, Transpose: true, R: 3, C: 1, XStride: 2, KP: 1, Out: AMPFP16, Workers: 1},
 		// Counts past rpti: the k loop, the padding.
@@ -121,7 +121,7 @@ func sortedU16(v []uint16) []uint16 {
 
 // TestPack16Rate checks the FP16 issue rates of Pack's doc from Cost.
 func TestPack16Rate(t *testing.T) {
-	outs := []AMPType{AMPFP16, VecFP32, AMPFP8}
+	outs := []AMPType{AMPFP16, AMPFP32, AMPFP8}
 	cases := []struct {
 		kind      PanelKind
 		transpose bool

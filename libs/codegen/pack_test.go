@@ -32,8 +32,8 @@ func TestPack(t *testing.T) {
 	uz5 := FP8Config{FormatA: numfmt.E5M2FNUZ, ScaleA: 2, NaNOnOverflow: true}
 	cases := []Pack{
 		// A panel: lanes along X's rows.
-		{Kind: APanel, R: 8, C: 16, XStride: 16, KP: 16, Out: VecFP32, Workers: 6},
-		{Kind: APanel, R: 7, C: 13, XStride: 13, KP: 15, Out: VecFP32, Workers: 2},
+		{Kind: APanel, R: 8, C: 16, XStride: 16, KP: 16, Out: AMPFP32, Workers: 6},
+		{Kind: APanel, R: 7, C: 13, XStride: 13, KP: 15, Out: AMPFP32, Workers: 2},
 		{Kind: APanel, R: 12, C: 10, XStride: 10, KP: 10, Out: AMPFP16, Workers: 6},
 		{Kind: APanel, R: 5, C: 9, XStride: 12, KP: 10, Out: AMPFP8, FP8: e4, Workers: 3},
 		{Kind: APanel, R: 9, C: 7, XStride: 7, KP: 8, Out: AMPFP8, FP8: uz, Workers: 4},
@@ -42,25 +42,25 @@ func TestPack(t *testing.T) {
 		{Kind: APanel, R: 6, C: 5, XStride: 8193, KP: 6, Out: AMPFP8, FP8: e5nan, Workers: 2},
 		// A panel of X^T: lanes along X's columns.
 		{Kind: APanel, Transpose: true, R: 9, C: 6, XStride: 6, KP: 10, Out: AMPFP8, FP8: e4nan, Workers: 6},
-		{Kind: APanel, Transpose: true, R: 16, C: 8, XStride: 8, KP: 16, Out: VecFP32, Workers: 4},
+		{Kind: APanel, Transpose: true, R: 16, C: 8, XStride: 8, KP: 16, Out: AMPFP32, Workers: 4},
 		{Kind: APanel, Transpose: true, R: 3, C: 5, XStride: 6, KP: 4, Out: AMPFP16, Workers: 1},
 		{Kind: APanel, Transpose: true, R: 13, C: 14, XStride: 14, KP: 13, Out: AMPFP16, Workers: 5},
-		{Kind: APanel, Transpose: true, R: 5, C: 6, XStride: 8200, KP: 6, Out: VecFP32, Workers: 2},
+		{Kind: APanel, Transpose: true, R: 5, C: 6, XStride: 8200, KP: 6, Out: AMPFP32, Workers: 2},
 		{Kind: APanel, Transpose: true, R: 7, C: 7, XStride: 8, KP: 8, Out: AMPFP8, FP8: uz5, Workers: 2},
 		// B panel: lanes along X's columns.
 		{Kind: BPanel, R: 10, C: 32, XStride: 32, KP: 10, Out: AMPFP16, Workers: 6},
-		{Kind: BPanel, R: 9, C: 21, XStride: 22, KP: 12, Out: VecFP32, Workers: 2},
+		{Kind: BPanel, R: 9, C: 21, XStride: 22, KP: 12, Out: AMPFP32, Workers: 2},
 		{Kind: BPanel, R: 6, C: 19, XStride: 20, KP: 6, Out: AMPFP8, FP8: e5, Workers: 6},
 		{Kind: BPanel, R: 4, C: 45, XStride: 46, KP: 4, Out: AMPFP8, FP8: e4nan, Workers: 3},
 		{Kind: BPanel, R: 64, C: 48, XStride: 48, KP: 64, Out: AMPFP8, FP8: e4, Workers: 6},
 		{Kind: BPanel, R: 5, C: 20, XStride: 8200, KP: 7, Out: AMPFP16, Workers: 2},
-		{Kind: BPanel, R: 3, C: 7, XStride: 8, KP: 3, Out: VecFP32, Workers: 1},
+		{Kind: BPanel, R: 3, C: 7, XStride: 8, KP: 3, Out: AMPFP32, Workers: 1},
 		// B panel of X^T: lanes along X's rows.
 		{Kind: BPanel, Transpose: true, R: 20, C: 7, XStride: 7, KP: 8, Out: AMPFP16, Workers: 5},
-		{Kind: BPanel, Transpose: true, R: 33, C: 4, XStride: 4, KP: 4, Out: VecFP32, Workers: 6},
+		{Kind: BPanel, Transpose: true, R: 33, C: 4, XStride: 4, KP: 4, Out: AMPFP32, Workers: 6},
 		{Kind: BPanel, Transpose: true, R: 16, C: 5, XStride: 6, KP: 6, Out: AMPFP8, FP8: e5nan, Workers: 2},
 		{Kind: BPanel, Transpose: true, R: 37, C: 9, XStride: 9, KP: 10, Out: AMPFP8, FP8: uz, Workers: 4},
-		{Kind: BPanel, Transpose: true, R: 20, C: 3, XStride: 3001, KP: 5, Out: VecFP32, Workers: 2},
+		{Kind: BPanel, Transpose: true, R: 20, C: 3, XStride: 3001, KP: 5, Out: AMPFP32, Workers: 2},
 		{Kind: BPanel, Transpose: true, R: 18, C: 2, XStride: 700, KP: 2, Out: AMPFP16, Workers: 3},
 		// Counts past rpti: the k loop, the padding.
 		{Kind: APanel, R: 3, C: 4100, XStride: 4100, KP: 4102, Out: AMPFP16, Workers: 1},
@@ -109,7 +109,7 @@ func TestPackFormulas(t *testing.T) {
 		{Kind: BPanel, Transpose: true, R: 20, C: 3, XStride: 4, KP: 5},
 	}
 	for _, p := range cases {
-		p.Out, p.Workers = VecFP32, 1
+		p.Out, p.Workers = AMPFP32, 1
 		t.Run(fmt.Sprintf("%s-t%v", p.Kind, p.Transpose), func(t *testing.T) {
 			x := make([]float32, p.R*p.XStride)
 			for i := range x {
@@ -146,7 +146,7 @@ func TestPackFormulas(t *testing.T) {
 // TestPackRate checks the issues per 4 elements of the k loops (the
 // figures in Pack's doc) from Cost: the change of one group's cost per k.
 func TestPackRate(t *testing.T) {
-	outs := []AMPType{VecFP32, AMPFP16, AMPFP8}
+	outs := []AMPType{AMPFP32, AMPFP16, AMPFP8}
 	cases := []struct {
 		kind      PanelKind
 		transpose bool
@@ -250,7 +250,7 @@ func TestPackWordAlignedX(t *testing.T) {
 		}
 		checkCycles(t, k, cycles, 0)
 	}
-	p := Pack{Kind: BPanel, R: 4, C: 16, XStride: 16, KP: 4, Out: VecFP32, Workers: 1, X: 0x80004, Y: 0xA0000}
+	p := Pack{Kind: BPanel, R: 4, C: 16, XStride: 16, KP: 4, Out: AMPFP32, Workers: 1, X: 0x80004, Y: 0xA0000}
 	if _, err := EmitPack(NewBuilder(tl.p, codeBase), p); err == nil {
 		t.Error("a B panel (lanes along X's columns) from a 4-byte aligned X was accepted")
 	}

@@ -142,7 +142,7 @@ func (p Pack) store(b *Builder, n int, out MReg, step int32) {
 		return int32(size)
 	}
 	switch p.Out {
-	case VecFP32:
+	case AMPFP32:
 		for l := 0; l < n; l += 2 {
 			b.St64P(AReg(l), out, inc(l+2 == n, 8))
 		}

@@ -114,7 +114,7 @@ func splitCases() []Pack {
 	for _, kind := range []PanelKind{APanel, BPanel} {
 		for _, tr := range []bool{false, true} {
 			for _, f16 := range []bool{false, true} {
-				for _, o := range []AMPType{VecFP32, AMPFP16, AMPFP8} {
+				for _, o := range []AMPType{AMPFP32, AMPFP16, AMPFP8} {
 					for groups := 1; groups <= 5; groups++ {
 						for _, kx := range []int{1, 2, 3, 7, 64, 768} {
 							i++
@@ -154,12 +154,12 @@ func splitCases() []Pack {
 	for _, p := range []Pack{
 		{Kind: APanel, R: 4, C: 300, XStride: 9000, KP: 300, Out: AMPFP16},
 		{Kind: BPanel, Transpose: true, R: 6, C: 101, XStride: 8200, KP: 102, Out: AMPFP8, FP8: e4},
-		{Kind: APanel, R: 3, C: 201, XStride: 16400, KP: 202, Out: VecFP32, InF16: true},
+		{Kind: APanel, R: 3, C: 201, XStride: 16400, KP: 202, Out: AMPFP32, InF16: true},
 		{Kind: BPanel, Transpose: true, R: 5, C: 99, XStride: 16400, KP: 100, Out: AMPFP16, InF16: true},
 		{Kind: BPanel, Transpose: true, R: 4, C: 99, XStride: 16400, KP: 100, Out: AMPFP8, FP8: e4, InF16: true},
-		{Kind: APanel, Transpose: true, R: 8, C: 4, XStride: 8200, KP: 8, Out: VecFP32},
+		{Kind: APanel, Transpose: true, R: 8, C: 4, XStride: 8200, KP: 8, Out: AMPFP32},
 		{Kind: BPanel, R: 7, C: 16, XStride: 16400, KP: 8, Out: AMPFP8, FP8: e4, InF16: true},
-		{Kind: BPanel, R: 7, C: 13, XStride: 16400, KP: 7, Out: VecFP32, InF16: true},
+		{Kind: BPanel, R: 7, C: 13, XStride: 16400, KP: 7, Out: AMPFP32, InF16: true},
 	} {
 		p.X, p.Y, p.Workers = splitX, splitY, 6
 		out = append(out, p)
@@ -208,7 +208,7 @@ func TestPackSplitRandom(t *testing.T) {
 	r := rng(11)
 	for ci := 0; ci < 500; ci++ {
 		p := Pack{Kind: PanelKind(r.Intn(2)), Transpose: r.Intn(2) == 1, InF16: r.Intn(2) == 1,
-			Out: []AMPType{VecFP32, AMPFP16, AMPFP8}[r.Intn(3)], Workers: 1 + r.Intn(6), X: splitX, Y: splitY}
+			Out: []AMPType{AMPFP32, AMPFP16, AMPFP8}[r.Intn(3)], Workers: 1 + r.Intn(6), X: splitX, Y: splitY}
 		if p.Out == AMPFP8 {
 			p.FP8 = splitFP8[r.Intn(len(splitFP8))]
 		}
@@ -244,7 +244,7 @@ func TestPackSplitCuts(t *testing.T) {
 	r := rng(5)
 	for i := 0; i < 300; i++ {
 		p := Pack{Kind: PanelKind(r.Intn(2)), Transpose: r.Intn(2) == 1, InF16: r.Intn(2) == 1,
-			Out: []AMPType{VecFP32, AMPFP16, AMPFP8}[r.Intn(3)], Workers: 1 + r.Intn(6), X: splitX, Y: splitY}
+			Out: []AMPType{AMPFP32, AMPFP16, AMPFP8}[r.Intn(3)], Workers: 1 + r.Intn(6), X: splitX, Y: splitY}
 		kx := 1 + r.Intn(2000)
 		p.KP = kx + r.Intn(3)
 		if p.Out == AMPFP8 && p.KP%2 == 1 {

@@ -83,14 +83,14 @@ func ampType(d onnx.DataType) (codegen.AMPType, bool) {
 	case isFP8(d):
 		return codegen.AMPFP8, true
 	case d == onnx.Float:
-		return codegen.VecFP32, true
+		return codegen.AMPFP32, true
 	}
 	return 0, false
 }
 
 // KernelName is a product step's kernel name for a product type.
 func KernelName(t codegen.AMPType) string {
-	if t == codegen.VecFP32 {
+	if t == codegen.AMPFP32 {
 		return "vec-fp32"
 	}
 	return "amp-" + t.String()
@@ -380,7 +380,7 @@ func matmulKernels(n *graph.Node, ps *productShape, s layout.Split, tb layout.Ti
 	cs := colParts(s, tb)
 	mp := layout.Pad(tb.M1-tb.M0, layout.AGroup)
 	launch := partsApart
-	if ps.typ != codegen.VecFP32 && len(cs) > 1 && evenParts(cs) {
+	if ps.typ != codegen.AMPFP32 && len(cs) > 1 && evenParts(cs) {
 		launch = partsLaunch(partsKey{typ: ps.typ, fp8: ps.fp8, m: mp, k: kp, panels: layout.Units(cs[len(cs)-1].Hi, layout.BGroup), parts: len(cs)})
 	}
 	if launch == partsApart {
@@ -483,15 +483,9 @@ func matmulKernel(n *graph.Node, ps *productShape, tb layout.TileBlock, kp int, 
 	// The result's readers (productResult, reduceScatter) read rows
 	// [P0, P1) of the block, inside its M extent.
 	k := &prog.Kernel{What: n.Name + ".matmul", RowsRead: tb.M1 - tb.M0}
-	if ps.typ == codegen.VecFP32 {
-		p := &codegen.MatMulF32{M: mp, K: kp, N: w, CStride: w, Workers: codegen.Slots}
-		k.Params = p
-		k.Fixes = []prog.Fix{{Field: &p.A, Ref: a}, {Field: &p.B, Ref: b}, {Field: &p.C, Ref: cb, Write: true}}
-	} else {
-		p := &codegen.MatMul{Type: ps.typ, M: mp, K: kp, N: w, CStride: w, FP8: ps.fp8, Workers: codegen.Slots}
-		k.Params = p
-		k.Fixes = []prog.Fix{{Field: &p.A, Ref: a}, {Field: &p.B, Ref: b}, {Field: &p.C, Ref: cb, Write: true}}
-	}
+	p := &codegen.MatMul{Type: ps.typ, M: mp, K: kp, N: w, CStride: w, FP8: ps.fp8, Workers: codegen.Slots}
+	k.Params = p
+	k.Fixes = []prog.Fix{{Field: &p.A, Ref: a}, {Field: &p.B, Ref: b}, {Field: &p.C, Ref: cb, Write: true}}
 	return k
 }
 

@@ -29,13 +29,14 @@ func (pr *product) colCut(k int) bool {
 }
 
 // defaultParts is the reduce-scatter a decision of k blocks starts with:
-// column parts where they may cut, except for an FP32 product, whose
-// vector kernel often pays more for a launch per column part than the
-// parts save (the BERT-base FP32 layer's splits: 1288576 cycles without,
-// 1346596 with); the analytic start tries the other on each product's
-// best decision (otherParts).
+// column parts where they may cut, except for an FP32 product (measured
+// when FP32 products ran on the vector unit, which paid more for a launch
+// per column part than the parts saved: the BERT-base FP32 layer's
+// splits, 1288576 cycles without, 1346596 with; not measured again since
+// they run on the AMP with ampf); the analytic start tries the other on
+// each product's best decision (otherParts).
 func (pr *product) defaultParts(k int) string {
-	if pr.colCut(k) && pr.typ != codegen.VecFP32 {
+	if pr.colCut(k) && pr.typ != codegen.AMPFP32 {
 		return "cols"
 	}
 	return ""

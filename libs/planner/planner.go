@@ -308,7 +308,7 @@ func (pl *planner) computeBound() int64 {
 			if pl.p.MACsFP8 > 0 {
 				rate = pl.p.MACsFP8
 			}
-		case codegen.VecFP32:
+		case codegen.AMPFP32:
 			rate = pl.p.MACsFP32
 		}
 		macs := float64(pr.mm.Batches()) * float64(pr.mm.M) * float64(pr.mm.K) * float64(pr.mm.N)

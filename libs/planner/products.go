@@ -69,7 +69,7 @@ func ampOf(d onnx.DataType) (codegen.AMPType, bool) {
 	case isFP8(d):
 		return codegen.AMPFP8, true
 	case d == onnx.Float:
-		return codegen.VecFP32, true
+		return codegen.AMPFP32, true
 	}
 	return 0, false
 }
@@ -192,8 +192,8 @@ func (pr *product) resolve() error {
 	switch {
 	case at == bt:
 		pr.typ = at
-	case at == codegen.VecFP32 || bt == codegen.VecFP32:
-		pr.typ = codegen.VecFP32
+	case at == codegen.AMPFP32 || bt == codegen.AMPFP32:
+		pr.typ = codegen.AMPFP32
 		// The other operand's rounding cast is the graph's work, not the
 		// product's: an FP32 product reads the value widened back.
 		pr.a.cutAtWidened()
@@ -203,7 +203,7 @@ func (pr *product) resolve() error {
 	}
 	for k, o := range []*operand{&pr.a, &pr.b} {
 		o.typ = pr.typ
-		want := map[codegen.AMPType]onnx.DataType{codegen.AMPFP16: onnx.Float16, codegen.VecFP32: onnx.Float}[pr.typ]
+		want := map[codegen.AMPType]onnx.DataType{codegen.AMPFP16: onnx.Float16, codegen.AMPFP32: onnx.Float}[pr.typ]
 		// The chain's values from the root to the input, in order.
 		vals := []*graph.Value{o.root}
 		for _, c := range o.nodes {

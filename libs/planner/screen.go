@@ -69,13 +69,7 @@ func blockCycles(t codegen.AMPType, mb, kb, nb int) (int64, error) {
 
 func blockCyclesOf(t codegen.AMPType, mb, kb, nb int) (int64, error) {
 	mp, np, kp := layout.Pad(mb, layout.AGroup), layout.Pad(nb, layout.BGroup), layout.Pad(kb, 2)
-	var c codegen.Cost
-	var err error
-	if t == codegen.VecFP32 {
-		c, err = (codegen.MatMulF32{M: mp, K: kp, N: np, A: 0, B: 0, C: 0, CStride: np, Workers: codegen.Slots}).Cost()
-	} else {
-		c, err = (codegen.MatMul{Type: t, M: mp, K: kp, N: np, CStride: np, Workers: codegen.Slots}).Cost()
-	}
+	c, err := (codegen.MatMul{Type: t, M: mp, K: kp, N: np, CStride: np, Workers: codegen.Slots}).Cost()
 	if err != nil {
 		return 0, err
 	}

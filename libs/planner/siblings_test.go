@@ -82,9 +82,9 @@ func TestSideBySideCasts(t *testing.T) {
 		typ       codegen.AMPType
 	}{
 		{"fp8", onnx.Float, onnx.Float8E4M3FNUZ, false, 96, 200, 160, 2, 1472, codegen.AMPFP8},
-		{"fp8 shared", onnx.Float, onnx.Float8E4M3FNUZ, true, 96, 200, 160, 2, 1472, codegen.VecFP32},
+		{"fp8 shared", onnx.Float, onnx.Float8E4M3FNUZ, true, 96, 200, 160, 2, 1472, codegen.AMPFP32},
 		{"fp8 three", onnx.Float, onnx.Float8E4M3FNUZ, false, 128, 64, 256, 3, 512, codegen.AMPFP8},
-		{"fp8 three shared", onnx.Float, onnx.Float8E4M3FNUZ, true, 128, 64, 256, 3, 512, codegen.VecFP32},
+		{"fp8 three shared", onnx.Float, onnx.Float8E4M3FNUZ, true, 128, 64, 256, 3, 512, codegen.AMPFP32},
 		{"fp16", onnx.Float16, 0, false, 100, 300, 200, 3, 1000, codegen.AMPFP16},
 	} {
 		pl, err := newPlanner(castGraph(t, tc.m, tc.k, tc.n, tc.proj, tc.in, tc.round, tc.shared), arch.MustLookup("ipu21"), tc.tiles)

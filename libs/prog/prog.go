@@ -91,12 +91,12 @@ type Fix struct {
 // Kernel is one launch on one tile.
 type Kernel struct {
 	What string
-	// Params is one of *codegen.MatMul, *codegen.MatMulF32, *codegen.Cast,
+	// Params is one of *codegen.MatMul, *codegen.Cast,
 	// *codegen.Binary, *codegen.Unary, *codegen.Rows, *codegen.Pack,
 	// *codegen.Copy, *codegen.Gather, *codegen.RowGather.
 	Params any
 	Fixes  []Fix
-	// RowsRead, for a product kernel (MatMul, MatMulF32): its result's
+	// RowsRead, for a product kernel (MatMul): its result's
 	// rows [0, RowsRead) are all that any reader reads, by the loop
 	// bounds of the kernels and transfers reading it; the rows from
 	// RowsRead to the padded M are never read (0: unknown, all may be).
@@ -179,8 +179,6 @@ func (k *Kernel) Cost() (codegen.Cost, error) {
 	switch p := k.Params.(type) {
 	case *codegen.MatMul:
 		c, err = p.Cost()
-	case *codegen.MatMulF32:
-		c, err = p.Cost()
 	case *codegen.Cast:
 		c, err = p.Cost()
 	case *codegen.Binary:
@@ -252,8 +250,6 @@ func (k *Kernel) Emit(b *codegen.Builder) (codegen.Kernel, error) {
 	switch p := k.Params.(type) {
 	case *codegen.MatMul:
 		kk, err = codegen.EmitMatMul(b, *p)
-	case *codegen.MatMulF32:
-		kk, err = codegen.EmitMatMulF32(b, *p)
 	case *codegen.Cast:
 		kk, err = codegen.EmitCast(b, *p)
 	case *codegen.Binary:
@@ -290,8 +286,6 @@ func (k *Kernel) Emit(b *codegen.Builder) (codegen.Kernel, error) {
 func (k *Kernel) Key() any {
 	switch p := k.Params.(type) {
 	case *codegen.MatMul:
-		return *p
-	case *codegen.MatMulF32:
 		return *p
 	case *codegen.Cast:
 		return *p

@@ -109,7 +109,7 @@ func longestTileParts(s *prog.Superstep) (products, sums int64, err error) {
 		worst, products, sums = end, 0, 0
 		for i, k := range s.Work[t] {
 			switch k.Params.(type) {
-			case *codegen.MatMul, *codegen.MatMulF32:
+			case *codegen.MatMul:
 				products += cs[i]
 			case *codegen.SumParts:
 				sums += cs[i]

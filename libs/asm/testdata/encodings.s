@@ -340,6 +340,9 @@
 	ampld $m1, 0                       // 94010000
 	ampld $mzero, 255                  // 940f00ff
 	ampld $m7, 7                       // 94070007
+	ampf $m1, $m2                      // 95012000
+	ampf $mzero, $mzero                // 950ff000
+	ampf $m7, $m10                     // 9507a000
 	run $m1, $m2, 0                    // a0012000
 	run $mzero, $mzero, 255            // a00ff0ff
 	run $m7, $m10, 7                   // a007a007
@@ -393,7 +396,7 @@
 	addi $m1, $m2, -0x8000             // 10128000
 	LI $m0, 0x12345                    // 1a012345
 target:
-	li $m0, target                     // 1a04c5fc
+	li $m0, target                     // 1a04c608
 	br target                          // 200ffffe
 	brz $m3, target                    // 2103fffd
 	call $m4, after                    // 23400001
