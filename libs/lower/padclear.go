@@ -113,7 +113,7 @@ func padReads(pr *prog.Program, cands map[padKey]bool) map[padKey][]padRead {
 						continue
 					}
 					r := padRead{k: k, off: f.Ref.Off}
-					if mm, ok := k.Params.(*codegen.MatMul); ok && f.Field == &mm.A {
+					if mm, ok := k.Params.(*codegen.MatMul); ok && mm.Type == codegen.AMPFP8 && f.Field == &mm.A {
 						r.ok = true
 					}
 					reads[key] = append(reads[key], r)
@@ -130,7 +130,8 @@ func padReads(pr *prog.Program, cands map[padKey]bool) map[padKey][]padRead {
 }
 
 // padRead is a read of a buffer on a tile: the kernel, the offset it
-// reads at, and whether it is a product's A operand (a transfer: none).
+// reads at, and whether it is an FP8 product's A operand (a transfer:
+// none; the lanes are FP8 bytes).
 type padRead struct {
 	k   *prog.Kernel
 	off uint32
