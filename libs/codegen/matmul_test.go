@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand"
@@ -33,6 +34,10 @@ func makeMM(r *rand.Rand, p MatMul) mmInputs {
 	in.ap = make([]byte, p.M*p.K*e)
 	in.bp = make([]byte, p.K*p.N*e)
 	enc := func(v float64, f numfmt.Format) (float32, []byte) {
+		if p.Type == AMPFP32 {
+			x := float32(v)
+			return x, binary.LittleEndian.AppendUint32(nil, math.Float32bits(x))
+		}
 		if p.Type == AMPFP8 {
 			c := numfmt.F64ToF8(v, f, 0, numfmt.Saturate)
 			return math.Float32frombits(numfmt.F8ToF32(c, f, 0)), []byte{c}
@@ -122,7 +127,12 @@ func TestMatMul(t *testing.T) {
 		p.CStride, p.CParts = 0, n
 		return p
 	}
+	fp32 := func(m, k, n, stride, w int) MatMul {
+		return MatMul{Type: AMPFP32, M: m, K: k, N: n, A: nonIlBuf, B: ilBuf, C: ilBuf + 0x30000, CStride: stride, Workers: w}
+	}
 	longKParts := parts(fp16(4, 4100, 32, 0, 6), 2)
+	longKParts32 := parts(fp32(4, 2050, 32, 0, 6), 2)
+	longKParts32.C = ilBuf + 0x44000
 	longKParts.C = ilBuf + 0x44000
 	bigStride := fp16(8, 4, 16, 8196, 6)
 	bigStride.C = ilBuf + 0x8000
@@ -170,6 +180,19 @@ func TestMatMul(t *testing.T) {
 		{"fp16-parts-long-k", longKParts},
 		{"fp8-parts", parts(fp8(8, 12, 96, FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E5M2FNUZ}), 2)},
 		{"fp8-parts-uneven", parts(fp8(12, 20, 112, FP8Config{FormatA: numfmt.E5M2, FormatB: numfmt.E4M3FN, ScaleA: 2}), 3)},
+		// FP32 (ampf, 4 cycles a step) through every variant: whole
+		// items, the fractional split, panels apart, column parts.
+		{"fp32-12x5x48-w5", fp32(12, 5, 48, 52, 5)},
+		{"fp32-acc-12x9x32", acc(fp32(12, 9, 32, 36, 6))},
+		{"fp32-split-44x128x64", fp32(44, 128, 64, 64, 6)},
+		{"fp32-split-acc-44x64x64", acc(fp32(44, 64, 64, 64, 6))},
+		{"fp32-split-20x7x16", fp32(20, 7, 16, 16, 6)},
+		{"fp32-panels-16x17x64", panels(fp32(16, 17, 64, 64, 6), 16, 16*16)},
+		{"fp32-panels-split-44x128x64", panels(fp32(44, 128, 64, 64, 6), 16, 44*16)},
+		{"fp32-parts-4x192x96", parts(fp32(4, 192, 96, 0, 6), 3)},
+		{"fp32-parts-20x5x112-w5", parts(fp32(20, 5, 112, 0, 5), 3)},
+		{"fp32-parts-acc-8x9x80", acc(parts(fp32(8, 9, 80, 0, 6), 2))},
+		{"fp32-parts-long-k", longKParts32},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,13 +202,18 @@ func TestMatMul(t *testing.T) {
 			if p.Type == AMPFP8 {
 				scale = p.FP8.ScaleA + p.FP8.ScaleB
 			}
-			want := EmulateMatMul(p.M, p.K, p.N, in.a, in.b, scale, in.c0)
+			want := emulateMM(p, in, scale)
 			if diff := cmp.Diff(f32bits(want), f32bits(got)); diff != "" {
 				t.Errorf("result mismatch (-want +got):\n%s", diff)
 			}
 			// hostref's Device precision (deviceMM: one float64 fma per k,
-			// rounded to FP32, from the scaled inputs) gives the same bits.
-			if diff := cmp.Diff(f32bits(want), f32bits(hostrefDeviceMM(p, in, scale))); diff != "" {
+			// rounded to FP32, from the scaled inputs; FP32 products
+			// summed with round-to-odd) gives the same bits.
+			ref := hostrefDeviceMM(p, in, scale)
+			if p.Type == AMPFP32 {
+				ref = hostrefDeviceMMF32(p.M, p.K, p.N, in.a, in.b, in.c0)
+			}
+			if diff := cmp.Diff(f32bits(want), f32bits(ref)); diff != "" {
 				t.Errorf("hostref device recipe mismatch (-kernel +hostref):\n%s", diff)
 			}
 			// Float64 check: |C - exact| <= gamma(K') * sum |a b| (+|c0|),
@@ -332,6 +360,15 @@ func TestMatMulEfficiency(t *testing.T) {
 // hostrefDeviceMM is hostref's Device matrix product (libs/hostref
 // deviceMM) on the kernel's inputs: acc = float32(fma(a, b, acc)) in k
 // order, with the FP8 scale applied to the inputs.
+// emulateMM is the emulator of p's type: EmulateMatMulF32 for FP32
+// (fused), else EmulateMatMul (exact products).
+func emulateMM(p MatMul, in mmInputs, scale int) []float32 {
+	if p.Type == AMPFP32 {
+		return EmulateMatMulF32(p.M, p.K, p.N, in.a, in.b, in.c0)
+	}
+	return EmulateMatMul(p.M, p.K, p.N, in.a, in.b, scale, in.c0)
+}
+
 func hostrefDeviceMM(p MatMul, in mmInputs, scale int) []float32 {
 	out := make([]float32, p.M*p.N)
 	for i := 0; i < p.M; i++ {
@@ -359,8 +396,11 @@ func TestMatMulPartsRandom(t *testing.T) {
 	for i := 0; i < 60; i++ {
 		p := MatMul{Type: AMPFP16, M: 4 * (1 + r.Intn(6)), K: 2 * (1 + r.Intn(40)), N: 16 * (1 + r.Intn(12)),
 			A: nonIlBuf, B: ilBuf, Workers: 1 + r.Intn(6), Accumulate: r.Intn(4) == 0}
-		if r.Intn(3) == 0 {
+		switch r.Intn(4) {
+		case 0:
 			p.Type, p.FP8 = AMPFP8, FP8Config{FormatA: numfmt.E4M3FNUZ, FormatB: numfmt.E5M2, ScaleA: r.Intn(5) - 2}
+		case 1:
+			p.Type = AMPFP32
 		}
 		p.CParts = 1 + r.Intn(p.N/16)
 		p.C = ilBuf + uint32(roundUp(p.N*p.K*int(p.Type.size()), 0x1000))
@@ -370,7 +410,7 @@ func TestMatMulPartsRandom(t *testing.T) {
 		if p.Type == AMPFP8 {
 			scale = p.FP8.ScaleA
 		}
-		want := EmulateMatMul(p.M, p.K, p.N, in.a, in.b, scale, in.c0)
+		want := emulateMM(p, in, scale)
 		if diff := cmp.Diff(f32bits(want), f32bits(got)); diff != "" {
 			t.Fatalf("%s: result mismatch (-want +got):\n%s", name, diff)
 		}
