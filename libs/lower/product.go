@@ -380,7 +380,7 @@ func matmulKernels(n *graph.Node, ps *productShape, s layout.Split, tb layout.Ti
 	cs := colParts(s, tb)
 	mp := layout.Pad(tb.M1-tb.M0, layout.AGroup)
 	launch := partsApart
-	if ps.typ != codegen.AMPFP32 && len(cs) > 1 && evenParts(cs) {
+	if len(cs) > 1 && evenParts(cs) {
 		launch = partsLaunch(partsKey{typ: ps.typ, fp8: ps.fp8, m: mp, k: kp, panels: layout.Units(cs[len(cs)-1].Hi, layout.BGroup), parts: len(cs)})
 	}
 	if launch == partsApart {

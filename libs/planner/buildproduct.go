@@ -32,9 +32,12 @@ func (pr *product) colCut(k int) bool {
 // column parts where they may cut, except for an FP32 product (measured
 // when FP32 products ran on the vector unit, which paid more for a launch
 // per column part than the parts saved: the BERT-base FP32 layer's
-// splits, 1288576 cycles without, 1346596 with; not measured again since
-// they run on the AMP with ampf); the analytic start tries the other on
-// each product's best decision (otherParts).
+// splits, 1288576 cycles without, 1346596 with); the analytic start
+// tries the other on each product's best decision (otherParts). On the
+// AMP, column parts by default would take that layer from 100,171 to
+// 90,183 cycles, but leave mlp-small cheaper on 64 tiles than the
+// 1,472-tile search finds (TestMoreTiles): the start's screen keeps no
+// split as small as the 64-tile plan's.
 func (pr *product) defaultParts(k int) string {
 	if pr.colCut(k) && pr.typ != codegen.AMPFP32 {
 		return "cols"
