@@ -32,7 +32,7 @@ func sample() *Plan {
 			{ID: 2, Value: 2, Name: "y", DType: "float", Shape: []int64{4, 16}, Layout: RowMajor, Pad: 16, Source: FromStep,
 				Pieces: []Piece{{Tile: 0, Region: [][2]int64{{0, 2}, {0, 16}}}, {Tile: 1, Region: [][2]int64{{2, 4}, {0, 16}}}}},
 		},
-		Steps: []Step{{Node: 0, Name: "mm", Kernel: "vec-fp32", Inputs: []int{0, 1}, Outputs: []int{2}, CastOrder: AfterExchange, Stationary: "b",
+		Steps: []Step{{Node: 0, Name: "mm", Kernel: "amp-fp32", Inputs: []int{0, 1}, Outputs: []int{2}, CastOrder: AfterExchange, Stationary: "b",
 			Split: &Split{B: 1, M: 2, N: 1, K: 1}, Tiles: [2]int{0, 2}}},
 		Cost:   Cost{FinalCycles: 100, FinalExchange: 10, ComputeBound: 5, Estimated: true},
 		Search: Search{Attempts: 3, IncumbentCycles: 100},
@@ -41,7 +41,7 @@ func sample() *Plan {
 
 func TestRoundTrip(t *testing.T) {
 	p := sample()
-	testRoundTrip(t, p, "step 0 node 0 \"mm\" kernel vec-fp32 in [0,1] out [2] split b=1 m=2 n=1 k=1 tiles [0,2) cast_order=after_exchange stationary=b")
+	testRoundTrip(t, p, "step 0 node 0 \"mm\" kernel amp-fp32 in [0,1] out [2] split b=1 m=2 n=1 k=1 tiles [0,2) cast_order=after_exchange stationary=b")
 	// A split cut in two (the pieces do not matter to the format).
 	p.Steps[0].Split = &Split{B: 1, M: 1, N: 1, K: 1, Rest: &Rest{Axis: "m", At: 2, M: 1, N: 1}}
 	testRoundTrip(t, p, "split b=1 m=1 n=1 k=1 rest m>=2 m=1 n=1 tiles [0,2)")
