@@ -184,7 +184,7 @@ func (x *exec) ahead(k int, c *context, t, horizon int64, replay bool) (int64, i
 			}
 			horizon = min(horizon, bound)
 		}
-		if body != nil || in.op == isa.AMPH && c.loopOn && c.loopStart == pc && c.loopEnd == pc+4 {
+		if body != nil || (in.op == isa.AMPH || in.op == isa.AMPF) && c.loopOn && c.loopStart == pc && c.loopEnd == pc+4 {
 			if next, cnt, last, at := x.repeat(k, c, body, in, pc, t, horizon, saveAcc); cnt > 0 {
 				n += cnt
 				t, lastT, pc = next, last, at
@@ -307,7 +307,7 @@ func (x *exec) repeatable(k int, c *context, idx, pc uint32) []inst {
 }
 
 // repeat runs iterations of a repeat body at pc: a repeatable one
-// (repeatBody) or a single amph (ampRepeat). It returns what repeatBody
+// (repeatBody) or a single amph or ampf (ampRepeat). It returns what repeatBody
 // does.
 func (x *exec) repeat(k int, c *context, body []inst, in *inst, pc uint32, t, horizon int64, saveAcc bool) (int64, int64, int64, uint32) {
 	if body != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"ipu.local/libs/isa"
+	"ipu.local/libs/numfmt"
 )
 
 // amp executes amph, ampq or ampf; it returns the extra cycle of a
@@ -279,37 +280,62 @@ func (x *exec) ampF(c *context, in *inst) (int64, xfault) {
 		_, f := x.check("ampf", b, 64, 32, chkInterleaved)
 		return 0, f
 	}
-	mem := x.mem
-	var xv [4]uint32
-	var wv [16]uint32
-	for i := range xv {
-		xv[i] = binary.LittleEndian.Uint32(mem[offA+4*uint32(i):])
-	}
-	for j := range wv {
-		wv[j] = binary.LittleEndian.Uint32(mem[offB+4*uint32(j):])
-	}
-	acc := &c.acc
-	for i, xi := range xv {
-		row := (*[16]float32)(acc[16*i:])
-		for j, wj := range wv {
-			row[j] = f32(fma32(xi, wj, math.Float32bits(row[j])))
-		}
-	}
+	ampFloat(&c.acc, (*[16]byte)(x.mem[offA:]), (*[64]byte)(x.mem[offB:]))
 	c.m[in.a&15] += 16
 	c.m[in.b&15] += 64
-	if x.sharesElement(a, 16, b, 64) {
+	if x.ampfConflict(a, b) {
 		return 1, xfault{}
 	}
 	return 0, xfault{}
 }
 
-// sharesElement reports whether an 8-byte word of [a, a+na) and one of
-// [b, b+nb) lie in the same memory element.
-func (x *exec) sharesElement(a, na, b, nb uint32) bool {
+// ampFloat adds the outer product of the 4 FP32 values at xb and the 16
+// at wb to acc, each element rounded once as fma32 rounds it, on the
+// values widened once (the products are exact in float64). The
+// accumulator keeps a NaN's payload, which every observation of it makes
+// canonical (ampst, Snapshot).
+func ampFloat(acc *[64]float32, xb *[16]byte, wb *[64]byte) {
+	var xv [4]float64
+	var wv [16]float64
+	for i := range xv {
+		xv[i] = float64(f32(binary.LittleEndian.Uint32(xb[4*i:])))
+	}
+	for j := range wv {
+		wv[j] = float64(f32(binary.LittleEndian.Uint32(wb[4*j:])))
+	}
+	for i, xi := range xv {
+		row := (*[16]float32)(acc[16*i:])
+		for j, wj := range wv {
+			row[j] = float32(numfmt.SumRTO(float64(xi*wj), float64(row[j])))
+		}
+	}
+}
+
+// ampfConflict reports whether one of the two 8-byte words at a lies in
+// the memory element of one of the eight at b (32-aligned in interleaved
+// memory). Consecutive words alternate between the two elements of a
+// pair, and b's words cover both elements of every pair they touch (a
+// pair boundary is 32-aligned, so it splits them four and four): a word
+// conflicts exactly when it lies in interleaved memory in one of b's
+// pairs. Pairs under 64 bytes take the word-by-word comparison.
+func (x *exec) ampfConflict(a, b uint32) bool {
 	p := x.m.p
-	for i := uint32(0); i < na; i += 8 {
-		for j := uint32(0); j < nb; j += 8 {
-			if p.Element(a+i) == p.Element(b+j) {
+	pair := 2 * p.ElementBytes
+	if pair < 64 {
+		for i := uint32(0); i < 16; i += 8 {
+			for j := uint32(0); j < 64; j += 8 {
+				if p.Element(a+i) == p.Element(b+j) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	lo := p.Interleaved.Lo
+	b0, b1 := (b-lo)/pair, (b+63-lo)/pair
+	for _, w := range [2]uint32{a, a + 8} {
+		if w >= lo {
+			if q := (w - lo) / pair; q == b0 || q == b1 {
 				return true
 			}
 		}
