@@ -200,33 +200,44 @@ func TestAMPH(t *testing.T) {
 			w[k*8+j/2] |= uint32(h) << (16 * (j % 2))
 		}
 	}
+	checkAMPLoop(t, amph(1, 2), K, 8, 32, x, w, func(i, j int) float32 {
+		var acc float32
+		for k := 0; k < K; k++ {
+			p := xs[k][i] * ws[k][j]
+			acc = float32(acc + p)
+		}
+		return acc
+	})
+}
+
+// checkAMPLoop runs op (operands $m1 at dataBase and $m2 at ilBase) K
+// times in an rpti loop from a cleared accumulator, x and w there, and
+// checks the stored rows against want(i, j) and the operand registers
+// against K steps of sa and sb bytes.
+func checkAMPLoop(t *testing.T, op isa.Inst, K, sa, sb int, x, w []uint32, want func(i, j int) float32) {
+	t.Helper()
 	items := []any{li(1, int32(pcOf(4))), run(1, 2, 0), sync_(), halt(),
-		li(1, dataBase), li(2, ilBase), op0(isa.AMPCLR), rpti(K, 1), amph(1, 2), li(3, ilBase+0x1000)}
+		li(1, dataBase), li(2, ilBase), op0(isa.AMPCLR), rpti(int32(K), 1), op, li(3, ilBase+0x1000)}
 	for row := int32(0); row < 4; row++ {
 		items = append(items, ampst(3, row), addi(3, 3, 64))
 	}
 	items = append(items, exit())
 	r, _ := runOne(t, items, words(dataBase, x...), words(ilBase, w...))
-	var got, want []uint32
+	var got, exp []uint32
 	for i := 0; i < 4; i++ {
 		for j := 0; j < 16; j++ {
-			var acc float32
-			for k := 0; k < K; k++ {
-				p := xs[k][i] * ws[k][j]
-				acc = float32(acc + p)
-			}
-			want = append(want, math.Float32bits(acc))
+			exp = append(exp, math.Float32bits(want(i, j)))
 			got = append(got, r.word(0, uint32(ilBase+0x1000+64*i+4*j)))
 		}
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(exp, got); diff != "" {
 		t.Errorf("accumulator: mismatch (-want +got):\n%s", diff)
 	}
 	s := r.m.Snapshot(0)
-	if got, want := s.Ctx[0].M[1], uint32(dataBase+8*K); got != want {
+	if got, want := s.Ctx[0].M[1], uint32(dataBase+sa*K); got != want {
 		t.Errorf("operand a after the loop = %#x, want %#x", got, want)
 	}
-	if got, want := s.Ctx[0].M[2], uint32(ilBase+32*K); got != want {
+	if got, want := s.Ctx[0].M[2], uint32(ilBase+sb*K); got != want {
 		t.Errorf("operand b after the loop = %#x, want %#x", got, want)
 	}
 }
@@ -254,37 +265,16 @@ func TestAMPF(t *testing.T) {
 	for i := range w {
 		w[i] = rnd()
 	}
-	items := []any{li(1, int32(pcOf(4))), run(1, 2, 0), sync_(), halt(),
-		li(1, dataBase), li(2, ilBase), op0(isa.AMPCLR), rpti(K, 1), ampf(1, 2), li(3, ilBase+0x1000)}
-	for row := int32(0); row < 4; row++ {
-		items = append(items, ampst(3, row), addi(3, 3, 64))
-	}
-	items = append(items, exit())
-	r, _ := runOne(t, items, words(dataBase, x...), words(ilBase, w...))
-	var got, want []uint32
-	for i := 0; i < 4; i++ {
-		for j := 0; j < 16; j++ {
-			var acc float32
-			for k := 0; k < K; k++ {
-				e := new(big.Float).SetPrec(600).SetFloat64(float64(math.Float32frombits(x[4*k+i])))
-				e.Mul(e, new(big.Float).SetFloat64(float64(math.Float32frombits(w[16*k+j]))))
-				e.Add(e, new(big.Float).SetFloat64(float64(acc)))
-				acc, _ = e.Float32()
-			}
-			want = append(want, math.Float32bits(acc))
-			got = append(got, r.word(0, uint32(ilBase+0x1000+64*i+4*j)))
+	checkAMPLoop(t, ampf(1, 2), K, 16, 64, x, w, func(i, j int) float32 {
+		var acc float32
+		for k := 0; k < K; k++ {
+			e := new(big.Float).SetPrec(600).SetFloat64(float64(math.Float32frombits(x[4*k+i])))
+			e.Mul(e, new(big.Float).SetFloat64(float64(math.Float32frombits(w[16*k+j]))))
+			e.Add(e, new(big.Float).SetFloat64(float64(acc)))
+			acc, _ = e.Float32()
 		}
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("accumulator: mismatch (-want +got):\n%s", diff)
-	}
-	s := r.m.Snapshot(0)
-	if got, want := s.Ctx[0].M[1], uint32(dataBase+16*K); got != want {
-		t.Errorf("operand a after the loop = %#x, want %#x", got, want)
-	}
-	if got, want := s.Ctx[0].M[2], uint32(ilBase+64*K); got != want {
-		t.Errorf("operand b after the loop = %#x, want %#x", got, want)
-	}
+		return acc
+	})
 }
 
 // TestAMPConflict checks the extra cycle of two operands in one element.
