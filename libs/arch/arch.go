@@ -51,7 +51,7 @@ type Preset struct {
 	RuntimeReserved uint32
 
 	// Arithmetic rates, multiply-accumulates per tile per cycle.
-	MACsFP32 int // vector unit, f32v2 fused multiply-add across contexts
+	MACsFP32 int // AMP, FP32 inputs (ampf: 64 fused MACs over 4 cycles a worker)
 	MACsFP16 int // AMP, FP16 inputs, FP32 accumulation
 	MACsFP8  int // AMP, FP8 inputs, FP32 accumulation (0: no FP8 AMP)
 
