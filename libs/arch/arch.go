@@ -111,7 +111,8 @@ func (p *Preset) UsableMemory() Range {
 	return Range{p.Memory.Lo, p.Memory.Hi - p.RuntimeReserved}
 }
 
-// PeakMACs returns the AMP rate for an input type name ("f16" or "f8").
+// PeakMACs returns the AMP rate for an input type name ("f16", "f8" or
+// "f32").
 func (p *Preset) PeakMACs(dtype string) int {
 	switch dtype {
 	case "f8":
