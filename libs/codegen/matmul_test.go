@@ -216,30 +216,11 @@ func TestMatMul(t *testing.T) {
 			if diff := cmp.Diff(f32bits(want), f32bits(ref)); diff != "" {
 				t.Errorf("hostref device recipe mismatch (-kernel +hostref):\n%s", diff)
 			}
-			// Float64 check: |C - exact| <= gamma(K') * sum |a b| (+|c0|),
-			// K' = K (+1 with an initial C): K FP32 roundings of a sum
-			// whose products are exact.
-			sc := math.Ldexp(1, scale)
-			kk := p.K
-			if in.c0 != nil {
-				kk++
+			tiny := 0.0
+			if p.Type == AMPFP32 {
+				tiny = 0x1p-150
 			}
-			for i := 0; i < p.M; i++ {
-				for j := 0; j < p.N; j++ {
-					exact, mag := 0.0, 0.0
-					if in.c0 != nil {
-						exact, mag = float64(in.c0[i*p.N+j]), math.Abs(float64(in.c0[i*p.N+j]))
-					}
-					for x := 0; x < p.K; x++ {
-						v := float64(in.a[i*p.K+x]) * float64(in.b[x*p.N+j]) * sc
-						exact += v
-						mag += math.Abs(v)
-					}
-					if e := math.Abs(float64(got[i*p.N+j]) - exact); e > gamma(kk)*mag {
-						t.Fatalf("C[%d][%d] = %g, exact %g: error %g above bound %g", i, j, got[i*p.N+j], exact, e, gamma(kk)*mag)
-					}
-				}
-			}
+			checkMMBound(t, p, in.a, in.b, in.c0, scale, tiny, got)
 			if diff := cmp.Diff(k.Cycles(), cycles); diff != "" {
 				t.Errorf("cycles mismatch (-formula +measured):\n%s", diff)
 			}
@@ -357,9 +338,6 @@ func TestMatMulEfficiency(t *testing.T) {
 	}
 }
 
-// hostrefDeviceMM is hostref's Device matrix product (libs/hostref
-// deviceMM) on the kernel's inputs: acc = float32(fma(a, b, acc)) in k
-// order, with the FP8 scale applied to the inputs.
 // emulateMM is the emulator of p's type: EmulateMatMulF32 for FP32
 // (fused), else EmulateMatMul (exact products).
 func emulateMM(p MatMul, in mmInputs, scale int) []float32 {
@@ -369,22 +347,47 @@ func emulateMM(p MatMul, in mmInputs, scale int) []float32 {
 	return EmulateMatMul(p.M, p.K, p.N, in.a, in.b, scale, in.c0)
 }
 
+// hostrefDeviceMM is hostref's Device matrix product (libs/hostref
+// deviceMM) on the kernel's inputs: acc = float32(fma(a, b, acc)) in k
+// order, with the FP8 scale applied to the inputs.
 func hostrefDeviceMM(p MatMul, in mmInputs, scale int) []float32 {
-	out := make([]float32, p.M*p.N)
+	return MatMulChain(p.M, p.K, p.N, in.a, in.b, in.c0, func(acc, x, y float32) float32 {
+		return float32(math.FMA(math.Ldexp(float64(x), scale), float64(y), float64(acc)))
+	}, false)
+}
+
+// checkMMBound checks |C - exact| <= gamma(K') * (sum |a b| + |c0|) +
+// K' * tiny for every element whose magnitude sum is finite, the products
+// scaled by 2^scale: K' = K (+1 with an initial C) FP32 roundings of a
+// sum whose products are exact (or fused), each off by at most tiny more
+// when it underflows (2^-150 for FP32 inputs, 0 where none can).
+func checkMMBound(t *testing.T, p MatMul, a, b, c0 []float32, scale int, tiny float64, got []float32) {
+	t.Helper()
+	sc := math.Ldexp(1, scale)
+	kk := p.K
+	if c0 != nil {
+		kk++
+	}
 	for i := 0; i < p.M; i++ {
 		for j := 0; j < p.N; j++ {
-			var acc float32
-			if in.c0 != nil {
-				acc = in.c0[i*p.N+j]
+			exact, mag := 0.0, 0.0
+			if c0 != nil {
+				exact, mag = float64(c0[i*p.N+j]), math.Abs(float64(c0[i*p.N+j]))
 			}
-			for k := 0; k < p.K; k++ {
-				a := math.Ldexp(float64(in.a[i*p.K+k]), scale)
-				acc = float32(math.FMA(a, float64(in.b[k*p.N+j]), float64(acc)))
+			for x := 0; x < p.K; x++ {
+				v := float64(a[i*p.K+x]) * float64(b[x*p.N+j]) * sc
+				exact += v
+				mag += math.Abs(v)
 			}
-			out[i*p.N+j] = acc
+			if math.IsNaN(mag) || math.IsInf(mag, 0) || mag > math.MaxFloat32 {
+				continue
+			}
+			bound := gamma(kk)*mag + float64(kk)*tiny
+			if e := math.Abs(float64(got[i*p.N+j]) - exact); e > bound {
+				t.Fatalf("C[%d][%d] = %g, exact %g: error %g above bound %g", i, j, got[i*p.N+j], exact, e, bound)
+			}
 		}
 	}
-	return out
 }
 
 // TestMatMulPartsRandom runs column-part kernels of random shapes, part
