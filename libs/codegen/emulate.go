@@ -88,7 +88,7 @@ func iabs(a float32) float32 { return fb(math.Float32bits(a) &^ 0x80000000) }
 // FP8, the unscaled FP8 values, with scale = ScaleA + ScaleB), and the
 // initial C (nil: zeros).
 func EmulateMatMul(m, k, n int, a, b []float32, scale int, c []float32) []float32 {
-	return MatMulChain(m, k, n, a, b, c, func(acc, x, y float32) float32 {
+	return matMulChain(m, k, n, a, b, c, func(acc, x, y float32) float32 {
 		p := x * y // exact for FP16 and FP8 values
 		if scale != 0 {
 			p = float32(math.Ldexp(float64(p), scale))
@@ -102,14 +102,14 @@ func EmulateMatMul(m, k, n int, a, b []float32, scale int, c []float32) []float3
 // the initial C (nil: zeros), in the kernel's k order with ampf's
 // (f32v2fma's) rounding.
 func EmulateMatMulF32(m, k, n int, a, b, c []float32) []float32 {
-	return MatMulChain(m, k, n, a, b, c, ifma, true)
+	return matMulChain(m, k, n, a, b, c, ifma, true)
 }
 
-// MatMulChain returns C (M x N, dense row-major) from row-major A (M x K)
+// matMulChain returns C (M x N, dense row-major) from row-major A (M x K)
 // and B (K x N) and the initial C (nil: zeros): each element's chain
 // acc = step(acc, A[i][k], B[k][j]) for k in order, its NaNs made
 // canonical when canonical is set.
-func MatMulChain(m, k, n int, a, b, c []float32, step func(acc, x, y float32) float32, canonical bool) []float32 {
+func matMulChain(m, k, n int, a, b, c []float32, step func(acc, x, y float32) float32, canonical bool) []float32 {
 	out := make([]float32, m*n)
 	for i := 0; i < m; i++ {
 		for j := 0; j < n; j++ {

@@ -351,7 +351,7 @@ func emulateMM(p MatMul, in mmInputs, scale int) []float32 {
 // deviceMM) on the kernel's inputs: acc = float32(fma(a, b, acc)) in k
 // order, with the FP8 scale applied to the inputs.
 func hostrefDeviceMM(p MatMul, in mmInputs, scale int) []float32 {
-	return MatMulChain(p.M, p.K, p.N, in.a, in.b, in.c0, func(acc, x, y float32) float32 {
+	return matMulChain(p.M, p.K, p.N, in.a, in.b, in.c0, func(acc, x, y float32) float32 {
 		return float32(math.FMA(math.Ldexp(float64(x), scale), float64(y), float64(acc)))
 	}, false)
 }

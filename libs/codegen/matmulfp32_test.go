@@ -143,7 +143,7 @@ func runMMF32(t *testing.T, tl *tile, p MatMul, in mmF32Inputs, phase int) ([]fl
 // hostrefDeviceMMF32 is hostref's Device matrix product (libs/hostref
 // deviceMM: acc = float32(SumRTO(a*b, acc)) in k order) on FP32 inputs.
 func hostrefDeviceMMF32(m, k, n int, a, b, c0 []float32) []float32 {
-	return MatMulChain(m, k, n, a, b, c0, func(acc, x, y float32) float32 {
+	return matMulChain(m, k, n, a, b, c0, func(acc, x, y float32) float32 {
 		return float32(numfmt.SumRTO(float64(x)*float64(y), float64(acc)))
 	}, false)
 }
