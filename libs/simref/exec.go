@@ -271,36 +271,30 @@ func (m *Machine) exec(ti, c int, cyc int64, in isa.Inst, host sim.Host, s *step
 	// AMP.
 	case isa.AMPCLR:
 		x.acc = [64]float32{}
-	case isa.AMPH, isa.AMPQ:
-		if k, msg := m.check(t, ma, 8, 8, false, accRead); k != "" {
+	case isa.AMPH, isa.AMPQ, isa.AMPF:
+		na, nb := uint32(8), uint32(32) // operand bytes: ampf reads 16 and 64
+		if in.Op == isa.AMPF {
+			na, nb = 16, 64
+		}
+		if k, msg := m.check(t, ma, na, 8, false, accRead); k != "" {
 			return fail(k, msg)
 		}
-		if k, msg := m.check(t, mb, 32, 32, true, accRead); k != "" {
+		if k, msg := m.check(t, mb, nb, 32, true, accRead); k != "" {
 			return fail(k, msg)
 		}
-		if m.sameElement(ma, 8, mb, 32) {
+		if m.sameElement(ma, na, mb, nb) {
 			r.extra = 1
 		}
-		if in.Op == isa.AMPH {
+		switch in.Op {
+		case isa.AMPH:
 			m.amph(ti, x, ma, mb)
-		} else {
+		case isa.AMPQ:
 			m.ampq(ti, x, ma, mb)
+		default:
+			m.ampf(ti, x, ma, mb)
 		}
-		setM(x, a, ma+8)
-		setM(x, b, getM(x, b)+32)
-	case isa.AMPF:
-		if k, msg := m.check(t, ma, 16, 8, false, accRead); k != "" {
-			return fail(k, msg)
-		}
-		if k, msg := m.check(t, mb, 64, 32, true, accRead); k != "" {
-			return fail(k, msg)
-		}
-		if m.sameElement(ma, 16, mb, 64) {
-			r.extra = 1
-		}
-		m.ampf(ti, x, ma, mb)
-		setM(x, a, ma+16)
-		setM(x, b, getM(x, b)+64)
+		setM(x, a, ma+na)
+		setM(x, b, getM(x, b)+nb)
 	case isa.AMPST, isa.AMPLD:
 		if imm > 3 {
 			return fail(sim.FaultInvalid, fmt.Sprintf("accumulator row %d", imm))
