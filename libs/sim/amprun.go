@@ -18,10 +18,7 @@ func (x *exec) ampRepeat(c *context, in *inst, t, horizon int64) (int64, int64, 
 	half := x.prog.half
 	acc := &c.acc
 	fp32 := in.op == isa.AMPF
-	na, nb := uint32(8), uint32(32) // operand bytes: amph
-	if fp32 {
-		na, nb = 16, 64
-	}
+	na, nb := ampBytes(in.op)
 	var n int64
 	lastT := t
 	for t < horizon {
@@ -33,13 +30,15 @@ func (x *exec) ampRepeat(c *context, in *inst, t, horizon int64) (int64, int64, 
 		cyc := int64(in.cycles)
 		if fp32 {
 			ampFloat(acc, (*[16]byte)(mem[offA:]), (*[64]byte)(mem[offB:]))
-			if x.ampfConflict(a, b) {
+			if x.ampConflict(a, na, b, nb) {
 				cyc++
 			}
 		} else {
 			ampHalf(acc, (*[8]byte)(mem[offA:]), (*[32]byte)(mem[offB:]), half)
+			// ampConflict for amph, inline: one word of a, b in one pair
+			// (the hot loop of every FP16 product).
 			if a >= il && (a-il)/pair == (b-il)/pair {
-				cyc++ // a shares b's pair of memory elements (see amp)
+				cyc++
 			}
 		}
 		c.m[ra] += na

@@ -14,65 +14,69 @@ import (
 // amp executes amph, ampq or ampf; it returns the extra cycle of a
 // memory element conflict between the operands.
 func (x *exec) amp(c *context, in *inst) (int64, xfault) {
-	if in.op == isa.AMPF {
-		return x.ampF(c, in)
-	}
 	p := x.m.p
+	na, nb := ampBytes(in.op)
 	a, b := c.m[in.a&15], c.m[in.b&15]
 	offA, offB := a-p.Memory.Lo, b-p.Memory.Lo
-	if offA > x.size-8 || a&7 != 0 || b < p.Interleaved.Lo || uint64(b)+32 > uint64(p.Interleaved.Hi) || b&31 != 0 {
-		what := "amph"
-		if in.op == isa.AMPQ {
-			what = "ampq"
-		}
-		if _, f := x.check(what, a, 8, 8, 0); f.kind != "" {
+	if offA > x.size-na || a&7 != 0 || b < p.Interleaved.Lo || uint64(b)+uint64(nb) > uint64(p.Interleaved.Hi) || b&31 != 0 {
+		what := opName(in.op)
+		if _, f := x.check(what, a, uint64(na), 8, 0); f.kind != "" {
 			return 0, f
 		}
-		_, f := x.check(what, b, 32, 32, chkInterleaved)
+		_, f := x.check(what, b, uint64(nb), 32, chkInterleaved)
 		return 0, f
 	}
 	mem := x.mem
-	acc := &c.acc
-	if in.op == isa.AMPH {
-		ampHalf(acc, (*[8]byte)(mem[offA:]), (*[32]byte)(mem[offB:]), x.prog.half)
-	} else {
-		cfg := decodeFP8(c.fp8)
-		scale := cfg.sa + cfg.sb
-		xt, wt := &fp8val[cfg.fa], &fp8val[cfg.fb]
-		for k := uint32(0); k < 2; k++ {
-			var xv [4]float32
-			var wv [16]float32
-			for i := range xv {
-				xv[i] = xt[mem[offA+4*k+uint32(i)]]
-			}
-			for j := range wv {
-				wv[j] = wt[mem[offB+16*k+uint32(j)]]
-			}
-			for i := range xv {
-				row := (*[16]float32)(acc[16*i:])
-				for j := range wv {
-					p := float32(xv[i] * wv[j])
-					if scale != 0 {
-						p = float32(math.Ldexp(float64(p), scale))
-					}
-					row[j] = row[j] + p
-				}
-			}
-		}
+	switch in.op {
+	case isa.AMPH:
+		ampHalf(&c.acc, (*[8]byte)(mem[offA:]), (*[32]byte)(mem[offB:]), x.prog.half)
+	case isa.AMPQ:
+		ampQuarter(&c.acc, (*[8]byte)(mem[offA:]), (*[32]byte)(mem[offB:]), decodeFP8(c.fp8))
+	default:
+		ampFloat(&c.acc, (*[16]byte)(mem[offA:]), (*[64]byte)(mem[offB:]))
 	}
-	c.m[in.a&15] += 8
-	c.m[in.b&15] += 32
-	// Operand b lies in interleaved memory; a can share an element with it
-	// only there.
-	// b is 32-aligned, so its four words lie in one pair of elements and
-	// touch both: a conflicts exactly when it lies in the same pair.
-	if a >= p.Interleaved.Lo {
-		pair := 2 * p.ElementBytes
-		if (a-p.Interleaved.Lo)/pair == (b-p.Interleaved.Lo)/pair {
-			return 1, xfault{}
-		}
+	c.m[in.a&15] += na
+	c.m[in.b&15] += nb
+	if x.ampConflict(a, na, b, nb) {
+		return 1, xfault{}
 	}
 	return 0, xfault{}
+}
+
+// ampBytes is the bytes an AMP step reads at its operands a and b (and
+// adds to their registers): amph and ampq 8 and 32, ampf 16 and 64.
+func ampBytes(op isa.Op) (uint32, uint32) {
+	if op == isa.AMPF {
+		return 16, 64
+	}
+	return 8, 32
+}
+
+// ampQuarter adds the FP8 products of two k (x bytes 0..3 by w bytes
+// 0..15, then 4..7 by 16..31), each scaled by 2^(sa+sb), to acc.
+func ampQuarter(acc *[64]float32, xb *[8]byte, wb *[32]byte, cfg fp8cfg) {
+	scale := cfg.sa + cfg.sb
+	xt, wt := &fp8val[cfg.fa], &fp8val[cfg.fb]
+	for k := 0; k < 2; k++ {
+		var xv [4]float32
+		var wv [16]float32
+		for i := range xv {
+			xv[i] = xt[xb[4*k+i]]
+		}
+		for j := range wv {
+			wv[j] = wt[wb[16*k+j]]
+		}
+		for i := range xv {
+			row := (*[16]float32)(acc[16*i:])
+			for j := range wv {
+				p := float32(xv[i] * wv[j])
+				if scale != 0 {
+					p = float32(math.Ldexp(float64(p), scale))
+				}
+				row[j] = row[j] + p
+			}
+		}
+	}
 }
 
 // ampRow executes ampst and ampld.
@@ -265,30 +269,6 @@ func mac16(row *[16]float32, x float32, w *[16]float32) {
 	row[15] = row[15] + float32(x*w[15])
 }
 
-// ampF executes ampf: the outer product of the 4 FP32 values at register
-// a and the 16 at register b added to the accumulator, each element
-// rounded once (fma32, f32v2fma's rounding); it returns the extra cycle
-// of a memory element conflict between the operands.
-func (x *exec) ampF(c *context, in *inst) (int64, xfault) {
-	p := x.m.p
-	a, b := c.m[in.a&15], c.m[in.b&15]
-	offA, offB := a-p.Memory.Lo, b-p.Memory.Lo
-	if offA > x.size-16 || a&7 != 0 || b < p.Interleaved.Lo || uint64(b)+64 > uint64(p.Interleaved.Hi) || b&31 != 0 {
-		if _, f := x.check("ampf", a, 16, 8, 0); f.kind != "" {
-			return 0, f
-		}
-		_, f := x.check("ampf", b, 64, 32, chkInterleaved)
-		return 0, f
-	}
-	ampFloat(&c.acc, (*[16]byte)(x.mem[offA:]), (*[64]byte)(x.mem[offB:]))
-	c.m[in.a&15] += 16
-	c.m[in.b&15] += 64
-	if x.ampfConflict(a, b) {
-		return 1, xfault{}
-	}
-	return 0, xfault{}
-}
-
 // ampFloat adds the outer product of the 4 FP32 values at xb and the 16
 // at wb to acc, each element rounded once as fma32 rounds it, on the
 // values widened once (the products are exact in float64). The
@@ -311,19 +291,23 @@ func ampFloat(acc *[64]float32, xb *[16]byte, wb *[64]byte) {
 	}
 }
 
-// ampfConflict reports whether one of the two 8-byte words at a lies in
-// the memory element of one of the eight at b (32-aligned in interleaved
-// memory). Consecutive words alternate between the two elements of a
-// pair, and b's words cover both elements of every pair they touch (a
-// pair boundary is 32-aligned, so it splits them four and four): a word
-// conflicts exactly when it lies in interleaved memory in one of b's
-// pairs. Pairs under 64 bytes take the word-by-word comparison.
-func (x *exec) ampfConflict(a, b uint32) bool {
+// ampConflict reports whether an 8-byte word of the na bytes at a lies
+// in the memory element of one of the nb bytes at b (32-aligned in
+// interleaved memory). Consecutive words alternate between the two
+// elements of a pair, and b's words cover both elements of every pair
+// they touch (a pair boundary is 32-aligned, so it splits them into runs
+// of whole 32-byte units): a word conflicts exactly when it lies in
+// interleaved memory in one of b's pairs. Pairs under 64 bytes take the
+// word-by-word comparison.
+func (x *exec) ampConflict(a, na, b, nb uint32) bool {
 	p := x.m.p
+	if a+na <= p.Interleaved.Lo {
+		return false // a lies below interleaved memory, b in it
+	}
 	pair := 2 * p.ElementBytes
 	if pair < 64 {
-		for i := uint32(0); i < 16; i += 8 {
-			for j := uint32(0); j < 64; j += 8 {
+		for i := uint32(0); i < na; i += 8 {
+			for j := uint32(0); j < nb; j += 8 {
 				if p.Element(a+i) == p.Element(b+j) {
 					return true
 				}
@@ -332,8 +316,8 @@ func (x *exec) ampfConflict(a, b uint32) bool {
 		return false
 	}
 	lo := p.Interleaved.Lo
-	b0, b1 := (b-lo)/pair, (b+63-lo)/pair
-	for _, w := range [2]uint32{a, a + 8} {
+	b0, b1 := (b-lo)/pair, (b+nb-1-lo)/pair
+	for w := a; w < a+na; w += 8 {
 		if w >= lo {
 			if q := (w - lo) / pair; q == b0 || q == b1 {
 				return true
