@@ -39,22 +39,45 @@ func expandGeometry(p *arch.Preset, pr *prog.Program, addr func(prog.Ref) uint32
 	if codegen.ConstLen(p.Memory.Hi-1) == 1 {
 		alen = func(prog.Ref) int { return 1 }
 	}
+	// A multicast to consecutive tiles (most receptions: an operand
+	// copied to every block of a split) adds to a range of tiles: it
+	// marks the range's ends in difference arrays, summed once at the
+	// end, instead of visiting each receiver.
+	dfrags := make([]int, p.Tiles+1)
+	dbytes := make([]int64, p.Tiles+1)
 	for _, s := range pr.Steps {
 		for _, x := range s.Xfers {
+			n, step := x.Dests(), x.Step()
 			d := uint32(x.Dst)
-			if n := x.Dests(); n > 1 {
+			if n > 1 {
 				d |= uint32(n) << 16
 			}
 			w := codegen.ConstLen(uint32(x.Words))
-			sw := codegen.ConstLen(isa.SendCount(x.Words, x.Step()))
+			sw := codegen.ConstLen(isa.SendCount(x.Words, step))
 			frags[x.Src]++
 			bytes[x.Src] += 4 * int64(codegen.ConstLen(d)+alen(x.From)+sw+1)
 			recv := 4 * int64(codegen.ConstLen(uint32(x.Src))+alen(x.To)+w+1)
-			for u := x.Dst; u <= x.Last(); u += x.Step() {
+			if step == 1 {
+				end := x.Dst + n
+				dfrags[x.Dst]++
+				dfrags[end]--
+				dbytes[x.Dst] += recv
+				dbytes[end] -= recv
+				continue
+			}
+			for k, u := 0, x.Dst; k < n; k, u = k+1, u+step {
 				frags[u]++
 				bytes[u] += recv
 			}
 		}
+	}
+	var runFrags int
+	var runBytes int64
+	for t := range frags {
+		runFrags += dfrags[t]
+		runBytes += dbytes[t]
+		frags[t] += runFrags
+		bytes[t] += runBytes
 	}
 	var g geometry
 	for t := range frags {
