@@ -277,3 +277,82 @@ func TestRefits(t *testing.T) {
 		}
 	}
 }
+
+// TestRefitSecondRound: a refit round after the first prices the refits
+// of the product the first round moved and, of the other products, only
+// the refits that beat the start's point in the first round: the others
+// are never priced. The two-round model is a transformer block whose
+// refit takes two steps.
+func TestRefitSecondRound(t *testing.T) {
+	g, _ := graph.Canonicalize(load(t, "shared/gpt2_block_fp16/model"))
+	pl, err := newPlanner(g, arch.MustLookup("ipu21"), 1472)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt, r, err := pl.start(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first round, as refit builds it, priced here (the prices are
+	// cached: refit prices these points again for nothing).
+	type cand struct {
+		i  int
+		pt point
+	}
+	round := func(pt point) []cand {
+		var cs []cand
+		classes := map[string]bool{}
+		for i, pr := range pl.products {
+			if classes[pr.class()] {
+				continue
+			}
+			classes[pr.class()] = true
+			for _, s := range refits(pr, pt[i].Split, pl.tiles) {
+				d := pt[i]
+				d.Split = s
+				d.Tiles = [2]int{0, max(s.B, 1) * s.M * s.N * s.K}
+				nb := pt.clone()
+				pl.decide(nb, i, d)
+				cs = append(cs, cand{i, nb})
+			}
+		}
+		return cs
+	}
+	first := round(pt)
+	best, paid := -1, map[string]bool{}
+	var bestR *result
+	for j, c := range first {
+		cr, err := pl.eval(c.pt)
+		if err != nil || cr.mem != nil || cr.cost() >= r.cost() {
+			continue
+		}
+		paid[fmt.Sprint(c.i, c.pt[c.i].Split)] = true
+		if best < 0 || cr.cost() < bestR.cost() {
+			best, bestR = j, cr
+		}
+	}
+	if best < 0 {
+		t.Fatal("no refit beats the start: the model no longer tests a second round")
+	}
+	moved := first[best].i
+	var skipped []point
+	for _, c := range round(first[best].pt) {
+		if c.i != moved && !paid[fmt.Sprint(c.i, c.pt[c.i].Split)] {
+			if _, ok := pl.cache[c.pt.key()]; !ok {
+				skipped = append(skipped, c.pt)
+			}
+		}
+	}
+	if len(skipped) == 0 {
+		t.Fatal("the second round has no refit that did not pay in the first: nothing to test")
+	}
+	if _, _, err := pl.refit(pt, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range skipped {
+		if _, ok := pl.cache[s.key()]; ok {
+			t.Errorf("refit priced %v in its second round: its refit did not pay in the first", splits(s))
+		}
+	}
+	t.Logf("product %d moved first; %d refits of the others left out of the second round", moved, len(skipped))
+}
