@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -383,19 +380,7 @@ func TestMatMulF32Golden(t *testing.T) {
 		return code, dis.Bytes()
 	}
 	code, dis := build()
-	path := filepath.Join("testdata", "matmulfp32.dis")
-	if *update {
-		if err := os.WriteFile(path, dis, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(strings.Split(string(want), "\n"), strings.Split(string(dis), "\n")); diff != "" {
-		t.Errorf("disassembly mismatch (-want +got); rerun with -update if intended:\n%s", diff)
-	}
+	checkGoldenDis(t, "matmulfp32.dis", dis)
 	if again, _ := build(); !bytes.Equal(code, again) {
 		t.Error("a second build differs")
 	}
