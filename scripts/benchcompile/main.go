@@ -170,6 +170,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			res = append(res, bestPipeline(cfg, r))
 		}
 		printPipeline(stdout, cfg, res)
+		printStartBaseline(stdout, cfg)
 	}
 	return 0
 }

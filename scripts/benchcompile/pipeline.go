@@ -116,6 +116,30 @@ func lastLine(s, prefix string) string {
 	return lines[len(lines)-1]
 }
 
+// printStartBaseline writes the pipeline's floor on this host, measured
+// in the same run: the wall time of starting and ending each of the
+// pipeline's tools (--version), each its best of cfg.reps, summed. A
+// shared host's process start moves the whole pipeline's time with it
+// (14 ms a tool on a quiet day, 25 ms on a slow one).
+func printStartBaseline(w io.Writer, cfg config) {
+	var total time.Duration
+	for _, tool := range pipelineTools {
+		var best time.Duration
+		for k := 0; k < cfg.reps; k++ {
+			d, err := runTool(filepath.Join(cfg.bin, tool), []string{"--version"})
+			if err != nil {
+				fmt.Fprintf(w, "process start baseline: %s --version: %v\n", tool, err)
+				return
+			}
+			if k == 0 || d < best {
+				best = d
+			}
+		}
+		total += best
+	}
+	fmt.Fprintf(w, "process start baseline (the %d tools' --version, each its best of %d, summed; measured in this run): %s\n", len(pipelineTools), cfg.reps, seconds(total))
+}
+
 // printPipeline writes the wall-time table and, under it, each failed
 // row's error.
 func printPipeline(w io.Writer, cfg config, rows []pipelineRun) {
