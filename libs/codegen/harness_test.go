@@ -67,10 +67,25 @@ func (t *tile) getBits(addr uint32, n int) []uint32 {
 // cycles: from the launch's first issue to the halt's issue.
 func (t *tile) runKernel(tb testing.TB, phase int, emit func(b *Builder) (Kernel, error)) (Kernel, int64) {
 	tb.Helper()
+	ks, cycles := t.runChain(tb, phase, emit)
+	return ks[0], cycles
+}
+
+// runChain builds a program: the kernels (emitted by emits at codeBase,
+// in order), then the supervisor: delay (when phase > 0), then for each
+// kernel its launch and a join, then halt. It runs it and returns the
+// kernels and the measured cycles from the first launch's first issue to
+// the halt's issue.
+func (t *tile) runChain(tb testing.TB, phase int, emits ...func(b *Builder) (Kernel, error)) ([]Kernel, int64) {
+	tb.Helper()
 	b := NewBuilder(t.p, codeBase)
-	k, err := emit(b)
-	if err != nil {
-		tb.Fatal(err)
+	var ks []Kernel
+	for _, emit := range emits {
+		k, err := emit(b)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ks = append(ks, k)
 	}
 	sup := b.Here()
 	start := int64(0)
@@ -78,8 +93,10 @@ func (t *tile) runKernel(tb testing.TB, phase int, emit func(b *Builder) (Kernel
 		b.Delay(phase)
 		start = int64(Slots + phase)
 	}
-	EmitLaunch(b, k.Entry, k.Workers)
-	b.Join()
+	for _, k := range ks {
+		EmitLaunch(b, k.Entry, k.Workers)
+		b.Join()
+	}
 	b.Halt()
 	code, err := b.Finish()
 	if err != nil {
@@ -98,7 +115,7 @@ func (t *tile) runKernel(tb testing.TB, phase int, emit func(b *Builder) (Kernel
 		tb.Fatal(err)
 	}
 	// res.Cycles is the halt's issue cycle + 1.
-	return k, res.Cycles - 1 - start
+	return ks, res.Cycles - 1 - start
 }
 
 // rng returns the tests' deterministic random source.

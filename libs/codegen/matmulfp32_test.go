@@ -12,7 +12,6 @@ import (
 
 	"ipu.local/libs/asm"
 	"ipu.local/libs/numfmt"
-	"ipu.local/libs/sim"
 )
 
 // f32Values says how the random inputs of an FP32 matrix test are drawn.
@@ -402,40 +401,13 @@ func TestMatMulF32Sequence(t *testing.T) {
 	_, bp2 := encodeF32(p1.M, p1.K, p1.N, in1.a, in2.b)
 	tl.put(p2.B, bp2)
 
-	b := NewBuilder(tl.p, codeBase)
-	k1, err := EmitMatMul(b, p1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k2, err := EmitMatMul(b, p2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sup := b.Here()
-	EmitLaunch(b, k1.Entry, k1.Workers)
-	b.Join()
-	EmitLaunch(b, k2.Entry, k2.Workers)
-	b.Join()
-	b.Halt()
-	code, err := b.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	entry := mustAddr(b, sup)
-	tl.m.Reset()
-	if err := tl.m.Load(0, sim.Image{Entry: entry, Segments: []sim.Segment{{Addr: codeBase, Data: code, Code: true}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := tl.m.Configure(0, sim.RegEntry, entry); err != nil {
-		t.Fatal(err)
-	}
-	res, err := tl.m.Run(nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ks, cycles := tl.runChain(t, 0,
+		func(b *Builder) (Kernel, error) { return EmitMatMul(b, p1) },
+		func(b *Builder) (Kernel, error) { return EmitMatMul(b, p2) })
+	k1, k2 := ks[0], ks[1]
 	c1 := k1.CyclesAt(0)
 	want := c1 + k2.CyclesAt(int(c1%Slots))
-	if diff := cmp.Diff(want, res.Cycles-1); diff != "" {
+	if diff := cmp.Diff(want, cycles); diff != "" {
 		t.Errorf("cycles mismatch (-formula +measured):\n%s", diff)
 	}
 	mid := EmulateMatMulF32(p1.M, p1.K, p1.N, in1.a, in1.b, nil)

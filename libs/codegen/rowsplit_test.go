@@ -7,54 +7,17 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"ipu.local/libs/sim"
 )
 
-// runLaunches builds a program: the kernels (emitted at codeBase in
-// order), then the supervisor: delay (when phase > 0), then for each
-// kernel its launch and a join, then halt. It runs it and returns the
-// kernels and the measured cycles from the first launch's first issue to
-// the halt's issue.
+// runLaunches runs the Rows kernels ps back to back from phase
+// (runChain).
 func (t *tile) runLaunches(tb testing.TB, phase int, ps []Rows) ([]Kernel, int64) {
 	tb.Helper()
-	b := NewBuilder(t.p, codeBase)
-	var ks []Kernel
-	for _, p := range ps {
-		k, err := EmitRows(b, p)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		ks = append(ks, k)
+	emits := make([]func(b *Builder) (Kernel, error), len(ps))
+	for i, p := range ps {
+		emits[i] = func(b *Builder) (Kernel, error) { return EmitRows(b, p) }
 	}
-	sup := b.Here()
-	start := int64(0)
-	if phase > 0 {
-		b.Delay(phase)
-		start = int64(Slots + phase)
-	}
-	for _, k := range ks {
-		EmitLaunch(b, k.Entry, k.Workers)
-		b.Join()
-	}
-	b.Halt()
-	code, err := b.Finish()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	entry, _ := b.Addr(sup)
-	t.m.Reset()
-	if err := t.m.Load(0, sim.Image{Entry: entry, Segments: []sim.Segment{{Addr: codeBase, Data: code, Code: true}}}); err != nil {
-		tb.Fatal(err)
-	}
-	if err := t.m.Configure(0, sim.RegEntry, entry); err != nil {
-		tb.Fatal(err)
-	}
-	res, err := t.m.Run(nil, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return ks, res.Cycles - 1 - start
+	return t.runChain(tb, phase, emits...)
 }
 
 // chainedCycles returns the cycles of kernels run back to back from
