@@ -1,7 +1,8 @@
 // Package atomicfile writes files so that a reader, or a tool killed
 // half-way, never sees a partial file under the final name: the content
 // goes to a temporary file in the same directory, is flushed to disk, and
-// is renamed over the destination. A device or a named pipe (/dev/null,
+// is renamed over the destination. A tool stopped by a signal removes
+// the temporary file too (pending.go). A device or a named pipe (/dev/null,
 // /dev/stdout) is written in place instead: renaming over it would
 // replace it with a regular file.
 package atomicfile
@@ -48,10 +49,11 @@ func WriteFile(path string, write func(w io.Writer) error) (err error) {
 		return writeInPlace(path, write)
 	}
 	path = resolveLinks(path)
-	f, err := createTemp(path)
+	f, forget, err := createTemp(path)
 	if err != nil {
 		return err
 	}
+	defer forget()
 	tmp := f.Name()
 	done := false
 	defer func() {
@@ -74,7 +76,7 @@ func WriteFile(path string, write func(w io.Writer) error) (err error) {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := Publish(func() error { return os.Rename(tmp, path) }); err != nil {
 		return err
 	}
 	done = true
@@ -139,14 +141,19 @@ func bare(err error, path string) error {
 	return err
 }
 
-// createTemp creates a new file next to path. os.CreateTemp is not used
-// because it fixes the mode at 0600.
-func createTemp(path string) (*os.File, error) {
+// createTemp creates a new file next to path, tracked as an unfinished
+// output until forget (pending.go). os.CreateTemp is not used because it
+// fixes the mode at 0600.
+func createTemp(path string) (f *os.File, forget func(), err error) {
 	dir, base := filepath.Split(path)
 	prefix := filepath.Join(dir, "."+base+".tmp")
 	for range 100 {
 		name := prefix + strconv.FormatUint(uint64(rand.Uint32()), 36)
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		forget, err := Create(func() (string, error) {
+			var err error
+			f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+			return name, err
+		})
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
@@ -155,13 +162,13 @@ func createTemp(path string) (*os.File, error) {
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
 				d := filepath.Clean(dir)
-				return nil, fmt.Errorf("create %s: directory %s: %w", path, d, pe.Err)
+				return nil, nil, fmt.Errorf("create %s: directory %s: %w", path, d, pe.Err)
 			}
-			return nil, fmt.Errorf("create temporary file for %s: %w", path, err)
+			return nil, nil, fmt.Errorf("create temporary file for %s: %w", path, err)
 		}
-		return f, nil
+		return f, forget, nil
 	}
-	return nil, fmt.Errorf("create temporary file for %s: too many name collisions", path)
+	return nil, nil, fmt.Errorf("create temporary file for %s: too many name collisions", path)
 }
 
 // syncDir makes the rename durable where the platform allows syncing a

@@ -264,3 +264,37 @@ func TestDirectory(t *testing.T) {
 		t.Errorf("%s is no longer a directory (%v)", dir, err)
 	}
 }
+
+// TestPendingForgotten checks that WriteFile tracks its temporary file
+// only while it writes: a finished, a failed and a panicking write leave
+// nothing for RemovePending (pending.go).
+func TestPendingForgotten(t *testing.T) {
+	dir := t.TempDir()
+	tracked := func() int {
+		pending.Lock()
+		defer pending.Unlock()
+		return len(pending.paths)
+	}
+	during := 0
+	err := WriteFile(filepath.Join(dir, "ok"), func(w io.Writer) error {
+		during = tracked()
+		_, err := io.WriteString(w, "x")
+		return err
+	})
+	if err != nil || during != 1 {
+		t.Fatalf("WriteFile: %v, %d paths tracked while writing, want 1", err, during)
+	}
+	if err := WriteFile(filepath.Join(dir, "fail"), func(io.Writer) error { return errBroken }); !errors.Is(err, errBroken) {
+		t.Fatalf("WriteFile: %v, want %v", err, errBroken)
+	}
+	func() {
+		defer func() { recover() }()
+		WriteFile(filepath.Join(dir, "panic"), func(io.Writer) error { panic("boom") })
+	}()
+	if n := tracked(); n != 0 {
+		t.Errorf("%d paths still tracked after the writes", n)
+	}
+	if diff := cmp.Diff([]string{"ok"}, dirNames(t, dir)); diff != "" {
+		t.Errorf("directory (-want +got):\n%s", diff)
+	}
+}

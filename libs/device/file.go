@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"ipu.local/libs/arch"
+	"ipu.local/libs/atomicfile"
 )
 
 // Layout constants of the device file (see the package doc).
@@ -230,14 +231,24 @@ func cString(b []byte) (string, error) {
 }
 
 // create makes a fresh powered-off device at path, atomically: a killed
-// creator leaves no half-written device under the final name. The file is
+// creator leaves no half-written device under the final name, and one
+// stopped by a signal no temporary file either (atomicfile.Create). The file is
 // sized with ftruncate only, so tile memory costs no disk.
 func create(path string, p *arch.Preset) error {
 	g := geometryOf(p)
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	var tmp *os.File
+	forget, err := atomicfile.Create(func() (string, error) {
+		var err error
+		tmp, err = os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+		if err != nil {
+			return "", err
+		}
+		return tmp.Name(), nil
+	})
 	if err != nil {
 		return fmt.Errorf("create device %s: %w", path, err)
 	}
+	defer forget()
 	ok := false
 	defer func() {
 		if !ok {
@@ -260,7 +271,7 @@ func create(path string, p *arch.Preset) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("create device %s: %w", path, err)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Publish(func() error { return os.Rename(tmp.Name(), path) }); err != nil {
 		return fmt.Errorf("create device %s: %w", path, err)
 	}
 	ok = true

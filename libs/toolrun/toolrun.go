@@ -3,7 +3,8 @@
 // on an error, turns errors and panics into one line on stderr prefixed
 // with the tool name, and maps them to the exit status of the pipeline
 // contract (0 success, 1 failure, 2 usage error). It also adds the global
-// logging flags and builds the trace logger from them.
+// logging flags and builds the trace logger from them, and makes a stop
+// signal remove the run's unfinished outputs (signals.go).
 //
 // A tool's main is
 //
@@ -106,6 +107,7 @@ func Main(app *cli.App, args []string, stdout, stderr io.Writer) (status int) {
 		}
 	}
 
+	defer stopOnSignal(name, stderr)()
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "%s: internal error: %s\n", name, oneLine(fmt.Sprint(r)))

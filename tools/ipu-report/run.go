@@ -13,6 +13,7 @@ import (
 	"ipu.local/formats/plan"
 	"ipu.local/formats/profile"
 	"ipu.local/libs/arch"
+	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/toolrun"
 )
 
@@ -187,10 +188,16 @@ func writeReport(dir string, in *inputs) ([]string, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, oneErr(err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	var tmp string
+	forget, err := atomicfile.Create(func() (string, error) {
+		var err error
+		tmp, err = os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+		return tmp, err
+	})
 	if err != nil {
 		return nil, oneErr(err)
 	}
+	defer forget()
 	ok := false
 	defer func() {
 		if !ok {
@@ -207,22 +214,31 @@ func writeReport(dir string, in *inputs) ([]string, error) {
 		}
 		names = append(names, f.name)
 	}
-	if st, err := os.Stat(dir); err == nil {
-		if !st.IsDir() {
-			return nil, fmt.Errorf("%s: not a directory", dir)
-		}
-		old := tmp + ".old"
-		if err := os.Rename(dir, old); err != nil {
-			return nil, oneErr(err)
-		}
-		if err := os.Rename(tmp, dir); err != nil {
-			os.Rename(old, dir)
-			return nil, oneErr(err)
-		}
-		os.RemoveAll(old)
-	} else if err := os.Rename(tmp, dir); err != nil {
-		return nil, oneErr(err)
+	if err := atomicfile.Publish(func() error { return replaceDir(tmp, dir) }); err != nil {
+		return nil, err
 	}
 	ok = true
 	return names, nil
+}
+
+// replaceDir renames the directory tmp to dir, replacing an earlier dir
+// (which must be a directory).
+func replaceDir(tmp, dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return oneErr(os.Rename(tmp, dir))
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s: not a directory", dir)
+	}
+	old := tmp + ".old"
+	if err := os.Rename(dir, old); err != nil {
+		return oneErr(err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.Rename(old, dir)
+		return oneErr(err)
+	}
+	os.RemoveAll(old)
+	return nil
 }
