@@ -26,7 +26,13 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 // a shell loop or make then stops too).
 func stopOnSignal(name string, stderr io.Writer) (stop func()) {
 	c := make(chan os.Signal, 1)
-	signal.Notify(c, stopSignals...)
+	for _, sig := range stopSignals {
+		// One ignored when the tool started stays so: nohup's hangup, an
+		// interrupt of a shell's background job.
+		if !signal.Ignored(sig) {
+			signal.Notify(c, sig)
+		}
+	}
 	var mu sync.Mutex
 	stopped, handling := false, false
 	done := make(chan struct{})
@@ -64,10 +70,7 @@ func exitBySignal(name string, stderr io.Writer, s os.Signal) {
 	fmt.Fprintf(stderr, "%s: stopped by signal: %v%s\n", name, s, removedNote(removed, failed))
 	signal.Reset(s)
 	if p, err := os.FindProcess(os.Getpid()); err == nil && p.Signal(s) == nil {
-		// The signal's default action ends the process; one that was
-		// ignored when the tool started (a background job's interrupt)
-		// stays ignored, and the exit below ends it.
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the default action ends the process
 	}
 	code := 1
 	if n, ok := s.(syscall.Signal); ok {
