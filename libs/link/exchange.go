@@ -3,6 +3,7 @@ package link
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"time"
 
@@ -207,7 +208,10 @@ func (l *linker) exchangePatterns() *exchanges {
 func (l *linker) scheduleExchanges(log *slog.Logger, x *exchanges) {
 	saved := l.savedByPattern(log)
 	schedule := func(i int) error {
-		if sv, ok := saved[sched.PatternKey(x.xss[i])]; ok && !l.noReuse {
+		for k, sv := range saved[sched.PatternKey(x.xss[i])] {
+			if l.noReuse {
+				break
+			}
 			sp, err := sched.Relocate(sv.plan, sv.phase, x.xss[i])
 			if err == nil {
 				err = sched.Validate(l.p, x.xss[i], sp)
@@ -216,7 +220,9 @@ func (l *linker) scheduleExchanges(log *slog.Logger, x *exchanges) {
 				l.exch[i], x.fromState[i] = sp, true
 				return nil
 			}
-			x.refused[i] = err
+			if k == 0 {
+				x.refused[i] = err // why the pattern's first did not serve
+			}
 		}
 		sp, al, err := sched.ScheduleStats(l.p, x.xss[i], sched.Options{})
 		if err == nil {
@@ -233,25 +239,65 @@ func (l *linker) scheduleExchanges(log *slog.Logger, x *exchanges) {
 			x.errs[i] = fmt.Errorf("superstep %d (%s): %w", i, l.prog.Steps[i].Name, err)
 		}
 	})
+	lead := slices.Clone(x.from) // each follower's leader
 	l.parallel(x.followers, func(i int) {
 		j := x.from[i]
 		if x.errs[j] != nil {
 			x.from[i] = i // reported at j, which comes first
 			return
 		}
-		sp, err := sched.Relocate(l.exch[j], x.xss[j], x.xss[i])
-		if err == nil {
-			err = sched.Validate(l.p, x.xss[i], sp)
-		}
-		if err == nil {
+		if sp, err := l.relocate(x, j, i); err != nil {
+			x.refused[i], x.from[i] = err, i
+		} else {
 			l.exch[i] = sp
-			return
-		}
-		x.refused[i], x.from[i] = err, i
-		if err := schedule(i); err != nil {
-			x.errs[i] = fmt.Errorf("superstep %d (%s): %w", i, l.prog.Steps[i].Name, err)
 		}
 	})
+	// The followers their leader's schedule did not serve, by leader in
+	// program order: each tries the ones scheduled before it (a
+	// superstep of a later layer often relocates from another later
+	// layer's where the first layer's buffers lie differently), and is
+	// scheduled itself when none serves. Relocate makes the schedule
+	// Schedule would, so the program is the same either way.
+	byLeader := map[int][]int{}
+	var groups []int
+	for _, i := range x.followers {
+		if x.refused[i] == nil || x.errs[i] != nil {
+			continue
+		}
+		j := lead[i]
+		if len(byLeader[j]) == 0 {
+			groups = append(groups, j)
+		}
+		byLeader[j] = append(byLeader[j], i)
+	}
+	l.parallel(groups, func(j int) {
+		var own []int // the group's supersteps scheduled themselves
+		for _, i := range byLeader[j] {
+			for _, k := range own {
+				if sp, err := l.relocate(x, k, i); err == nil {
+					l.exch[i], x.from[i] = sp, k
+					break
+				}
+			}
+			if x.from[i] != i {
+				continue
+			}
+			if err := schedule(i); err != nil {
+				x.errs[i] = fmt.Errorf("superstep %d (%s): %w", i, l.prog.Steps[i].Name, err)
+				continue
+			}
+			own = append(own, i)
+		}
+	})
+}
+
+// relocate makes superstep i's schedule from superstep j's, validated.
+func (l *linker) relocate(x *exchanges, j, i int) (*sched.Plan, error) {
+	sp, err := sched.Relocate(l.exch[j], x.xss[j], x.xss[i])
+	if err == nil {
+		err = sched.Validate(l.p, x.xss[i], sp)
+	}
+	return sp, err
 }
 
 // accountExchange logs how exchange superstep i was scheduled and
@@ -286,10 +332,12 @@ type savedSchedule struct {
 	plan  *sched.Plan
 }
 
-// savedByPattern decodes Options.Saved by pattern key; an entry that does
-// not decode is skipped (it is a cache: the superstep is scheduled).
-func (l *linker) savedByPattern(log *slog.Logger) map[string]savedSchedule {
-	m := map[string]savedSchedule{}
+// savedByPattern decodes Options.Saved by pattern key, in their order;
+// an entry that does not decode is skipped (it is a cache: the
+// superstep is scheduled). A pattern has more than one when a superstep
+// of it did not relocate from the first (saveSchedules).
+func (l *linker) savedByPattern(log *slog.Logger) map[string][]savedSchedule {
+	m := map[string][]savedSchedule{}
 	for k, e := range l.saved {
 		phase, pl, err := sched.Load(e)
 		if err != nil {
@@ -297,15 +345,14 @@ func (l *linker) savedByPattern(log *slog.Logger) map[string]savedSchedule {
 			continue
 		}
 		key := sched.PatternKey(phase)
-		if _, dup := m[key]; !dup {
-			m[key] = savedSchedule{phase, pl}
-		}
+		m[key] = append(m[key], savedSchedule{phase, pl})
 	}
 	return m
 }
 
 // saveSchedules keeps one schedule per pattern (the first superstep of
-// each, in program order) for a search state, unless their code exceeds
+// each, in program order), and the schedule of each superstep that did
+// not relocate from it, for a search state, unless their code exceeds
 // plan.MaxExchangeWords.
 func (l *linker) saveSchedules(xss [][]sched.Transfer, from []int) {
 	words := 0

@@ -85,12 +85,15 @@ func encode(t *testing.T, o *obj.Object) []byte {
 	return buf.Bytes()
 }
 
-// TestExchangeReuseRefused lowers three exchange supersteps of one
+// TestExchangeReuseRefused lowers four exchange supersteps of one
 // pattern: the second is the first at other addresses and reuses its
 // schedule; in the third, tile 0 sends one buffer twice where the first
 // sent two, which changes the schedule (one load fewer): its relocation
-// is refused and it is scheduled from scratch. Each plan is the one
-// Schedule makes.
+// is refused and it is scheduled from scratch; the fourth, the third at
+// other addresses, is refused the first's schedule too and relocates
+// the third's. Each plan is the one Schedule makes. A link given the
+// schedules this one saved (the first's and the third's) schedules
+// nothing: the third relocates its saved one, the fourth the third's.
 func TestExchangeReuseRefused(t *testing.T) {
 	p := arch.MustLookup("ipu21-64")
 	buf := func(addr uint32) *prog.Buffer { return &prog.Buffer{Addr: addr, Placed: true} }
@@ -103,24 +106,44 @@ func TestExchangeReuseRefused(t *testing.T) {
 		}
 		return s
 	}
+	program := func() *prog.Program {
+		return &prog.Program{Steps: []*prog.Superstep{
+			step(0x60000, 0x60100, 0x80000),
+			prog.NewSuperstep(obj.Compute, "c"),
+			step(0x61000, 0x61100, 0x81000),
+			step(0x62000, 0x62000, 0x82000),
+			step(0x63000, 0x63000, 0x83000),
+		}}
+	}
 	var out bytes.Buffer
-	l := &linker{p: p, tiles: map[int]*tile{}, prog: &prog.Program{Steps: []*prog.Superstep{
-		step(0x60000, 0x60100, 0x80000),
-		prog.NewSuperstep(obj.Compute, "c"),
-		step(0x61000, 0x61100, 0x81000),
-		step(0x62000, 0x62000, 0x82000),
-	}}}
-	if err := l.lowerExchanges(slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))); err != nil {
+	l := &linker{p: p, tiles: map[int]*tile{}, prog: program()}
+	if err := l.lowerExchanges(slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))); err != nil {
 		t.Fatal(err)
 	}
-	if l.st.ReusedExchanges != 1 || l.st.RefusedReuses != 1 {
-		t.Fatalf("%d reused, %d refused; want 1 and 1", l.st.ReusedExchanges, l.st.RefusedReuses)
+	if l.st.ReusedExchanges != 2 || l.st.RefusedReuses != 1 {
+		t.Fatalf("%d reused, %d refused; want 2 and 1", l.st.ReusedExchanges, l.st.RefusedReuses)
 	}
 	lines := strings.Count(out.String(), "reused exchange optimization after validating relocated rows")
-	if lines != 1 || !strings.Contains(out.String(), "reused exchange optimization after validating relocated rows\" phase=2\n") {
+	if lines != 2 || !strings.Contains(out.String(), "reused exchange optimization after validating relocated rows\" phase=2\n") ||
+		!strings.Contains(out.String(), "reused an earlier superstep's exchange schedule\" phase=4 from=3 ") {
 		t.Fatalf("log:\n%s", out.String())
 	}
-	for _, i := range []int{0, 2, 3} {
+	if len(l.st.Saved) != 2 {
+		t.Fatalf("%d schedules saved, want the first's and the third's", len(l.st.Saved))
+	}
+	l2 := &linker{p: p, tiles: map[int]*tile{}, prog: program(), saved: l.st.Saved}
+	if err := l2.lowerExchanges(slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if l2.st.FromState != 2 || l2.st.ReusedExchanges != 2 || l2.st.RefusedReuses != 0 {
+		t.Fatalf("with the saved schedules: %d from them, %d reused, %d refused; want 2, 2 and 0", l2.st.FromState, l2.st.ReusedExchanges, l2.st.RefusedReuses)
+	}
+	for _, i := range []int{0, 2, 3, 4} {
+		if diff := cmp.Diff(l.exch[i], l2.exch[i]); diff != "" {
+			t.Errorf("superstep %d: the plans with and without saved schedules differ (-without +with):\n%s", i, diff)
+		}
+	}
+	for _, i := range []int{0, 2, 3, 4} {
 		xs := make([]sched.Transfer, 0, 3)
 		for _, x := range l.prog.Steps[i].Xfers {
 			xs = append(xs, x.Sched())
