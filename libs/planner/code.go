@@ -12,7 +12,9 @@ import (
 	"slices"
 
 	"ipu.local/libs/arch"
+	"ipu.local/libs/cost"
 	"ipu.local/libs/layout"
+	"ipu.local/libs/lower"
 	"ipu.local/libs/prog"
 )
 
@@ -130,9 +132,11 @@ func rowsOn(halved map[int][]layout.Piece, t int) []int {
 	return out
 }
 
-// startFitting is the start (wide, then narrow when out of memory),
-// again with the halved row layouts on a tile whose code does not fit
-// kept whole, as long as that is some. A candidate the start refuses
+// startFitting is the start (wide, then narrow when out of memory;
+// narrow for a deep model, with deepKeep splits a product when it has
+// many, then startKeep when no point of those fits) and its refit (none after a
+// wide model's narrow one), again with the halved row layouts on a
+// tile whose code does not fit kept whole, as long as that is some. A candidate the start refuses
 // for such a tile's code ends the start too (cheapest), not only a
 // product none of whose candidates fit: halving rows is worth less
 // than the splits it would rule out (a 12-layer BERT-base FP16 encoder
@@ -142,9 +146,17 @@ func rowsOn(halved map[int][]layout.Piece, t int) []int {
 func (pl *planner) startFitting() (point, *result, error) {
 	for {
 		pl.starting = true
+		if !pl.wide && len(pl.products) > manyProducts {
+			pl.keep = deepKeep
+		}
 		cur, curR, err := pl.start(pl.wide)
 		wide := pl.wide
 		var me *MemoryError
+		if pl.keep < startKeep && (errors.As(err, &me) || err == nil && curR.il.Bytes > 0) {
+			// None of the fewer candidates fit: all of them.
+			pl.keep = startKeep
+			cur, curR, err = pl.start(false)
+		}
 		if pl.wide && errors.As(err, &me) {
 			cur, curR, err = pl.start(false)
 			wide = false
@@ -152,8 +164,8 @@ func (pl *planner) startFitting() (point, *result, error) {
 		pl.starting = false
 		var ce *CodeError
 		if !errors.As(err, &ce) || len(ce.Rows) == 0 {
-			if err == nil && wide {
-				cur, curR, err = pl.refit(cur, curR)
+			if err == nil && (wide || !pl.wide) {
+				cur, curR, err = pl.refit(cur, curR, !wide)
 			}
 			if err != nil {
 				return cur, curR, err
@@ -168,4 +180,50 @@ func (pl *planner) startFitting() (point, *result, error) {
 		}
 		pl.cache, pl.programs, pl.counted = map[string]*result{}, map[programPrint]pricing{}, map[string]bool{}
 	}
+}
+
+// codeRoom returns the fewest bytes a tile of pt's program keeps free
+// with its code estimated (tileCode) in place of codeAllowance: its
+// constants, its variables at their peak and its code against the
+// search's usable memory. A deep model's code is many times the
+// allowance (a 12-layer BERT-base FP16 encoder's fullest tile: 166,416
+// bytes linked), and the linker places the buffers that the code leaves
+// no room for in the interleaved region, past what the search counted.
+func (pl *planner) codeRoom(pt point) (int64, error) {
+	out, err := pl.planOf(pt)
+	if err != nil {
+		return 0, err
+	}
+	pr, err := lower.LowerWith(out, pl.g, pl.p, lower.Options{NoData: true, Cache: pl.steps[0]})
+	if err != nil {
+		return 0, err
+	}
+	syn := cost.Synthetic(pl.p, pr.Buffers)
+	_, exch := expandGeometry(pl.p, pr, syn)
+	on := make([]bool, pl.p.Tiles)
+	for t := range on {
+		on[t] = true
+	}
+	code, err := tileCode(pl.p, pr, exch, on)
+	if err != nil {
+		return 0, err
+	}
+	pr.Liveness()
+	consts := make([]int64, pl.p.Tiles)
+	used := make([]bool, pl.p.Tiles)
+	for _, b := range pr.Buffers {
+		for _, t := range b.Tiles {
+			used[t] = true
+			if b.Data != nil || b.Permanent {
+				consts[t] += int64(b.Size)
+			}
+		}
+	}
+	room := pl.usable
+	for t, v := range livePeaks(pr, pl.p.Tiles, liveChunk, nil) {
+		if used[t] {
+			room = min(room, pl.usable-consts[t]-v-code[t])
+		}
+	}
+	return room, nil
 }

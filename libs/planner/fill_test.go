@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"ipu.local/formats/plan"
@@ -180,7 +181,7 @@ func TestRefitImproves(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, gr, err := pl.refit(pt, r); err != nil || gr.total > r.total {
+		if got, gr, err := pl.refit(pt, r, false); err != nil || gr.total > r.total {
 			t.Fatalf("%+v: refit of the start: %d cycles from %d (%v)", tc, gr.total, r.total, err)
 		} else {
 			t.Logf("%+v: start %d cycles %v, refit %d %v", tc, r.total, splits(pt), gr.total, splits(got))
@@ -195,7 +196,7 @@ func TestRefitImproves(t *testing.T) {
 		if err != nil || pr.mem != nil {
 			t.Fatalf("%+v: halved point: %v %v", tc, err, pr.mem)
 		}
-		got, gr, err := pl.refit(poor, pr)
+		got, gr, err := pl.refit(poor, pr, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,18 +239,31 @@ func TestRefits(t *testing.T) {
 			if s.B*s.M*s.N*s.K > tiles {
 				continue
 			}
-			got := refits(pr, s, tiles)
-			want := 0
+			got := refits(pr, s, tiles, false)
+			want := map[[3]int]bool{} // the refits' blocks, each once
 			for a := range 3 {
 				for b := range 3 {
 					f := [3]int{s.M, s.N, s.K}
-					if a != b && (a == 2 || b == 2) && f[a] < lim[a] && s.B*min(2*f[a], lim[a])*f[3-a-b] <= tiles {
-						want++
+					c := 3 - a - b
+					if a != b && (a == 2 || b == 2) && f[a] < lim[a] && s.B*min(2*f[a], lim[a])*f[c] <= tiles {
+						f[a] = min(2*f[a], lim[a])
+						f[b] = min(tiles/(s.B*f[a]*f[c]), lim[b], f[b])
+						want[f] = true
 					}
 				}
 			}
-			if len(got) != want {
-				t.Fatalf("%d tiles: refits of %+v: %d, want %d: %+v", tiles, s, len(got), want, got)
+			if len(got) != len(want) {
+				t.Fatalf("%d tiles: refits of %+v: %d, want %d: %+v", tiles, s, len(got), len(want), got)
+			}
+			// A deep model's refits are those that do not double k.
+			var copying []plan.Split
+			for _, v := range got {
+				if v.K <= max(s.K, 1) {
+					copying = append(copying, v)
+				}
+			}
+			if deep := refits(pr, s, tiles, true); !slices.Equal(deep, copying) {
+				t.Fatalf("%d tiles: deep refits of %+v: %+v, want %+v", tiles, s, deep, copying)
 			}
 			for _, v := range got {
 				f, w := [3]int{s.M, s.N, s.K}, [3]int{v.M, v.N, v.K}
@@ -307,7 +321,7 @@ func TestRefitSecondRound(t *testing.T) {
 				continue
 			}
 			classes[pr.class()] = true
-			for _, s := range refits(pr, pt[i].Split, pl.tiles) {
+			for _, s := range refits(pr, pt[i].Split, pl.tiles, false) {
 				d := pt[i]
 				d.Split = s
 				d.Tiles = [2]int{0, max(s.B, 1) * s.M * s.N * s.K}
@@ -346,7 +360,7 @@ func TestRefitSecondRound(t *testing.T) {
 	if len(skipped) == 0 {
 		t.Fatal("the second round has no refit that did not pay in the first: nothing to test")
 	}
-	if _, _, err := pl.refit(pt, r); err != nil {
+	if _, _, err := pl.refit(pt, r, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range skipped {
@@ -355,4 +369,49 @@ func TestRefitSecondRound(t *testing.T) {
 		}
 	}
 	t.Logf("product %d moved first; %d refits of the others left out of the second round", moved, len(skipped))
+}
+
+// TestDeepRefit: a deep model (its weights too many for a wide start)
+// refits its narrow start too: never dearer, by moves that add copies
+// and never split k further, to a point whose estimated code leaves
+// room on every tile; the search's start is the refitted point or a
+// cheaper one.
+func TestDeepRefit(t *testing.T) {
+	for _, tc := range []struct {
+		rows, width, hidden int64
+		tiles               int
+	}{
+		{128, 768, 3072, 128},
+		{96, 512, 2048, 64},
+		{200, 320, 1280, 24},
+	} {
+		pl, err := newPlanner(ffnGraph(t, tc.rows, tc.width, tc.hidden), arch.MustLookup("ipu21"), tc.tiles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pl.wide {
+			t.Fatalf("%+v: a wide start", tc)
+		}
+		pt, r, err := pl.start(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gr, err := pl.refit(pt, r, true)
+		if err != nil || gr.cost() > r.cost() {
+			t.Fatalf("%+v: refit of the start: %d cycles from %d (%v)", tc, gr.cost(), r.cost(), err)
+		}
+		t.Logf("%+v: start %d cycles %v, refit %d %v", tc, r.total, splits(pt), gr.total, splits(got))
+		for i := range got {
+			if got[i].Split.K > max(pt[i].Split.K, 1) {
+				t.Fatalf("%+v: product %d: k split %d from %d", tc, i, got[i].Split.K, pt[i].Split.K)
+			}
+		}
+		if room, err := pl.codeRoom(got); err != nil || room < 0 {
+			t.Fatalf("%+v: the refit leaves %d bytes (%v)", tc, room, err)
+		}
+		// The search's start is refitted.
+		if _, sr, err := pl.startFitting(); err != nil || sr.cost() > gr.cost() {
+			t.Fatalf("%+v: the search's start costs %d, the refit %d (%v)", tc, sr.cost(), gr.cost(), err)
+		}
+	}
 }

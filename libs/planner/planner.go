@@ -141,6 +141,9 @@ type planner struct {
 	// constN and weights are the products reading constants, plus one,
 	// and their constant operands' bytes, once each (constShare, wide).
 	constN, weights int64
+	// keep is how many splits per product the start prices in full
+	// (startKeep, deepKeep).
+	keep int
 	// constShare is the constant bytes per tile one product may take:
 	// the usable memory shared by the products reading constants.
 	constShare int64
@@ -224,6 +227,7 @@ func newPlanner(g *graph.Graph, p *arch.Preset, tiles int) (*planner, error) {
 	}
 	pl.constN, pl.weights = n, weights
 	pl.reserve(0)
+	pl.keep = startKeep
 	return pl, nil
 }
 

@@ -188,7 +188,7 @@ func TestSideBySide(t *testing.T) {
 			t.Fatal(err)
 		}
 		if pl.wide {
-			if pt, r, err = pl.refit(pt, r); err != nil {
+			if pt, r, err = pl.refit(pt, r, false); err != nil {
 				t.Fatal(err)
 			}
 		}
