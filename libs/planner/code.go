@@ -134,9 +134,10 @@ func rowsOn(halved map[int][]layout.Piece, t int) []int {
 
 // startFitting is the start (wide, then narrow when out of memory;
 // narrow for a deep model, with deepKeep splits a product when it has
-// many, then startKeep when no point of those fits) and its refit (none after a
-// wide model's narrow one), again with the halved row layouts on a
-// tile whose code does not fit kept whole, as long as that is some. A candidate the start refuses
+// many, then startKeep when no point of those fits) and its refit (none
+// after a wide model's narrow one), again with the halved row layouts
+// on a tile whose code does not fit kept whole, as long as that is
+// some. A candidate the start refuses
 // for such a tile's code ends the start too (cheapest), not only a
 // product none of whose candidates fit: halving rows is worth less
 // than the splits it would rule out (a 12-layer BERT-base FP16 encoder
@@ -208,21 +209,11 @@ func (pl *planner) codeRoom(pt point) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	pr.Liveness()
-	consts := make([]int64, pl.p.Tiles)
-	used := make([]bool, pl.p.Tiles)
-	for _, b := range pr.Buffers {
-		for _, t := range b.Tiles {
-			used[t] = true
-			if b.Data != nil || b.Permanent {
-				consts[t] += int64(b.Size)
-			}
-		}
-	}
+	per, used, _ := tileBytes(pr)
 	room := pl.usable
-	for t, v := range livePeaks(pr, pl.p.Tiles, liveChunk, nil) {
+	for t := range per {
 		if used[t] {
-			room = min(room, pl.usable-consts[t]-v-code[t])
+			room = min(room, pl.usable-per[t].Constants-per[t].Variables-code[t])
 		}
 	}
 	return room, nil

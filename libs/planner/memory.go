@@ -122,32 +122,7 @@ func livePeaks(pr *prog.Program, n, entries int, keep func(*prog.Buffer) bool) [
 // beyond it (fitsInterleaved): the search ranks such a point after every
 // point that fits (result.cost), since no placement can link it.
 func fits(p *arch.Preset, tiles int, usable int64, pr *prog.Program) (il overflow, err error) {
-	pr.Liveness()
-	// By tile, dense (buffers' tiles are the plan's, never negative): maps
-	// by tile were a tenth of pricing a candidate on a full chip.
-	n := 0
-	for _, b := range pr.Buffers {
-		for _, t := range b.Tiles {
-			n = max(n, t+1)
-		}
-	}
-	per := make([]TileBytes, n)
-	used := make([]bool, n)
-	ilConst := make([]int64, n)
-	for _, b := range pr.Buffers {
-		for _, t := range b.Tiles {
-			used[t] = true
-			if b.Data != nil || b.Permanent {
-				per[t].Constants += int64(b.Size)
-				if b.Region == prog.Interleaved {
-					ilConst[t] += int64(b.Size)
-				}
-			}
-		}
-	}
-	for t, v := range livePeaks(pr, n, liveChunk, nil) {
-		per[t].Variables = v
-	}
+	per, used, ilConst := tileBytes(pr)
 	var over []TileBytes
 	var sum int64
 	for t := range per {
@@ -169,6 +144,39 @@ func fits(p *arch.Preset, tiles int, usable int64, pr *prog.Program) (il overflo
 	e := &MemoryError{Arch: p.Name, Tiles: tiles, Usable: usable, Worst: over[:min(len(over), 3)], Over: sum}
 	e.Largest = largestOn(pr, over[0].Tile, nil)
 	return overflow{}, e
+}
+
+// tileBytes returns, by tile up to the last a buffer takes, its
+// constants' bytes and its variables' peak (per), whether a buffer
+// takes it, and its constants bound to the interleaved region. By tile,
+// dense (buffers' tiles are the plan's, never negative): maps by tile
+// were a tenth of pricing a candidate on a full chip.
+func tileBytes(pr *prog.Program) (per []TileBytes, used []bool, ilConst []int64) {
+	pr.Liveness()
+	n := 0
+	for _, b := range pr.Buffers {
+		for _, t := range b.Tiles {
+			n = max(n, t+1)
+		}
+	}
+	per = make([]TileBytes, n)
+	used = make([]bool, n)
+	ilConst = make([]int64, n)
+	for _, b := range pr.Buffers {
+		for _, t := range b.Tiles {
+			used[t] = true
+			if b.Data != nil || b.Permanent {
+				per[t].Constants += int64(b.Size)
+				if b.Region == prog.Interleaved {
+					ilConst[t] += int64(b.Size)
+				}
+			}
+		}
+	}
+	for t, v := range livePeaks(pr, n, liveChunk, nil) {
+		per[t].Variables = v
+	}
+	return per, used, ilConst
 }
 
 // overflow is what a point's buffers bound to the interleaved region
