@@ -3,6 +3,7 @@ package link
 import (
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sort"
 	"time"
@@ -206,7 +207,7 @@ func (l *linker) exchangePatterns() *exchanges {
 // big one starts last, alone), then the others are relocated side by
 // side. A schedule of the search state's pattern is relocated instead.
 func (l *linker) scheduleExchanges(log *slog.Logger, x *exchanges) {
-	saved := l.savedByPattern(log)
+	saved := l.savedByPattern(log, x.xss)
 	schedule := func(i int) error {
 		for k, sv := range saved[sched.PatternKey(x.xss[i])] {
 			if l.noReuse {
@@ -328,6 +329,7 @@ func (l *linker) accountExchange(log *slog.Logger, x *exchanges, i int) {
 
 // savedSchedule is one of Options.Saved, decoded.
 type savedSchedule struct {
+	index int // in Options.Saved
 	phase []sched.Transfer
 	plan  *sched.Plan
 }
@@ -335,8 +337,17 @@ type savedSchedule struct {
 // savedByPattern decodes Options.Saved by pattern key, in their order;
 // an entry that does not decode is skipped (it is a cache: the
 // superstep is scheduled). A pattern has more than one when a superstep
-// of it did not relocate from the first (saveSchedules).
-func (l *linker) savedByPattern(log *slog.Logger) map[string][]savedSchedule {
+// of it did not relocate from the first (saveSchedules), so a pattern
+// keeps at most as many as xss has supersteps of it (none of a pattern
+// xss does not have), and no copies: a plan from elsewhere that repeats
+// a schedule cannot make every superstep of its pattern try each copy.
+func (l *linker) savedByPattern(log *slog.Logger, xss [][]sched.Transfer) map[string][]savedSchedule {
+	room := map[string]int{}
+	for _, xs := range xss {
+		if len(xs) > 0 {
+			room[sched.PatternKey(xs)]++
+		}
+	}
 	m := map[string][]savedSchedule{}
 	for k, e := range l.saved {
 		phase, pl, err := sched.Load(e)
@@ -345,7 +356,15 @@ func (l *linker) savedByPattern(log *slog.Logger) map[string][]savedSchedule {
 			continue
 		}
 		key := sched.PatternKey(phase)
-		m[key] = append(m[key], savedSchedule{phase, pl})
+		switch {
+		case len(m[key]) >= room[key]:
+			log.Debug("skipped a saved exchange schedule", slog.Int("index", k), slog.String("reason", "no superstep of its pattern left to serve"))
+			continue
+		case slices.ContainsFunc(m[key], func(s savedSchedule) bool { return reflect.DeepEqual(l.saved[s.index], e) }):
+			log.Debug("skipped a saved exchange schedule", slog.Int("index", k), slog.String("reason", "a copy of one before it"))
+			continue
+		}
+		m[key] = append(m[key], savedSchedule{k, phase, pl})
 	}
 	return m
 }

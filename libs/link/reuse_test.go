@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,6 +138,29 @@ func TestExchangeReuseRefused(t *testing.T) {
 	}
 	if l2.st.FromState != 2 || l2.st.ReusedExchanges != 2 || l2.st.RefusedReuses != 0 {
 		t.Fatalf("with the saved schedules: %d from them, %d reused, %d refused; want 2, 2 and 0", l2.st.FromState, l2.st.ReusedExchanges, l2.st.RefusedReuses)
+	}
+	// A plan from elsewhere that repeats the first's schedule: its copies
+	// are skipped, and the third's still serves.
+	repeated := slices.Repeat(l.st.Saved[:1], 50)
+	l3 := &linker{p: p, tiles: map[int]*tile{}, prog: program(), saved: append(repeated, l.st.Saved[1])}
+	if err := l3.lowerExchanges(slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if l3.st.FromState != 2 || l3.st.ReusedExchanges != 2 || l3.st.RefusedReuses != 0 {
+		t.Fatalf("with copies of a saved schedule: %d from them, %d reused, %d refused; want 2, 2 and 0", l3.st.FromState, l3.st.ReusedExchanges, l3.st.RefusedReuses)
+	}
+	// A pattern keeps no more schedules than the program has supersteps
+	// of it.
+	one := &linker{p: p, tiles: map[int]*tile{}, saved: l.st.Saved}
+	xs := make([]sched.Transfer, 0, 3)
+	for _, x := range l.prog.Steps[0].Xfers {
+		xs = append(xs, x.Sched())
+	}
+	for n, want := range []int{0, 1, 2, 2} {
+		byKey := one.savedByPattern(slog.New(slog.DiscardHandler), slices.Repeat([][]sched.Transfer{xs}, n))
+		if got := len(byKey[sched.PatternKey(xs)]); got != want || len(byKey) > 1 {
+			t.Errorf("%d supersteps of the pattern keep %d saved schedules (%d patterns), want %d", n, got, len(byKey), want)
+		}
 	}
 	for _, i := range []int{0, 2, 3, 4} {
 		if diff := cmp.Diff(l.exch[i], l2.exch[i]); diff != "" {
