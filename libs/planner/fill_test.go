@@ -415,3 +415,53 @@ func TestDeepRefit(t *testing.T) {
 		}
 	}
 }
+
+// TestDeepKeepRetry: a deep start that keeps too few splits a product
+// starts again with all of them. A feed-forward pair on 48 tiles whose
+// start keeping 2 splits a product overflows the interleaved region
+// (and keeping 3 does not) is planned with deepKeep 2 as a model of
+// many products: startFitting starts again keeping startKeep, and its
+// point fits and costs no more than that start's. (Without the retry,
+// the spread after the start happens to reach the same cost here: what
+// fails then is the keep.)
+func TestDeepKeepRetry(t *testing.T) {
+	keep, many := deepKeep, manyProducts
+	defer func() { deepKeep, manyProducts = keep, many }()
+	deepKeep, manyProducts = 2, 0
+	p := arch.MustLookup("ipu21")
+	g := ffnGraph(t, 128, 768, 3072)
+	planAt := func(keep int) *result {
+		pl, err := newPlanner(g, p, 48)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pl.wide {
+			t.Fatal("a wide start")
+		}
+		pl.keep = keep
+		_, r, err := pl.start(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := planAt(deepKeep); r.il.Bytes == 0 {
+		t.Fatalf("the start keeping %d splits fits (%d cycles): the test needs one that does not", deepKeep, r.total)
+	}
+	all := planAt(startKeep)
+	if all.il.Bytes > 0 {
+		t.Fatalf("the start keeping %d splits overflows the interleaved region by %d bytes", startKeep, all.il.Bytes)
+	}
+	pl, err := newPlanner(g, p, 48)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, r, err := pl.startFitting()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.keep != startKeep || r.il.Bytes > 0 || r.cost() > all.cost() {
+		t.Fatalf("startFitting kept %d splits a product: %d cycles, %d bytes over the interleaved region; want %d, at most %d cycles, 0 bytes",
+			pl.keep, r.cost(), r.il.Bytes, startKeep, all.cost())
+	}
+}

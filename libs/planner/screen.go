@@ -259,8 +259,8 @@ const (
 // or 6, in 39.6, 45.4 and 45.4 s; a feed-forward pair on 128 tiles
 // (tests) refits to 116,823 cycles from 6, 120,461 from 3. A start
 // whose point none of the fewer fits starts again keeping startKeep
-// (startFitting).
-const (
+// (startFitting). Variables, for tests.
+var (
 	deepKeep     = 3
 	manyProducts = 24
 )
