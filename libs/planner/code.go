@@ -134,8 +134,9 @@ func rowsOn(halved map[int][]layout.Piece, t int) []int {
 
 // startFitting is the start (wide, then narrow when out of memory;
 // narrow for a deep model, with deepKeep splits a product when it has
-// many, then startKeep when no point of those fits) and its refit (none
-// after a wide model's narrow one), again with the halved row layouts
+// many, then startKeep when no point of those fits; narrow keeping each
+// product's first split when the one keeping more runs out of memory)
+// and its refit (none after a wide model's narrow one), again with the halved row layouts
 // on a tile whose code does not fit kept whole, as long as that is
 // some. A candidate the start refuses
 // for such a tile's code ends the start too (cheapest), not only a
@@ -161,6 +162,20 @@ func (pl *planner) startFitting() (point, *result, error) {
 		if pl.wide && errors.As(err, &me) {
 			cur, curR, err = pl.start(false)
 			wide = false
+		}
+		if errors.As(err, &me) && pl.keep > 1 {
+			// Each product took the cheapest of its splits with the later
+			// ones at their first: an early product's may leave a later
+			// one no room where every product's first split leaves it
+			// some. The start again with only those; its error is the
+			// start's with more.
+			keep := pl.keep
+			pl.keep = 1
+			if c, r, err1 := pl.start(false); err1 == nil {
+				cur, curR, err, wide = c, r, nil, false
+			} else {
+				pl.keep = keep
+			}
 		}
 		pl.starting = false
 		var ce *CodeError

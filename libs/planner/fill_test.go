@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -463,5 +464,43 @@ func TestDeepKeepRetry(t *testing.T) {
 	if pl.keep != startKeep || r.il.Bytes > 0 || r.cost() > all.cost() {
 		t.Fatalf("startFitting kept %d splits a product: %d cycles, %d bytes over the interleaved region; want %d, at most %d cycles, 0 bytes",
 			pl.keep, r.cost(), r.il.Bytes, startKeep, all.cost())
+	}
+}
+
+// TestStartFirstSplits: a start whose products each took the cheapest of
+// several splits can leave a later product no room where every
+// product's first split leaves it some. A feed-forward pair on 48 tiles
+// with 100,000 bytes a tile kept free runs out of memory keeping 6
+// splits a product and fits keeping 1: startFitting starts again with
+// those, and its point fits.
+func TestStartFirstSplits(t *testing.T) {
+	p := arch.MustLookup("ipu21")
+	g := ffnGraph(t, 128, 768, 3072)
+	reserved := func() *planner {
+		pl, err := newPlanner(g, p, 48)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl.reserve(100000)
+		return pl
+	}
+	pl := reserved()
+	var me *MemoryError
+	if _, _, err := pl.start(false); !errors.As(err, &me) {
+		t.Fatalf("the start keeping %d splits: %v; the test needs one out of memory", pl.keep, err)
+	}
+	pl = reserved()
+	pl.keep = 1
+	_, first, err := pl.start(false)
+	if err != nil || first.il.Bytes > 0 {
+		t.Fatalf("the start keeping 1 split: %v; the test needs one that fits", err)
+	}
+	pl = reserved()
+	_, r, err := pl.startFitting()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.mem != nil || r.il.Bytes > 0 || r.cost() > first.cost() {
+		t.Fatalf("startFitting: %d cycles, %v, %d bytes over the interleaved region; want at most %d cycles, fitting", r.cost(), r.mem, r.il.Bytes, first.cost())
 	}
 }
