@@ -135,8 +135,9 @@ func rowsOn(halved map[int][]layout.Piece, t int) []int {
 // startFitting is the start (wide, then narrow when out of memory;
 // narrow for a deep model, with deepKeep splits a product when it has
 // many, then startKeep when no point of those fits; narrow keeping each
-// product's first split when the one keeping more runs out of memory)
-// and its refit (none after a wide model's narrow one), again with the halved row layouts
+// product's first split when the one keeping more runs out of memory,
+// then the repair of that start's finished point, repairRoom) and its
+// refit (none after a wide model's narrow one), again with the halved row layouts
 // on a tile whose code does not fit kept whole, as long as that is
 // some. A candidate the start refuses
 // for such a tile's code ends the start too (cheapest), not only a
@@ -175,6 +176,15 @@ func (pl *planner) startFitting() (point, *result, error) {
 				cur, curR, err, wide = c, r, nil, false
 			} else {
 				pl.keep = keep
+			}
+		}
+		if errors.As(err, &me) && cur != nil {
+			c, r, ok, err1 := pl.repairRoom(cur)
+			switch {
+			case err1 != nil:
+				err = err1
+			case ok:
+				cur, curR, err, wide = c, r, nil, false
 			}
 		}
 		pl.starting = false

@@ -504,3 +504,43 @@ func TestStartFirstSplits(t *testing.T) {
 		t.Fatalf("startFitting: %d cycles, %v, %d bytes over the interleaved region; want at most %d cycles, fitting", r.cost(), r.mem, r.il.Bytes, first.cost())
 	}
 }
+
+// TestRepairRoom: feed-forward pairs whose every start runs out of
+// memory (keeping each product's first split too) on a tile count
+// between two that plan: startFitting's repair finds a point that fits
+// (repairRoom), from a start whose products were decided again after
+// the first's.
+func TestRepairRoom(t *testing.T) {
+	p := arch.MustLookup("ipu21")
+	for _, tc := range []struct {
+		rows, width, hidden int64
+		tiles               int
+	}{
+		{96, 1024, 4096, 56},
+		{200, 640, 2560, 40},
+	} {
+		g := ffnGraph(t, tc.rows, tc.width, tc.hidden)
+		for _, keep := range []int{startKeep, 1} {
+			pl, err := newPlanner(g, p, tc.tiles)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl.keep = keep
+			var me *MemoryError
+			if _, _, err := pl.start(false); !errors.As(err, &me) {
+				t.Fatalf("%+v: the start keeping %d splits: %v; the test needs one out of memory", tc, keep, err)
+			}
+		}
+		pl, err := newPlanner(g, p, tc.tiles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pt, r, err := pl.startFitting()
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		if r.mem != nil || r.il.Bytes > 0 {
+			t.Fatalf("%+v: startFitting's point %v does not fit: %v, %d bytes over the interleaved region", tc, splits(pt), r.mem, r.il.Bytes)
+		}
+	}
+}

@@ -65,6 +65,8 @@ func (pr *product) otherOrder(d plan.Decision) (plan.Decision, bool) {
 // wide start also prices splits that copy constants further (see
 // candidates); the products it decides first may leave the later ones
 // no room, so the caller starts again narrow when it runs out of memory.
+// A finished point out of memory is returned with its result and the
+// MemoryError (repairRoom's start).
 func (pl *planner) start(wide bool) (point, *result, error) {
 	pt := make(point, len(pl.products))
 	cands := make([][]plan.Decision, len(pl.products))
@@ -154,7 +156,7 @@ func (pl *planner) start(wide bool) (point, *result, error) {
 				return nil, nil, err
 			}
 			if r.mem != nil {
-				return nil, nil, r.mem
+				return pt, r, r.mem // the finished point, for repairRoom
 			}
 			bestR = r
 		}
