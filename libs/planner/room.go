@@ -15,13 +15,19 @@ import "ipu.local/formats/plan"
 // none does). Feed-forward pairs (FP16; the start ends out of memory,
 // the repair fits): 1024 x 4096 on 56 tiles, 1,104 bytes over, 352,329
 // cycles; 640 x 2560 with 200 rows on 40 tiles, 371,840 bytes over,
-// 377,048 cycles. Each candidate costs a start of the products after
-// it, so a deep model's repair is slow, but only a plan that would
-// otherwise fail comes here.
+// 377,048 cycles (each repair prices 5 or 6 points, the starts before
+// it 12 or 13). Each candidate costs a start of the products after it,
+// so the repair prices at most as many points as the starts before it
+// did (then false: a model that does not fit fails in at most about
+// twice the time).
 func (pl *planner) repairRoom(pt point) (point, *result, bool, error) {
 	firsts := pl.classFirsts()
+	budget := pl.evals // as many more points as the starts priced
 	for n, i := range firsts {
 		for _, d := range pl.roomCandidates(i) {
+			if pl.evals >= 2*budget {
+				return nil, nil, false, nil
+			}
 			q := pt.clone()
 			pl.decide(q, i, d)
 			for _, j := range firsts[n+1:] {
