@@ -18,8 +18,9 @@ import "ipu.local/formats/plan"
 // 377,048 cycles (each repair prices 5 or 6 points, the starts before
 // it 12 or 13). Each candidate costs a start of the products after it,
 // so the repair prices at most as many points as the starts before it
-// did (then false: a model that does not fit fails in at most about
-// twice the time).
+// did, their retries included (then false): a model that does not fit
+// reports so later, by the retry and the repair (a ResNet-18 of width 8
+// at 64x64 on 5 tiles: 0.8 s instead of 0.3 s).
 func (pl *planner) repairRoom(pt point) (point, *result, bool, error) {
 	firsts := pl.classFirsts()
 	budget := pl.evals // as many more points as the starts priced
