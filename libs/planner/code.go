@@ -132,61 +132,19 @@ func rowsOn(halved map[int][]layout.Piece, t int) []int {
 	return out
 }
 
-// startFitting is the start (wide, then narrow when out of memory;
-// narrow for a deep model, with deepKeep splits a product when it has
-// many, then startKeep when no point of those fits; narrow keeping each
-// product's first split when the one keeping more runs out of memory,
-// then the repair of that start's finished point, repairRoom) and its
-// refit (none after a wide model's narrow one), again with the halved row layouts
-// on a tile whose code does not fit kept whole, as long as that is
-// some. A candidate the start refuses
-// for such a tile's code ends the start too (cheapest), not only a
-// product none of whose candidates fit: halving rows is worth less
-// than the splits it would rule out (a 12-layer BERT-base FP16 encoder
-// whose halved softmax inputs left the attention scores one split of
-// six: 970,543 estimated cycles; whole: 945,133). The points priced
-// before are forgotten: their plans change.
+// startFitting is the start (startAny) and its refit (none after a
+// wide model's narrow start), again with the halved row layouts on a
+// tile whose code does not fit kept whole, as long as that is some. A
+// candidate the start refuses for such a tile's code ends the start too
+// (cheapest), not only a product none of whose candidates fit: halving
+// rows is worth less than the splits it would rule out (a 12-layer
+// BERT-base FP16 encoder whose halved softmax inputs left the attention
+// scores one split of six: 970,543 estimated cycles; whole: 945,133).
+// The points priced before are forgotten: their plans change.
 func (pl *planner) startFitting() (point, *result, error) {
 	for {
 		pl.starting = true
-		if !pl.wide && len(pl.products) > manyProducts {
-			pl.keep = deepKeep
-		}
-		cur, curR, err := pl.start(pl.wide)
-		wide := pl.wide
-		var me *MemoryError
-		if pl.keep < startKeep && (errors.As(err, &me) || err == nil && curR.il.Bytes > 0) {
-			// None of the fewer candidates fit: all of them.
-			pl.keep = startKeep
-			cur, curR, err = pl.start(false)
-		}
-		if pl.wide && errors.As(err, &me) {
-			cur, curR, err = pl.start(false)
-			wide = false
-		}
-		if errors.As(err, &me) && pl.keep > 1 {
-			// Each product took the cheapest of its splits with the later
-			// ones at their first: an early product's may leave a later
-			// one no room where every product's first split leaves it
-			// some. The start again with only those; its error is the
-			// start's with more.
-			keep := pl.keep
-			pl.keep = 1
-			if c, r, err1 := pl.start(false); err1 == nil {
-				cur, curR, err, wide = c, r, nil, false
-			} else {
-				pl.keep = keep
-			}
-		}
-		if errors.As(err, &me) && cur != nil {
-			c, r, ok, err1 := pl.repairRoom(cur)
-			switch {
-			case err1 != nil:
-				err = err1
-			case ok:
-				cur, curR, err, wide = c, r, nil, false
-			}
-		}
+		cur, curR, wide, err := pl.startAny()
 		pl.starting = false
 		var ce *CodeError
 		if !errors.As(err, &ce) || len(ce.Rows) == 0 {
@@ -206,6 +164,54 @@ func (pl *planner) startFitting() (point, *result, error) {
 		}
 		pl.cache, pl.programs, pl.counted = map[string]*result{}, map[programPrint]pricing{}, map[string]bool{}
 	}
+}
+
+// startAny is the first start that fits, and whether it is a wide one:
+// wide, then narrow when out of memory; narrow for a deep model, with
+// deepKeep splits a product when it has many, then startKeep when no
+// point of those fits; a narrow start out of memory again keeping each
+// product's first split, then the repair of its finished point
+// (repairRoom). The error is the last start's with the most candidates.
+func (pl *planner) startAny() (point, *result, bool, error) {
+	if !pl.wide && len(pl.products) > manyProducts {
+		pl.keep = deepKeep
+	}
+	cur, curR, err := pl.start(pl.wide)
+	wide := pl.wide
+	var me *MemoryError
+	if pl.keep < startKeep && (errors.As(err, &me) || err == nil && curR.il.Bytes > 0) {
+		// None of the fewer candidates fit: all of them.
+		pl.keep = startKeep
+		cur, curR, err = pl.start(false)
+	}
+	if pl.wide && errors.As(err, &me) {
+		cur, curR, err = pl.start(false)
+		wide = false
+	}
+	if !errors.As(err, &me) {
+		return cur, curR, wide, err
+	}
+	// Each product took the cheapest of its splits with the later ones
+	// at their first: an early product's may leave a later one no room
+	// where every product's first split leaves it some.
+	if keep := pl.keep; keep > 1 {
+		pl.keep = 1
+		if c, r, err1 := pl.start(false); err1 == nil {
+			return c, r, false, nil
+		}
+		pl.keep = keep
+	}
+	if cur == nil {
+		return cur, curR, wide, err
+	}
+	c, r, ok, err1 := pl.repairRoom(cur)
+	switch {
+	case err1 != nil:
+		return nil, nil, false, err1
+	case ok:
+		return c, r, false, nil
+	}
+	return cur, curR, wide, err
 }
 
 // codeRoom returns the fewest bytes a tile of pt's program keeps free
