@@ -157,24 +157,36 @@ func ffnGraph(t *testing.T, rows, width, hidden int64) *graph.Graph {
 	return canonical(t, b)
 }
 
+// ffnCase is a feed-forward pair (ffnGraph) on a count of ipu21's tiles.
+type ffnCase struct {
+	rows, width, hidden int64
+	tiles               int
+}
+
+// planner returns a planner of the pair, with reserve bytes of every
+// tile kept free.
+func (c ffnCase) planner(t *testing.T, reserve int64) *planner {
+	t.Helper()
+	pl, err := newPlanner(ffnGraph(t, c.rows, c.width, c.hidden), arch.MustLookup("ipu21"), c.tiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl.reserve(reserve)
+	return pl
+}
+
 // TestRefitImproves: on feed-forward pairs of several shapes, from the
 // start's point with the second product's split halved along k (half
 // the tiles idle), the refit pass takes a cheaper point whose splits fit
 // their tile ranges; from the start's own point it never returns a
 // dearer one.
 func TestRefitImproves(t *testing.T) {
-	for _, tc := range []struct {
-		rows, width, hidden int64
-		tiles               int
-	}{
+	for _, tc := range []ffnCase{
 		{128, 768, 3072, 1472},
 		{96, 512, 2048, 1472},
 		{200, 320, 1280, 736},
 	} {
-		pl, err := newPlanner(ffnGraph(t, tc.rows, tc.width, tc.hidden), arch.MustLookup("ipu21"), tc.tiles)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pl := tc.planner(t, 0)
 		if !pl.wide {
 			t.Fatalf("%+v: not a wide start", tc)
 		}
@@ -378,18 +390,12 @@ func TestRefitSecondRound(t *testing.T) {
 // room on every tile; the search's start is the refitted point or a
 // cheaper one.
 func TestDeepRefit(t *testing.T) {
-	for _, tc := range []struct {
-		rows, width, hidden int64
-		tiles               int
-	}{
+	for _, tc := range []ffnCase{
 		{128, 768, 3072, 128},
 		{96, 512, 2048, 64},
 		{200, 320, 1280, 24},
 	} {
-		pl, err := newPlanner(ffnGraph(t, tc.rows, tc.width, tc.hidden), arch.MustLookup("ipu21"), tc.tiles)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pl := tc.planner(t, 0)
 		if pl.wide {
 			t.Fatalf("%+v: a wide start", tc)
 		}
@@ -429,13 +435,9 @@ func TestDeepKeepRetry(t *testing.T) {
 	keep, many := deepKeep, manyProducts
 	defer func() { deepKeep, manyProducts = keep, many }()
 	deepKeep, manyProducts = 2, 0
-	p := arch.MustLookup("ipu21")
-	g := ffnGraph(t, 128, 768, 3072)
+	pair := ffnCase{128, 768, 3072, 48}
 	planAt := func(keep int) *result {
-		pl, err := newPlanner(g, p, 48)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pl := pair.planner(t, 0)
 		if pl.wide {
 			t.Fatal("a wide start")
 		}
@@ -453,10 +455,7 @@ func TestDeepKeepRetry(t *testing.T) {
 	if all.il.Bytes > 0 {
 		t.Fatalf("the start keeping %d splits overflows the interleaved region by %d bytes", startKeep, all.il.Bytes)
 	}
-	pl, err := newPlanner(g, p, 48)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pl := pair.planner(t, 0)
 	_, r, err := pl.startFitting()
 	if err != nil {
 		t.Fatal(err)
@@ -474,28 +473,19 @@ func TestDeepKeepRetry(t *testing.T) {
 // splits a product and fits keeping 1: startFitting starts again with
 // those, and its point fits.
 func TestStartFirstSplits(t *testing.T) {
-	p := arch.MustLookup("ipu21")
-	g := ffnGraph(t, 128, 768, 3072)
-	reserved := func() *planner {
-		pl, err := newPlanner(g, p, 48)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pl.reserve(100000)
-		return pl
-	}
-	pl := reserved()
+	pair := ffnCase{128, 768, 3072, 48}
+	pl := pair.planner(t, 100000)
 	var me *MemoryError
 	if _, _, err := pl.start(false); !errors.As(err, &me) {
 		t.Fatalf("the start keeping %d splits: %v; the test needs one out of memory", pl.keep, err)
 	}
-	pl = reserved()
+	pl = pair.planner(t, 100000)
 	pl.keep = 1
 	_, first, err := pl.start(false)
 	if err != nil || first.il.Bytes > 0 {
 		t.Fatalf("the start keeping 1 split: %v; the test needs one that fits", err)
 	}
-	pl = reserved()
+	pl = pair.planner(t, 100000)
 	_, r, err := pl.startFitting()
 	if err != nil {
 		t.Fatal(err)
@@ -511,30 +501,19 @@ func TestStartFirstSplits(t *testing.T) {
 // (repairRoom), from a start whose products were decided again after
 // the first's.
 func TestRepairRoom(t *testing.T) {
-	p := arch.MustLookup("ipu21")
-	for _, tc := range []struct {
-		rows, width, hidden int64
-		tiles               int
-	}{
+	for _, tc := range []ffnCase{
 		{96, 1024, 4096, 56},
 		{200, 640, 2560, 40},
 	} {
-		g := ffnGraph(t, tc.rows, tc.width, tc.hidden)
 		for _, keep := range []int{startKeep, 1} {
-			pl, err := newPlanner(g, p, tc.tiles)
-			if err != nil {
-				t.Fatal(err)
-			}
+			pl := tc.planner(t, 0)
 			pl.keep = keep
 			var me *MemoryError
 			if _, _, err := pl.start(false); !errors.As(err, &me) {
 				t.Fatalf("%+v: the start keeping %d splits: %v; the test needs one out of memory", tc, keep, err)
 			}
 		}
-		pl, err := newPlanner(g, p, tc.tiles)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pl := tc.planner(t, 0)
 		pt, r, err := pl.startFitting()
 		if err != nil {
 			t.Fatalf("%+v: %v", tc, err)
