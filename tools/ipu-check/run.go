@@ -165,6 +165,12 @@ func check(c *cli.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	// A device that does not exist is refused before the host reference
+	// is computed (seconds on a large model) and before its lock file is
+	// made: a check leaves nothing behind.
+	if err := deviceExists(o.dev); err != nil {
+		return err
+	}
 	refs, err := reference(o, pkg, log, out)
 	if err != nil {
 		return err
@@ -176,11 +182,6 @@ func check(c *cli.Context, o *options) error {
 			slog.String("derivation", tol.Derivation))
 	}
 
-	// A device that does not exist is refused before its lock file is
-	// made: a check leaves nothing behind.
-	if err := deviceExists(o.dev); err != nil {
-		return err
-	}
 	lock, err := device.Acquire(o.lock, o.lockTimeout, log)
 	if err != nil {
 		return err
