@@ -11,6 +11,10 @@ import (
 )
 
 func TestDump(t *testing.T) {
+	aPlan := filepath.Join(t.TempDir(), "model.plan")
+	if err := os.WriteFile(aPlan, []byte("{\n  \"format\": \"ipu-plan/1\"\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		args   []string
@@ -28,6 +32,7 @@ func TestDump(t *testing.T) {
 			"  tile 2: code 4 exchange 0 constants 0 variables 0 profile 0 stacks 0 used 4 (0.0%) free 637868\n", ""},
 		{"memory of a package", []string{"--memory", "../../formats/ipuexe/testdata/full.ipuexe"}, 1, "", "--memory: not an object"},
 		{"not an artifact", []string{"main.go"}, 1, "", "not an object, package or profile"},
+		{"a plan", []string{aPlan}, 1, "", aPlan + ": a plan, not an object, package or profile (a plan is JSON to read as it is; ipu-diff compares two)"},
 		{"missing file", []string{"nope.ipuobj"}, 1, "", "nope.ipuobj"},
 		{"no argument", nil, 2, "", "want exactly one FILE"},
 	}

@@ -13,6 +13,7 @@ import (
 	"ipu.local/formats/obj"
 	"ipu.local/formats/profile"
 	"ipu.local/libs/arch"
+	"ipu.local/libs/artdiff"
 	"ipu.local/libs/asm"
 	"ipu.local/libs/toolrun"
 )
@@ -58,6 +59,9 @@ func dump(path string, out io.Writer) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		return ipuexe.Dump(w, p, ipuexe.DumpOptions{Disasm: disasm})
+	case artdiff.Detect(data) != nil:
+		// A plan: JSON to read as it is, or to compare with ipu-diff.
+		return fmt.Errorf("%s: a %s, not an object, package or profile (a plan is JSON to read as it is; ipu-diff compares two)", path, artdiff.Detect(data).Name)
 	default:
 		p, err := profile.Read(data)
 		if err != nil {
