@@ -15,6 +15,7 @@ import (
 
 	"ipu.local/formats/ipuexe"
 	"ipu.local/formats/profile"
+	"ipu.local/libs/artdiff"
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/device"
 	"ipu.local/libs/pack"
@@ -368,6 +369,9 @@ func readPackage(path string, images bool) (*ipuexe.Package, string, error) {
 	toolrun.ExpectHeap(heapPerPackageByte * int64(len(data)))
 	fingerprint := par.Background(func() string { return ipuexe.Fingerprint(data) })
 	// Decompression is bounded by the memory of the package's architecture.
+	if err := artdiff.NotKind(data, "package"); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
 	pkg, err := ipuexe.ReadWith(data, ipuexe.ReadOptions{Limits: pack.Limits, NoImages: !images})
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)

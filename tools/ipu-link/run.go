@@ -10,6 +10,7 @@ import (
 
 	"ipu.local/formats/obj"
 	"ipu.local/formats/plan"
+	"ipu.local/libs/artdiff"
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/link"
 	"ipu.local/libs/onnx"
@@ -61,6 +62,9 @@ func linkPlan(log *slog.Logger, in, out, model, state string) error {
 	// them), unpacked as reading validates them, unless a search state
 	// is given.
 	fingerprint := par.Background(func() string { return plan.Fingerprint(data) })
+	if err := artdiff.NotKind(data, "plan"); err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
 	pl, saved, err := plan.ReadWithSchedules(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)

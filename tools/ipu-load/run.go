@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"ipu.local/formats/ipuexe"
+	"ipu.local/libs/artdiff"
 	"ipu.local/libs/device"
 	"ipu.local/libs/pack"
 	"ipu.local/libs/par"
@@ -71,6 +72,9 @@ func load(c *cli.Context, in, dev, lockPath string, timeout time.Duration, crash
 	toolrun.ExpectHeap(heapPerPackageByte * int64(len(data)))
 	hash := par.Background(func() string { return ipuexe.Fingerprint(data) })
 	// Decompression is bounded by the memory of the package's architecture.
+	if err := artdiff.NotKind(data, "package"); err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
 	pkg, err := ipuexe.ReadWith(data, ipuexe.ReadOptions{Limits: pack.Limits})
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)

@@ -11,6 +11,7 @@ import (
 	"ipu.local/formats/ipuexe"
 	"ipu.local/formats/obj"
 	"ipu.local/libs/arch"
+	"ipu.local/libs/artdiff"
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/pack"
 	"ipu.local/libs/par"
@@ -79,6 +80,9 @@ func readObject(path string) (*obj.Object, string, error) {
 	}
 	toolrun.ExpectHeap(heapPerObjectByte * int64(len(data)))
 	fingerprint := par.Background(func() string { return obj.Fingerprint(data) })
+	if err := artdiff.NotKind(data, "object"); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
 	o, err := obj.Read(data)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)

@@ -12,6 +12,7 @@ import (
 
 	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
+	"ipu.local/libs/artdiff"
 	"ipu.local/libs/onnx"
 	"ipu.local/libs/toolrun"
 	"ipu.local/tools/internal/progress"
@@ -67,7 +68,11 @@ func mergeAction(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("read model: %w", err)
 	}
-	m, err := onnx.ReadModel(data)
+	err = artdiff.NotKind(data, "model")
+	var m *onnx.Model
+	if err == nil {
+		m, err = onnx.ReadModel(data)
+	}
 	if err == nil {
 		err = m.LoadExternal(filepath.Dir(model))
 	}

@@ -15,6 +15,7 @@ import (
 
 	"ipu.local/formats/plan"
 	"ipu.local/libs/arch"
+	"ipu.local/libs/artdiff"
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/graph"
 	"ipu.local/libs/link"
@@ -146,7 +147,11 @@ func planModel(log *slog.Logger, cfg config) error {
 		return fmt.Errorf("read model: %w", err)
 	}
 	toolrun.ExpectHeap(heapPerModelByte * int64(len(data)))
-	m, err := onnx.ReadModel(data)
+	err = artdiff.NotKind(data, "model")
+	var m *onnx.Model
+	if err == nil {
+		m, err = onnx.ReadModel(data)
+	}
 	if err == nil {
 		err = m.LoadExternal(filepath.Dir(cfg.model))
 	}
