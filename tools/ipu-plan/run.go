@@ -88,6 +88,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 				if cfg.shard, cfg.shards, err = parseShard(c.String("shard")); err != nil {
 					return err
 				}
+				if cfg.state == "" {
+					toolrun.Logger(c).Warn("--shard without --state: the shard's search state is not saved, so ipu-plan --merge cannot join it", slog.String("shard", c.String("shard")))
+				}
 			}
 			if err := progress.Check(c.String("progress")); err != nil {
 				return toolrun.Usagef("%v", err)
