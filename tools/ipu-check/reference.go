@@ -56,19 +56,27 @@ type refResult struct {
 
 // reference prepares what the inferences are checked against: the test
 // data of --data, or else a host reference evaluation of the model the
-// package carries.
-func reference(o *options, pkg *ipuexe.Package, log *slog.Logger, out io.Writer) (*references, error) {
+// package carries. before, when not nil, runs once the package's model
+// or the test data are read and checked, before the model is evaluated
+// (check's early look at the device); its error is reference's.
+func reference(o *options, pkg *ipuexe.Package, log *slog.Logger, out io.Writer, before func() error) (*references, error) {
+	if before == nil {
+		before = func() error { return nil }
+	}
 	if o.data == "" {
 		if len(pkg.Host.Model) == 0 {
 			return nil, toolrun.Usagef("package carries no model (an assembly program): give --data DIR")
 		}
-		return hostReference(o, pkg, log, out)
+		return hostReference(o, pkg, log, out, before)
 	}
 	log.Debug("reference from test data; --seed, --reference-precision and --threads do not apply",
 		slog.Uint64("seed", o.seed), slog.String("reference_precision", o.precision), slog.Int("threads", o.threads))
 	start := time.Now()
 	sets, err := readDataSets(o.data, pkg, o.inferences, log)
 	if err != nil {
+		return nil, err
+	}
+	if err := before(); err != nil {
 		return nil, err
 	}
 	log.Info("prepared reference inputs", trace.Elapsed(start))
@@ -137,7 +145,7 @@ func (r *references) wait() {
 // from the output's type and its Accumulate, whatever the precision of
 // the reference, so that a device that sums in another order than the
 // reference still passes, and nothing wider.
-func hostReference(o *options, pkg *ipuexe.Package, log *slog.Logger, out io.Writer) (*references, error) {
+func hostReference(o *options, pkg *ipuexe.Package, log *slog.Logger, out io.Writer, before func() error) (*references, error) {
 	g, err := packageModel(pkg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: model section: %w", o.pkgPath, err)
@@ -145,6 +153,9 @@ func hostReference(o *options, pkg *ipuexe.Package, log *slog.Logger, out io.Wri
 	precision, err := hostref.ParsePrecision(o.precision)
 	if err != nil {
 		return nil, toolrun.Usagef("--reference-precision: %v", err)
+	}
+	if err := before(); err != nil {
+		return nil, err
 	}
 	threads := o.threads
 	if threads == 0 {

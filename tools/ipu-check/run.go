@@ -172,7 +172,21 @@ func check(c *cli.Context, o *options) error {
 	if err := deviceExists(o.dev); err != nil {
 		return err
 	}
-	refs, err := reference(o, pkg, log, out)
+	var hw deviceHold
+	defer hw.release()
+	// A device whose header says, read without the lock, that it cannot
+	// run this package (not loaded, or loaded with another) is taken and
+	// its session started once the package's model (or the test data) is
+	// checked and before the reference is evaluated, so that its refusal
+	// comes at once. A load running now may change that: under the lock
+	// the session decides, and the reference follows if it starts.
+	early := func() error {
+		if runs(o.dev, fingerprint) {
+			return nil
+		}
+		return hw.start(o, pkg, fingerprint, log)
+	}
+	refs, err := reference(o, pkg, log, out, early)
 	if err != nil {
 		return err
 	}
@@ -182,25 +196,12 @@ func check(c *cli.Context, o *options) error {
 		log.Info("tolerance", slog.String("output", t.Name), slog.Float64("atol", tol.Abs),
 			slog.String("derivation", tol.Derivation))
 	}
-
-	lock, err := device.Acquire(o.lock, o.lockTimeout, log)
-	if err != nil {
-		return err
+	if hw.s == nil {
+		if err := hw.start(o, pkg, fingerprint, log); err != nil {
+			return err
+		}
 	}
-	defer lock.Release()
-	d, err := openDevice(o.dev)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-
-	s, err := d.NewSession(pkg, fingerprint, log)
-	if err != nil {
-		return err
-	}
-	if err := s.Attach(pkg.Host.Pages); err != nil {
-		return fmt.Errorf("device %s: %w", o.dev, err)
-	}
+	s := hw.s
 
 	var t tally
 	bar := progress.New(c.String("progress"), c.App.ErrWriter, o.inferences, "inferences")
@@ -227,7 +228,7 @@ func check(c *cli.Context, o *options) error {
 	if err := trace.Result(out, "package", o.pkgPath, "tiles", pkg.Tiles, "hardwareTest", hardware); err != nil {
 		return err
 	}
-	if err := d.Close(); err != nil {
+	if err := hw.d.Close(); err != nil {
 		return err
 	}
 	if numerical == "FAIL" || hardware == "FAIL" {
@@ -386,6 +387,58 @@ func readPackage(path string, images bool) (*ipuexe.Package, string, error) {
 	// 459 MB, its model 216 MB).
 	pkg.Host.Model = bytes.Clone(pkg.Host.Model)
 	return pkg, fingerprint(), nil
+}
+
+// deviceHold is a check's hold on the device: its lock, the open device
+// and the session with the package.
+type deviceHold struct {
+	lock *device.Lock
+	d    *device.Device
+	s    *device.Session
+}
+
+// start takes the device's lock, opens it and starts the session with
+// the package, its host pages attached.
+func (hw *deviceHold) start(o *options, pkg *ipuexe.Package, fingerprint string, log *slog.Logger) error {
+	lock, err := device.Acquire(o.lock, o.lockTimeout, log)
+	if err != nil {
+		return err
+	}
+	hw.lock = lock
+	if hw.d, err = openDevice(o.dev); err != nil {
+		return err
+	}
+	s, err := hw.d.NewSession(pkg, fingerprint, log)
+	if err != nil {
+		return err
+	}
+	if err := s.Attach(pkg.Host.Pages); err != nil {
+		return fmt.Errorf("device %s: %w", o.dev, err)
+	}
+	hw.s = s
+	return nil
+}
+
+// release closes the device and releases its lock, whichever start got.
+func (hw *deviceHold) release() {
+	if hw.d != nil {
+		hw.d.Close()
+	}
+	if hw.lock != nil {
+		hw.lock.Release()
+	}
+}
+
+// runs reports whether the device's header, read without the lock, says
+// it runs the package of fingerprint (a hint: the session decides).
+func runs(path, fingerprint string) bool {
+	d, err := device.Open(path)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	fp, _, err := d.Loaded()
+	return err == nil && fp == fingerprint
 }
 
 // openDevice opens an existing device.
