@@ -24,6 +24,7 @@ func TestNotKind(t *testing.T) {
 		{pkg, "object", "a package (written by ipu-pack or ipu-as), not an object (written by ipu-link)"},
 		{plan, "package", "a plan (written by ipu-plan), not a package (written by ipu-pack or ipu-as)"},
 		{object, "model", "an object (written by ipu-link), not an ONNX model"},
+		{pkg, "profile", "a package (written by ipu-pack or ipu-as), not a profile (written by ipu-check --profile)"},
 	} {
 		err := NotKind(tc.data, tc.want)
 		got := ""

@@ -382,7 +382,8 @@ func TestBadInput(t *testing.T) {
 		{"truncated plan", []string{"--plan", truncated}, "truncated.plan: "},
 		{"object of another plan", []string{"--plan", otherPlan, "--object", a.object}, "model.ipuobj: linked from "},
 		{"missing profile", []string{"--profile", filepath.Join(dir, "none.capnp")}, "none.capnp: no such file"},
-		{"plan as profile", []string{"--profile", a.plan}, "model.plan: profile"},
+		{"plan as profile", []string{"--profile", a.plan}, "model.plan: a plan (written by ipu-plan), not a profile (written by ipu-check --profile)"},
+		{"object as plan", []string{"--plan", a.object}, "model.ipuobj: an object (written by ipu-link), not a plan (written by ipu-plan)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, "out", "report")

@@ -13,6 +13,7 @@ import (
 	"ipu.local/formats/plan"
 	"ipu.local/formats/profile"
 	"ipu.local/libs/arch"
+	"ipu.local/libs/artdiff"
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/toolrun"
 )
@@ -68,6 +69,9 @@ func load(planPath, objPath, profPath string) (*inputs, error) {
 		if err != nil {
 			return nil, oneErr(err)
 		}
+		if err := artdiff.NotKind(data, "plan"); err != nil {
+			return nil, fmt.Errorf("%s: %w", planPath, err)
+		}
 		if in.plan, err = plan.Read(data); err != nil {
 			return nil, fmt.Errorf("%s: %w", planPath, err)
 		}
@@ -77,6 +81,9 @@ func load(planPath, objPath, profPath string) (*inputs, error) {
 		data, err := os.ReadFile(objPath)
 		if err != nil {
 			return nil, oneErr(err)
+		}
+		if err := artdiff.NotKind(data, "object"); err != nil {
+			return nil, fmt.Errorf("%s: %w", objPath, err)
 		}
 		if in.obj, err = obj.Read(data); err != nil {
 			return nil, fmt.Errorf("%s: %w", objPath, err)
@@ -89,6 +96,9 @@ func load(planPath, objPath, profPath string) (*inputs, error) {
 		data, err := os.ReadFile(profPath)
 		if err != nil {
 			return nil, oneErr(err)
+		}
+		if err := artdiff.NotKind(data, "profile"); err != nil {
+			return nil, fmt.Errorf("%s: %w", profPath, err)
 		}
 		if in.prof, err = profile.Read(data); err != nil {
 			return nil, fmt.Errorf("%s: %w", profPath, err)
