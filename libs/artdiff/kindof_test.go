@@ -20,11 +20,12 @@ func TestNotKind(t *testing.T) {
 		{object, "object", ""},
 		{pkg, "package", ""},
 		{[]byte("\x08\x07junk"), "plan", ""},
-		{object, "plan", "an object (written by ipu-link), not a plan (written by ipu-plan)"},
-		{pkg, "object", "a package (written by ipu-pack or ipu-as), not an object (written by ipu-link)"},
-		{plan, "package", "a plan (written by ipu-plan), not a package (written by ipu-pack or ipu-as)"},
-		{object, "model", "an object (written by ipu-link), not an ONNX model"},
-		{pkg, "profile", "a package (written by ipu-pack or ipu-as), not a profile (written by ipu-check --profile)"},
+		{object, "plan", "an object (written by ipu-link or ipu-as), not a plan (written by ipu-plan)"},
+		{pkg, "object", "a package (written by ipu-pack), not an object (written by ipu-link or ipu-as)"},
+		{plan, "package", "a plan (written by ipu-plan), not a package (written by ipu-pack)"},
+		{object, "ONNX model", "an object (written by ipu-link or ipu-as), not an ONNX model"},
+		{pkg, "assembly source", "a package (written by ipu-pack), not an assembly source"},
+		{pkg, "profile", "a package (written by ipu-pack), not a profile (written by ipu-check --profile)"},
 	} {
 		err := NotKind(tc.data, tc.want)
 		got := ""

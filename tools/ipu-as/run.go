@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"ipu.local/formats/obj"
+	"ipu.local/libs/artdiff"
 	"ipu.local/libs/asm"
 	"ipu.local/libs/atomicfile"
 	"ipu.local/libs/toolrun"
@@ -47,6 +48,9 @@ func assemble(in, out, archName string) error {
 	src, err := os.ReadFile(in)
 	if err != nil {
 		return fmt.Errorf("read source: %w", err)
+	}
+	if err := artdiff.NotKind(src, "assembly source"); err != nil {
+		return fmt.Errorf("%s: %w", in, err)
 	}
 	o, err := asm.Assemble(in, src, asm.Options{Arch: archName, Compiler: toolrun.Version})
 	if err != nil {

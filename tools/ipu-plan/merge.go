@@ -68,7 +68,7 @@ func mergeAction(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("read model: %w", err)
 	}
-	err = artdiff.NotKind(data, "model")
+	err = artdiff.NotKind(data, "ONNX model")
 	var m *onnx.Model
 	if err == nil {
 		m, err = onnx.ReadModel(data)

@@ -150,7 +150,7 @@ func planModel(log *slog.Logger, cfg config) error {
 		return fmt.Errorf("read model: %w", err)
 	}
 	toolrun.ExpectHeap(heapPerModelByte * int64(len(data)))
-	err = artdiff.NotKind(data, "model")
+	err = artdiff.NotKind(data, "ONNX model")
 	var m *onnx.Model
 	if err == nil {
 		m, err = onnx.ReadModel(data)

@@ -383,7 +383,7 @@ func TestBadInput(t *testing.T) {
 		{"object of another plan", []string{"--plan", otherPlan, "--object", a.object}, "model.ipuobj: linked from "},
 		{"missing profile", []string{"--profile", filepath.Join(dir, "none.capnp")}, "none.capnp: no such file"},
 		{"plan as profile", []string{"--profile", a.plan}, "model.plan: a plan (written by ipu-plan), not a profile (written by ipu-check --profile)"},
-		{"object as plan", []string{"--plan", a.object}, "model.ipuobj: an object (written by ipu-link), not a plan (written by ipu-plan)"},
+		{"object as plan", []string{"--plan", a.object}, "model.ipuobj: an object (written by ipu-link or ipu-as), not a plan (written by ipu-plan)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, "out", "report")
