@@ -367,12 +367,12 @@ func readPackage(path string, images bool) (*ipuexe.Package, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("read package: %w", err)
 	}
-	toolrun.ExpectHeap(heapPerPackageByte * int64(len(data)))
-	fingerprint := par.Background(func() string { return ipuexe.Fingerprint(data) })
-	// Decompression is bounded by the memory of the package's architecture.
 	if err := artdiff.NotKind(data, "package"); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
+	toolrun.ExpectHeap(heapPerPackageByte * int64(len(data)))
+	fingerprint := par.Background(func() string { return ipuexe.Fingerprint(data) })
+	// Decompression is bounded by the memory of the package's architecture.
 	pkg, err := ipuexe.ReadWith(data, ipuexe.ReadOptions{Limits: pack.Limits, NoImages: !images})
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)

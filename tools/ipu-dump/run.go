@@ -59,9 +59,8 @@ func dump(path string, out io.Writer) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		return ipuexe.Dump(w, p, ipuexe.DumpOptions{Disasm: disasm})
-	case artdiff.Detect(data) != nil:
-		// A plan: JSON to read as it is, or to compare with ipu-diff.
-		return fmt.Errorf("%s: a %s, not an object, package or profile (a plan is JSON to read as it is; ipu-diff compares two)", path, artdiff.Detect(data).Name)
+	case artdiff.Detect(data) != nil: // objects and packages are matched above: a plan
+		return fmt.Errorf("%s: a plan, not an object, package or profile (a plan is JSON to read as it is; ipu-diff compares two)", path)
 	default:
 		p, err := profile.Read(data)
 		if err != nil {

@@ -57,14 +57,14 @@ func linkPlan(log *slog.Logger, in, out, model, state string) error {
 	if err != nil {
 		return fmt.Errorf("read plan: %w", err)
 	}
+	if err := artdiff.NotKind(data, "plan"); err != nil {
+		return fmt.Errorf("%s: %w", in, err)
+	}
 	toolrun.ExpectHeap(heapPerPlanByte * int64(len(data)))
 	// The plan's own exchange schedules (ipu-plan's validation link made
 	// them), unpacked as reading validates them, unless a search state
 	// is given.
 	fingerprint := par.Background(func() string { return plan.Fingerprint(data) })
-	if err := artdiff.NotKind(data, "plan"); err != nil {
-		return fmt.Errorf("%s: %w", in, err)
-	}
 	pl, saved, err := plan.ReadWithSchedules(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)

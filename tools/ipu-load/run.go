@@ -69,12 +69,12 @@ func load(c *cli.Context, in, dev, lockPath string, timeout time.Duration, crash
 	if err != nil {
 		return fmt.Errorf("read package: %w", err)
 	}
-	toolrun.ExpectHeap(heapPerPackageByte * int64(len(data)))
-	hash := par.Background(func() string { return ipuexe.Fingerprint(data) })
-	// Decompression is bounded by the memory of the package's architecture.
 	if err := artdiff.NotKind(data, "package"); err != nil {
 		return fmt.Errorf("%s: %w", in, err)
 	}
+	toolrun.ExpectHeap(heapPerPackageByte * int64(len(data)))
+	hash := par.Background(func() string { return ipuexe.Fingerprint(data) })
+	// Decompression is bounded by the memory of the package's architecture.
 	pkg, err := ipuexe.ReadWith(data, ipuexe.ReadOptions{Limits: pack.Limits})
 	if err != nil {
 		return fmt.Errorf("%s: %w", in, err)

@@ -78,11 +78,11 @@ func readObject(path string) (*obj.Object, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("read object: %w", err)
 	}
-	toolrun.ExpectHeap(heapPerObjectByte * int64(len(data)))
-	fingerprint := par.Background(func() string { return obj.Fingerprint(data) })
 	if err := artdiff.NotKind(data, "object"); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)
 	}
+	toolrun.ExpectHeap(heapPerObjectByte * int64(len(data)))
+	fingerprint := par.Background(func() string { return obj.Fingerprint(data) })
 	o, err := obj.Read(data)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", path, err)
