@@ -48,7 +48,12 @@
 //
 // ipu-check takes hardware ownership as ipu-load does (--lock, default
 // DEV.lock, waiting up to --lock-timeout), starts a host exchange session,
-// and runs --inferences calls of "run" (default 2). Before each it writes
+// and runs --inferences calls of "run" (default 2). It does so after the
+// reference is evaluated, unless the device's header, read once the
+// model or the test data are checked, says that the device does not run
+// this package (not loaded, or loaded with another): then it takes the
+// device first, so that the refusal does not wait for the reference. A
+// device that does not exist is refused before either. Before each it writes
 // that inference's inputs and poisons every output in the host pages
 // with a NaN pattern of its type (libs/device PoisonOutputs): an output
 // the run does not write reads back as the poison, never as an earlier

@@ -9,7 +9,8 @@
 // analytic start, then --max-attempts moves drawn from the seed's
 // generator jumped I x 2^64 draws ahead, so that the shards' walks draw
 // disjoint streams (shard 0's is the unsharded search's); give each
-// shard its own --state. --merge reads the shards' states (same model,
+// shard its own --state (without one the shard's plan is written with a
+// warning: --merge has nothing of it to join). --merge reads the shards' states (same model,
 // arch, tiles, seed and shard count, each shard once, each validated:
 // the state records the incumbent's linked cycles) and writes the plan
 // of the best, the fewest validated cycles and the lowest shard on a
