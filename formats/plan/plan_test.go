@@ -178,6 +178,7 @@ func TestState(t *testing.T) {
 		{"shard-alone", func(s *State) { s.Shard = 1 }, "search state: shard: shard 1 of 0"},
 		{"validated", func(s *State) { s.Validated = -1 }, "search state: validated_cycles: negative"},
 		{"reserve", func(s *State) { s.Reserve = -8 }, "search state: memory_reserve: -8 out of range"},
+		{"max-variable", func(s *State) { s.MaxVariable = 1 << 31 }, "search state: max_variable_bytes: 2147483648 out of range"},
 		{"whole-order", func(s *State) { s.Whole = []int{17, 3} }, "search state: whole_rows[1]: 3: values must be sorted"},
 		{"whole-negative", func(s *State) { s.Whole = []int{-1} }, "search state: whole_rows[0]: -1"},
 		{"stride", func(s *State) {

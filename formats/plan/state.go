@@ -59,6 +59,11 @@ type State struct {
 	// its memory checks (ipu-plan's retry of a plan that does not
 	// place); a resumed search keeps it.
 	Reserve int64 `json:"memory_reserve,omitempty"`
+	// MaxVariable, when not 0, is the largest variable (a buffer with no
+	// data, not permanent) the search lets a tile hold, in bytes
+	// (ipu-plan's retry of a plan whose variable did not fit in memory
+	// free in pieces); a resumed search keeps it.
+	MaxVariable int64 `json:"max_variable_bytes,omitempty"`
 	// Whole are the values (graph value indices, sorted) whose row
 	// layouts the start laid out whole instead of halved: the points'
 	// plans depend on it, so a resumed search keeps it.
@@ -136,6 +141,9 @@ func (s *State) Validate() error {
 	}
 	if s.Reserve < 0 || s.Reserve > 1<<30 {
 		return stateAt("memory_reserve", "%d out of range [0, %d]", s.Reserve, 1<<30)
+	}
+	if s.MaxVariable < 0 || s.MaxVariable > 1<<30 {
+		return stateAt("max_variable_bytes", "%d out of range [0, %d]", s.MaxVariable, 1<<30)
 	}
 	if s.Shards < 0 || s.Shards > MaxShards || s.Shard < 0 || (s.Shards == 0 && s.Shard != 0) || (s.Shards > 0 && s.Shard >= s.Shards) {
 		return stateAt("shard", "shard %d of %d is not one of [0, N) with N in [1, %d]", s.Shard, s.Shards, MaxShards)

@@ -91,6 +91,9 @@ type MemoryError struct {
 	// memory is there but in pieces.
 	Free, FreeAll uint32
 	Region        string
+	// Variable says the buffer holds no data and is not permanent: it
+	// lives only between the supersteps that write and read it.
+	Variable bool
 	// Why says what kept the buffer out of a free range as large as it
 	// (its alignment, the windows of its AMP operands); "" when none is.
 	Why    string
@@ -116,7 +119,7 @@ func (e *MemoryError) Error() string {
 // the memory it may take and, when that range is large enough, what
 // kept b out of it.
 func (pl *placer) fitError(b *prog.Buffer, busy [][2]uint32, il, ni arch.Range) *MemoryError {
-	e := &MemoryError{Tile: b.Tiles[0], Buffer: b.Name, Size: b.Size}
+	e := &MemoryError{Tile: b.Tiles[0], Buffer: b.Name, Size: b.Size, Variable: b.Data == nil && !b.Permanent}
 	ranges := []arch.Range{il, ni}
 	if b.Region == prog.Interleaved {
 		ranges, e.Region = ranges[:1], "interleaved memory"

@@ -30,6 +30,10 @@ type MemoryError struct {
 	// Over is the bytes the tiles need beyond Usable, summed over the
 	// tiles (the start's measure of how far a point is from fitting).
 	Over int64
+	// MaxVariable, when not 0, is Options.MaxVariable: Largest names the
+	// variables larger than it, Worst[0] the largest one's first tile
+	// and size, and Over is their bytes beyond it on all their tiles.
+	MaxVariable int64
 }
 
 // interleavedError is the message of an interleaved region's overflow.
@@ -57,6 +61,10 @@ type TileBytes struct {
 func (e *MemoryError) Error() string {
 	if e.Interleaved > 0 {
 		return e.interleavedError()
+	}
+	if e.MaxVariable > 0 {
+		return fmt.Sprintf("variables larger than %d bytes (the largest this search lets a tile hold) on %d tiles of %s: %s",
+			e.MaxVariable, e.Tiles, e.Arch, strings.Join(e.Largest, ", "))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "out of memory on %d tiles of %s (usable %d bytes per tile, %d of them for code): ", e.Tiles, e.Arch, e.Usable, codeAllowance)
@@ -144,6 +152,35 @@ func fits(p *arch.Preset, tiles int, usable int64, pr *prog.Program) (il overflo
 	e := &MemoryError{Arch: p.Name, Tiles: tiles, Usable: usable, Worst: over[:min(len(over), 3)], Over: sum}
 	e.Largest = largestOn(pr, over[0].Tile, nil)
 	return overflow{}, e
+}
+
+// fitsLargest checks that no variable (a buffer with no data, not
+// permanent) of a program is larger than maxVariable bytes: the search
+// of a plan whose variable found memory free only in pieces (the
+// linker places a buffer in one range while the others live around
+// it). The error names the largest ones over (up to 4, largest first,
+// the first found on a tie) and Over is their bytes beyond the limit on
+// all their tiles.
+func fitsLargest(p *arch.Preset, tiles int, maxVariable int64, pr *prog.Program) error {
+	var over []*prog.Buffer
+	var sum int64
+	for _, b := range pr.Buffers {
+		if b.Data != nil || b.Permanent || int64(b.Size) <= maxVariable || len(b.Tiles) == 0 {
+			continue
+		}
+		over = append(over, b)
+		sum += (int64(b.Size) - maxVariable) * int64(len(b.Tiles))
+	}
+	if len(over) == 0 {
+		return nil
+	}
+	sort.SliceStable(over, func(i, j int) bool { return over[i].Size > over[j].Size })
+	e := &MemoryError{Arch: p.Name, Tiles: tiles, MaxVariable: maxVariable, Over: sum,
+		Worst: []TileBytes{{Tile: over[0].Tiles[0], Variables: int64(over[0].Size)}}}
+	for _, b := range over[:min(4, len(over))] {
+		e.Largest = append(e.Largest, fmt.Sprintf("%s %d bytes on tile %d", b.Name, b.Size, b.Tiles[0]))
+	}
+	return e
 }
 
 // tileBytes returns, by tile up to the last a buffer takes, its

@@ -65,6 +65,13 @@ type Options struct {
 	// free ranges the linker places in: for a plan that did not place.
 	// A resumed search keeps its state's.
 	MemoryReserve int64
+	// MaxVariable, when not 0, is the largest variable (a buffer with
+	// no data, not permanent) the search lets a tile hold, in bytes: for
+	// a plan whose variable did not place in memory that was free, but
+	// in pieces (large variables are what the linker's placement cannot
+	// fit between the others' lifetimes). A resumed search keeps its
+	// state's.
+	MaxVariable int64
 	// Progress, when set, is told the attempts made so far out of
 	// MaxAttempts and the incumbent's cycles, before each attempt and
 	// once at the end (a progress bar; it must not change anything).
@@ -138,6 +145,9 @@ type planner struct {
 	// usable is the tile memory the search fills: the preset's usable
 	// memory less Options.MemoryReserve.
 	usable int64
+	// maxVariable is Options.MaxVariable: 0, or the largest variable a
+	// point may put on a tile.
+	maxVariable int64
 	// constN and weights are the products reading constants, plus one,
 	// and their constant operands' bytes, once each (constShare, wide).
 	constN, weights int64
@@ -399,7 +409,12 @@ func Plan(g *graph.Graph, p *arch.Preset, opt Options) (*plan.Plan, *plan.State,
 	resuming := opt.State != nil && opt.State.Attempts+len(opt.State.Incumbent.Decisions) > 0
 	if resuming {
 		opt.MemoryReserve = opt.State.Reserve // a resumed search keeps its reserve
+		opt.MaxVariable = opt.State.MaxVariable
 	}
+	if opt.MaxVariable < 0 {
+		return nil, nil, nil, fmt.Errorf("largest variable %d bytes: negative", opt.MaxVariable)
+	}
+	pl.maxVariable = opt.MaxVariable
 	if opt.MemoryReserve < 0 || opt.MemoryReserve >= int64(p.UsableMemory().Size()) {
 		return nil, nil, nil, fmt.Errorf("memory reserve %d out of range [0, %d)", opt.MemoryReserve, p.UsableMemory().Size())
 	}

@@ -288,6 +288,9 @@ func (pl *planner) price(bp builtPoint, steps *lower.StepCache) (pc pricing) {
 	if err == nil {
 		r.il, err = fits(pl.p, pl.tiles, pl.usable, pr)
 	}
+	if err == nil && pl.maxVariable > 0 {
+		err = fitsLargest(pl.p, pl.tiles, pl.maxVariable, pr)
+	}
 	pc.footprint = time.Since(t1)
 	if err != nil {
 		r.mem = err

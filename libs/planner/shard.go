@@ -86,6 +86,7 @@ func newState(opt Options, arch string, tiles int) (*plan.State, error) {
 	s := plan.NewState(opt.ModelFingerprint, arch, tiles, opt.Seed)
 	s.Objective = plan.ObjectiveOf(opt.Objective)
 	s.Reserve = opt.MemoryReserve
+	s.MaxVariable = opt.MaxVariable
 	if opt.Shards <= 1 {
 		return s, nil
 	}
