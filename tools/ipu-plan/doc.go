@@ -72,7 +72,13 @@
 // does not place, a WARN says so and the search runs again with a
 // sixteenth, then an eighth, then a quarter of every tile's usable
 // memory kept free (the state records it as memory_reserve, which a
-// resumed search keeps). Row layouts the start lays out whole because a
+// resumed search keeps). A variable that then still finds no free range
+// although the bytes are free, in pieces, searches again as the first
+// search did with no variable that large on any tile (a WARN says so;
+// the state records the limit as max_variable_bytes, which a resumed
+// search keeps): the linker places each buffer in one range while the
+// others live around it, and large variables are what it cannot fit
+// between them. Row layouts the start lays out whole because a
 // tile's code would not fit them halved are recorded too (whole_rows),
 // so that a resumed search prices the same plans. The linker's exchange
 // scheduler (libs/sched) first schedules each exchange superstep without

@@ -116,6 +116,74 @@ func TestFallbackToDevice(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a smaller largest variable places", func(t *testing.T) {
+		// Every link until the reserves are spent is a variable that did
+		// not place in memory free in pieces: the search runs again as
+		// the first one (the inference objective, no reserve) with every
+		// variable smaller than it, that plan links, and the state keeps
+		// the limit for a resumed search, which links at once.
+		calls := 0
+		validateLink = func(log *slog.Logger, cfg config, pl *plan.Plan, saved []plan.Exchange) (*link.Stats, error) {
+			if calls++; calls <= 5 {
+				return nil, &link.MemoryError{Tile: 3, Buffer: "v", Size: 1 << 20, Free: 1 << 19, FreeAll: 1 << 21, Variable: true}
+			}
+			return validateCompact(log, cfg, pl, saved)
+		}
+		dir := t.TempDir()
+		out, state := filepath.Join(dir, "v.plan"), filepath.Join(dir, "v.json")
+		var stdout, stderr bytes.Buffer
+		if status := run([]string{"ipu-plan", model, "-o", out, "--tiles", "64", "--max-attempts", "2", "--state", state}, &stdout, &stderr); status != 0 {
+			t.Fatalf("status %d:\n%s", status, stderr.String())
+		}
+		if calls != 6 {
+			t.Errorf("%d links, want 6 (two objectives, three reserves, the limit)", calls)
+		}
+		if !strings.Contains(stderr.String(), "the plan does not place: searching again with every variable smaller on a tile max_variable_bytes=1048575 reason=\"tile 3: buffer v of 1048576 bytes does not fit (largest free range 524288 bytes of 2097152 free while it lives)\"") {
+			t.Errorf("no retry with a largest variable:\n%s", stderr.String())
+		}
+		data, err := os.ReadFile(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`"max_variable_bytes": 1048575`, `"objective": "inference"`} {
+			if !bytes.Contains(data, []byte(want)) {
+				t.Errorf("the state has no %s:\n%s", want, data)
+			}
+		}
+		if bytes.Contains(data, []byte(`"memory_reserve"`)) {
+			t.Errorf("the state keeps a reserve:\n%s", data)
+		}
+		stderr.Reset()
+		if status := run([]string{"ipu-plan", model, "-o", filepath.Join(dir, "v2.plan"), "--tiles", "64", "--max-attempts", "2", "--state", state}, &stdout, &stderr); status != 0 {
+			t.Fatalf("resumed: status %d:\n%s", status, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "loaded mid-plan search state") || strings.Contains(stderr.String(), "does not place") {
+			t.Errorf("the resumed search did not load the state or did not place:\n%s", stderr.String())
+		}
+	})
+	t.Run("no plan has variables that small", func(t *testing.T) {
+		// A variable of 2 bytes that does not place: no plan keeps every
+		// variable under 2 bytes, and the placement's error is the run's.
+		validateLink = func(*slog.Logger, config, *plan.Plan, []plan.Exchange) (*link.Stats, error) {
+			return nil, &link.MemoryError{Tile: 3, Buffer: "v", Size: 2, Free: 1, FreeAll: 2, Variable: true}
+		}
+		dir := t.TempDir()
+		out := filepath.Join(dir, "v.plan")
+		var stdout, stderr bytes.Buffer
+		if status := run([]string{"ipu-plan", model, "-o", out, "--tiles", "64", "--max-attempts", "2"}, &stdout, &stderr); status != 1 {
+			t.Fatalf("status %d, want 1:\n%s", status, stderr.String())
+		}
+		if n := strings.Count(stderr.String(), "no plan keeps its variables that small max_variable_bytes=1 reason=\"variables larger than 1 bytes"); n != 1 {
+			t.Errorf("%d warnings that no plan keeps the variables that small, want 1:\n%s", n, stderr.String())
+		}
+		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		if last := lines[len(lines)-1]; last != "ipu-plan: tile 3: buffer v of 2 bytes does not fit (largest free range 1 bytes of 2 free while it lives)" {
+			t.Errorf("last line %q", last)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Error("a failed run wrote its plan")
+		}
+	})
 	t.Run("both fail", func(t *testing.T) {
 		validateLink = failing("any")
 		dir := t.TempDir()

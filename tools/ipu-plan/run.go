@@ -318,6 +318,7 @@ func validateSearched(log *slog.Logger, cfg config, g *graph.Graph, opt planner.
 		saved = opt.State.Exchanges
 	}
 	linked, err := validateLink(log, cfg, s.pl, saved)
+	first := opt
 	if err != nil && plan.ObjectiveOf(s.state.Objective) == plan.ObjectiveInference && !cfg.merge {
 		// The search's memory check counts a tile's bytes, not the free
 		// ranges the linker places in: a point it takes may not link. The
@@ -352,6 +353,40 @@ func validateSearched(log *slog.Logger, cfg config, g *graph.Graph, opt planner.
 			// placement's error, not the smaller memory's, is the user's.
 			perrWhy, _, _ := strings.Cut(perr.Error(), "\n")
 			log.Warn("no plan keeps that memory free", slog.Int64("reserve_bytes", reserve), slog.String("reason", perrWhy))
+			break
+		}
+		s.pl, s.state, s.st = p2, s2, st2
+		linked, err = validateLink(log, cfg, s.pl, nil)
+	}
+	return limitVariables(log, cfg, g, first, s, linked, err)
+}
+
+// maxVariableRounds bounds the searches limitVariables makes.
+const maxVariableRounds = 3
+
+// limitVariables searches again a plan whose variable did not place in
+// memory that was free, but in pieces (the bytes a search counts are
+// there; the linker places a buffer in one range while the others live
+// around it): as the first search (opt: its objective and memory
+// reserve, since keeping memory free leaves the search fewer ways to
+// split the large variables), with no variable as large as that one on
+// any tile. A variable of the new plan that does not place so is the
+// next round's limit; a search that finds no plan ends them, the
+// placement's error the user's.
+func limitVariables(log *slog.Logger, cfg config, g *graph.Graph, opt planner.Options, s *searched, linked *link.Stats, err error) (*link.Stats, error) {
+	for range maxVariableRounds {
+		var me *link.MemoryError
+		if err == nil || cfg.merge || !errors.As(err, &me) || !me.Variable || me.FreeAll < me.Size {
+			break
+		}
+		limit := int64(me.Size) - 1
+		why, _, _ := strings.Cut(err.Error(), "\n")
+		log.Warn("the plan does not place: searching again with every variable smaller on a tile", slog.Int64("max_variable_bytes", limit), slog.String("reason", why))
+		opt.MaxVariable, opt.State, opt.Progress, opt.StartProgress = limit, nil, nil, nil
+		p2, s2, st2, perr := planner.Plan(g, cfg.arch, opt)
+		if perr != nil {
+			perrWhy, _, _ := strings.Cut(perr.Error(), "\n")
+			log.Warn("no plan keeps its variables that small", slog.Int64("max_variable_bytes", limit), slog.String("reason", perrWhy))
 			break
 		}
 		s.pl, s.state, s.st = p2, s2, st2
