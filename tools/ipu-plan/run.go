@@ -376,8 +376,8 @@ const maxVariableRounds = 3
 func limitVariables(log *slog.Logger, cfg config, g *graph.Graph, opt planner.Options, s *searched, linked *link.Stats, err error) (*link.Stats, error) {
 	for range maxVariableRounds {
 		var me *link.MemoryError
-		if err == nil || cfg.merge || !errors.As(err, &me) || !me.Variable || me.FreeAll < me.Size {
-			break
+		if err == nil || cfg.merge || !errors.As(err, &me) || !me.Variable || me.FreeAll < me.Size || me.Size < 2 {
+			break // (a limit of 0 is none)
 		}
 		limit := int64(me.Size) - 1
 		why, _, _ := strings.Cut(err.Error(), "\n")
