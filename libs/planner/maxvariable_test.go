@@ -106,3 +106,44 @@ func TestFitsLargest(t *testing.T) {
 		t.Errorf("error\n%s\nwant\n%s", err, want)
 	}
 }
+
+// TestUnderLimit: a split is a candidate of a limited search only when
+// its variable operand block and its FP32 C block each fit the limit;
+// a constant operand's block does not count, and no limit takes every
+// split.
+func TestUnderLimit(t *testing.T) {
+	g, p := load(t, "mlp-small"), arch.MustLookup("ipu21")
+	pl, err := newPlanner(g, p, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := pl.products[0]
+	if isConst(pr.a.w) || !isConst(pr.b.w) {
+		t.Fatal("mlp-small's first product: want a variable A and a constant B")
+	}
+	e := int64(pr.typ.Size())
+	bl := block{bb: 1, gk: 1, mb: 8, kb: 64, nb: 16} // A 8x64, C 8x16 FP32, B 64x16
+	a, c := 8*64*e, int64(8*16*4)
+	for _, tc := range []struct {
+		limit int64
+		want  bool
+	}{
+		{0, true},
+		{max(a, c), true},
+		{max(a, c) - 1, false},
+	} {
+		pl.maxVariable = tc.limit
+		if got := pl.underLimit(pr, bl); got != tc.want {
+			t.Errorf("limit %d (A block %d bytes, C block %d): %v, want %v", tc.limit, a, c, got, tc.want)
+		}
+	}
+	wide := block{bb: 1, gk: 1, mb: 4, kb: 64, nb: 256} // A 4x64, C 4x256 FP32, B 64x256 (constant)
+	pl.maxVariable = max(4*64*e, 4*256*4)
+	if b := 64 * 256 * e; b <= pl.maxVariable || !pl.underLimit(pr, wide) {
+		t.Errorf("a constant B block of %d bytes counted against the limit %d", b, pl.maxVariable)
+	}
+	pl.maxVariable--
+	if pl.underLimit(pr, wide) {
+		t.Errorf("a C block of %d bytes under the limit %d", 4*256*4, pl.maxVariable)
+	}
+}

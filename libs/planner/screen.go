@@ -109,10 +109,31 @@ func (bl block) constBytes(pr *product) int64 {
 
 // fitsBlock reports whether the block's data fits the screen's share of
 // a tile (three quarters, room for the other values live with it): and
-// its constants their share (every product's constants live at once).
+// its constants their share (every product's constants live at once),
+// and its variable blocks the search's largest variable (underLimit).
 func (pl *planner) fitsBlock(pr *product, bl block) bool {
 	usable := pl.usable * 3 / 4
-	return bl.bytes(int64(pr.typ.Size())) <= usable && bl.constBytes(pr) <= pl.constShare
+	return bl.bytes(int64(pr.typ.Size())) <= usable && bl.constBytes(pr) <= pl.constShare && pl.underLimit(pr, bl)
+}
+
+// underLimit reports whether the block's variable operand blocks (an
+// operand that is not a constant) and its FP32 C block are each within
+// the search's largest variable (Options.MaxVariable; none when 0): a
+// split with a larger one is no candidate of a search that limits them.
+func (pl *planner) underLimit(pr *product, bl block) bool {
+	if pl.maxVariable == 0 {
+		return true
+	}
+	e := int64(pr.typ.Size())
+	mp, kp, np := int64(layout.Pad(bl.mb, layout.AGroup)), int64(layout.Pad(bl.kb, 2)), int64(layout.Pad(bl.nb, layout.BGroup))
+	bb := int64(bl.bb)
+	if !isConst(pr.a.w) && bb*mp*kp*e > pl.maxVariable {
+		return false
+	}
+	if !isConst(pr.b.w) && bb*kp*np*e > pl.maxVariable {
+		return false
+	}
+	return bb*mp*np*4 <= pl.maxVariable
 }
 
 // score is the block's kernel cycles, a reduction estimate and the words
@@ -326,7 +347,7 @@ func (pl *planner) frugalSplits(pr *product) []layout.Split {
 	var rs []ranked
 	usable := pl.usable * 3 / 4
 	eachGrid(pr, pl.tiles, func(sp layout.Split, bl block) {
-		if bl.bytes(int64(pr.typ.Size())) > usable {
+		if bl.bytes(int64(pr.typ.Size())) > usable || !pl.underLimit(pr, bl) {
 			return
 		}
 		if c, ok := pl.score(pr, bl); ok {
@@ -368,6 +389,9 @@ func (pl *planner) lightSplits(pr *product) []layout.Split {
 	var rs []ranked
 	e := int64(pr.typ.Size())
 	eachGrid(pr, pl.tiles, func(sp layout.Split, bl block) {
+		if !pl.underLimit(pr, bl) {
+			return
+		}
 		if c, ok := pl.score(pr, bl); ok {
 			rs = append(rs, ranked{sp, bl.bytes(e), c})
 		}
