@@ -121,7 +121,7 @@ func (pl *planner) cutSplit(pr *product, gb int, cols bool, at int, first, rest 
 	// the grids, is screened only against the tile's usable memory (the
 	// pricing checks the program's).
 	usable := pl.usable - codeAllowance
-	if most.bytes(int64(pr.typ.Size())) > usable || most.constBytes(pr) > pl.constShare {
+	if most.bytes(int64(pr.typ.Size())) > usable || most.constBytes(pr) > pl.constShare || !pl.underLimit(pr, most) {
 		return layout.Split{}, 0, false
 	}
 	s := withOrder(layout.Split{GB: gb, GM: first.gm, GN: first.gn, GK: 1, Align: pr.align, NAlign: pr.nalign,
