@@ -344,21 +344,45 @@ func validateSearched(log *slog.Logger, cfg config, g *graph.Graph, opt planner.
 		if reserve <= s.state.Reserve { // a resumed state's reserve is the search's
 			continue
 		}
-		why, _, _ := strings.Cut(err.Error(), "\n")
-		log.Warn("the plan does not place: searching again with memory kept free on every tile", slog.Int64("reserve_bytes", reserve), slog.String("reason", why))
-		opt.MemoryReserve, opt.State, opt.Progress, opt.StartProgress = reserve, nil, nil, nil
-		p2, s2, st2, perr := planner.Plan(g, cfg.arch, opt)
-		if perr != nil {
-			// The model does not fit with that much kept free: the
-			// placement's error, not the smaller memory's, is the user's.
-			perrWhy, _, _ := strings.Cut(perr.Error(), "\n")
-			log.Warn("no plan keeps that memory free", slog.Int64("reserve_bytes", reserve), slog.String("reason", perrWhy))
+		opt.MemoryReserve = reserve
+		r := retry{"the plan does not place: searching again with memory kept free on every tile", "no plan keeps that memory free", slog.Int64("reserve_bytes", reserve)}
+		found, l2, e2 := searchAgain(log, cfg, g, opt, s, r, err)
+		if !found {
 			break
 		}
-		s.pl, s.state, s.st = p2, s2, st2
-		linked, err = validateLink(log, cfg, s.pl, nil)
+		linked, err = l2, e2
 	}
 	return limitVariables(log, cfg, g, first, s, linked, err)
+}
+
+// retry names a search again of a plan that does not place: its
+// warning, the warning when it finds no plan, and the attribute both
+// carry.
+type retry struct {
+	again, none string
+	attr        slog.Attr
+}
+
+// searchAgain warns why (placeErr, the placement's error: its first
+// line) and searches again with opt, afresh (no state, no progress
+// bars). When that search finds no plan, it warns so (with its error's
+// first line) and returns false: the model does not fit so, and the
+// placement's error, not that search's, is the user's. Otherwise s
+// becomes the new search, and found is true with its validation link's
+// figures and error.
+func searchAgain(log *slog.Logger, cfg config, g *graph.Graph, opt planner.Options, s *searched, r retry, placeErr error) (found bool, linked *link.Stats, err error) {
+	why, _, _ := strings.Cut(placeErr.Error(), "\n")
+	log.Warn(r.again, r.attr, slog.String("reason", why))
+	opt.State, opt.Progress, opt.StartProgress = nil, nil, nil
+	pl, state, st, err := planner.Plan(g, cfg.arch, opt)
+	if err != nil {
+		why, _, _ := strings.Cut(err.Error(), "\n")
+		log.Warn(r.none, r.attr, slog.String("reason", why))
+		return false, nil, nil
+	}
+	s.pl, s.state, s.st = pl, state, st
+	linked, err = validateLink(log, cfg, s.pl, nil)
+	return true, linked, err
 }
 
 // maxVariableRounds bounds the searches limitVariables makes.
@@ -379,18 +403,13 @@ func limitVariables(log *slog.Logger, cfg config, g *graph.Graph, opt planner.Op
 		if err == nil || cfg.merge || !errors.As(err, &me) || !me.Variable || me.FreeAll < me.Size || me.Size < 2 {
 			break // (a limit of 0 is none)
 		}
-		limit := int64(me.Size) - 1
-		why, _, _ := strings.Cut(err.Error(), "\n")
-		log.Warn("the plan does not place: searching again with every variable smaller on a tile", slog.Int64("max_variable_bytes", limit), slog.String("reason", why))
-		opt.MaxVariable, opt.State, opt.Progress, opt.StartProgress = limit, nil, nil, nil
-		p2, s2, st2, perr := planner.Plan(g, cfg.arch, opt)
-		if perr != nil {
-			perrWhy, _, _ := strings.Cut(perr.Error(), "\n")
-			log.Warn("no plan keeps its variables that small", slog.Int64("max_variable_bytes", limit), slog.String("reason", perrWhy))
+		opt.MaxVariable = int64(me.Size) - 1
+		r := retry{"the plan does not place: searching again with every variable smaller on a tile", "no plan keeps its variables that small", slog.Int64("max_variable_bytes", opt.MaxVariable)}
+		found, l2, e2 := searchAgain(log, cfg, g, opt, s, r, err)
+		if !found {
 			break
 		}
-		s.pl, s.state, s.st = p2, s2, st2
-		linked, err = validateLink(log, cfg, s.pl, nil)
+		linked, err = l2, e2
 	}
 	return linked, err
 }
