@@ -391,10 +391,9 @@ const maxVariableRounds = 3
 // limitVariables searches again a plan whose variable did not place in
 // memory that was free, but in pieces (the bytes a search counts are
 // there; the linker places a buffer in one range while the others live
-// around it): as the first search (opt: its objective and memory
-// reserve, since keeping memory free leaves the search fewer ways to
-// split the large variables), with no variable as large as that one on
-// any tile. A variable of the new plan that does not place so is the
+// around it): as the first search (opt: its objective), with no memory
+// kept free (keeping it leaves the search fewer ways to split the large
+// variables) and no variable as large as that one on any tile. A variable of the new plan that does not place so is the
 // next round's limit; a search that finds no plan ends them, the
 // placement's error the user's.
 func limitVariables(log *slog.Logger, cfg config, g *graph.Graph, opt planner.Options, s *searched, linked *link.Stats, err error) (*link.Stats, error) {
@@ -403,7 +402,7 @@ func limitVariables(log *slog.Logger, cfg config, g *graph.Graph, opt planner.Op
 		if err == nil || cfg.merge || !errors.As(err, &me) || !me.Variable || me.FreeAll < me.Size || me.Size < 2 {
 			break // (a limit of 0 is none)
 		}
-		opt.MaxVariable = int64(me.Size) - 1
+		opt.MemoryReserve, opt.MaxVariable = 0, int64(me.Size)-1
 		r := retry{"the plan does not place: searching again with every variable smaller on a tile", "no plan keeps its variables that small", slog.Int64("max_variable_bytes", opt.MaxVariable)}
 		found, l2, e2 := searchAgain(log, cfg, g, opt, s, r, err)
 		if !found {
